@@ -1,0 +1,5 @@
+"""`python -m lancens_cli`."""
+
+from lancens_cli.cli.app import main
+
+main()

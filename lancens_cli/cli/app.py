@@ -1,0 +1,80 @@
+"""The `lancens` Typer app: global options and the command modules.
+
+Nothing heavy is imported here: Lance, pyarrow and fsspec load only inside the commands that
+touch storage, so `lancens --help` starts fast.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Annotated
+
+import typer
+
+from lancens_cli.cli import common
+from lancens_cli.cli.common import SESSION
+
+app = typer.Typer(
+    name="lancens",
+    help="Administer Lance directory namespaces: V1 directories, the V2 __manifest, "
+    "compatibility mode, migration and partitioned namespaces.\n\n"
+    "Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found, 4 conflict or already "
+    "exists, 5 refused by a safety rail, 6 partial failure, 130 interrupted.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"lancens {version('lancens-cli')}")
+        raise typer.Exit()
+
+
+def _global_options(
+    delimiter: Annotated[
+        str, typer.Option("--delimiter", help="Separator of identifier parts on the command line.")
+    ] = ".",
+    commit_retries: Annotated[
+        int | None,
+        typer.Option("--commit-retries", min=0, help="Retries of a conflicting manifest commit."),
+    ] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")] = False,
+    version: Annotated[
+        bool | None,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = None,
+) -> None:
+    SESSION.merge(delimiter=delimiter, commit_retries=commit_retries, debug=debug)
+
+
+def _callback(**values) -> None:
+    """Administer Lance directory namespaces."""
+    SESSION.merge(**{k: values.pop(k, None) for k in common.COMMON_NAMES})
+    _global_options(**values)
+
+
+_callback.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [*inspect.signature(_global_options, eval_str=True).parameters.values(), *common.common_parameters()]
+)
+app.callback()(_callback)
+
+
+def _register_commands() -> None:
+    from lancens_cli.cli import create, describe, drop, ls, register, rename  # noqa: F401
+
+
+_register_commands()
+
+
+def main() -> None:
+    import os
+
+    # Lance logs warnings such as "No existing dataset ... will be created" to stderr; our
+    # stderr carries only our own messages unless the user asks for Lance's.
+    os.environ.setdefault("LANCE_LOG", "error")
+    app()

@@ -1,0 +1,231 @@
+"""What every command shares: the configuration options, the session, error handling.
+
+The options that choose the namespace (`--root`, `-s`, `--profile`, ...) and the output mode
+(`--json`) are accepted both before the command (`lancens --root R ls`) and after it
+(`lancens ls --root R`); `command()` adds them to each command's signature so they are declared
+once.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+import typer
+
+from lancens_cli.errors import ExitCode, LancensError, RefusedError
+
+_PANEL = "Namespace options"
+
+
+@dataclass
+class Session:
+    """Options resolved for one invocation; builds the Namespace on first use."""
+
+    root: str | None = None
+    manifest: bool | None = None
+    dir_listing: bool | None = None
+    indexes: bool | None = None
+    commit_retries: int | None = None
+    storage: list[str] = field(default_factory=list)
+    profile: str | None = None
+    delimiter: str = "."
+    json: bool = False
+    debug: bool = False
+    _namespace: Any = None
+
+    def merge(self, **values: Any) -> None:
+        for key, value in values.items():
+            if key == "storage":
+                self.storage = [*self.storage, *(value or [])]
+            elif value is not None and value is not False:
+                setattr(self, key, value)
+
+    @property
+    def namespace(self):
+        if self._namespace is None:
+            from lancens_cli.config import parse_key_values, resolve_config
+            from lancens_cli.service.namespace import Namespace
+
+            flags = {
+                "root": self.root,
+                "manifest_enabled": self.manifest,
+                "dir_listing_enabled": self.dir_listing,
+                "inline_optimization_enabled": self.indexes,
+                "commit_retries": self.commit_retries,
+            }
+            storage = parse_key_values(self.storage, "storage option")
+            self._namespace = Namespace(resolve_config(flags, storage, self.profile))
+        return self._namespace
+
+    def ident(self, text: str | None):
+        from lancens_cli.models import Identifier
+
+        return Identifier.parse(text, self.delimiter)
+
+    def emit(self, result: Any) -> None:
+        from lancens_cli.output import emit
+
+        emit(result, json_mode=self.json)
+
+
+SESSION = Session()
+
+
+def common_parameters() -> list[inspect.Parameter]:
+    """The shared options, as parameters Typer reads from a signature."""
+
+    def opt(name: str, annotation: Any) -> inspect.Parameter:
+        return inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=None
+        )
+
+    return [
+        opt(
+            "root",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--root",
+                    "-r",
+                    help="Namespace root: path, file://, s3:// or gs:// URI. [env LANCENS_ROOT]",
+                    rich_help_panel=_PANEL,
+                ),
+            ],
+        ),
+        opt(
+            "manifest",
+            Annotated[
+                bool | None,
+                typer.Option(
+                    "--manifest/--no-manifest",
+                    help="Use the __manifest table (manifest_enabled).",
+                    rich_help_panel=_PANEL,
+                    show_default=False,
+                ),
+            ],
+        ),
+        opt(
+            "dir_listing",
+            Annotated[
+                bool | None,
+                typer.Option(
+                    "--dir-listing/--no-dir-listing",
+                    help="Find root tables by listing <name>.lance (dir_listing_enabled).",
+                    rich_help_panel=_PANEL,
+                    show_default=False,
+                ),
+            ],
+        ),
+        opt(
+            "indexes",
+            Annotated[
+                bool | None,
+                typer.Option(
+                    "--indexes/--no-indexes",
+                    help="Rebuild the __manifest scalar indexes after each commit "
+                    "(inline_optimization_enabled).",
+                    rich_help_panel=_PANEL,
+                    show_default=False,
+                ),
+            ],
+        ),
+        opt(
+            "storage",
+            Annotated[
+                list[str] | None,
+                typer.Option(
+                    "--storage-option",
+                    "-s",
+                    metavar="KEY=VALUE",
+                    help="Storage option for Lance and fsspec (the spec's storage.*). Repeatable.",
+                    rich_help_panel=_PANEL,
+                ),
+            ],
+        ),
+        opt(
+            "profile",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--profile",
+                    "-p",
+                    help="Profile from the config file. [env LANCENS_PROFILE]",
+                    rich_help_panel=_PANEL,
+                ),
+            ],
+        ),
+        opt(
+            "json",
+            Annotated[
+                bool,
+                typer.Option("--json", help="Print one JSON document.", rich_help_panel=_PANEL),
+            ],
+        ),
+    ]
+
+
+COMMON_NAMES = ("root", "manifest", "dir_listing", "indexes", "storage", "profile", "json")
+
+
+def command(app: typer.Typer, name: str, **kwargs: Any) -> Callable:
+    """Register `func` as a command with the shared options added to its signature."""
+
+    def decorate(func: Callable) -> Callable:
+        signature = inspect.signature(func, eval_str=True)
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **values: Any) -> Any:
+            SESSION.merge(**{k: values.pop(k, None) for k in COMMON_NAMES})
+            return run(lambda: func(*args, **values))
+
+        params = list(signature.parameters.values())
+        wrapper.__signature__ = signature.replace(parameters=[*params, *common_parameters()])
+        app.command(name, **kwargs)(wrapper)
+        return func
+
+    return decorate
+
+
+def confirm_destruction(what: str, yes: bool) -> None:
+    """Ask before destroying data on a terminal; refuse without --yes when not on one."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise RefusedError(f"{what}: refusing to destroy data without --yes (stdin is not a terminal)")
+    if not typer.confirm(f"{what}?", default=False, err=True):
+        raise RefusedError(f"{what}: not confirmed")
+
+
+def run(body: Callable[[], Any]) -> Any:
+    """Run a command body, turning every failure into one line on stderr and an exit code."""
+    from lancens_cli.output import emit_error
+
+    try:
+        return body()
+    except LancensError as error:
+        if SESSION.debug:
+            import traceback
+
+            traceback.print_exc()
+        emit_error(error, json_mode=SESSION.json)
+        raise typer.Exit(error.exit_code) from None
+    except KeyboardInterrupt:
+        sys.stderr.write("lancens: interrupted\n")
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
+    except (typer.Exit, typer.Abort, SystemExit):
+        raise
+    except Exception as error:  # an unexpected failure: still one line unless --debug
+        if SESSION.debug:
+            import traceback
+
+            traceback.print_exc()
+        from lancens_cli.errors import LancensError as Base
+
+        wrapped = Base(f"{type(error).__name__}: {error}")
+        emit_error(wrapped, json_mode=SESSION.json)
+        raise typer.Exit(ExitCode.ERROR) from None

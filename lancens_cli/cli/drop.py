@@ -1,0 +1,45 @@
+"""`lancens drop`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from lancens_cli.cli.app import app
+from lancens_cli.cli.common import SESSION, command, confirm_destruction
+
+
+@command(app, "drop")
+def drop(
+    ident: Annotated[str, typer.Argument(metavar="ID", help="Table or namespace to drop.")],
+    cascade: Annotated[
+        bool, typer.Option("--cascade", help="Drop a non-empty namespace with everything in it.")
+    ] = False,
+    keep_data: Annotated[
+        bool, typer.Option("--keep-data", help="Forget the tables but keep their files.")
+    ] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be dropped.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Drop a table or a namespace, deleting table data unless --keep-data."""
+    from lancens_cli.service.drop import drop as drop_object
+    from lancens_cli.service.drop import plan_drop
+
+    ns = SESSION.namespace
+    target = SESSION.ident(ident)
+    if not dry_run and not keep_data:
+        plan = plan_drop(ns, target, cascade=cascade, delimiter=SESSION.delimiter)
+        tables = sum(1 for c in plan.changes if c.kind == "table")
+        if tables:
+            confirm_destruction(f"drop {ident} and delete the data of {tables} table(s)", yes)
+    SESSION.emit(
+        drop_object(
+            ns,
+            target,
+            cascade=cascade,
+            keep_data=keep_data,
+            dry_run=dry_run,
+            delimiter=SESSION.delimiter,
+        )
+    )

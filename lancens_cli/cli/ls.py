@@ -1,0 +1,45 @@
+"""`lancens ls`: namespaces and tables."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from lancens_cli.cli.app import app
+from lancens_cli.cli.common import SESSION, command
+
+
+@command(app, "ls")
+def ls(
+    namespace: Annotated[
+        str | None, typer.Argument(help="Namespace to list (default: the root).")
+    ] = None,
+    recursive: Annotated[
+        bool, typer.Option("--recursive", "-R", help="List everything below, not just children.")
+    ] = False,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N entries.")] = None,
+    page_token: Annotated[
+        str | None, typer.Option("--page-token", help="Continue after this entry.")
+    ] = None,
+    no_state: Annotated[
+        bool, typer.Option("--no-state", help="Skip looking inside table directories.")
+    ] = False,
+) -> None:
+    """List namespaces and tables: kind, location, where each is known from, and state."""
+    from lancens_cli.service.listing import list_namespace
+
+    result = list_namespace(
+        SESSION.namespace,
+        SESSION.ident(namespace),
+        recursive=recursive,
+        limit=limit,
+        page_token=page_token,
+        with_state=not no_state,
+        delimiter=SESSION.delimiter,
+    )
+    SESSION.emit(result)
+    if result.next_page_token and not SESSION.json:
+        from lancens_cli.output import message
+
+        message(f"more entries: --page-token {result.next_page_token}")

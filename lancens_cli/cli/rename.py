@@ -1,0 +1,39 @@
+"""`lancens rename`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from lancens_cli.cli.app import app
+from lancens_cli.cli.common import SESSION, command
+
+
+@command(app, "rename")
+def rename(
+    old: Annotated[str, typer.Argument(metavar="OLD", help="Table or namespace to rename.")],
+    new: Annotated[str, typer.Argument(metavar="NEW", help="New name, possibly in another namespace.")],
+    keep_location: Annotated[
+        bool,
+        typer.Option("--keep-location", help="Leave a root V1 table's directory where it is."),
+    ] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change.")] = False,
+) -> None:
+    """Rename a table (also into another namespace) or a namespace.
+
+    A root table in a V1 <name>.lance directory moves to a V2 <hash>_<id> directory, as the
+    spec says; a rerun after an interruption completes the move.
+    """
+    from lancens_cli.service.rename import rename as rename_object
+
+    SESSION.emit(
+        rename_object(
+            SESSION.namespace,
+            SESSION.ident(old),
+            SESSION.ident(new),
+            keep_location=keep_location,
+            dry_run=dry_run,
+            delimiter=SESSION.delimiter,
+        )
+    )

@@ -1,0 +1,102 @@
+"""The error hierarchy.
+
+Every error carries two numbers: the process exit code of the CLI contract (DESIGN decision 8)
+and the numeric code of the Lance namespace error catalogue, so that JSON consumers can match
+errors the same way they match those of the reference implementation.
+"""
+
+from __future__ import annotations
+
+
+class ExitCode:
+    """Stable process exit codes (documented in the README)."""
+
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+    NOT_FOUND = 3
+    CONFLICT = 4
+    REFUSED = 5
+    PARTIAL = 6
+    INTERRUPTED = 130
+
+
+class LancensError(Exception):
+    """Base of every error the tool reports to a user."""
+
+    exit_code: int = ExitCode.ERROR
+    namespace_code: int = 18  # Internal
+    name: str = "Internal"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def to_dict(self) -> dict[str, object]:
+        return {"name": self.name, "code": self.namespace_code, "message": self.message}
+
+
+class UnsupportedError(LancensError):
+    namespace_code, name = 0, "Unsupported"
+
+
+class NamespaceNotFoundError(LancensError):
+    exit_code, namespace_code, name = ExitCode.NOT_FOUND, 1, "NamespaceNotFound"
+
+
+class NamespaceAlreadyExistsError(LancensError):
+    exit_code, namespace_code, name = ExitCode.CONFLICT, 2, "NamespaceAlreadyExists"
+
+
+class NamespaceNotEmptyError(LancensError):
+    exit_code, namespace_code, name = ExitCode.REFUSED, 3, "NamespaceNotEmpty"
+
+
+class TableNotFoundError(LancensError):
+    exit_code, namespace_code, name = ExitCode.NOT_FOUND, 4, "TableNotFound"
+
+
+class TableAlreadyExistsError(LancensError):
+    exit_code, namespace_code, name = ExitCode.CONFLICT, 5, "TableAlreadyExists"
+
+
+class TableVersionNotFoundError(LancensError):
+    exit_code, namespace_code, name = ExitCode.NOT_FOUND, 11, "TableVersionNotFound"
+
+
+class InvalidInputError(LancensError):
+    exit_code, namespace_code, name = ExitCode.USAGE, 13, "InvalidInput"
+
+
+class ConfigError(InvalidInputError):
+    """A bad configuration key, value, profile or root."""
+
+
+class ConcurrentModificationError(LancensError):
+    exit_code, namespace_code, name = ExitCode.CONFLICT, 14, "ConcurrentModification"
+
+
+class RefusedError(LancensError):
+    """A safety rail refused the operation (e.g. destroying data without --yes)."""
+
+    exit_code, namespace_code, name = ExitCode.REFUSED, 15, "PermissionDenied"
+
+
+class StorageUnavailableError(LancensError):
+    namespace_code, name = 17, "ServiceUnavailable"
+
+
+class InvalidTableStateError(LancensError):
+    """A directory that should hold a Lance table does not (or holds a broken one)."""
+
+    namespace_code, name = 19, "InvalidTableState"
+
+
+class ManifestError(LancensError):
+    """`__manifest` cannot be read or is not one we understand."""
+
+    namespace_code, name = 19, "InvalidTableState"
+
+
+class PartialFailureError(LancensError):
+    exit_code, namespace_code, name = ExitCode.PARTIAL, 18, "Internal"

@@ -1,0 +1,195 @@
+"""Identifiers and the typed results the service layer returns.
+
+Results are plain dataclasses so that the output layer can render any of them as a table, as
+tab-separated text or as JSON without knowing which command produced them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from lancens_cli.errors import InvalidInputError
+
+OBJECT_ID_DELIMITER = "$"
+MANIFEST_TABLE = "__manifest"
+RESERVED_NAMES = frozenset({MANIFEST_TABLE})
+# Longest name part we accept: a table directory is `<8 hex>_<object_id>` and most file
+# systems cap a path component at 255 bytes.
+MAX_LOCATION_BYTES = 255
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_ENCODED_SEPARATOR = re.compile(r"%(2f|5c|24|2e|00)", re.IGNORECASE)
+
+
+def validate_name(part: str) -> str:
+    """Refuse a name part that could escape the root or collide with the `$` joining."""
+    if part == "":
+        raise InvalidInputError("invalid name: a name part is empty")
+    if part in (".", ".."):
+        raise InvalidInputError(f"invalid name {part!r}: '.' and '..' are not names")
+    for bad in ("$", "/", "\\"):
+        if bad in part:
+            raise InvalidInputError(f"invalid name {part!r}: it contains {bad!r}")
+    if _CONTROL.search(part):
+        raise InvalidInputError(f"invalid name {part!r}: it contains a control character")
+    if _ENCODED_SEPARATOR.search(part):
+        raise InvalidInputError(f"invalid name {part!r}: it contains an encoded separator")
+    if part in RESERVED_NAMES:
+        raise InvalidInputError(f"invalid name {part!r}: it is reserved")
+    if part != part.strip():
+        raise InvalidInputError(f"invalid name {part!r}: leading or trailing whitespace")
+    return part
+
+
+@dataclass(frozen=True)
+class Identifier:
+    """A namespace or table path; the root namespace is the empty path."""
+
+    parts: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, text: str | None, delimiter: str = ".") -> Identifier:
+        """Parse a command-line identifier such as `ns1.ns2.events`."""
+        if text is None or text == "":
+            return cls(())
+        if not delimiter:
+            raise InvalidInputError("the delimiter must not be empty")
+        parts = tuple(text.split(delimiter))
+        for part in parts:
+            validate_name(part)
+        ident = cls(parts)
+        if len(ident.object_id.encode()) + 9 > MAX_LOCATION_BYTES:
+            raise InvalidInputError(f"identifier {text!r} is too long")
+        return ident
+
+    @classmethod
+    def from_object_id(cls, object_id: str) -> Identifier:
+        return cls(tuple(object_id.split(OBJECT_ID_DELIMITER))) if object_id else cls(())
+
+    @property
+    def object_id(self) -> str:
+        return OBJECT_ID_DELIMITER.join(self.parts)
+
+    @property
+    def is_root(self) -> bool:
+        return not self.parts
+
+    @property
+    def name(self) -> str:
+        return self.parts[-1] if self.parts else ""
+
+    @property
+    def parent(self) -> Identifier:
+        return Identifier(self.parts[:-1])
+
+    def child(self, name: str) -> Identifier:
+        return Identifier((*self.parts, name))
+
+    def display(self, delimiter: str = ".") -> str:
+        return delimiter.join(self.parts)
+
+    def is_ancestor_of(self, other: Identifier) -> bool:
+        return len(other.parts) > len(self.parts) and other.parts[: len(self.parts)] == self.parts
+
+
+def to_plain(value: Any) -> Any:
+    """Turn results (dataclasses, tuples, Identifiers) into JSON-ready values."""
+    if isinstance(value, Identifier):
+        return value.object_id
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_plain(v) for v in value]
+    return value
+
+
+# --- listing -------------------------------------------------------------------------------
+
+KIND_NAMESPACE = "namespace"
+KIND_TABLE = "table"
+
+SOURCE_MANIFEST = "manifest"
+SOURCE_DIRECTORY = "directory"
+SOURCE_BOTH = "both"
+
+STATE_OK = "ok"
+STATE_DECLARED = "declared"
+STATE_NOT_LANCE = "not a Lance table"
+STATE_MISSING = "missing"
+
+
+@dataclass
+class Entry:
+    """One line of `ls`: a namespace or a table."""
+
+    id: str
+    kind: str
+    location: str | None
+    source: str
+    state: str
+
+
+@dataclass
+class Listing:
+    namespace: str
+    entries: list[Entry]
+    next_page_token: str | None = None
+
+
+# --- describe --------------------------------------------------------------------------------
+
+
+@dataclass
+class RootDescription:
+    root: str
+    mode: str
+    config: dict[str, Any]
+    namespaces: int
+    tables: int
+    manifest: dict[str, Any] | None
+
+
+@dataclass
+class NamespaceDescription:
+    id: str
+    properties: dict[str, str]
+    namespaces: int
+    tables: int
+
+
+@dataclass
+class TableDescription:
+    id: str
+    location: str
+    uri: str
+    source: str
+    state: str
+    properties: dict[str, str] = field(default_factory=dict)
+    details: dict[str, Any] | None = None
+    versions: list[dict[str, Any]] | None = None
+
+
+# --- mutations -------------------------------------------------------------------------------
+
+
+@dataclass
+class Change:
+    """What a mutating command did (or, with --dry-run, would do)."""
+
+    action: str
+    kind: str
+    id: str
+    location: str | None = None
+    dry_run: bool = False
+    detail: str | None = None
+
+
+@dataclass
+class ChangeSet:
+    changes: list[Change]
+    dry_run: bool = False
+    message: str | None = None

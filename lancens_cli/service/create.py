@@ -1,0 +1,160 @@
+"""`create namespace` and `create table`.
+
+A table is written first and registered second, in one manifest commit that re-checks the name:
+of several processes racing for one new name exactly one wins. A loser removes the directory it
+wrote, unless the directory is the shared `<name>.lance` of a root table, which it never owns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lancens_cli.errors import (
+    InvalidInputError,
+    NamespaceAlreadyExistsError,
+    TableAlreadyExistsError,
+    UnsupportedError,
+)
+from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Change, ChangeSet, Identifier
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot, encode_properties
+from lancens_cli.store.tables import (
+    v1_location,
+    v2_location,
+    write_new_table,
+    write_reserved_marker,
+)
+
+
+def table_row(object_id: str, location: str, properties: dict[str, str] | None) -> dict:
+    return {
+        "object_id": object_id,
+        "object_type": KIND_TABLE,
+        "location": location,
+        "metadata": encode_properties(properties),
+        "base_objects": None,
+    }
+
+
+def _refuse_taken(ns: Namespace, ident: Identifier, snapshot: ManifestSnapshot, kind: str):
+    """Raise the right 'already exists' error if anything answers to `ident`."""
+    existing = ns.kind_of(ident, snapshot)
+    if existing == KIND_NAMESPACE:
+        raise NamespaceAlreadyExistsError(f"namespace {ident.display()} already exists")
+    if existing == KIND_TABLE:
+        raise TableAlreadyExistsError(f"table {ident.display()} already exists")
+    return None
+
+
+def create_namespace(
+    ns: Namespace,
+    ident: Identifier,
+    *,
+    properties: dict[str, str] | None = None,
+    exist_ok: bool = False,
+    dry_run: bool = False,
+) -> ChangeSet:
+    if ident.is_root:
+        raise InvalidInputError("the root namespace always exists")
+    ns.require_manifest("creating a namespace")
+    ns.require_root()
+
+    def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> ChangeSet:
+        ns.require_namespace(ident.parent, snapshot)
+        if exist_ok and ns.namespace_exists(ident, snapshot):
+            return ChangeSet([Change("exists", KIND_NAMESPACE, ident.display())], dry_run)
+        _refuse_taken(ns, ident, snapshot, KIND_NAMESPACE)
+        if not dry_run:
+            edit.add(
+                {
+                    "object_id": ident.object_id,
+                    "object_type": KIND_NAMESPACE,
+                    "location": None,
+                    "metadata": encode_properties(properties),
+                    "base_objects": None,
+                }
+            )
+        change = Change("create", KIND_NAMESPACE, ident.display(), dry_run=dry_run)
+        return ChangeSet([change], dry_run)
+
+    if dry_run:
+        return plan(ns.snapshot(), ManifestEdit(ns.snapshot()))
+    return ns.manifest.mutate(plan)
+
+
+def new_table_location(ns: Namespace, ident: Identifier) -> str:
+    """Spec 000: `<name>.lance` for root tables while dir listing is on, else `<hash>_<id>`."""
+    if len(ident.parts) == 1 and ns.config.dir_listing_enabled:
+        return v1_location(ident.name)
+    return v2_location(ident.object_id)
+
+
+def create_table(
+    ns: Namespace,
+    ident: Identifier,
+    *,
+    data: Any = None,
+    schema: Any = None,
+    declare: bool = False,
+    properties: dict[str, str] | None = None,
+    exist_ok: bool = False,
+    dry_run: bool = False,
+) -> ChangeSet:
+    """Create a table from data (a RecordBatchReader or Table), an empty schema, or declared."""
+    if ident.is_root:
+        raise InvalidInputError("a table needs a name")
+    if sum(x is not None for x in (data, schema)) + int(declare) != 1:
+        raise InvalidInputError("give exactly one of --schema, --from or --declare")
+    if len(ident.parts) > 1:
+        ns.require_manifest("a table in a child namespace")
+    if properties and not ns.config.manifest_enabled:
+        raise UnsupportedError("table properties need the manifest (manifest_enabled is false)")
+    ns.require_root()
+
+    snapshot = ns.snapshot()
+    ns.require_namespace(ident.parent, snapshot)
+    if exist_ok and ns.find_table(ident, snapshot) is not None:
+        return ChangeSet([Change("exists", KIND_TABLE, ident.display())], dry_run)
+    _refuse_taken(ns, ident, snapshot, KIND_TABLE)
+    location = new_table_location(ns, ident)
+    # The root `<name>.lance` directory belongs to whoever wins the name; never remove it.
+    shared_location = location == v1_location(ident.name)
+    if dry_run:
+        return ChangeSet(
+            [Change("create", KIND_TABLE, ident.display(), location, dry_run=True)], True
+        )
+
+    if declare:
+        write_reserved_marker(ns.storage, location)
+    else:
+        if schema is not None:
+            import pyarrow as pa
+
+            data = pa.Table.from_batches([], schema=schema)
+        try:
+            write_new_table(ns.storage, location, data)
+        except Exception:
+            if not shared_location:
+                ns.storage.delete_tree(location)
+            if ns.find_table(ident, ns.snapshot()) is not None:
+                raise TableAlreadyExistsError(f"table {ident.display()} already exists") from None
+            raise
+
+    change = Change("create", KIND_TABLE, ident.display(), location)
+    if not ns.config.manifest_enabled:
+        return ChangeSet([change])
+
+    def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> ChangeSet:
+        ns.require_namespace(ident.parent, snapshot)
+        row = snapshot.get(ident.object_id)
+        if row is not None:
+            raise TableAlreadyExistsError(f"table {ident.display()} already exists")
+        edit.add(table_row(ident.object_id, location, properties))
+        return ChangeSet([change])
+
+    try:
+        return ns.manifest.mutate(plan)
+    except BaseException:
+        if not shared_location:
+            ns.storage.delete_tree(location)
+        raise

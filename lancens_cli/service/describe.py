@@ -1,0 +1,103 @@
+"""`describe`: the root, a namespace or a table."""
+
+from __future__ import annotations
+
+from lancens_cli.errors import InvalidTableStateError
+from lancens_cli.models import (
+    KIND_NAMESPACE,
+    KIND_TABLE,
+    STATE_OK,
+    Identifier,
+    NamespaceDescription,
+    RootDescription,
+    TableDescription,
+)
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.store.inspect import describe_dataset, list_versions
+from lancens_cli.store.manifest import (
+    READER_FLAGS_KEY,
+    WRITER_FLAGS_KEY,
+    decode_properties,
+)
+from lancens_cli.store.tables import open_table, table_state
+
+
+def describe(ns: Namespace, ident: Identifier, *, versions: bool = False, delimiter: str = "."):
+    """Describe whatever `ident` names: the root, a namespace or a table."""
+    ns.require_root()
+    snapshot = ns.snapshot()
+    if ident.is_root:
+        return describe_root(ns, snapshot)
+    if len(ident.parts) > 1:
+        ns.require_namespace(ident.parent, snapshot)
+    row = snapshot.get(ident.object_id)
+    if row is not None and row["object_type"] == KIND_NAMESPACE:
+        children = snapshot.children(ident.object_id)
+        return NamespaceDescription(
+            id=ident.display(delimiter),
+            properties=decode_properties(row["metadata"]),
+            namespaces=sum(1 for c in children if c["object_type"] == KIND_NAMESPACE),
+            tables=sum(1 for c in children if c["object_type"] == KIND_TABLE),
+        )
+    return describe_table(ns, ident, snapshot, versions=versions, delimiter=delimiter)
+
+
+def describe_root(ns: Namespace, snapshot) -> RootDescription:
+    rows = snapshot.children("", recursive=True)
+    namespaces = sum(1 for r in rows if r["object_type"] == KIND_NAMESPACE)
+    manifest_tables = {r["location"] for r in rows if r["object_type"] == KIND_TABLE}
+    dir_only = [
+        loc for loc in ns.visible_dir_tables(snapshot).values() if loc not in manifest_tables
+    ]
+    manifest_info = None
+    if snapshot.exists:
+        manifest_info = {
+            "version": snapshot.version,
+            "rows": len(rows),
+            "indexes": ns.manifest.describe_indexes(),
+            "reader_feature_flags": snapshot.reader_flags,
+            "writer_feature_flags": snapshot.writer_flags,
+            "metadata": {
+                k: v
+                for k, v in sorted(snapshot.metadata.items())
+                if k not in (READER_FLAGS_KEY, WRITER_FLAGS_KEY)
+            },
+            "extra_columns": [
+                name
+                for name in snapshot.table.schema.names
+                if name not in ("object_id", "object_type", "location", "metadata", "base_objects")
+            ],
+            "data_storage_version": snapshot.data_storage_version,
+        }
+    return RootDescription(
+        root=ns.storage.root_uri,
+        mode=ns.config.mode,
+        config=ns.config.to_properties(redacted=True),
+        namespaces=namespaces,
+        tables=len(manifest_tables) + len(dir_only),
+        manifest=manifest_info,
+    )
+
+
+def describe_table(
+    ns: Namespace, ident: Identifier, snapshot, *, versions: bool, delimiter: str
+) -> TableDescription:
+    ref = ns.require_table(ident, snapshot)
+    state = table_state(ns.storage, ref.location)
+    description = TableDescription(
+        id=ident.display(delimiter),
+        location=ref.location,
+        uri=ns.table_uri(ref.location),
+        source=ref.source,
+        state=state,
+        properties=decode_properties(ref.row["metadata"]) if ref.row else {},
+    )
+    if state != STATE_OK:
+        # Spec 001: it exists, but loading it must fail with a clear error.
+        open_table(ns.storage, ref.location)
+        raise InvalidTableStateError(f"{ref.location!r} is not a Lance table")
+    ds = open_table(ns.storage, ref.location)
+    description.details = describe_dataset(ds, ns.storage, ref.location)
+    if versions:
+        description.versions = list_versions(ds)
+    return description

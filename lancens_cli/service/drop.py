@@ -1,0 +1,174 @@
+"""`drop`, `register` and `deregister`.
+
+Drop deletes the table data first and removes the manifest row second: a process killed between
+the two leaves a row whose directory is gone or half gone, and a rerun of the same drop finishes
+the job. The opposite order would leave untracked data behind.
+"""
+
+from __future__ import annotations
+
+from lancens_cli.errors import (
+    InvalidInputError,
+    NamespaceNotEmptyError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
+from lancens_cli.models import (
+    KIND_NAMESPACE,
+    KIND_TABLE,
+    SOURCE_DIRECTORY,
+    STATE_OK,
+    Change,
+    ChangeSet,
+    Identifier,
+)
+from lancens_cli.service.create import _refuse_taken, table_row
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
+from lancens_cli.store.storage import check_relative
+from lancens_cli.store.tables import table_state, v1_location, write_deregistered_marker
+
+
+def plan_drop(ns: Namespace, ident: Identifier, *, cascade: bool, delimiter: str = ".") -> ChangeSet:
+    """What dropping `ident` would remove (also the --dry-run answer)."""
+    if ident.is_root:
+        raise InvalidInputError("the root namespace cannot be dropped")
+    ns.require_root()
+    snapshot = ns.snapshot()
+    if len(ident.parts) > 1:
+        ns.require_namespace(ident.parent, snapshot)
+    row = snapshot.get(ident.object_id)
+    if row is not None and row["object_type"] == KIND_NAMESPACE:
+        below = snapshot.children(ident.object_id, recursive=True)
+        if below and not cascade:
+            raise NamespaceNotEmptyError(
+                f"namespace {ident.display(delimiter)} is not empty ({len(below)} objects); "
+                "use --cascade to drop it with everything in it"
+            )
+        # Deepest first, so a namespace goes after everything in it.
+        ordered = sorted(below, key=lambda r: -r["object_id"].count("$"))
+        changes = [
+            Change(
+                "drop",
+                r["object_type"],
+                Identifier.from_object_id(r["object_id"]).display(delimiter),
+                r["location"],
+            )
+            for r in ordered
+        ]
+        changes.append(Change("drop", KIND_NAMESPACE, ident.display(delimiter)))
+        return ChangeSet(changes)
+    ref = ns.find_table(ident, snapshot)
+    if ref is None:
+        raise TableNotFoundError(f"{ident.display(delimiter)} does not exist")
+    return ChangeSet([Change("drop", KIND_TABLE, ident.display(delimiter), ref.location)])
+
+
+def drop(
+    ns: Namespace,
+    ident: Identifier,
+    *,
+    cascade: bool = False,
+    keep_data: bool = False,
+    dry_run: bool = False,
+    delimiter: str = ".",
+) -> ChangeSet:
+    plan = plan_drop(ns, ident, cascade=cascade, delimiter=delimiter)
+    for change in plan.changes:
+        change.dry_run = dry_run
+        if keep_data and change.kind == KIND_TABLE:
+            change.detail = "data kept"
+    if dry_run:
+        plan.dry_run = True
+        return plan
+    tables = [c for c in plan.changes if c.kind == KIND_TABLE and c.location]
+    if not keep_data:
+        for change in tables:
+            ns.storage.delete_tree(change.location)
+    elif ns.config.dir_listing_enabled:
+        for change in tables:
+            name = Identifier.parse(change.id, delimiter)
+            root_dir = len(name.parts) == 1 and change.location == v1_location(name.name)
+            if root_dir and ns.storage.exists(change.location):
+                write_deregistered_marker(ns.storage, change.location)
+    if ns.config.manifest_enabled:
+        ids = {Identifier.parse(c.id, delimiter).object_id for c in plan.changes}
+
+        def remove(snapshot: ManifestSnapshot, edit: ManifestEdit) -> None:
+            for object_id in ids:
+                edit.remove(object_id)
+            if cascade:  # anything created below the namespace meanwhile goes too
+                for row in snapshot.children(ident.object_id, recursive=True):
+                    edit.remove(row["object_id"])
+
+        ns.manifest.mutate(remove)
+    return plan
+
+
+def register(
+    ns: Namespace,
+    ident: Identifier,
+    location: str,
+    *,
+    properties: dict[str, str] | None = None,
+    allow_non_lance: bool = False,
+    dry_run: bool = False,
+) -> ChangeSet:
+    """Record an existing table directory (relative to the root) under a name."""
+    if ident.is_root:
+        raise InvalidInputError("a table needs a name")
+    location = check_relative(location.rstrip("/"))
+    ns.require_manifest("register")
+    ns.require_root()
+    state = table_state(ns.storage, location)
+    if state != STATE_OK and not allow_non_lance:
+        raise InvalidInputError(f"{location!r} is not a Lance table ({state})")
+    change = Change("register", KIND_TABLE, ident.display(), location, dry_run=dry_run)
+
+    def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> ChangeSet:
+        ns.require_namespace(ident.parent, snapshot)
+        _refuse_taken(ns, ident, snapshot, KIND_TABLE)
+        owner = snapshot.locations().get(location)
+        if owner is not None:
+            raise TableAlreadyExistsError(f"{location!r} is already registered as {owner}")
+        if not dry_run:
+            edit.add(table_row(ident.object_id, location, properties))
+        return ChangeSet([change], dry_run)
+
+    if dry_run:
+        snapshot = ns.snapshot()
+        return plan(snapshot, ManifestEdit(snapshot))
+    return ns.manifest.mutate(plan)
+
+
+def deregister(ns: Namespace, ident: Identifier, *, dry_run: bool = False) -> ChangeSet:
+    """Forget a table but keep its files.
+
+    A root `<name>.lance` directory would reappear through directory listing, so it gets the
+    reference's `.lance-deregistered` marker, which both tools honour.
+    """
+    if ident.is_root:
+        raise InvalidInputError("the root namespace cannot be deregistered")
+    ns.require_root()
+    snapshot = ns.snapshot()
+    if len(ident.parts) > 1:
+        ns.require_namespace(ident.parent, snapshot)
+    ref = ns.find_table(ident, snapshot)
+    if ref is None:
+        raise TableNotFoundError(f"table {ident.display()} does not exist")
+    change = Change("deregister", KIND_TABLE, ident.display(), ref.location, dry_run=dry_run)
+    if dry_run:
+        return ChangeSet([change], True)
+    root_dir = len(ident.parts) == 1 and ref.location == v1_location(ident.name)
+    if root_dir and ns.config.dir_listing_enabled:
+        write_deregistered_marker(ns.storage, ref.location)
+    if ref.source != SOURCE_DIRECTORY and ns.config.manifest_enabled:
+
+        def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> None:
+            if snapshot.get(ident.object_id) is None:
+                raise TableNotFoundError(f"table {ident.display()} does not exist")
+            edit.remove(ident.object_id)
+
+        ns.manifest.mutate(plan)
+    return ChangeSet([change])
+

@@ -1,0 +1,100 @@
+"""`ls`: namespaces and tables of a namespace, with where each is known from and its state."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from lancens_cli.errors import InvalidInputError
+from lancens_cli.models import (
+    KIND_NAMESPACE,
+    KIND_TABLE,
+    SOURCE_BOTH,
+    SOURCE_DIRECTORY,
+    SOURCE_MANIFEST,
+    STATE_OK,
+    Entry,
+    Identifier,
+    Listing,
+)
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.store.tables import table_state
+
+
+def list_namespace(
+    ns: Namespace,
+    ident: Identifier,
+    *,
+    recursive: bool = False,
+    limit: int | None = None,
+    page_token: str | None = None,
+    with_state: bool = True,
+    delimiter: str = ".",
+) -> Listing:
+    """List a namespace's children (all descendants with `recursive`), sorted by id.
+
+    Pagination: `page_token` is the id of the last entry of the previous page.
+    """
+    if limit is not None and limit < 1:
+        raise InvalidInputError(f"--limit must be at least 1, not {limit}")
+    ns.require_root()
+    snapshot = ns.snapshot()
+    ns.require_namespace(ident, snapshot)
+
+    entries: dict[str, Entry] = {}
+    for row in snapshot.children(ident.object_id, recursive=recursive):
+        child = Identifier.from_object_id(row["object_id"])
+        entries[row["object_id"]] = Entry(
+            id=child.display(delimiter),
+            kind=row["object_type"],
+            location=row["location"] if row["object_type"] == KIND_TABLE else None,
+            source=SOURCE_MANIFEST,
+            state=STATE_OK if row["object_type"] == KIND_NAMESPACE else "",
+        )
+    if ident.is_root:
+        _merge_directory_tables(ns, snapshot, entries)
+
+    ordered = [entries[k] for k in sorted(entries)]
+    keys = sorted(entries)
+    if page_token:
+        start = next((i for i, k in enumerate(keys) if k > _token_key(page_token, delimiter)), None)
+        ordered = ordered[start:] if start is not None else []
+        keys = keys[start:] if start is not None else []
+    next_token = None
+    if limit is not None and len(ordered) > limit:
+        ordered = ordered[:limit]
+        next_token = ordered[-1].id
+    tables = [e for e in ordered if e.kind == KIND_TABLE]
+    if with_state and tables:
+        _fill_states(ns, tables)
+    return Listing(namespace=ident.display(delimiter), entries=ordered, next_page_token=next_token)
+
+
+def _token_key(token: str, delimiter: str) -> str:
+    return "$".join(token.split(delimiter))
+
+
+def _merge_directory_tables(ns: Namespace, snapshot, entries: dict[str, Entry]) -> None:
+    """Spec 000: merge root `<name>.lance` directories, deduplicated by location and name."""
+    by_location = {e.location: e for e in entries.values() if e.kind == KIND_TABLE}
+    for name, location in ns.visible_dir_tables(snapshot).items():
+        known = by_location.get(location)
+        if known is not None:
+            known.source = SOURCE_BOTH
+        elif name not in entries:
+            entries[name] = Entry(
+                id=name, kind=KIND_TABLE, location=location, source=SOURCE_DIRECTORY, state=""
+            )
+
+
+def _fill_states(ns: Namespace, tables: list[Entry]) -> None:
+    """Classify table directories; remote stores are asked in parallel."""
+    def state(entry: Entry) -> str:
+        return table_state(ns.storage, entry.location) if entry.location else "missing"
+
+    if ns.storage.is_local or len(tables) < 4:
+        for entry in tables:
+            entry.state = state(entry)
+        return
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        for entry, result in zip(tables, pool.map(state, tables), strict=True):
+            entry.state = result

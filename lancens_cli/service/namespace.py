@@ -1,0 +1,183 @@
+"""The namespace handle and the resolution rules of spec 000 (V1, V2, compatibility mode).
+
+Existence: the manifest first, then (root tables, dir listing on) the `<name>.lance` directory.
+Listing at the root merges both, deduplicated by location and by name, manifest entries winning.
+Child namespaces exist only in the manifest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lancens_cli.config import NamespaceConfig
+from lancens_cli.errors import (
+    InvalidInputError,
+    NamespaceNotFoundError,
+    TableNotFoundError,
+    UnsupportedError,
+)
+from lancens_cli.models import (
+    KIND_NAMESPACE,
+    KIND_TABLE,
+    SOURCE_BOTH,
+    SOURCE_DIRECTORY,
+    SOURCE_MANIFEST,
+    Identifier,
+)
+from lancens_cli.store.manifest import ManifestSnapshot, ManifestStore, manifest_schema
+from lancens_cli.store.storage import Storage
+from lancens_cli.store.tables import V1_SUFFIX, is_deregistered, v1_location
+
+# Table-row metadata keys we use for crash-safe renames (see service/rename.py).
+RENAME_INTENT_KEY = "lancens.rename_to"
+RENAMED_FROM_KEY = "lancens.renamed_from"
+
+
+@dataclass
+class TableRef:
+    """Where a table lives and how we know it."""
+
+    ident: Identifier
+    location: str
+    source: str
+    row: dict[str, Any] | None = None
+
+
+class Namespace:
+    """One directory namespace: its configuration, its storage and its `__manifest`."""
+
+    def __init__(self, config: NamespaceConfig) -> None:
+        self.config = config
+        self.storage = Storage(config)
+        self.manifest = ManifestStore(
+            self.storage,
+            retries=config.commit_retries,
+            build_indexes=config.inline_optimization_enabled,
+        )
+
+    @classmethod
+    def from_properties(cls, properties: dict[str, object]) -> Namespace:
+        return cls(NamespaceConfig.from_properties(properties))
+
+    # --- preconditions ------------------------------------------------------------------
+    def require_root(self) -> None:
+        if not self.storage.root_exists():
+            raise NamespaceNotFoundError(f"root {self.storage.root_uri} does not exist")
+
+    def require_manifest(self, what: str) -> None:
+        if not self.config.manifest_enabled:
+            raise UnsupportedError(f"{what} needs the manifest (manifest_enabled is false)")
+
+    # --- reading ------------------------------------------------------------------------
+    def snapshot(self) -> ManifestSnapshot:
+        if not self.config.manifest_enabled:
+            return ManifestSnapshot(0, manifest_schema().empty_table(), {})
+        return self.manifest.read()
+
+    def dir_tables(self) -> dict[str, str]:
+        """Root `<name>.lance` directories (name -> location), when dir listing is on."""
+        if not self.config.dir_listing_enabled:
+            return {}
+        found = {}
+        for entry in self.storage.list_dir():
+            if entry.is_dir and entry.name.endswith(V1_SUFFIX) and len(entry.name) > 6:
+                name = entry.name[: -len(V1_SUFFIX)]
+                if "$" not in name:
+                    found[name] = entry.name
+        return found
+
+    def visible_dir_tables(self, snapshot: ManifestSnapshot) -> dict[str, str]:
+        """Directory tables not hidden by a deregistration marker or a finished rename."""
+        claimed = stale_rename_sources(snapshot)
+        found = {}
+        for name, location in self.dir_tables().items():
+            if location in claimed:
+                continue
+            if name not in snapshot and is_deregistered(self.storage, location):
+                continue
+            found[name] = location
+        return found
+
+    def namespace_exists(self, ident: Identifier, snapshot: ManifestSnapshot) -> bool:
+        if ident.is_root:
+            return True
+        row = snapshot.get(ident.object_id)
+        return row is not None and row["object_type"] == KIND_NAMESPACE
+
+    def require_namespace(self, ident: Identifier, snapshot: ManifestSnapshot) -> None:
+        if ident.is_root:
+            return
+        self.require_manifest("a child namespace")
+        if not self.namespace_exists(ident, snapshot):
+            row = snapshot.get(ident.object_id)
+            if row is not None:
+                raise InvalidInputError(f"{ident.display()} is a table, not a namespace")
+            raise NamespaceNotFoundError(f"namespace {ident.display()} does not exist")
+
+    def find_table(self, ident: Identifier, snapshot: ManifestSnapshot) -> TableRef | None:
+        """Manifest first, then the root `<name>.lance` directory."""
+        if ident.is_root:
+            raise InvalidInputError("the root is a namespace, not a table")
+        row = snapshot.get(ident.object_id)
+        if row is not None:
+            if row["object_type"] != KIND_TABLE:
+                return None
+            location = row["location"] or ""
+            source = SOURCE_MANIFEST
+            if (
+                len(ident.parts) == 1
+                and self.config.dir_listing_enabled
+                and location == v1_location(ident.name)
+                and self.storage.exists(location)
+            ):
+                source = SOURCE_BOTH
+            return TableRef(ident, location, source, row)
+        if len(ident.parts) == 1 and self.config.dir_listing_enabled:
+            location = v1_location(ident.name)
+            # Deduplicated by location: a directory some manifest row points at is that row's.
+            if location in snapshot.locations() or location in stale_rename_sources(snapshot):
+                return None
+            if self.storage.list_dir(location) and not is_deregistered(self.storage, location):
+                return TableRef(ident, location, SOURCE_DIRECTORY)
+        return None
+
+    def require_table(self, ident: Identifier, snapshot: ManifestSnapshot) -> TableRef:
+        if len(ident.parts) > 1:
+            self.require_namespace(ident.parent, snapshot)
+        ref = self.find_table(ident, snapshot)
+        if ref is None:
+            row = snapshot.get(ident.object_id)
+            if row is not None and row["object_type"] == KIND_NAMESPACE:
+                raise InvalidInputError(f"{ident.display()} is a namespace, not a table")
+            raise TableNotFoundError(f"table {ident.display()} does not exist")
+        return ref
+
+    def kind_of(self, ident: Identifier, snapshot: ManifestSnapshot) -> str | None:
+        """'namespace', 'table' or None."""
+        if ident.is_root:
+            return KIND_NAMESPACE
+        row = snapshot.get(ident.object_id)
+        if row is not None:
+            return row["object_type"]
+        return KIND_TABLE if self.find_table(ident, snapshot) else None
+
+    def table_uri(self, location: str) -> str:
+        return self.storage.uri(location)
+
+
+def stale_rename_sources(snapshot: ManifestSnapshot) -> set[str]:
+    """Old `<name>.lance` directories of renames whose manifest commit has landed.
+
+    Until the last step of a rename deletes the old directory, it must not reappear through
+    directory listing; the new row names it in its metadata.
+    """
+    from lancens_cli.store.manifest import decode_properties
+
+    stale = set()
+    for row in snapshot.rows:
+        if row["object_type"] == KIND_TABLE and row.get("metadata"):
+            source = decode_properties(row["metadata"]).get(RENAMED_FROM_KEY)
+            if source and source != row["location"]:
+                stale.add(source)
+    return stale

@@ -1,0 +1,235 @@
+"""`rename`: tables (also into another namespace) and namespaces.
+
+Renaming a table tracked by a V2 location is one manifest commit. A root table in a V1
+`<name>.lance` directory moves to a V2 `<hash>_<object_id>` directory (spec 000), which takes
+several steps; each is journaled in the manifest so that a rerun after a crash completes it:
+
+1. the old row records the intent `{to, location}` (the old row is created if the table was only
+   known from its directory);
+2. the directory is moved (a rename on local disk; copy on object stores, manifests last);
+3. one commit swaps the old row for the new one; on object stores the new row remembers the old
+   directory (`lancens.renamed_from`) so that directory listing does not resurrect it;
+4. the old directory is deleted and the reminder cleared.
+
+At every point exactly one name resolves to the data, or (between 2 and 3 on local disk) the
+intent in the manifest says where it went.
+"""
+
+from __future__ import annotations
+
+import json
+
+from lancens_cli.errors import (
+    ConcurrentModificationError,
+    InvalidInputError,
+    TableNotFoundError,
+)
+from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Change, ChangeSet, Identifier
+from lancens_cli.service.create import _refuse_taken, table_row
+from lancens_cli.service.namespace import (
+    RENAME_INTENT_KEY,
+    RENAMED_FROM_KEY,
+    Namespace,
+    TableRef,
+)
+from lancens_cli.store.manifest import (
+    ManifestEdit,
+    ManifestSnapshot,
+    decode_properties,
+    encode_properties,
+)
+from lancens_cli.store.tables import table_state, v1_location, v2_location
+
+
+def rename(
+    ns: Namespace,
+    old: Identifier,
+    new: Identifier,
+    *,
+    keep_location: bool = False,
+    dry_run: bool = False,
+    delimiter: str = ".",
+) -> ChangeSet:
+    if old.is_root or new.is_root:
+        raise InvalidInputError("the root namespace cannot be renamed")
+    if old == new:
+        raise InvalidInputError("the old and new names are the same")
+    if old.is_ancestor_of(new):
+        raise InvalidInputError("a namespace cannot be moved into itself")
+    ns.require_manifest("rename")
+    ns.require_root()
+    snapshot = ns.snapshot()
+    finished = _finish_interrupted(ns, old, new, snapshot, dry_run, delimiter)
+    if finished is not None:
+        return finished
+    if len(old.parts) > 1:
+        ns.require_namespace(old.parent, snapshot)
+    ns.require_namespace(new.parent, snapshot)
+    row = snapshot.get(old.object_id)
+    if row is not None and row["object_type"] == KIND_NAMESPACE:
+        return _rename_namespace(ns, old, new, dry_run, delimiter)
+    ref = ns.require_table(old, snapshot)
+    intent = _intent(ref.row)
+    if intent is None or intent.get("to") != new.object_id:
+        _refuse_taken(ns, new, snapshot, KIND_TABLE)
+    moves = (
+        len(old.parts) == 1 and ref.location == v1_location(old.name) and not keep_location
+    )
+    if not moves:
+        change = Change("rename", KIND_TABLE, old.display(delimiter), ref.location, dry_run)
+        change.detail = f"-> {new.display(delimiter)}"
+        if not dry_run:
+            ns.manifest.mutate(lambda s, e: _swap_rows(ns, s, e, old, new, ref.location, None))
+        return ChangeSet([change], dry_run)
+
+    target = intent["location"] if intent and intent.get("to") == new.object_id else None
+    change = Change("rename", KIND_TABLE, old.display(delimiter), target or "<hash>_" + new.object_id)
+    change.detail = f"-> {new.display(delimiter)} (moves from {ref.location})"
+    change.dry_run = dry_run
+    if dry_run:
+        return ChangeSet([change], True)
+    change.location = _move_table(ns, old, new, ref, target)
+    return ChangeSet([change])
+
+
+def _intent(row: dict | None) -> dict | None:
+    if not row or not row.get("metadata"):
+        return None
+    text = decode_properties(row["metadata"]).get(RENAME_INTENT_KEY)
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
+
+
+def _without(properties: dict[str, str], *keys: str) -> dict[str, str]:
+    return {k: v for k, v in properties.items() if k not in keys}
+
+
+def _swap_rows(
+    ns: Namespace,
+    snapshot: ManifestSnapshot,
+    edit: ManifestEdit,
+    old: Identifier,
+    new: Identifier,
+    location: str,
+    renamed_from: str | None,
+) -> None:
+    """One commit: the old name goes, the new one points at `location`."""
+    ns.require_namespace(new.parent, snapshot)
+    row = snapshot.get(old.object_id)
+    if row is None:
+        if ns.find_table(old, snapshot) is None:
+            raise TableNotFoundError(f"table {old.display()} no longer exists")
+        row = table_row(old.object_id, location, None)
+    if ns.kind_of(new, snapshot) is not None:
+        _refuse_taken(ns, new, snapshot, KIND_TABLE)
+    properties = _without(decode_properties(row["metadata"]), RENAME_INTENT_KEY, RENAMED_FROM_KEY)
+    if renamed_from:
+        properties[RENAMED_FROM_KEY] = renamed_from
+    edit.remove(old.object_id)
+    edit.add({**row, "object_id": new.object_id, "location": location,
+              "metadata": encode_properties(properties)})
+
+
+def _move_table(
+    ns: Namespace, old: Identifier, new: Identifier, ref: TableRef, target: str | None
+) -> str:
+    source = ref.location
+    target = target or v2_location(new.object_id)
+
+    def record_intent(snapshot: ManifestSnapshot, edit: ManifestEdit) -> str:
+        row = snapshot.get(old.object_id)
+        current = _intent(row)
+        if current and current.get("to") == new.object_id:
+            return current["location"]
+        if current and current.get("location") and current["location"] != source:
+            ns.storage.delete_tree(current["location"])  # a partial copy of an abandoned rename
+        if ns.kind_of(new, snapshot) is not None:
+            _refuse_taken(ns, new, snapshot, KIND_TABLE)
+        base = row or table_row(old.object_id, source, None)
+        properties = decode_properties(base["metadata"])
+        properties[RENAME_INTENT_KEY] = json.dumps(
+            {"to": new.object_id, "location": target}, separators=(",", ":")
+        )
+        if row is not None:
+            edit.replace(old.object_id, metadata=encode_properties(properties))
+        else:
+            edit.add({**base, "metadata": encode_properties(properties)})
+        return target
+
+    target = ns.manifest.mutate(record_intent)
+    if ns.storage.exists(source):
+        if ns.storage.is_local:
+            ns.storage.move_tree(source, target)
+        else:
+            ns.storage.copy_tree(source, target)
+    elif table_state(ns.storage, target) != "ok":
+        raise ConcurrentModificationError(
+            f"neither {source!r} nor {target!r} holds the table; run `lancens check`"
+        )
+    leftover = source if ns.storage.exists(source) else None
+
+    def swap(snapshot: ManifestSnapshot, edit: ManifestEdit) -> None:
+        current = _intent(snapshot.get(old.object_id))
+        if not current or current.get("to") != new.object_id:
+            raise ConcurrentModificationError(
+                f"the rename of {old.display()} was changed by another process"
+            )
+        _swap_rows(ns, snapshot, edit, old, new, target, leftover)
+
+    ns.manifest.mutate(swap)
+    if leftover:
+        _delete_leftover(ns, new, leftover)
+    return target
+
+
+def _delete_leftover(ns: Namespace, new: Identifier, leftover: str) -> None:
+    ns.storage.delete_tree(leftover)
+
+    def clear(snapshot: ManifestSnapshot, edit: ManifestEdit) -> None:
+        row = snapshot.get(new.object_id)
+        if row is None:
+            return
+        properties = decode_properties(row["metadata"])
+        if RENAMED_FROM_KEY in properties:
+            cleaned = _without(properties, RENAMED_FROM_KEY)
+            edit.replace(new.object_id, metadata=encode_properties(cleaned))
+
+    ns.manifest.mutate(clear)
+
+
+def _finish_interrupted(ns, old, new, snapshot, dry_run, delimiter) -> ChangeSet | None:
+    """A rerun after step 3: the new row exists and still names the old directory."""
+    row = snapshot.get(new.object_id)
+    if row is None or snapshot.get(old.object_id) is not None or len(old.parts) != 1:
+        return None
+    leftover = decode_properties(row["metadata"]).get(RENAMED_FROM_KEY)
+    if leftover != v1_location(old.name):
+        return None
+    change = Change("rename", KIND_TABLE, old.display(delimiter), row["location"], dry_run)
+    change.detail = f"-> {new.display(delimiter)} (completing an interrupted rename)"
+    if not dry_run:
+        _delete_leftover(ns, new, leftover)
+    return ChangeSet([change], dry_run)
+
+
+def _rename_namespace(ns, old, new, dry_run, delimiter) -> ChangeSet:
+    """Every row below the namespace gets the new prefix; no data moves."""
+    change = Change("rename", KIND_NAMESPACE, old.display(delimiter), None, dry_run)
+    change.detail = f"-> {new.display(delimiter)}"
+
+    def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> None:
+        ns.require_namespace(new.parent, snapshot)
+        if snapshot.get(old.object_id) is None:
+            raise InvalidInputError(f"namespace {old.display()} no longer exists")
+        _refuse_taken(ns, new, snapshot, KIND_NAMESPACE)
+        rows = [snapshot.get(old.object_id), *snapshot.children(old.object_id, recursive=True)]
+        for row in rows:
+            suffix = row["object_id"][len(old.object_id) :]
+            edit.remove(row["object_id"])
+            edit.add({**row, "object_id": new.object_id + suffix})
+
+    if not dry_run:
+        ns.manifest.mutate(plan)
+    return ChangeSet([change], dry_run)

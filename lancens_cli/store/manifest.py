@@ -1,0 +1,383 @@
+"""The `__manifest` table: reading snapshots and compare-and-swap commits of batched edits.
+
+Every mutation reads the manifest at version N, builds the complete new content and commits an
+`Overwrite` at exactly N+1 (put-if-not-exists underneath). On conflict the staged data files are
+removed, the manifest is read again and the edit is rebuilt from the fresh snapshot, with bounded
+retries and jittered backoff. Extra columns (partition fields) and table metadata survive our
+commits; see REFERENCE.md for what a plain reference writer does to them.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from lancens_cli.errors import ConcurrentModificationError, ManifestError
+from lancens_cli.models import MANIFEST_TABLE, OBJECT_ID_DELIMITER
+from lancens_cli.store.storage import Storage
+
+T = TypeVar("T")
+
+READER_FLAGS_KEY = "lance.namespace.manifest.reader_feature_flags"
+WRITER_FLAGS_KEY = "lance.namespace.manifest.writer_feature_flags"
+# The reference (pylance 14.0.2) knows no flag bits and refuses any it does not know: a reader
+# bit stops it from opening the catalog, a writer bit from changing it. We know none either.
+KNOWN_READER_FLAGS = 0
+KNOWN_WRITER_FLAGS = 0
+BASE_COLUMNS = ("object_id", "object_type", "location", "metadata", "base_objects")
+INDEXES = (
+    ("object_id_btree", "object_id", "BTREE"),
+    ("object_type_bitmap", "object_type", "BITMAP"),
+    ("base_objects_label_list", "base_objects", "LABEL_LIST"),
+)
+
+
+def manifest_schema() -> Any:
+    """The on-disk schema exactly as the reference writes it."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field(
+                "object_id",
+                pa.string(),
+                nullable=False,
+                metadata={"lance-schema:unenforced-primary-key:position": "0"},
+            ),
+            pa.field("object_type", pa.string(), nullable=False),
+            pa.field("location", pa.string()),
+            pa.field("metadata", pa.string()),
+            pa.field("base_objects", pa.list_(pa.field("object_id", pa.string()))),
+        ]
+    )
+
+
+def encode_properties(properties: dict[str, str] | None) -> str | None:
+    """Compact JSON as the reference writes it; None when there are no properties."""
+    if not properties:
+        return None
+    return json.dumps(properties, separators=(",", ":"), sort_keys=True)
+
+
+def decode_properties(text: str | None) -> dict[str, str]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in value.items()} if (
+        isinstance(value, dict)
+    ) else {}
+
+
+@dataclass
+class ManifestSnapshot:
+    """`__manifest` at one version (version 0: it does not exist yet)."""
+
+    version: int
+    table: Any
+    metadata: dict[str, str]
+    data_storage_version: str | None = None
+    _index: dict[str, int] | None = field(default=None, repr=False)
+    _rows: list[dict[str, Any]] | None = field(default=None, repr=False)
+
+    @property
+    def exists(self) -> bool:
+        return self.version > 0
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        if self._rows is None:
+            self._rows = self.table.to_pylist()
+        return self._rows
+
+    def _ids(self) -> dict[str, int]:
+        if self._index is None:
+            ids = self.table.column("object_id").to_pylist()
+            self._index = {object_id: i for i, object_id in enumerate(ids)}
+        return self._index
+
+    def get(self, object_id: str) -> dict[str, Any] | None:
+        position = self._ids().get(object_id)
+        if position is None:
+            return None
+        if self._rows is not None:
+            return self._rows[position]
+        return self.table.slice(position, 1).to_pylist()[0]
+
+    def __contains__(self, object_id: str) -> bool:
+        return object_id in self._ids()
+
+    def children(self, object_id: str, recursive: bool = False) -> list[dict[str, Any]]:
+        """Rows directly (or, recursively, anywhere) below a namespace; root is ''."""
+        prefix = object_id + OBJECT_ID_DELIMITER if object_id else ""
+        depth = prefix.count(OBJECT_ID_DELIMITER)
+        found = []
+        for row in self.rows:
+            oid = row["object_id"]
+            if oid.startswith(prefix) and oid != object_id:
+                if recursive or oid.count(OBJECT_ID_DELIMITER) == depth:
+                    found.append(row)
+        return found
+
+    def locations(self) -> dict[str, str]:
+        """location -> object_id of every table row."""
+        return {
+            row["location"]: row["object_id"]
+            for row in self.rows
+            if row["object_type"] == "table" and row["location"]
+        }
+
+    @property
+    def reader_flags(self) -> int:
+        return _flag_value(self.metadata, READER_FLAGS_KEY)
+
+    @property
+    def writer_flags(self) -> int:
+        return _flag_value(self.metadata, WRITER_FLAGS_KEY)
+
+
+def _flag_value(metadata: dict[str, str], key: str) -> int:
+    text = metadata.get(key)
+    if text in (None, ""):
+        return 0
+    try:
+        return int(text)
+    except ValueError:
+        raise ManifestError(f"__manifest metadata {key} = {text!r} is not a number") from None
+
+
+class ManifestEdit:
+    """Changes to apply to one snapshot; turned into the new full content at commit time."""
+
+    def __init__(self, snapshot: ManifestSnapshot) -> None:
+        self.snapshot = snapshot
+        self._removed: set[str] = set()
+        self._added: dict[str, dict[str, Any]] = {}
+
+    @property
+    def is_empty(self) -> bool:
+        return not self._removed and not self._added
+
+    def has(self, object_id: str) -> bool:
+        if object_id in self._added:
+            return True
+        return object_id in self.snapshot and object_id not in self._removed
+
+    def add(self, row: dict[str, Any]) -> None:
+        object_id = row["object_id"]
+        if self.has(object_id):
+            raise KeyError(object_id)
+        self._added[object_id] = row
+
+    def remove(self, object_id: str) -> None:
+        if object_id in self._added:
+            del self._added[object_id]
+        if object_id in self.snapshot:
+            self._removed.add(object_id)
+
+    def replace(self, object_id: str, **changes: Any) -> None:
+        """Change columns of an existing row, keeping the columns not named."""
+        current = self._added.get(object_id) or self.snapshot.get(object_id)
+        if current is None:
+            raise KeyError(object_id)
+        self.remove(object_id)
+        self._added[object_id] = {**current, **changes}
+
+    def build(self) -> Any:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        table = self.snapshot.table
+        replaced = self._removed | (set(self._added) & set(self.snapshot._ids()))
+        if replaced:
+            mask = pc.invert(pc.is_in(table.column("object_id"), pa.array(sorted(replaced))))
+            table = table.filter(mask)
+        if self._added:
+            new_rows = pa.Table.from_pylist(list(self._added.values()), schema=table.schema)
+            table = pa.concat_tables([table, new_rows])
+        return table
+
+
+@dataclass
+class ManifestStore:
+    """Reads and commits `__manifest` below a namespace root."""
+
+    storage: Storage
+    retries: int = 20
+    build_indexes: bool = False
+    on_retry: Callable[[int], None] | None = None
+
+    @property
+    def uri(self) -> str:
+        return self.storage.uri(MANIFEST_TABLE)
+
+    def exists(self) -> bool:
+        return self.storage.exists(f"{MANIFEST_TABLE}/_versions")
+
+    def open_dataset(self) -> Any:
+        """The Lance dataset, or None when the manifest has not been created yet."""
+        import lance
+
+        if not self.exists():
+            return None
+        try:
+            return lance.dataset(self.uri, storage_options=self.storage.lance_options)
+        except (ValueError, OSError, RuntimeError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ManifestError(f"__manifest cannot be read: {first}") from None
+
+    def read(self) -> ManifestSnapshot:
+        ds = self.open_dataset()
+        if ds is None:
+            return ManifestSnapshot(0, manifest_schema().empty_table(), {})
+        if ds.version == 0:
+            raise ManifestError("__manifest cannot be read: its manifest file is empty or corrupt")
+        metadata = dict(ds.metadata or {})
+        snapshot = ManifestSnapshot(ds.version, None, metadata)
+        if snapshot.reader_flags & ~KNOWN_READER_FLAGS:
+            raise ManifestError(
+                f"__manifest requires reader features {snapshot.reader_flags} that this "
+                "version of lancens does not understand; upgrade lancens"
+            )
+        try:
+            snapshot.table = ds.to_table()
+        except (ValueError, OSError, RuntimeError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ManifestError(f"__manifest cannot be read: {first}") from None
+        _check_schema(snapshot.table.schema)
+        snapshot.data_storage_version = ds.data_storage_version
+        return snapshot
+
+    def mutate(self, plan: Callable[[ManifestSnapshot, ManifestEdit], T]) -> T:
+        """Apply `plan` to the newest snapshot and commit it, re-planning on conflict.
+
+        `plan` may raise (e.g. the name is taken); it is called again on every retry, so it
+        must derive everything from the snapshot it is given.
+        """
+        for attempt in range(self.retries + 1):
+            snapshot = self.read()
+            edit = ManifestEdit(snapshot)
+            result = plan(snapshot, edit)
+            if edit.is_empty:
+                return result
+            if snapshot.writer_flags & ~KNOWN_WRITER_FLAGS:
+                raise ManifestError(
+                    f"__manifest requires writer features {snapshot.writer_flags} that this "
+                    "version of lancens does not understand; it may be read but not changed"
+                )
+            if self._try_commit(snapshot, edit.build()):
+                if self.build_indexes:
+                    self.create_indexes()
+                return result
+            if self.on_retry:
+                self.on_retry(attempt + 1)
+            time.sleep(min(0.02 * 2**attempt, 1.0) * random.uniform(0.5, 1.5))
+        raise ConcurrentModificationError(
+            f"__manifest kept changing under us; gave up after {self.retries} retries"
+        )
+
+    def _try_commit(self, snapshot: ManifestSnapshot, table: Any) -> bool:
+        """Commit at exactly snapshot.version + 1; False when another writer got there first."""
+        import lance
+        from lance.commit import CommitConflictError
+
+        options = self.storage.lance_options
+        fragments = lance.fragment.write_fragments(
+            table,
+            self.uri,
+            schema=table.schema,
+            storage_options=options,
+            data_storage_version=snapshot.data_storage_version,
+        )
+        operation = lance.LanceOperation.Overwrite(table.schema, fragments)
+        try:
+            lance.LanceDataset.commit(
+                self.uri,
+                operation,
+                read_version=snapshot.version or None,
+                max_retries=0,
+                storage_options=options,
+            )
+            return True
+        except CommitConflictError:
+            self._remove_staged(fragments)
+            return False
+        except (OSError, ValueError, RuntimeError) as exc:
+            self._remove_staged(fragments)
+            if snapshot.version == 0 and self.exists():
+                return False  # lost the race to create version 1
+            if "conflict" in str(exc).lower():
+                return False
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ManifestError(f"__manifest commit failed: {first}") from None
+
+    def _remove_staged(self, fragments: Iterable[Any]) -> None:
+        for fragment in fragments:
+            for data_file in fragment.files:
+                self.storage.delete_file(f"{MANIFEST_TABLE}/data/{data_file.path}")
+
+    def update_metadata(self, changes: dict[str, str | None]) -> None:
+        """Change `__manifest` table metadata (None removes a key)."""
+        ds = self.open_dataset()
+        if ds is None:
+            raise ManifestError("__manifest does not exist yet")
+        ds.update_metadata({k: v for k, v in changes.items() if v is not None})
+        removed = [k for k, v in changes.items() if v is None]
+        if removed:
+            ds.delete_metadata(removed) if hasattr(ds, "delete_metadata") else None
+
+    def create_indexes(self) -> list[str]:
+        """Build the reference's three scalar indexes (replacing stale ones)."""
+        ds = self.open_dataset()
+        if ds is None or ds.count_rows() == 0:
+            return []
+        built = []
+        for name, column, kind in INDEXES:
+            try:
+                ds.create_scalar_index(column, kind, name=name, replace=True)
+                built.append(name)
+            except Exception as exc:  # an index is an optimisation; never fail the commit
+                import sys
+
+                print(f"warning: index {name} not built: {exc}", file=sys.stderr)
+        return built
+
+    def describe_indexes(self) -> list[dict[str, Any]]:
+        ds = self.open_dataset()
+        if ds is None:
+            return []
+        found = []
+        for index in ds.list_indices():
+            found.append(
+                {
+                    "name": index.get("name"),
+                    "type": index.get("type"),
+                    "fields": list(index.get("fields", [])),
+                }
+            )
+        return found
+
+
+def _check_schema(schema: Any) -> None:
+    import pyarrow as pa
+
+    expected = {
+        "object_id": pa.string(),
+        "object_type": pa.string(),
+        "location": pa.string(),
+        "metadata": pa.string(),
+    }
+    names = set(schema.names)
+    for name, arrow_type in expected.items():
+        if name not in names:
+            raise ManifestError(f"__manifest has no {name!r} column: not a namespace manifest")
+        if schema.field(name).type != arrow_type:
+            raise ManifestError(
+                f"__manifest column {name!r} is {schema.field(name).type}, expected {arrow_type}"
+            )

@@ -1,0 +1,70 @@
+"""Reading the data of `create table --from FILE`: Parquet, CSV, JSON lines or a Lance dataset.
+
+Parquet, CSV and Lance sources are streamed as record batches, so a large file is never held in
+memory whole.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from lancens_cli.errors import InvalidInputError
+
+FORMATS = ("parquet", "csv", "jsonl", "lance")
+_EXTENSIONS = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".lance": "lance",
+}
+
+
+def detect_format(path: str) -> str:
+    if os.path.isdir(path):
+        if os.path.isdir(os.path.join(path, "_versions")):
+            return "lance"
+        raise InvalidInputError(f"{path} is a directory but not a Lance dataset")
+    extension = os.path.splitext(path)[1].lower()
+    if extension in _EXTENSIONS and extension != ".lance":
+        return _EXTENSIONS[extension]
+    raise InvalidInputError(
+        f"cannot tell the format of {path} from its name; use --format ({', '.join(FORMATS)})"
+    )
+
+
+def open_source(path: str, fmt: str | None = None) -> Any:
+    """A pyarrow RecordBatchReader over the file's rows."""
+    import pyarrow as pa
+
+    if not os.path.exists(path):
+        raise InvalidInputError(f"input {path} does not exist")
+    fmt = fmt or detect_format(path)
+    if fmt not in FORMATS:
+        raise InvalidInputError(f"unknown format {fmt!r} (use {', '.join(FORMATS)})")
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            parquet = pq.ParquetFile(path)
+            return pa.RecordBatchReader.from_batches(
+                parquet.schema_arrow, parquet.iter_batches()
+            )
+        if fmt == "csv":
+            import pyarrow.csv as pcsv
+
+            return pcsv.open_csv(path)
+        if fmt == "jsonl":
+            import pyarrow.json as pjson
+
+            table = pjson.read_json(path)
+            return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+        import lance
+
+        return lance.dataset(path).scanner().to_reader()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, ValueError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InvalidInputError(f"cannot read {path} as {fmt}: {first}") from None

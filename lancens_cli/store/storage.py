@@ -1,0 +1,312 @@
+"""The namespace root on storage: local directories through `os`, object stores through fsspec.
+
+Paths handed to this module are relative to the root and use `/`. Lance gets the same storage
+options as fsspec (translated here), so both sides see the same bucket with the same credentials.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from lancens_cli.config import NamespaceConfig, parse_bool
+from lancens_cli.errors import ConfigError, InvalidInputError, StorageUnavailableError
+
+# Lance (object_store) option names -> what fsspec's S3 and GCS file systems call them.
+_S3_KEYS = {
+    "access_key_id": "key",
+    "aws_access_key_id": "key",
+    "secret_access_key": "secret",
+    "aws_secret_access_key": "secret",
+    "session_token": "token",
+    "aws_session_token": "token",
+    "token": "token",
+}
+_S3_ENDPOINT_KEYS = ("endpoint", "aws_endpoint", "endpoint_url", "aws_endpoint_url")
+_S3_REGION_KEYS = ("region", "aws_region")
+DEFAULT_TIMEOUT_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class DirEntry:
+    name: str
+    is_dir: bool
+
+
+def check_relative(location: str) -> str:
+    """Refuse a location that is absolute, a URI, or climbs out of the root."""
+    if not location or location.startswith(("/", "\\")) or "://" in location:
+        raise InvalidInputError(f"location {location!r} must be a path relative to the root")
+    parts = location.replace("\\", "/").split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        raise InvalidInputError(f"location {location!r} must not contain '.', '..' or '//'")
+    return "/".join(parts)
+
+
+class Storage:
+    """Operations on paths below one namespace root."""
+
+    def __init__(self, config: NamespaceConfig) -> None:
+        self.config = config
+        self.root_uri = config.root
+        self.scheme = config.scheme
+        self.is_local = self.scheme == "file"
+        self._root_path = self.root_uri[len("file://") :] if self.is_local else None
+        self._fs: Any = None
+
+    # --- addressing ---------------------------------------------------------------------
+    def uri(self, rel: str = "") -> str:
+        """The address Lance is given for a path below the root."""
+        if self.is_local:
+            return os.path.join(self._root_path, rel) if rel else self._root_path
+        return f"{self.root_uri}/{rel}" if rel else self.root_uri
+
+    def _path(self, rel: str = "") -> str:
+        if self.is_local:
+            return self.uri(rel)
+        base = self.root_uri.split("://", 1)[1]
+        return f"{base}/{rel}" if rel else base
+
+    def relative(self, uri: str) -> str | None:
+        """The location of a URI below the root, or None when it lies elsewhere."""
+        for prefix in (self.uri(), self.root_uri):
+            if uri.startswith(prefix.rstrip("/") + "/"):
+                return uri[len(prefix.rstrip("/")) + 1 :]
+        return None
+
+    @property
+    def lance_options(self) -> dict[str, str]:
+        """Storage options for Lance: the spec's `storage.*`, prefix removed, plus a timeout."""
+        options = dict(self.config.storage_options)
+        if not self.is_local:
+            options.setdefault("timeout", f"{DEFAULT_TIMEOUT_SECONDS}s")
+        return options
+
+    # --- fsspec -------------------------------------------------------------------------
+    @property
+    def fs(self) -> Any:
+        if self._fs is None:
+            self._fs = self._make_fs()
+        return self._fs
+
+    def _make_fs(self) -> Any:
+        options = self.config.storage_options
+        if self.scheme == "s3":
+            import s3fs
+
+            kwargs: dict[str, Any] = {}
+            client: dict[str, Any] = {}
+            for key, value in options.items():
+                lowered = key.lower()
+                if lowered in _S3_KEYS:
+                    kwargs[_S3_KEYS[lowered]] = value
+                elif lowered in _S3_ENDPOINT_KEYS:
+                    client["endpoint_url"] = value
+                elif lowered in _S3_REGION_KEYS:
+                    client["region_name"] = value
+                elif lowered in ("skip_signature", "anonymous", "aws_skip_signature"):
+                    kwargs["anon"] = parse_bool(key, value)
+            timeout = _timeout_seconds(options)
+            return s3fs.S3FileSystem(
+                client_kwargs=client,
+                config_kwargs={
+                    "connect_timeout": timeout,
+                    "read_timeout": timeout,
+                    "retries": {"max_attempts": 2},
+                },
+                skip_instance_cache=True,
+                **kwargs,
+            )
+        if self.scheme == "gs":
+            import gcsfs
+
+            kwargs = {}
+            for key, value in options.items():
+                lowered = key.lower()
+                if lowered in ("service_account", "google_service_account", "service_account_path"):
+                    kwargs["token"] = value
+                elif lowered in ("service_account_key", "google_service_account_key"):
+                    import json
+
+                    try:
+                        kwargs["token"] = json.loads(value)
+                    except ValueError:
+                        raise ConfigError(f"storage.{key}: not valid JSON") from None
+                elif lowered in ("endpoint", "google_endpoint", "endpoint_url"):
+                    kwargs["endpoint_url"] = value
+                elif lowered in ("project", "project_id"):
+                    kwargs["project"] = value
+                elif lowered in ("skip_signature", "anonymous"):
+                    kwargs["token"] = "anon" if parse_bool(key, value) else kwargs.get("token")
+            return gcsfs.GCSFileSystem(skip_instance_cache=True, **kwargs)
+        raise ConfigError(f"unsupported scheme {self.scheme!r}")
+
+    def _remote(self, call, *args, **kwargs):
+        """Run an fsspec call, turning transport failures into one clear error."""
+        try:
+            return call(*args, **kwargs)
+        except FileNotFoundError:
+            raise
+        except PermissionError as exc:
+            raise StorageUnavailableError(f"access denied at {self.root_uri}: {exc}") from None
+        except OSError as exc:
+            raise StorageUnavailableError(f"storage error at {self.root_uri}: {exc}") from None
+        except Exception as exc:  # botocore / aiohttp errors have no common base
+            raise StorageUnavailableError(
+                f"storage at {self.root_uri} did not answer: {type(exc).__name__}: {exc}"
+            ) from None
+
+    # --- queries ------------------------------------------------------------------------
+    def root_exists(self) -> bool:
+        if self.is_local:
+            return os.path.isdir(self._root_path)
+        bucket = self._path().split("/", 1)[0]
+        try:
+            return bool(self._remote(self.fs.exists, bucket))
+        except FileNotFoundError:
+            return False
+
+    def list_dir(self, rel: str = "") -> list[DirEntry]:
+        """Immediate children of a directory; empty when it does not exist."""
+        if self.is_local:
+            try:
+                with os.scandir(self._path(rel)) as it:
+                    return [DirEntry(e.name, e.is_dir()) for e in it]
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+        try:
+            infos = self._remote(self.fs.ls, self._path(rel), detail=True, refresh=True)
+        except FileNotFoundError:
+            return []
+        base = self._path(rel).rstrip("/") + "/"
+        entries = []
+        for info in infos:
+            name = info["name"].rstrip("/")
+            if name.startswith(base):
+                name = name[len(base) :]
+            else:
+                name = name.rsplit("/", 1)[-1]
+            if name:
+                entries.append(DirEntry(name, info.get("type") == "directory"))
+        return entries
+
+    def exists(self, rel: str) -> bool:
+        if self.is_local:
+            return os.path.exists(self._path(rel))
+        try:
+            return bool(self._remote(self.fs.exists, self._path(rel)))
+        except FileNotFoundError:
+            return False
+
+    def walk_files(self, rel: str) -> Iterator[tuple[str, int]]:
+        """Every file below `rel` as (path relative to `rel`, size)."""
+        if self.is_local:
+            top = self._path(rel)
+            for dirpath, _dirs, files in os.walk(top):
+                for name in files:
+                    full = os.path.join(dirpath, name)
+                    try:
+                        size = os.path.getsize(full)
+                    except OSError:
+                        continue
+                    yield os.path.relpath(full, top).replace(os.sep, "/"), size
+            return
+        try:
+            found = self._remote(self.fs.find, self._path(rel), detail=True)
+        except FileNotFoundError:
+            return
+        base = self._path(rel).rstrip("/") + "/"
+        for name, info in found.items():
+            if info.get("type") == "file" and name.startswith(base):
+                yield name[len(base) :], int(info.get("size") or 0)
+
+    def read_text(self, rel: str) -> str:
+        if self.is_local:
+            with open(self._path(rel), encoding="utf-8") as handle:
+                return handle.read()
+        return self._remote(self.fs.cat_file, self._path(rel)).decode("utf-8")
+
+    # --- changes ------------------------------------------------------------------------
+    def ensure_root(self) -> None:
+        if self.is_local:
+            os.makedirs(self._root_path, exist_ok=True)
+
+    def write_text(self, rel: str, text: str) -> None:
+        if self.is_local:
+            path = self._path(rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            return
+        self._remote(self.fs.pipe_file, self._path(rel), text.encode("utf-8"))
+
+    def delete_file(self, rel: str) -> None:
+        if self.is_local:
+            try:
+                os.remove(self._path(rel))
+            except FileNotFoundError:
+                pass
+            return
+        try:
+            self._remote(self.fs.rm_file, self._path(rel))
+        except FileNotFoundError:
+            pass
+
+    def delete_tree(self, rel: str) -> None:
+        """Remove a directory and everything below it; absent is fine (reruns)."""
+        check_relative(rel)
+        if self.is_local:
+            path = self._path(rel)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=False, onerror=_ignore_missing)
+            elif os.path.lexists(path):
+                os.remove(path)
+            return
+        files = [self._path(rel) + "/" + name for name, _ in self.walk_files(rel)]
+        if files:
+            # Manifests last: a half-deleted table stops looking like a table only at the end
+            # would be worse; removing `_versions/` first makes it stop being one at once.
+            files.sort(key=lambda f: "/_versions/" not in f)
+            self._remote(self.fs.rm, files)
+
+    def copy_tree(self, src: str, dst: str) -> None:
+        """Copy a table directory; manifests go last so a partial copy is not a table."""
+        check_relative(src)
+        check_relative(dst)
+        if self.is_local:
+            shutil.copytree(self._path(src), self._path(dst), dirs_exist_ok=True)
+            return
+        files = sorted(self.walk_files(src), key=lambda item: "_versions/" in item[0])
+        for name, _ in files:
+            self._remote(self.fs.copy, f"{self._path(src)}/{name}", f"{self._path(dst)}/{name}")
+
+    def move_tree(self, src: str, dst: str) -> None:
+        """Move a table directory: a rename on local disk, copy then delete elsewhere."""
+        if self.is_local:
+            check_relative(src)
+            check_relative(dst)
+            if os.path.exists(self._path(dst)):
+                shutil.rmtree(self._path(dst))
+            os.rename(self._path(src), self._path(dst))
+            return
+        self.copy_tree(src, dst)
+        self.delete_tree(src)
+
+
+def _ignore_missing(func, path, exc_info) -> None:
+    if not isinstance(exc_info[1], FileNotFoundError):
+        raise exc_info[1]
+
+
+def _timeout_seconds(options: dict[str, str]) -> float:
+    for key in ("timeout", "connect_timeout"):
+        if key in options:
+            text = options[key].strip().lower()
+            try:
+                return float(text[:-1]) if text.endswith("s") else float(text)
+            except ValueError:
+                raise ConfigError(f"storage.{key}: {options[key]!r} is not a duration") from None
+    return DEFAULT_TIMEOUT_SECONDS
