@@ -65,7 +65,7 @@ app.callback()(_callback)
 
 
 def _register_commands() -> None:
-    from lancens_cli.cli import create, describe, drop, ls, register, rename  # noqa: F401
+    from lancens_cli.cli import create, describe, drop, init, ls, register, rename  # noqa: F401
 
 
 _register_commands()

@@ -181,3 +181,15 @@ def stale_rename_sources(snapshot: ManifestSnapshot) -> set[str]:
             if source and source != row["location"]:
                 stale.add(source)
     return stale
+
+
+def init_root(ns: Namespace):
+    """Create a local root (parents included); an object-store root needs its bucket to exist."""
+    from lancens_cli.models import Change, ChangeSet
+
+    if ns.storage.root_exists():
+        return ChangeSet([Change("exists", KIND_NAMESPACE, "(root)", ns.storage.root_uri)])
+    if not ns.storage.is_local:
+        raise NamespaceNotFoundError(f"bucket of {ns.storage.root_uri} does not exist")
+    ns.storage.ensure_root()
+    return ChangeSet([Change("create", KIND_NAMESPACE, "(root)", ns.storage.root_uri)])
