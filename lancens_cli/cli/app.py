@@ -59,7 +59,10 @@ def _callback(**values) -> None:
 
 
 _callback.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-    [*inspect.signature(_global_options, eval_str=True).parameters.values(), *common.common_parameters()]
+    [
+        *inspect.signature(_global_options, eval_str=True).parameters.values(),
+        *common.common_parameters(),
+    ]
 )
 app.callback()(_callback)
 

@@ -196,7 +196,9 @@ def confirm_destruction(what: str, yes: bool) -> None:
     if yes:
         return
     if not sys.stdin.isatty():
-        raise RefusedError(f"{what}: refusing to destroy data without --yes (stdin is not a terminal)")
+        raise RefusedError(
+            f"{what}: refusing to destroy data without --yes (stdin is not a terminal)"
+        )
     if not typer.confirm(f"{what}?", default=False, err=True):
         raise RefusedError(f"{what}: not confirmed")
 

@@ -17,7 +17,9 @@ PropertyOpt = Annotated[
     typer.Option("--property", metavar="KEY=VALUE", help="A property to store. Repeatable."),
 ]
 ExistOkOpt = Annotated[bool, typer.Option("--exist-ok", help="Succeed if it already exists.")]
-DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")]
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Show what would change; change nothing.")
+]
 
 
 def _properties(pairs: list[str] | None) -> dict[str, str]:

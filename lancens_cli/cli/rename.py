@@ -13,7 +13,9 @@ from lancens_cli.cli.common import SESSION, command
 @command(app, "rename")
 def rename(
     old: Annotated[str, typer.Argument(metavar="OLD", help="Table or namespace to rename.")],
-    new: Annotated[str, typer.Argument(metavar="NEW", help="New name, possibly in another namespace.")],
+    new: Annotated[
+        str, typer.Argument(metavar="NEW", help="New name, possibly in another namespace.")
+    ],
     keep_location: Annotated[
         bool,
         typer.Option("--keep-location", help="Leave a root V1 table's directory where it is."),

@@ -6,6 +6,7 @@ from lancens_cli.errors import InvalidTableStateError
 from lancens_cli.models import (
     KIND_NAMESPACE,
     KIND_TABLE,
+    STATE_DECLARED,
     STATE_OK,
     Identifier,
     NamespaceDescription,
@@ -92,6 +93,8 @@ def describe_table(
         state=state,
         properties=decode_properties(ref.row["metadata"]) if ref.row else {},
     )
+    if state == STATE_DECLARED:
+        return description  # reserved, no data yet: nothing more to show
     if state != STATE_OK:
         # Spec 001: it exists, but loading it must fail with a clear error.
         open_table(ns.storage, ref.location)

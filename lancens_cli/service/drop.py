@@ -29,7 +29,9 @@ from lancens_cli.store.storage import check_relative
 from lancens_cli.store.tables import table_state, v1_location, write_deregistered_marker
 
 
-def plan_drop(ns: Namespace, ident: Identifier, *, cascade: bool, delimiter: str = ".") -> ChangeSet:
+def plan_drop(
+    ns: Namespace, ident: Identifier, *, cascade: bool, delimiter: str = "."
+) -> ChangeSet:
     """What dropping `ident` would remove (also the --dry-run answer)."""
     if ident.is_root:
         raise InvalidInputError("the root namespace cannot be dropped")
@@ -171,4 +173,3 @@ def deregister(ns: Namespace, ident: Identifier, *, dry_run: bool = False) -> Ch
 
         ns.manifest.mutate(plan)
     return ChangeSet([change])
-

@@ -88,6 +88,7 @@ def _merge_directory_tables(ns: Namespace, snapshot, entries: dict[str, Entry]) 
 
 def _fill_states(ns: Namespace, tables: list[Entry]) -> None:
     """Classify table directories; remote stores are asked in parallel."""
+
     def state(entry: Entry) -> str:
         return table_state(ns.storage, entry.location) if entry.location else "missing"
 

@@ -72,9 +72,7 @@ def rename(
     intent = _intent(ref.row)
     if intent is None or intent.get("to") != new.object_id:
         _refuse_taken(ns, new, snapshot, KIND_TABLE)
-    moves = (
-        len(old.parts) == 1 and ref.location == v1_location(old.name) and not keep_location
-    )
+    moves = len(old.parts) == 1 and ref.location == v1_location(old.name) and not keep_location
     if not moves:
         change = Change("rename", KIND_TABLE, old.display(delimiter), ref.location, dry_run)
         change.detail = f"-> {new.display(delimiter)}"
@@ -83,7 +81,9 @@ def rename(
         return ChangeSet([change], dry_run)
 
     target = intent["location"] if intent and intent.get("to") == new.object_id else None
-    change = Change("rename", KIND_TABLE, old.display(delimiter), target or "<hash>_" + new.object_id)
+    change = Change(
+        "rename", KIND_TABLE, old.display(delimiter), target or "<hash>_" + new.object_id
+    )
     change.detail = f"-> {new.display(delimiter)} (moves from {ref.location})"
     change.dry_run = dry_run
     if dry_run:
@@ -128,8 +128,14 @@ def _swap_rows(
     if renamed_from:
         properties[RENAMED_FROM_KEY] = renamed_from
     edit.remove(old.object_id)
-    edit.add({**row, "object_id": new.object_id, "location": location,
-              "metadata": encode_properties(properties)})
+    edit.add(
+        {
+            **row,
+            "object_id": new.object_id,
+            "location": location,
+            "metadata": encode_properties(properties),
+        }
+    )
 
 
 def _move_table(

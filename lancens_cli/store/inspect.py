@@ -147,9 +147,7 @@ def _base_path(base: Any) -> dict[str, Any]:
 
 
 def schema_fields(schema: Any) -> list[dict[str, Any]]:
-    return [
-        {"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in schema
-    ]
+    return [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in schema]
 
 
 def list_versions(ds: Any) -> list[dict[str, Any]]:

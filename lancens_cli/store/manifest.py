@@ -70,9 +70,11 @@ def decode_properties(text: str | None) -> dict[str, str]:
         value = json.loads(text)
     except ValueError:
         return {}
-    return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in value.items()} if (
-        isinstance(value, dict)
-    ) else {}
+    return (
+        {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in value.items()}
+        if (isinstance(value, dict))
+        else {}
+    )
 
 
 @dataclass
@@ -120,9 +122,9 @@ class ManifestSnapshot:
         found = []
         for row in self.rows:
             oid = row["object_id"]
-            if oid.startswith(prefix) and oid != object_id:
-                if recursive or oid.count(OBJECT_ID_DELIMITER) == depth:
-                    found.append(row)
+            below = oid.startswith(prefix) and oid != object_id
+            if below and (recursive or oid.count(OBJECT_ID_DELIMITER) == depth):
+                found.append(row)
         return found
 
     def locations(self) -> dict[str, str]:

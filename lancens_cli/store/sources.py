@@ -50,9 +50,7 @@ def open_source(path: str, fmt: str | None = None) -> Any:
             import pyarrow.parquet as pq
 
             parquet = pq.ParquetFile(path)
-            return pa.RecordBatchReader.from_batches(
-                parquet.schema_arrow, parquet.iter_batches()
-            )
+            return pa.RecordBatchReader.from_batches(parquet.schema_arrow, parquet.iter_batches())
         if fmt == "csv":
             import pyarrow.csv as pcsv
 

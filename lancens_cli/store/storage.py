@@ -6,6 +6,7 @@ options as fsspec (translated here), so both sides see the same bucket with the 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -185,10 +186,7 @@ class Storage:
         entries = []
         for info in infos:
             name = info["name"].rstrip("/")
-            if name.startswith(base):
-                name = name[len(base) :]
-            else:
-                name = name.rsplit("/", 1)[-1]
+            name = name[len(base) :] if name.startswith(base) else name.rsplit("/", 1)[-1]
             if name:
                 entries.append(DirEntry(name, info.get("type") == "directory"))
         return entries
@@ -245,15 +243,11 @@ class Storage:
 
     def delete_file(self, rel: str) -> None:
         if self.is_local:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.remove(self._path(rel))
-            except FileNotFoundError:
-                pass
             return
-        try:
+        with contextlib.suppress(FileNotFoundError):
             self._remote(self.fs.rm_file, self._path(rel))
-        except FileNotFoundError:
-            pass
 
     def delete_tree(self, rel: str) -> None:
         """Remove a directory and everything below it; absent is fine (reruns)."""
