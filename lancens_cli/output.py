@@ -44,8 +44,15 @@ def message(text: str) -> None:
     sys.stderr.write(text + "\n")
 
 
-def emit_error(error: LancensError, *, json_mode: bool) -> None:
-    text = " ".join(error.message.split())  # one line, whatever the cause said
+def scrub(text: str, secrets: list[str]) -> str:
+    """Replace every secret value in a text (errors may quote requests or options)."""
+    for secret in sorted((s for s in secrets if s and len(s) >= 4), key=len, reverse=True):
+        text = text.replace(secret, "****")
+    return text
+
+
+def emit_error(error: LancensError, *, json_mode: bool, secrets: list[str] | None = None) -> None:
+    text = scrub(" ".join(error.message.split()), secrets or [])  # one line, no secret
     if json_mode:
         payload = {"error": {**error.to_dict(), "message": text}}
         sys.stderr.write(json.dumps(payload) + "\n")

@@ -67,6 +67,25 @@ class Session:
 
         return Identifier.parse(text, self.delimiter)
 
+    def secrets(self) -> list[str]:
+        """Secret values this invocation was given, to keep them out of every message."""
+        import os
+
+        from lancens_cli.config import ENV_STORAGE_PREFIX, is_secret_key
+
+        values = []
+        for pair in self.storage:
+            key, _, value = pair.partition("=")
+            if is_secret_key(key):
+                values.append(value)
+        for key, value in os.environ.items():
+            if key.startswith(ENV_STORAGE_PREFIX) and is_secret_key(key):
+                values.append(value)
+        if self._namespace is not None:
+            options = self._namespace.config.storage_options
+            values += [v for k, v in options.items() if is_secret_key(k)]
+        return values
+
     def emit(self, result: Any) -> None:
         from lancens_cli.output import emit
 
@@ -214,7 +233,7 @@ def run(body: Callable[[], Any]) -> Any:
             import traceback
 
             traceback.print_exc()
-        emit_error(error, json_mode=SESSION.json)
+        emit_error(error, json_mode=SESSION.json, secrets=SESSION.secrets())
         raise typer.Exit(error.exit_code) from None
     except KeyboardInterrupt:
         sys.stderr.write("lancens: interrupted\n")
@@ -229,5 +248,5 @@ def run(body: Callable[[], Any]) -> Any:
         from lancens_cli.errors import LancensError as Base
 
         wrapped = Base(f"{type(error).__name__}: {error}")
-        emit_error(wrapped, json_mode=SESSION.json)
+        emit_error(wrapped, json_mode=SESSION.json, secrets=SESSION.secrets())
         raise typer.Exit(ExitCode.ERROR) from None
