@@ -56,10 +56,11 @@ def type_from_json(value: Any) -> Any:
         value = {"type": value}
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
         raise _fail(f"a type must be an object with a string 'type', not {value!r}")
-    name = value["type"].strip().lower()
-    if name in _SIMPLE:
-        return getattr(pa, _SIMPLE[name])()
-    head, _, rest = name.partition(":")
+    raw_head, _, rest = value["type"].strip().partition(":")  # a time zone keeps its case
+    head = raw_head.lower()
+    name = f"{head}:{rest}" if rest else head
+    if name.lower() in _SIMPLE:
+        return getattr(pa, _SIMPLE[name.lower()])()
     if head in ("timestamp", "time32", "time64", "duration"):
         unit = value.get("unit") or rest.split(":")[0] or ("us" if head != "time32" else "ms")
         if unit not in _UNITS:
