@@ -18,6 +18,7 @@ class ExitCode:
     CONFLICT = 4
     REFUSED = 5
     PARTIAL = 6
+    PENDING = 7  # `migrate-v1 --check`: there are tables left to migrate
     INTERRUPTED = 130
 
 

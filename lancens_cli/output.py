@@ -30,7 +30,8 @@ def use_color(stream: TextIO) -> bool:
 def emit(result: Any, *, json_mode: bool, stream: TextIO | None = None) -> None:
     stream = stream or sys.stdout
     if json_mode:
-        stream.write(json.dumps(to_plain(result), indent=2, default=str) + "\n")
+        plain = result.to_json() if hasattr(result, "to_json") else to_plain(result)
+        stream.write(json.dumps(plain, indent=2, default=str) + "\n")
         return
     if stream.isatty():
         _emit_rich(result, stream)
@@ -81,6 +82,9 @@ def _flatten(prefix: str, value: Any) -> list[tuple[str, Any]]:
 
 
 def plain_lines(result: Any) -> list[str]:
+    if hasattr(result, "table_rows"):
+        _, rows = result.table_rows()
+        return ["\t".join(_cell(v) for v in row) for row in rows]
     if isinstance(result, Listing):
         return [
             "\t".join(_cell(v) for v in (e.id, e.kind, e.location, e.source, e.state))
@@ -114,6 +118,15 @@ def _emit_rich(result: Any, stream: TextIO) -> None:
     from rich.table import Table
 
     console = Console(file=stream, no_color=not use_color(stream), highlight=False)
+    if hasattr(result, "table_rows"):
+        columns, rows = result.table_rows()
+        table = Table(title=getattr(result, "title", None), title_justify="left")
+        for column in columns:
+            table.add_column(column)
+        for row in rows:
+            table.add_row(*(_cell(v) if v is not None else "" for v in row))
+        console.print(table)
+        return
     if isinstance(result, Listing):
         table = Table(title=f"namespace {result.namespace or '(root)'}", title_justify="left")
         for column in ("id", "kind", "location", "source", "state"):

@@ -68,7 +68,16 @@ app.callback()(_callback)
 
 
 def _register_commands() -> None:
-    from lancens_cli.cli import create, describe, drop, init, ls, register, rename  # noqa: F401
+    from lancens_cli.cli import (  # noqa: F401
+        create,
+        describe,
+        drop,
+        init,
+        ls,
+        migrate,
+        register,
+        rename,
+    )
 
 
 _register_commands()

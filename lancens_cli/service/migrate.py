@@ -1,0 +1,232 @@
+"""`migrate-v1`: register every V1 table directory of the root in `__manifest` (spec 000).
+
+All registrations go into one manifest commit (chunks of `CHUNK_ROWS` for very large roots), so
+a process killed before the commit registered nothing and one killed after registered all; a
+rerun registers exactly what is missing. Directories are never moved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from lancens_cli.errors import InvalidInputError
+from lancens_cli.models import (
+    KIND_TABLE,
+    MANIFEST_TABLE,
+    STATE_MISSING,
+    STATE_NOT_LANCE,
+    STATE_OK,
+    to_plain,
+    validate_name,
+)
+from lancens_cli.service.create import table_row
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
+from lancens_cli.store.tables import (
+    DEREGISTERED_MARKER,
+    V1_SUFFIX,
+    is_v2_location,
+    table_state,
+)
+
+CHUNK_ROWS = 100_000
+
+MIGRATED = "migrated"
+ALREADY = "already registered"
+SKIPPED = "skipped"
+PENDING = "to migrate"
+
+
+@dataclass
+class MigrationItem:
+    name: str
+    location: str
+    status: str
+    state: str
+    reason: str | None = None
+
+
+@dataclass
+class MigrationReport:
+    root: str
+    dry_run: bool
+    check: bool
+    tables: list[MigrationItem] = field(default_factory=list)
+    manifest_version: int | None = None
+    commits: int = 0
+
+    def count(self, status: str) -> int:
+        return sum(1 for t in self.tables if t.status == status)
+
+    @property
+    def migrated(self) -> int:
+        return self.count(MIGRATED)
+
+    @property
+    def pending(self) -> int:
+        return self.count(PENDING)
+
+    @property
+    def already_registered(self) -> int:
+        return self.count(ALREADY)
+
+    @property
+    def skipped(self) -> int:
+        return self.count(SKIPPED)
+
+    @property
+    def complete(self) -> bool:
+        """Every V1 directory is in the manifest: dir listing may be turned off."""
+        return self.pending == 0 and self.skipped == 0
+
+    @property
+    def title(self) -> str:
+        mode = " (dry run)" if self.dry_run else " (check)" if self.check else ""
+        return f"migrate-v1 {self.root}{mode}"
+
+    def table_rows(self) -> tuple[list[str], list[list[object]]]:
+        rows = [[t.status, t.name, t.location, t.state, t.reason] for t in self.tables]
+        return ["status", "table", "location", "state", "reason"], rows
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "root": self.root,
+            "dry_run": self.dry_run,
+            "check": self.check,
+            **self.summary(),
+            "tables": [to_plain(t) for t in self.tables],
+        }
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "migrated": self.migrated,
+            "to_migrate": self.pending,
+            "already_registered": self.already_registered,
+            "skipped": self.skipped,
+            "complete": self.complete,
+            "manifest_version": self.manifest_version,
+            "commits": self.commits,
+        }
+
+
+def _candidates(ns: Namespace, legacy: bool) -> list[tuple[str, str]]:
+    """(name, location) of every directory that V1 (or, with `legacy`, spec 001) calls a table."""
+    found = []
+    for entry in ns.storage.list_dir():
+        if not entry.is_dir or entry.name == MANIFEST_TABLE:
+            continue
+        if entry.name.endswith(V1_SUFFIX) and len(entry.name) > len(V1_SUFFIX):
+            found.append((entry.name[: -len(V1_SUFFIX)], entry.name))
+        elif legacy and not entry.name.startswith((".", "_")):
+            found.append((entry.name, entry.name))
+    return sorted(found)
+
+
+def _classify(ns: Namespace, locations: list[str], progress) -> dict[str, str]:
+    """Table state of each directory (remote stores asked in parallel)."""
+
+    def state(location: str) -> str:
+        if ns.storage.exists(f"{location}/{DEREGISTERED_MARKER}"):
+            return "deregistered"
+        return table_state(ns.storage, location)
+
+    states = {}
+    workers = 1 if ns.storage.is_local else 16
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for location, result in zip(locations, pool.map(state, locations), strict=True):
+            states[location] = result
+            if progress:
+                progress()
+    return states
+
+
+def plan_migration(
+    ns: Namespace,
+    snapshot: ManifestSnapshot,
+    candidates: list[tuple[str, str]],
+    states: dict[str, str],
+    legacy: bool,
+) -> list[MigrationItem]:
+    """Decide, per directory, whether it is registered now, already, or skipped (and why)."""
+    registered = snapshot.locations()
+    items = []
+    for name, location in candidates:
+        state = states[location]
+        legacy_dir = not location.endswith(V1_SUFFIX)
+        if legacy_dir and is_v2_location(location):
+            continue  # a V2 directory, tracked or orphaned: `check` looks after those
+        if location in registered:
+            items.append(MigrationItem(name, location, ALREADY, state))
+            continue
+        if legacy_dir and state != STATE_OK:
+            continue  # spec 001 layout: only directories that hold a Lance table
+        reason = None
+        try:
+            validate_name(name)
+        except InvalidInputError as exc:
+            reason = exc.message
+        if reason is None and state == "deregistered":
+            reason = "deregistered (has .lance-deregistered)"
+        if reason is None and state == STATE_MISSING:
+            reason = "directory vanished during the scan"
+        existing = snapshot.get(name) if reason is None else None
+        if existing is not None:
+            if existing["object_type"] == KIND_TABLE:
+                reason = f"name taken by a table at {existing['location']!r}"
+            else:
+                reason = "name taken by a namespace"
+        if reason:
+            items.append(MigrationItem(name, location, SKIPPED, state, reason))
+        else:
+            note = (
+                "not a Lance table; registered as spec 001 counts it a table"
+                if (state == STATE_NOT_LANCE)
+                else None
+            )
+            items.append(MigrationItem(name, location, PENDING, state, note))
+    return items
+
+
+def migrate_v1(
+    ns: Namespace,
+    *,
+    dry_run: bool = False,
+    check: bool = False,
+    legacy: bool = False,
+    progress: Callable[[int], Callable[[], None]] | None = None,
+) -> MigrationReport:
+    """Register the root's V1 tables; with `dry_run` or `check` change nothing."""
+    ns.require_manifest("migrate-v1")
+    ns.require_root()
+    candidates = _candidates(ns, legacy)
+    tick = progress(len(candidates)) if progress and candidates else None
+    states = _classify(ns, [loc for _, loc in candidates], tick)
+    report = MigrationReport(ns.storage.root_uri, dry_run, check)
+    snapshot = ns.snapshot()
+    report.tables = plan_migration(ns, snapshot, candidates, states, legacy)
+    report.manifest_version = snapshot.version or None
+    if dry_run or check or report.pending == 0:
+        return report
+
+    pending = [t for t in report.tables if t.status == PENDING]
+    for start in range(0, len(pending), CHUNK_ROWS):
+        chunk = pending[start : start + CHUNK_ROWS]
+
+        def register(snapshot: ManifestSnapshot, edit: ManifestEdit, chunk=chunk) -> int:
+            taken = snapshot.locations()
+            for item in chunk:
+                if item.location in taken:
+                    item.status = ALREADY  # registered meanwhile (e.g. a concurrent migrate)
+                elif snapshot.get(item.name) is not None:
+                    item.status, item.reason = SKIPPED, "name taken meanwhile"
+                else:
+                    item.status = MIGRATED
+                    edit.add(table_row(item.name, item.location, None))
+            return snapshot.version
+
+        ns.manifest.mutate(register)
+        report.commits += 1
+    report.manifest_version = ns.manifest.open_dataset().version
+    return report
