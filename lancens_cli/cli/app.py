@@ -69,6 +69,7 @@ app.callback()(_callback)
 
 def _register_commands() -> None:
     from lancens_cli.cli import (  # noqa: F401
+        check,
         create,
         describe,
         drop,

@@ -69,7 +69,7 @@ def rename(
     if row is not None and row["object_type"] == KIND_NAMESPACE:
         return _rename_namespace(ns, old, new, dry_run, delimiter)
     ref = ns.require_table(old, snapshot)
-    intent = _intent(ref.row)
+    intent = rename_intent(ref.row)
     if intent is None or intent.get("to") != new.object_id:
         _refuse_taken(ns, new, snapshot, KIND_TABLE)
     moves = len(old.parts) == 1 and ref.location == v1_location(old.name) and not keep_location
@@ -92,7 +92,8 @@ def rename(
     return ChangeSet([change])
 
 
-def _intent(row: dict | None) -> dict | None:
+def renamerename_intent(row: dict | None) -> dict | None:
+    """The pending rename a table row records, if any."""
     if not row or not row.get("metadata"):
         return None
     text = decode_properties(row["metadata"]).get(RENAME_INTENT_KEY)
@@ -144,9 +145,9 @@ def _move_table(
     source = ref.location
     target = target or v2_location(new.object_id)
 
-    def record_intent(snapshot: ManifestSnapshot, edit: ManifestEdit) -> str:
+    def recordrename_intent(snapshot: ManifestSnapshot, edit: ManifestEdit) -> str:
         row = snapshot.get(old.object_id)
-        current = _intent(row)
+        current = rename_intent(row)
         if current and current.get("to") == new.object_id:
             return current["location"]
         if current and current.get("location") and current["location"] != source:
@@ -177,7 +178,7 @@ def _move_table(
     leftover = source if ns.storage.exists(source) else None
 
     def swap(snapshot: ManifestSnapshot, edit: ManifestEdit) -> None:
-        current = _intent(snapshot.get(old.object_id))
+        current = rename_intent(snapshot.get(old.object_id))
         if not current or current.get("to") != new.object_id:
             raise ConcurrentModificationError(
                 f"the rename of {old.display()} was changed by another process"

@@ -1,0 +1,370 @@
+"""`check`: prove a namespace healthy, or list what is wrong; `--fix` repairs what is safe.
+
+Safe repairs register table directories nothing references (under the object id their name
+carries) and delete staged `__manifest` data files of commits that did not land (only when older
+than a grace period, so an in-flight commit of another process is never touched). Table data is
+never deleted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from lancens_cli.errors import InvalidInputError, LancensError, ManifestError
+from lancens_cli.models import (
+    KIND_NAMESPACE,
+    KIND_TABLE,
+    MANIFEST_TABLE,
+    STATE_DECLARED,
+    Identifier,
+    to_plain,
+    validate_name,
+)
+from lancens_cli.service.create import table_row
+from lancens_cli.service.namespace import RENAME_INTENT_KEY, RENAMED_FROM_KEY, Namespace
+from lancens_cli.service.rename import rename_intent
+from lancens_cli.store.manifest import (
+    BASE_COLUMNS,
+    KNOWN_READER_FLAGS,
+    KNOWN_WRITER_FLAGS,
+    ManifestEdit,
+    ManifestSnapshot,
+    decode_properties,
+)
+from lancens_cli.store.storage import check_relative
+from lancens_cli.store.tables import (
+    V1_SUFFIX,
+    is_v2_location,
+    table_state,
+    v2_location_object_id,
+)
+from lancens_cli.store.verify import verify_table
+
+DEFAULT_GRACE = timedelta(hours=1)
+
+
+@dataclass
+class Finding:
+    code: str
+    object: str | None
+    location: str | None
+    message: str
+    fixable: bool = False
+    fixed: bool = False
+
+
+@dataclass
+class CheckReport:
+    root: str
+    scope: str
+    findings: list[Finding] = field(default_factory=list)
+    tables_checked: int = 0
+    namespaces_checked: int = 0
+    dry_run: bool = False
+
+    @property
+    def healthy(self) -> bool:
+        return all(f.fixed for f in self.findings)
+
+    @property
+    def title(self) -> str:
+        state = "healthy" if self.healthy else f"{self.open_findings} problem(s)"
+        return f"check {self.scope or '(root)'}: {state}"
+
+    @property
+    def open_findings(self) -> int:
+        return sum(1 for f in self.findings if not f.fixed)
+
+    def add(self, code, object_id, location, message, fixable=False) -> Finding:
+        finding = Finding(code, object_id, location, message, fixable)
+        self.findings.append(finding)
+        return finding
+
+    def table_rows(self):
+        rows = [
+            [
+                "fixed" if f.fixed else ("fixable" if f.fixable else "problem"),
+                f.code,
+                f.object,
+                f.location,
+                f.message,
+            ]
+            for f in self.findings
+        ]
+        return ["status", "code", "object", "location", "message"], rows
+
+    def to_json(self):
+        return {
+            "root": self.root,
+            "scope": self.scope,
+            "healthy": self.healthy,
+            "tables_checked": self.tables_checked,
+            "namespaces_checked": self.namespaces_checked,
+            "dry_run": self.dry_run,
+            "findings": [to_plain(f) for f in self.findings],
+        }
+
+
+def check(
+    ns: Namespace,
+    ident: Identifier,
+    *,
+    fix: bool = False,
+    dry_run: bool = False,
+    grace: timedelta = DEFAULT_GRACE,
+    delimiter: str = ".",
+) -> CheckReport:
+    ns.require_root()
+    report = CheckReport(ns.storage.root_uri, ident.display(delimiter), dry_run=dry_run)
+    try:
+        snapshot = ns.snapshot()
+    except ManifestError as exc:
+        report.add("manifest_unreadable", None, MANIFEST_TABLE, exc.message)
+        return report
+    if not ident.is_root and ns.kind_of(ident, snapshot) is None:
+        ns.require_table(ident, snapshot)  # raises the right not-found error
+    if snapshot.exists:
+        _check_manifest(snapshot, report)
+    rows = _rows_in_scope(ns, snapshot, ident)
+    _check_rows(ns, snapshot, rows, report, delimiter)
+    if ident.is_root:
+        _check_orphans(ns, snapshot, report, delimiter)
+        if snapshot.exists:
+            _check_staged_files(ns, report, grace)
+    if fix and not dry_run:
+        _apply_fixes(ns, report, grace)
+    return report
+
+
+def _rows_in_scope(ns: Namespace, snapshot: ManifestSnapshot, ident: Identifier) -> list[dict]:
+    if ident.is_root:
+        rows = list(snapshot.rows)
+        # V1 tables known only from their directory are checked too.
+        known = {r["location"] for r in rows if r["object_type"] == KIND_TABLE}
+        for name, location in ns.visible_dir_tables(snapshot).items():
+            if location not in known and name not in snapshot:
+                rows.append(table_row(name, location, None))
+        return rows
+    row = snapshot.get(ident.object_id)
+    if row is None:
+        ref = ns.require_table(ident, snapshot)
+        return [table_row(ident.object_id, ref.location, None)]
+    return [row, *snapshot.children(ident.object_id, recursive=True)]
+
+
+def _check_manifest(snapshot: ManifestSnapshot, report: CheckReport) -> None:
+    import pyarrow as pa
+
+    schema = snapshot.table.schema
+    base_objects = schema.field("base_objects") if "base_objects" in schema.names else None
+    if base_objects is None or not pa.types.is_list(base_objects.type):
+        report.add("manifest_schema", None, MANIFEST_TABLE, "base_objects is not a list column")
+    if schema.field("object_id").nullable or schema.field("object_type").nullable:
+        report.add(
+            "manifest_schema", None, MANIFEST_TABLE, "object_id/object_type must be non-nullable"
+        )
+    extras = [n for n in schema.names if n not in BASE_COLUMNS]
+    unknown = [
+        n
+        for n in extras
+        if not n.startswith("partition_field_")
+        and n not in ("read_version", "read_branch", "read_tag")
+    ]
+    if unknown:
+        report.add(
+            "manifest_schema", None, MANIFEST_TABLE, f"columns we do not understand: {unknown}"
+        )
+    if snapshot.reader_flags & ~KNOWN_READER_FLAGS or snapshot.writer_flags & ~KNOWN_WRITER_FLAGS:
+        report.add(
+            "manifest_feature_flags",
+            None,
+            MANIFEST_TABLE,
+            f"feature flags reader={snapshot.reader_flags} writer={snapshot.writer_flags} "
+            "are not ones this version understands",
+        )
+    counts = Counter(snapshot.table.column("object_id").to_pylist())
+    for object_id, count in sorted(counts.items()):
+        if count > 1:
+            report.add(
+                "duplicate_object_id",
+                object_id,
+                None,
+                f"{count} rows share object_id {object_id!r}",
+            )
+
+
+def _check_rows(ns, snapshot, rows, report, delimiter) -> None:
+    tables = []
+    for row in rows:
+        object_id, kind, location = row["object_id"], row["object_type"], row["location"]
+        name = Identifier.from_object_id(object_id).display(delimiter)
+        try:
+            for part in object_id.split("$"):
+                validate_name(part)
+        except InvalidInputError as exc:
+            report.add("invalid_object_id", name, location, exc.message)
+        parent = Identifier.from_object_id(object_id).parent
+        if not parent.is_root and not ns.namespace_exists(parent, snapshot):
+            report.add(
+                "missing_parent", name, location, f"parent namespace {parent.display()} is missing"
+            )
+        if kind == KIND_NAMESPACE:
+            report.namespaces_checked += 1
+            if location:
+                report.add("bad_location", name, location, "a namespace row has a location")
+            continue
+        if kind != KIND_TABLE:
+            report.add("bad_object_type", name, location, f"unknown object_type {kind!r}")
+            continue
+        properties = decode_properties(row.get("metadata"))
+        if RENAME_INTENT_KEY in properties:
+            report.add(
+                "interrupted_rename",
+                name,
+                location,
+                f"a rename was interrupted ({properties[RENAME_INTENT_KEY]}); "
+                "rerun the same `lancens rename` to complete it",
+            )
+        if RENAMED_FROM_KEY in properties and ns.storage.exists(properties[RENAMED_FROM_KEY]):
+            report.add(
+                "interrupted_rename",
+                name,
+                properties[RENAMED_FROM_KEY],
+                "the old directory of a finished rename is still there; rerun the rename",
+            )
+        if not location:
+            report.add("bad_location", name, None, "a table row has no location")
+            continue
+        try:
+            check_relative(location)
+        except InvalidInputError as exc:
+            report.add("bad_location", name, location, exc.message)
+            continue
+        tables.append((name, location))
+    report.tables_checked = len(tables)
+
+    def verify(item):
+        name, location = item
+        state = table_state(ns.storage, location)
+        if state == STATE_DECLARED:
+            return name, location, []
+        if state == "missing":
+            return name, location, [("table_missing", "the table directory does not exist")]
+        try:
+            return name, location, [(p.code, p.message) for p in verify_table(ns.storage, location)]
+        except LancensError as exc:
+            return name, location, [("table_unloadable", exc.message)]
+
+    workers = 4 if ns.storage.is_local else 16
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for name, location, problems in pool.map(verify, tables):
+            for code, message in problems:
+                report.add(code, name, location, message)
+
+
+def _check_orphans(ns: Namespace, snapshot: ManifestSnapshot, report, delimiter) -> None:
+    """Table directories nothing references."""
+    referenced = set(snapshot.locations())
+    for row in snapshot.rows:
+        properties = decode_properties(row.get("metadata"))
+        if RENAMED_FROM_KEY in properties:
+            referenced.add(properties[RENAMED_FROM_KEY])
+        intent = rename_intent(row)
+        if intent:
+            referenced.add(intent.get("location"))
+    for entry in ns.storage.list_dir():
+        if not entry.is_dir or entry.name in referenced or entry.name == MANIFEST_TABLE:
+            continue
+        if is_v2_location(entry.name):
+            object_id = v2_location_object_id(entry.name)
+            report.add(
+                "orphan_table_directory",
+                Identifier.from_object_id(object_id).display(delimiter) if object_id else None,
+                entry.name,
+                "a V2 table directory that no manifest row references",
+                fixable=_registrable(ns, snapshot, object_id),
+            )
+        elif (
+            entry.name.endswith(V1_SUFFIX)
+            and not ns.config.dir_listing_enabled
+            and ns.config.manifest_enabled
+        ):
+            name = entry.name[: -len(V1_SUFFIX)]
+            report.add(
+                "orphan_table_directory",
+                name,
+                entry.name,
+                "a <name>.lance directory is invisible with dir listing off and no row for it",
+                fixable=_registrable(ns, snapshot, name),
+            )
+
+
+def _registrable(ns: Namespace, snapshot: ManifestSnapshot, object_id: str | None) -> bool:
+    if not object_id or not ns.config.manifest_enabled:
+        return False
+    try:
+        for part in object_id.split("$"):
+            validate_name(part)
+    except InvalidInputError:
+        return False
+    ident = Identifier.from_object_id(object_id)
+    return object_id not in snapshot and ns.namespace_exists(ident.parent, snapshot)
+
+
+def _staged_files(ns: Namespace, grace: timedelta) -> list[tuple[str, bool]]:
+    """__manifest data files no version references, with whether they are past the grace."""
+    ds = ns.manifest.open_dataset()
+    tracked = set(ds.tracked_files().read_all().column("path").to_pylist())
+    now = datetime.now(UTC)
+    staged = []
+    for row in ds.all_files().read_all().to_pylist():
+        path = row["path"]
+        if path.startswith("data/") and path not in tracked:
+            modified = row["last_modified"]
+            staged.append((path, modified is not None and now - modified > grace))
+    return staged
+
+
+def _check_staged_files(ns: Namespace, report: CheckReport, grace: timedelta) -> None:
+    for path, expired in _staged_files(ns, grace):
+        report.add(
+            "staged_manifest_file",
+            None,
+            f"{MANIFEST_TABLE}/{path}",
+            "a __manifest data file of a commit that did not land"
+            + ("" if expired else f" (younger than {grace}; may belong to a commit in flight)"),
+            fixable=expired,
+        )
+
+
+def _apply_fixes(ns: Namespace, report: CheckReport, grace: timedelta) -> None:
+    registrations = [f for f in report.findings if f.fixable and f.code == "orphan_table_directory"]
+    if registrations:
+
+        def register(snapshot: ManifestSnapshot, edit: ManifestEdit) -> None:
+            for finding in registrations:
+                finding.fixed = False  # re-planned from scratch on every retry
+            for finding in registrations:
+                object_id = (
+                    v2_location_object_id(finding.location)
+                    if is_v2_location(finding.location)
+                    else finding.location[: -len(V1_SUFFIX)]
+                )
+                if _registrable(ns, snapshot, object_id) and finding.location not in (
+                    snapshot.locations()
+                ):
+                    edit.add(table_row(object_id, finding.location, None))
+                    finding.fixed = True
+
+        ns.manifest.mutate(register)
+        for finding in registrations:
+            if finding.fixed:
+                finding.message += "; registered"
+    for finding in report.findings:
+        if finding.fixable and finding.code == "staged_manifest_file":
+            ns.storage.delete_file(finding.location)
+            finding.fixed = True
+            finding.message += "; deleted"
