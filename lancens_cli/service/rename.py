@@ -92,7 +92,7 @@ def rename(
     return ChangeSet([change])
 
 
-def renamerename_intent(row: dict | None) -> dict | None:
+def rename_intent(row: dict | None) -> dict | None:
     """The pending rename a table row records, if any."""
     if not row or not row.get("metadata"):
         return None
@@ -145,7 +145,7 @@ def _move_table(
     source = ref.location
     target = target or v2_location(new.object_id)
 
-    def recordrename_intent(snapshot: ManifestSnapshot, edit: ManifestEdit) -> str:
+    def record_intent(snapshot: ManifestSnapshot, edit: ManifestEdit) -> str:
         row = snapshot.get(old.object_id)
         current = rename_intent(row)
         if current and current.get("to") == new.object_id:
