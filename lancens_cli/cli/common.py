@@ -240,6 +240,12 @@ def run(body: Callable[[], Any]) -> Any:
         raise typer.Exit(ExitCode.INTERRUPTED) from None
     except (typer.Exit, typer.Abort, SystemExit):
         raise
+    except BrokenPipeError:  # the reader went away (`lancens ls | head`): stop quietly
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise typer.Exit(ExitCode.ERROR) from None
     except Exception as error:  # an unexpected failure: still one line unless --debug
         if SESSION.debug:
             import traceback
