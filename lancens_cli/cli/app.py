@@ -19,10 +19,11 @@ app = typer.Typer(
     help="Administer Lance directory namespaces: V1 directories, the V2 __manifest, "
     "compatibility mode, migration and partitioned namespaces.\n\n"
     "Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found, 4 conflict or already "
-    "exists, 5 refused by a safety rail, 6 partial failure, 130 interrupted.",
+    "exists, 5 refused by a safety rail, 6 partial failure, 7 migration pending, 130 interrupted.",
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 

@@ -111,7 +111,7 @@ def common_parameters() -> list[inspect.Parameter]:
                 typer.Option(
                     "--root",
                     "-r",
-                    help="Namespace root: path, file://, s3:// or gs:// URI. [env LANCENS_ROOT]",
+                    help="Namespace root: path, file://, s3:// or gs:// URI. (env LANCENS_ROOT)",
                     rich_help_panel=_PANEL,
                 ),
             ],
@@ -173,7 +173,7 @@ def common_parameters() -> list[inspect.Parameter]:
                 typer.Option(
                     "--profile",
                     "-p",
-                    help="Profile from the config file. [env LANCENS_PROFILE]",
+                    help="Profile from the config file. (env LANCENS_PROFILE)",
                     rich_help_panel=_PANEL,
                 ),
             ],

@@ -45,16 +45,14 @@ def v2_location_object_id(location: str) -> str | None:
 
 
 def table_state(storage: Storage, location: str) -> str:
-    """Classify a table directory without opening it (cheap enough for listings)."""
+    """Classify a table directory without opening it (one listing for a healthy table)."""
+    versions = storage.list_dir(f"{location}/{VERSIONS_DIR}")
+    if any(v.name.endswith(".manifest") for v in versions):
+        return STATE_OK
     children = storage.list_dir(location)
     if not children:
         return STATE_MISSING if not storage.exists(location) else STATE_NOT_LANCE
-    names = {c.name for c in children}
-    if VERSIONS_DIR in names:
-        versions = storage.list_dir(f"{location}/{VERSIONS_DIR}")
-        if any(v.name.endswith(".manifest") for v in versions):
-            return STATE_OK
-    if RESERVED_MARKER in names:
+    if RESERVED_MARKER in {c.name for c in children}:
         return STATE_DECLARED
     return STATE_NOT_LANCE
 
