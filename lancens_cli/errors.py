@@ -7,6 +7,10 @@ errors the same way they match those of the reference implementation.
 
 from __future__ import annotations
 
+import re
+
+_RUST_LOCATION = re.compile(r",\s*/\S+\.rs:\d+:\d+")
+
 
 class ExitCode:
     """Stable process exit codes (documented in the README)."""
@@ -101,3 +105,9 @@ class ManifestError(LancensError):
 
 class PartialFailureError(LancensError):
     exit_code, namespace_code, name = ExitCode.PARTIAL, 18, "Internal"
+
+
+def lance_message(exc: BaseException) -> str:
+    """The first line of a (Lance) error, without the Rust source locations it carries."""
+    text = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return _RUST_LOCATION.sub("", text).strip()

@@ -42,7 +42,9 @@ class Session:
         for key, value in values.items():
             if key == "storage":
                 self.storage = [*self.storage, *(value or [])]
-            elif value is not None and value is not False:
+            elif key in ("json", "debug"):
+                setattr(self, key, getattr(self, key) or bool(value))  # a plain flag: any place
+            elif value is not None:  # None: not given here; False is a real --no-... choice
                 setattr(self, key, value)
 
     @property

@@ -117,12 +117,18 @@ def create_table(
         return ChangeSet([Change("exists", KIND_TABLE, ident.display())], dry_run)
     _refuse_taken(ns, ident, snapshot, KIND_TABLE)
     location = new_table_location(ns, ident)
-    # The root `<name>.lance` directory belongs to whoever wins the name; never remove it.
-    shared_location = location == v1_location(ident.name)
     if dry_run:
         return ChangeSet(
             [Change("create", KIND_TABLE, ident.display(), location, dry_run=True)], True
         )
+    ns.require_writable(snapshot)  # before writing any data the manifest could not record
+    # A V2 directory has a random name and is ours alone. The root `<name>.lance` is ours only
+    # if it did not exist before we wrote it; otherwise it belongs to whoever won the name.
+    owned = location != v1_location(ident.name) or not ns.storage.exists(location)
+
+    def discard() -> None:
+        if owned:
+            ns.storage.delete_tree(location)
 
     if declare:
         write_reserved_marker(ns.storage, location)
@@ -133,11 +139,10 @@ def create_table(
             data = pa.Table.from_batches([], schema=schema)
         try:
             write_new_table(ns.storage, location, data)
-        except Exception:
-            if not shared_location:
-                ns.storage.delete_tree(location)
-            if ns.find_table(ident, ns.snapshot()) is not None:
-                raise TableAlreadyExistsError(f"table {ident.display()} already exists") from None
+        except TableAlreadyExistsError:
+            raise TableAlreadyExistsError(f"table {ident.display()} already exists") from None
+        except BaseException:
+            discard()
             raise
 
     change = Change("create", KIND_TABLE, ident.display(), location)
@@ -145,9 +150,12 @@ def create_table(
         return ChangeSet([change])
 
     def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> ChangeSet:
+        nonlocal owned
         ns.require_namespace(ident.parent, snapshot)
         row = snapshot.get(ident.object_id)
         if row is not None:
+            if row["location"] == location:
+                owned = False  # a racer registered this very directory: it is theirs
             raise TableAlreadyExistsError(f"table {ident.display()} already exists")
         edit.add(table_row(ident.object_id, location, properties))
         return ChangeSet([change])
@@ -155,6 +163,5 @@ def create_table(
     try:
         return ns.manifest.mutate(plan)
     except BaseException:
-        if not shared_location:
-            ns.storage.delete_tree(location)
+        discard()
         raise

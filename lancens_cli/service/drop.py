@@ -83,6 +83,7 @@ def drop(
     if dry_run:
         plan.dry_run = True
         return plan
+    ns.require_writable(ns.snapshot())  # never delete data the manifest would keep pointing at
     tables = [c for c in plan.changes if c.kind == KIND_TABLE and c.location]
     if not keep_data:
         for change in tables:

@@ -25,7 +25,12 @@ from lancens_cli.models import (
     SOURCE_MANIFEST,
     Identifier,
 )
-from lancens_cli.store.manifest import ManifestSnapshot, ManifestStore, manifest_schema
+from lancens_cli.store.manifest import (
+    ManifestSnapshot,
+    ManifestStore,
+    manifest_schema,
+    require_writable,
+)
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import V1_SUFFIX, is_deregistered, v1_location
 
@@ -68,6 +73,11 @@ class Namespace:
     def require_manifest(self, what: str) -> None:
         if not self.config.manifest_enabled:
             raise UnsupportedError(f"{what} needs the manifest (manifest_enabled is false)")
+
+    def require_writable(self, snapshot: ManifestSnapshot) -> None:
+        """Before touching any data: refuse when the manifest could not record the change."""
+        if self.config.manifest_enabled and snapshot.exists:
+            require_writable(snapshot)
 
     # --- reading ------------------------------------------------------------------------
     def snapshot(self) -> ManifestSnapshot:

@@ -59,6 +59,7 @@ def rename(
     ns.require_manifest("rename")
     ns.require_root()
     snapshot = ns.snapshot()
+    ns.require_writable(snapshot)
     finished = _finish_interrupted(ns, old, new, snapshot, dry_run, delimiter)
     if finished is not None:
         return finished

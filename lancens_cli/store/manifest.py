@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from lancens_cli.errors import ConcurrentModificationError, ManifestError
+from lancens_cli.errors import ConcurrentModificationError, ManifestError, lance_message
 from lancens_cli.models import MANIFEST_TABLE, OBJECT_ID_DELIMITER
 from lancens_cli.store.storage import Storage
 
@@ -144,6 +144,15 @@ class ManifestSnapshot:
         return _flag_value(self.metadata, WRITER_FLAGS_KEY)
 
 
+def require_writable(snapshot: ManifestSnapshot) -> None:
+    """Refuse to change a manifest whose writer feature flags we do not understand."""
+    if snapshot.writer_flags & ~KNOWN_WRITER_FLAGS:
+        raise ManifestError(
+            f"__manifest requires writer features {snapshot.writer_flags} that this "
+            "version of lancens does not understand; it may be read but not changed"
+        )
+
+
 def _flag_value(metadata: dict[str, str], key: str) -> int:
     text = metadata.get(key)
     if text in (None, ""):
@@ -231,8 +240,7 @@ class ManifestStore:
         try:
             return lance.dataset(self.uri, storage_options=self.storage.lance_options)
         except (ValueError, OSError, RuntimeError) as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ManifestError(f"__manifest cannot be read: {first}") from None
+            raise ManifestError(f"__manifest cannot be read: {lance_message(exc)}") from None
 
     def read(self) -> ManifestSnapshot:
         ds = self.open_dataset()
@@ -250,8 +258,7 @@ class ManifestStore:
         try:
             snapshot.table = ds.to_table()
         except (ValueError, OSError, RuntimeError) as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ManifestError(f"__manifest cannot be read: {first}") from None
+            raise ManifestError(f"__manifest cannot be read: {lance_message(exc)}") from None
         _check_schema(snapshot.table.schema)
         snapshot.data_storage_version = ds.data_storage_version
         return snapshot
@@ -268,11 +275,7 @@ class ManifestStore:
             result = plan(snapshot, edit)
             if edit.is_empty:
                 return result
-            if snapshot.writer_flags & ~KNOWN_WRITER_FLAGS:
-                raise ManifestError(
-                    f"__manifest requires writer features {snapshot.writer_flags} that this "
-                    "version of lancens does not understand; it may be read but not changed"
-                )
+            require_writable(snapshot)
             if self._try_commit(snapshot, edit.build()):
                 if self.build_indexes:
                     self.create_indexes()
@@ -316,8 +319,7 @@ class ManifestStore:
                 return False  # lost the race to create version 1
             if "conflict" in str(exc).lower():
                 return False
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ManifestError(f"__manifest commit failed: {first}") from None
+            raise ManifestError(f"__manifest commit failed: {lance_message(exc)}") from None
 
     def _remove_staged(self, fragments: Iterable[Any]) -> None:
         for fragment in fragments:

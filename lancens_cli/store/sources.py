@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from lancens_cli.errors import InvalidInputError
+from lancens_cli.errors import InvalidInputError, lance_message
 
 FORMATS = ("parquet", "csv", "jsonl", "lance")
 _EXTENSIONS = {
@@ -64,5 +64,4 @@ def open_source(path: str, fmt: str | None = None) -> Any:
 
         return lance.dataset(path).scanner().to_reader()
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, ValueError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InvalidInputError(f"cannot read {path} as {fmt}: {first}") from None
+        raise InvalidInputError(f"cannot read {path} as {fmt}: {lance_message(exc)}") from None

@@ -9,7 +9,13 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from lancens_cli.errors import InvalidTableStateError, TableNotFoundError
+from lancens_cli.errors import (
+    InvalidInputError,
+    InvalidTableStateError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    lance_message,
+)
 from lancens_cli.models import (
     OBJECT_ID_DELIMITER,
     STATE_DECLARED,
@@ -89,12 +95,23 @@ def open_table(storage: Storage, location: str, version: int | str | None = None
             raise InvalidTableStateError(
                 f"{location!r} is not a Lance table: it has no readable _versions/*.manifest"
             ) from None
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InvalidTableStateError(f"table at {location!r} cannot be loaded: {message}") from None
+        raise InvalidTableStateError(
+            f"table at {location!r} cannot be loaded: {lance_message(exc)}"
+        ) from None
+
+
+# Lance's words for losing the race to create version 1 of a table.
+_CREATE_RACE_LOST = ("already exists", "0.manifest was not found")
+# Lance's words for a failure of the input stream while it writes.
+_INPUT_FAILURE = ("lanceerror(arrow)", "parse error", "arrowinvalid", "invalid:")
 
 
 def write_new_table(storage: Storage, location: str, data: Any, schema: Any = None) -> Any:
-    """Create a Lance table at `location`; fails if a table already exists there."""
+    """Create a Lance table at `location`.
+
+    Raises TableAlreadyExistsError when a table is (or just got) there, InvalidInputError when
+    the input data fails while being written, InvalidTableStateError otherwise.
+    """
     import lance
 
     try:
@@ -105,10 +122,13 @@ def write_new_table(storage: Storage, location: str, data: Any, schema: Any = No
             mode="create",
             storage_options=storage.lance_options,
         )
-    except (ValueError, OSError) as exc:
-        text = str(exc)
-        if "already exists" in text.lower():
-            raise InvalidTableStateError(f"a table already exists at {location!r}") from None
+    except (ValueError, OSError, RuntimeError) as exc:
+        text = lance_message(exc)
+        lowered = str(exc).lower()
+        if any(words in lowered for words in _CREATE_RACE_LOST):
+            raise TableAlreadyExistsError(f"a table already exists at {location!r}") from None
+        if any(words in lowered for words in _INPUT_FAILURE):
+            raise InvalidInputError(f"the input data cannot be written: {text}") from None
         raise InvalidTableStateError(f"cannot write table at {location!r}: {text}") from None
 
 
