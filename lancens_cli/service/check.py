@@ -37,6 +37,7 @@ from lancens_cli.store.manifest import (
 from lancens_cli.store.storage import check_relative
 from lancens_cli.store.tables import (
     V1_SUFFIX,
+    is_deregistered,
     is_v2_location,
     table_state,
     v2_location_object_id,
@@ -278,6 +279,8 @@ def _check_orphans(ns: Namespace, snapshot: ManifestSnapshot, report, delimiter)
     for entry in ns.storage.list_dir():
         if not entry.is_dir or entry.name in referenced or entry.name == MANIFEST_TABLE:
             continue
+        if is_deregistered(ns.storage, entry.name):
+            continue  # forgotten on purpose (deregister, drop --keep-data)
         if is_v2_location(entry.name):
             object_id = v2_location_object_id(entry.name)
             report.add(

@@ -26,7 +26,11 @@ from lancens_cli.service.create import _refuse_taken, table_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.storage import check_relative
-from lancens_cli.store.tables import table_state, v1_location, write_deregistered_marker
+from lancens_cli.store.tables import (
+    DEREGISTERED_MARKER,
+    table_state,
+    write_deregistered_marker,
+)
 
 
 def plan_drop(
@@ -88,11 +92,10 @@ def drop(
     if not keep_data:
         for change in tables:
             ns.storage.delete_tree(change.location)
-    elif ns.config.dir_listing_enabled:
+    else:
+        # Mark what we forget, so that neither dir listing nor `check --fix` brings it back.
         for change in tables:
-            name = Identifier.parse(change.id, delimiter)
-            root_dir = len(name.parts) == 1 and change.location == v1_location(name.name)
-            if root_dir and ns.storage.exists(change.location):
+            if ns.storage.exists(change.location):
                 write_deregistered_marker(ns.storage, change.location)
     if ns.config.manifest_enabled:
         ids = {Identifier.parse(c.id, delimiter).object_id for c in plan.changes}
@@ -141,14 +144,17 @@ def register(
     if dry_run:
         snapshot = ns.snapshot()
         return plan(snapshot, ManifestEdit(snapshot))
-    return ns.manifest.mutate(plan)
+    result = ns.manifest.mutate(plan)
+    ns.storage.delete_file(f"{location}/{DEREGISTERED_MARKER}")  # registered again: visible
+    return result
 
 
 def deregister(ns: Namespace, ident: Identifier, *, dry_run: bool = False) -> ChangeSet:
     """Forget a table but keep its files.
 
-    A root `<name>.lance` directory would reappear through directory listing, so it gets the
-    reference's `.lance-deregistered` marker, which both tools honour.
+    The directory gets the reference's `.lance-deregistered` marker, which both tools honour:
+    a root `<name>.lance` does not reappear through directory listing, and `check --fix` does
+    not register a V2 directory again as an orphan.
     """
     if ident.is_root:
         raise InvalidInputError("the root namespace cannot be deregistered")
@@ -162,8 +168,7 @@ def deregister(ns: Namespace, ident: Identifier, *, dry_run: bool = False) -> Ch
     change = Change("deregister", KIND_TABLE, ident.display(), ref.location, dry_run=dry_run)
     if dry_run:
         return ChangeSet([change], True)
-    root_dir = len(ident.parts) == 1 and ref.location == v1_location(ident.name)
-    if root_dir and ns.config.dir_listing_enabled:
+    if ns.storage.exists(ref.location):
         write_deregistered_marker(ns.storage, ref.location)
     if ref.source != SOURCE_DIRECTORY and ns.config.manifest_enabled:
 

@@ -25,8 +25,8 @@ from lancens_cli.service.create import table_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.tables import (
-    DEREGISTERED_MARKER,
     V1_SUFFIX,
+    is_deregistered,
     is_v2_location,
     table_state,
 )
@@ -37,6 +37,8 @@ MIGRATED = "migrated"
 ALREADY = "already registered"
 SKIPPED = "skipped"
 PENDING = "to migrate"
+# Deliberately deregistered (`.lance-deregistered`): not a table left behind.
+IGNORED = "deregistered"
 
 
 @dataclass
@@ -105,6 +107,7 @@ class MigrationReport:
             "to_migrate": self.pending,
             "already_registered": self.already_registered,
             "skipped": self.skipped,
+            "deregistered": self.count(IGNORED),
             "complete": self.complete,
             "manifest_version": self.manifest_version,
             "commits": self.commits,
@@ -128,8 +131,8 @@ def _classify(ns: Namespace, locations: list[str], progress) -> dict[str, str]:
     """Table state of each directory (remote stores asked in parallel)."""
 
     def state(location: str) -> str:
-        if ns.storage.exists(f"{location}/{DEREGISTERED_MARKER}"):
-            return "deregistered"
+        if is_deregistered(ns.storage, location):
+            return IGNORED
         return table_state(ns.storage, location)
 
     states = {}
@@ -162,13 +165,14 @@ def plan_migration(
             continue
         if legacy_dir and state != STATE_OK:
             continue  # spec 001 layout: only directories that hold a Lance table
+        if state == IGNORED:
+            items.append(MigrationItem(name, location, IGNORED, state, "has .lance-deregistered"))
+            continue
         reason = None
         try:
             validate_name(name)
         except InvalidInputError as exc:
             reason = exc.message
-        if reason is None and state == "deregistered":
-            reason = "deregistered (has .lance-deregistered)"
         if reason is None and state == STATE_MISSING:
             reason = "directory vanished during the scan"
         existing = snapshot.get(name) if reason is None else None
