@@ -7,6 +7,7 @@ touch storage, so `lancens --help` starts fast.
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import Annotated
 
 import typer
@@ -132,11 +133,39 @@ class _NoPandas:
 
 def main() -> None:
     import os
-    import sys
 
     # Lance logs warnings such as "No existing dataset ... will be created" to stderr; our
     # stderr carries only our own messages unless the user asks for Lance's.
     os.environ.setdefault("LANCE_LOG", "error")
     if _command_name(sys.argv[1:]) in _PANDAS_FREE and "pandas" not in sys.modules:
         sys.meta_path.insert(0, _NoPandas())
-    app()
+    sys.exit(_run_app(sys.argv[1:]))
+
+
+def _run_app(argv: list[str]) -> int:
+    """Run the app; a usage error is one line on stderr too (one JSON object with --json)."""
+    try:  # Typer >= 0.24 carries its own copy of Click
+        from typer._click import exceptions as click_errors
+    except ImportError:  # pragma: no cover - older Typer on Click
+        from click import exceptions as click_errors
+
+    from lancens_cli.errors import ExitCode, InvalidInputError
+    from lancens_cli.output import emit_error
+
+    try:
+        code = app(args=argv, standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as exc:
+        exc.show()
+        return exc.exit_code
+    except click_errors.UsageError as exc:
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        error = InvalidInputError(exc.format_message() + hint)
+        emit_error(error, json_mode="--json" in argv)
+        return ExitCode.USAGE
+    except click_errors.ClickException as exc:
+        emit_error(InvalidInputError(exc.format_message()), json_mode="--json" in argv)
+        return exc.exit_code
+    except typer.Abort:
+        sys.stderr.write("lancens: aborted\n")
+        return ExitCode.ERROR
+    return code if isinstance(code, int) else ExitCode.OK

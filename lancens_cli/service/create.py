@@ -82,10 +82,16 @@ def create_namespace(
     return ns.manifest.mutate(plan)
 
 
-def new_table_location(ns: Namespace, ident: Identifier) -> str:
-    """Spec 000: `<name>.lance` for root tables while dir listing is on, else `<hash>_<id>`."""
+def new_table_location(ns: Namespace, ident: Identifier, snapshot: ManifestSnapshot) -> str:
+    """Spec 000: `<name>.lance` for root tables while dir listing is on, else `<hash>_<id>`.
+
+    A `<name>.lance` directory that is already there (kept by `drop --keep-data`, or another
+    table's after `rename --keep-location`) is never reused: the new table gets a V2 directory.
+    """
     if len(ident.parts) == 1 and ns.config.dir_listing_enabled:
-        return v1_location(ident.name)
+        location = v1_location(ident.name)
+        if location not in snapshot.locations() and not ns.storage.exists(location):
+            return location
     return v2_location(ident.object_id)
 
 
@@ -116,7 +122,7 @@ def create_table(
     if exist_ok and ns.find_table(ident, snapshot) is not None:
         return ChangeSet([Change("exists", KIND_TABLE, ident.display())], dry_run)
     _refuse_taken(ns, ident, snapshot, KIND_TABLE)
-    location = new_table_location(ns, ident)
+    location = new_table_location(ns, ident, snapshot)
     if dry_run:
         return ChangeSet(
             [Change("create", KIND_TABLE, ident.display(), location, dry_run=True)], True

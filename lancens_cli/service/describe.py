@@ -47,8 +47,10 @@ def describe_root(ns: Namespace, snapshot) -> RootDescription:
     rows = snapshot.children("", recursive=True)
     namespaces = sum(1 for r in rows if r["object_type"] == KIND_NAMESPACE)
     manifest_tables = {r["location"] for r in rows if r["object_type"] == KIND_TABLE}
-    dir_only = [
-        loc for loc in ns.visible_dir_tables(snapshot).values() if loc not in manifest_tables
+    dir_only = [  # deduplicated by location and by name, as the listing is
+        loc
+        for name, loc in ns.visible_dir_tables(snapshot).items()
+        if loc not in manifest_tables and name not in snapshot
     ]
     manifest_info = None
     if snapshot.exists:

@@ -148,7 +148,8 @@ class Namespace:
             # Deduplicated by location: a directory some manifest row points at is that row's.
             if location in snapshot.locations() or location in stale_rename_sources(snapshot):
                 return None
-            if self.storage.list_dir(location) and not is_deregistered(self.storage, location):
+            # Spec 001: the directory makes the table, even when it is empty.
+            if self.storage.exists(location) and not is_deregistered(self.storage, location):
                 return TableRef(ident, location, SOURCE_DIRECTORY)
         return None
 
