@@ -128,28 +128,22 @@ def create_table(
             [Change("create", KIND_TABLE, ident.display(), location, dry_run=True)], True
         )
     ns.require_writable(snapshot)  # before writing any data the manifest could not record
-    # A V2 directory has a random name and is ours alone. The root `<name>.lance` is ours only
-    # if it did not exist before we wrote it; otherwise it belongs to whoever won the name.
-    owned = location != v1_location(ident.name) or not ns.storage.exists(location)
-
-    def discard() -> None:
-        if owned:
-            ns.storage.delete_tree(location)
-
+    # A V2 directory has a random name and is ours alone; the root `<name>.lance` is shared
+    # with anyone racing for the same name until one of us commits its version 1.
+    exclusive = location != v1_location(ident.name)
     if declare:
         write_reserved_marker(ns.storage, location)
+        owned = exclusive
     else:
         if schema is not None:
             import pyarrow as pa
 
             data = pa.Table.from_batches([], schema=schema)
         try:
-            write_new_table(ns.storage, location, data)
+            write_new_table(ns.storage, location, data, exclusive=exclusive)
         except TableAlreadyExistsError:
             raise TableAlreadyExistsError(f"table {ident.display()} already exists") from None
-        except BaseException:
-            discard()
-            raise
+        owned = True  # we committed version 1: the directory is ours
 
     change = Change("create", KIND_TABLE, ident.display(), location)
     if not ns.config.manifest_enabled:
@@ -161,7 +155,7 @@ def create_table(
         row = snapshot.get(ident.object_id)
         if row is not None:
             if row["location"] == location:
-                owned = False  # a racer registered this very directory: it is theirs
+                owned = False  # a racer declared this very directory: it is theirs
             raise TableAlreadyExistsError(f"table {ident.display()} already exists")
         edit.add(table_row(ident.object_id, location, properties))
         return ChangeSet([change])
@@ -169,5 +163,6 @@ def create_table(
     try:
         return ns.manifest.mutate(plan)
     except BaseException:
-        discard()
+        if owned:
+            ns.storage.delete_tree(location)
         raise

@@ -63,7 +63,11 @@ class Storage:
         """The address Lance is given for a path below the root."""
         if self.is_local:
             return os.path.join(self._root_path, rel) if rel else self._root_path
-        return f"{self.root_uri}/{rel}" if rel else self.root_uri
+        if not rel:
+            return self.root_uri
+        # Lance parses this as a URL: escape what would start a query or fragment, or decode.
+        escaped = rel.replace("%", "%25").replace("#", "%23").replace("?", "%3F")
+        return f"{self.root_uri}/{escaped}"
 
     def _path(self, rel: str = "") -> str:
         if self.is_local:

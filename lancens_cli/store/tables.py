@@ -100,36 +100,65 @@ def open_table(storage: Storage, location: str, version: int | str | None = None
         ) from None
 
 
-# Lance's words for losing the race to create version 1 of a table.
-_CREATE_RACE_LOST = ("already exists", "0.manifest was not found")
 # Lance's words for a failure of the input stream while it writes.
 _INPUT_FAILURE = ("lanceerror(arrow)", "parse error", "arrowinvalid", "invalid:")
 
 
-def write_new_table(storage: Storage, location: str, data: Any, schema: Any = None) -> Any:
-    """Create a Lance table at `location`.
+def write_new_table(
+    storage: Storage, location: str, data: Any, *, exclusive: bool, schema: Any = None
+) -> Any:
+    """Create version 1 of a Lance table at `location`, or fail if anyone else did first.
 
-    Raises TableAlreadyExistsError when a table is (or just got) there, InvalidInputError when
-    the input data fails while being written, InvalidTableStateError otherwise.
+    The data files are written, then version 1 is committed with put-if-not-exists and no
+    retry, so of several writers racing for one directory exactly one wins and nobody's data
+    replaces the winner's. A loser removes the data files it wrote and raises
+    TableAlreadyExistsError. `exclusive` says whether the directory is ours alone (a fresh V2
+    name); only then may a failure remove the whole directory.
     """
     import lance
 
+    uri = storage.uri(location)
+    options = storage.lance_options
     try:
-        return lance.write_dataset(
-            data,
-            storage.uri(location),
-            schema=schema,
-            mode="create",
-            storage_options=storage.lance_options,
+        fragments = lance.fragment.write_fragments(
+            data, uri, schema=schema, storage_options=options
         )
     except (ValueError, OSError, RuntimeError) as exc:
+        _discard_failed_write(storage, location, exclusive)
         text = lance_message(exc)
-        lowered = str(exc).lower()
-        if any(words in lowered for words in _CREATE_RACE_LOST):
-            raise TableAlreadyExistsError(f"a table already exists at {location!r}") from None
-        if any(words in lowered for words in _INPUT_FAILURE):
+        if any(words in str(exc).lower() for words in _INPUT_FAILURE):
             raise InvalidInputError(f"the input data cannot be written: {text}") from None
         raise InvalidTableStateError(f"cannot write table at {location!r}: {text}") from None
+    table_schema = schema if schema is not None else getattr(data, "schema", None)
+    try:
+        return lance.LanceDataset.commit(
+            uri,
+            lance.LanceOperation.Overwrite(table_schema, fragments),
+            read_version=None,
+            max_retries=0,
+            storage_options=options,
+            enable_v2_manifest_paths=True,
+        )
+    except (ValueError, OSError, RuntimeError) as exc:
+        for fragment in fragments:
+            for data_file in fragment.files:
+                storage.delete_file(f"{location}/data/{data_file.path}")
+        if table_state(storage, location) == STATE_OK:
+            raise TableAlreadyExistsError(f"a table already exists at {location!r}") from None
+        _discard_failed_write(storage, location, exclusive)
+        raise InvalidTableStateError(
+            f"cannot commit table at {location!r}: {lance_message(exc)}"
+        ) from None
+
+
+def _discard_failed_write(storage: Storage, location: str, exclusive: bool) -> None:
+    """Remove what a failed write left, but never a directory another writer may be using."""
+    if (
+        exclusive
+        or table_state(storage, location) != STATE_OK
+        and not storage.list_dir(f"{location}/{VERSIONS_DIR}")
+    ):
+        storage.delete_tree(location)
 
 
 def object_id_for_location(location: str) -> str | None:
