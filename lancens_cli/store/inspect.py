@@ -117,10 +117,7 @@ def describe_dataset(ds: Any, storage: Storage, location: str) -> dict[str, Any]
         "deleted_rows": sum(d["deleted_rows"] for d in deletion_files),
         "bytes_on_storage": bytes_on_storage,
         "schema": schema_fields(ds.schema),
-        "indices": [
-            {"name": i.get("name"), "type": i.get("type"), "fields": list(i.get("fields", []))}
-            for i in ds.list_indices()
-        ],
+        "indices": index_summaries(ds),
         "tags": {name: tag.get("version") for name, tag in sorted(ds.tags.list().items())},
         "branches": sorted(ds.branches.list()),
         "base_paths": [_base_path(b) for b in ds.base_paths().values()],
@@ -131,6 +128,22 @@ def describe_dataset(ds: Any, storage: Storage, location: str) -> dict[str, Any]
         "config": dict(ds.config()),
         "metadata": dict(ds.metadata or {}),
     }
+
+
+def index_summaries(ds: Any) -> list[dict[str, Any]]:
+    """Name, type and fields of each index (`/lance.table.BTreeIndexDetails` -> `BTree`)."""
+    found = []
+    for index in ds.describe_indices():
+        kind = (index.type_url or "").rsplit(".", 1)[-1].removesuffix("IndexDetails")
+        found.append(
+            {
+                "name": index.name,
+                "type": kind,
+                "fields": list(index.field_names),
+                "rows": index.num_rows_indexed,
+            }
+        )
+    return sorted(found, key=lambda i: i["name"])
 
 
 def _flags(value: int | None) -> dict[str, Any] | None:

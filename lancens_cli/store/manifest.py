@@ -353,19 +353,10 @@ class ManifestStore:
         return built
 
     def describe_indexes(self) -> list[dict[str, Any]]:
+        from lancens_cli.store.inspect import index_summaries
+
         ds = self.open_dataset()
-        if ds is None:
-            return []
-        found = []
-        for index in ds.list_indices():
-            found.append(
-                {
-                    "name": index.get("name"),
-                    "type": index.get("type"),
-                    "fields": list(index.get("fields", [])),
-                }
-            )
-        return found
+        return [] if ds is None else index_summaries(ds)
 
 
 def _check_schema(schema: Any) -> None:
