@@ -6,13 +6,13 @@ several steps; each is journaled in the manifest so that a rerun after a crash c
 
 1. the old row records the intent `{to, location}` (the old row is created if the table was only
    known from its directory);
-2. the directory is moved (a rename on local disk; copy on object stores, manifests last);
-3. one commit swaps the old row for the new one; on object stores the new row remembers the old
-   directory (`lancens.renamed_from`) so that directory listing does not resurrect it;
+2. the directory is copied (hard links on local disk; manifests last, so a partial copy is not
+   a table yet);
+3. one commit swaps the old row for the new one; the new row remembers the old directory
+   (`lancens.renamed_from`) so that directory listing does not resurrect it;
 4. the old directory is deleted and the reminder cleared.
 
-At every point exactly one name resolves to the data, or (between 2 and 3 on local disk) the
-intent in the manifest says where it went.
+At every point exactly one name resolves to the data.
 """
 
 from __future__ import annotations
@@ -168,10 +168,7 @@ def _move_table(
 
     target = ns.manifest.mutate(record_intent)
     if ns.storage.exists(source):
-        if ns.storage.is_local:
-            ns.storage.move_tree(source, target)
-        else:
-            ns.storage.copy_tree(source, target)
+        ns.storage.copy_tree(source, target)
     elif table_state(ns.storage, target) != "ok":
         raise ConcurrentModificationError(
             f"neither {source!r} nor {target!r} holds the table; run `lancens check`"

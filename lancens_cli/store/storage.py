@@ -271,27 +271,32 @@ class Storage:
             self._remote(self.fs.rm, files)
 
     def copy_tree(self, src: str, dst: str) -> None:
-        """Copy a table directory; manifests go last so a partial copy is not a table."""
+        """Copy a table directory; a rerun after a partial copy completes it.
+
+        On local disk files are hard-linked (instant, no second copy of the data; Lance never
+        changes a data file in place), falling back to copying across file systems. The
+        manifests go last, so that a partial copy is not yet a table.
+        """
         check_relative(src)
         check_relative(dst)
-        if self.is_local:
-            shutil.copytree(self._path(src), self._path(dst), dirs_exist_ok=True)
-            return
         files = sorted(self.walk_files(src), key=lambda item: "_versions/" in item[0])
         for name, _ in files:
-            self._remote(self.fs.copy, f"{self._path(src)}/{name}", f"{self._path(dst)}/{name}")
+            if self.is_local:
+                _link_or_copy(
+                    os.path.join(self._path(src), name), os.path.join(self._path(dst), name)
+                )
+            else:
+                self._remote(self.fs.copy, f"{self._path(src)}/{name}", f"{self._path(dst)}/{name}")
 
-    def move_tree(self, src: str, dst: str) -> None:
-        """Move a table directory: a rename on local disk, copy then delete elsewhere."""
-        if self.is_local:
-            check_relative(src)
-            check_relative(dst)
-            if os.path.exists(self._path(dst)):
-                shutil.rmtree(self._path(dst))
-            os.rename(self._path(src), self._path(dst))
-            return
-        self.copy_tree(src, dst)
-        self.delete_tree(src)
+
+def _link_or_copy(source: str, target: str) -> None:
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    if os.path.lexists(target):
+        os.remove(target)  # left by an interrupted copy
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 def _ignore_missing(func, path, exc_info) -> None:
