@@ -115,16 +115,18 @@ class Storage:
                 elif lowered in ("skip_signature", "anonymous", "aws_skip_signature"):
                     kwargs["anon"] = parse_bool(key, value)
             timeout = _timeout_seconds(options)
-            return s3fs.S3FileSystem(
+            fs = s3fs.S3FileSystem(
                 client_kwargs=client,
                 config_kwargs={
-                    "connect_timeout": timeout,
+                    "connect_timeout": _timeout_seconds(options, "connect_timeout", timeout),
                     "read_timeout": timeout,
-                    "retries": {"max_attempts": 2},
+                    "retries": {"max_attempts": 2, "mode": "standard"},
                 },
                 skip_instance_cache=True,
                 **kwargs,
             )
+            fs.retries = 1  # s3fs's own retry loop on top of botocore's: one is enough
+            return fs
         if self.scheme == "gs":
             import gcsfs
 
@@ -169,8 +171,9 @@ class Storage:
         if self.is_local:
             return os.path.isdir(self._root_path)
         bucket = self._path().split("/", 1)[0]
-        try:
-            return bool(self._remote(self.fs.exists, bucket))
+        try:  # `info`, not `exists`: a bucket that does not answer must not read as missing
+            self._remote(self.fs.info, bucket)
+            return True
         except FileNotFoundError:
             return False
 
@@ -304,12 +307,16 @@ def _ignore_missing(func, path, exc_info) -> None:
         raise exc_info[1]
 
 
-def _timeout_seconds(options: dict[str, str]) -> float:
-    for key in ("timeout", "connect_timeout"):
-        if key in options:
-            text = options[key].strip().lower()
-            try:
-                return float(text[:-1]) if text.endswith("s") else float(text)
-            except ValueError:
-                raise ConfigError(f"storage.{key}: {options[key]!r} is not a duration") from None
-    return DEFAULT_TIMEOUT_SECONDS
+def _timeout_seconds(
+    options: dict[str, str], key: str = "timeout", default: float = DEFAULT_TIMEOUT_SECONDS
+) -> float:
+    """A duration option (`30`, `30s`, `500ms`) in seconds."""
+    if key not in options:
+        return default
+    text = options[key].strip().lower()
+    try:
+        if text.endswith("ms"):
+            return float(text[:-2]) / 1000
+        return float(text[:-1]) if text.endswith("s") else float(text)
+    except ValueError:
+        raise ConfigError(f"storage.{key}: {options[key]!r} is not a duration") from None
