@@ -232,9 +232,7 @@ def run(body: Callable[[], Any]) -> Any:
         return body()
     except LancensError as error:
         if SESSION.debug:
-            import traceback
-
-            traceback.print_exc()
+            _print_traceback()
         emit_error(error, json_mode=SESSION.json, secrets=SESSION.secrets())
         raise typer.Exit(error.exit_code) from None
     except KeyboardInterrupt:
@@ -250,11 +248,18 @@ def run(body: Callable[[], Any]) -> Any:
         raise typer.Exit(ExitCode.ERROR) from None
     except Exception as error:  # an unexpected failure: still one line unless --debug
         if SESSION.debug:
-            import traceback
-
-            traceback.print_exc()
+            _print_traceback()
         from lancens_cli.errors import LancensError as Base
 
         wrapped = Base(f"{type(error).__name__}: {error}")
         emit_error(wrapped, json_mode=SESSION.json, secrets=SESSION.secrets())
         raise typer.Exit(ExitCode.ERROR) from None
+
+
+def _print_traceback() -> None:
+    """The current traceback on stderr (for --debug), with every secret value masked."""
+    import traceback
+
+    from lancens_cli.output import scrub
+
+    sys.stderr.write(scrub(traceback.format_exc(), SESSION.secrets()))
