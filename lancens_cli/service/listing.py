@@ -53,12 +53,11 @@ def list_namespace(
     if ident.is_root:
         _merge_directory_tables(ns, snapshot, entries)
 
-    ordered = [entries[k] for k in sorted(entries)]
     keys = sorted(entries)
     if page_token:
-        start = next((i for i, k in enumerate(keys) if k > _token_key(page_token, delimiter)), None)
-        ordered = ordered[start:] if start is not None else []
-        keys = keys[start:] if start is not None else []
+        after = Identifier.parse(page_token, delimiter).object_id
+        keys = [k for k in keys if k > after]
+    ordered = [entries[k] for k in keys]
     next_token = None
     if limit is not None and len(ordered) > limit:
         ordered = ordered[:limit]
@@ -67,10 +66,6 @@ def list_namespace(
     if with_state and tables:
         _fill_states(ns, tables)
     return Listing(namespace=ident.display(delimiter), entries=ordered, next_page_token=next_token)
-
-
-def _token_key(token: str, delimiter: str) -> str:
-    return "$".join(token.split(delimiter))
 
 
 def _merge_directory_tables(ns: Namespace, snapshot, entries: dict[str, Entry]) -> None:
