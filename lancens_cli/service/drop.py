@@ -22,7 +22,7 @@ from lancens_cli.models import (
     ChangeSet,
     Identifier,
 )
-from lancens_cli.service.create import _refuse_taken, table_row
+from lancens_cli.service.create import refuse_taken, table_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.storage import check_relative
@@ -133,7 +133,7 @@ def register(
 
     def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> ChangeSet:
         ns.require_namespace(ident.parent, snapshot)
-        _refuse_taken(ns, ident, snapshot, KIND_TABLE)
+        refuse_taken(ns, ident, snapshot, KIND_TABLE)
         owner = snapshot.locations().get(location)
         if owner is not None:
             raise TableAlreadyExistsError(f"{location!r} is already registered as {owner}")
