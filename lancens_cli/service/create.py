@@ -36,14 +36,13 @@ def table_row(object_id: str, location: str, properties: dict[str, str] | None) 
     }
 
 
-def refuse_taken(ns: Namespace, ident: Identifier, snapshot: ManifestSnapshot, kind: str):
+def refuse_taken(ns: Namespace, ident: Identifier, snapshot: ManifestSnapshot) -> None:
     """Raise the right 'already exists' error if anything answers to `ident`."""
     existing = ns.kind_of(ident, snapshot)
     if existing == KIND_NAMESPACE:
         raise NamespaceAlreadyExistsError(f"namespace {ident.display()} already exists")
     if existing == KIND_TABLE:
         raise TableAlreadyExistsError(f"table {ident.display()} already exists")
-    return None
 
 
 def create_namespace(
@@ -63,7 +62,7 @@ def create_namespace(
         ns.require_namespace(ident.parent, snapshot)
         if exist_ok and ns.namespace_exists(ident, snapshot):
             return ChangeSet([Change("exists", KIND_NAMESPACE, ident.display())], dry_run)
-        refuse_taken(ns, ident, snapshot, KIND_NAMESPACE)
+        refuse_taken(ns, ident, snapshot)
         if not dry_run:
             edit.add(
                 {
@@ -121,7 +120,7 @@ def create_table(
     ns.require_namespace(ident.parent, snapshot)
     if exist_ok and ns.find_table(ident, snapshot) is not None:
         return ChangeSet([Change("exists", KIND_TABLE, ident.display())], dry_run)
-    refuse_taken(ns, ident, snapshot, KIND_TABLE)
+    refuse_taken(ns, ident, snapshot)
     location = new_table_location(ns, ident, snapshot)
     if dry_run:
         return ChangeSet(

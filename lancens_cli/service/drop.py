@@ -133,7 +133,7 @@ def register(
 
     def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> ChangeSet:
         ns.require_namespace(ident.parent, snapshot)
-        refuse_taken(ns, ident, snapshot, KIND_TABLE)
+        refuse_taken(ns, ident, snapshot)
         owner = snapshot.locations().get(location)
         if owner is not None:
             raise TableAlreadyExistsError(f"{location!r} is already registered as {owner}")

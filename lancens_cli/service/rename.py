@@ -72,7 +72,7 @@ def rename(
     ref = ns.require_table(old, snapshot)
     intent = rename_intent(ref.row)
     if intent is None or intent.get("to") != new.object_id:
-        refuse_taken(ns, new, snapshot, KIND_TABLE)
+        refuse_taken(ns, new, snapshot)
     moves = len(old.parts) == 1 and ref.location == v1_location(old.name) and not keep_location
     if not moves:
         change = Change("rename", KIND_TABLE, old.display(delimiter), ref.location, dry_run)
@@ -125,7 +125,7 @@ def _swap_rows(
             raise TableNotFoundError(f"table {old.display()} no longer exists")
         row = table_row(old.object_id, location, None)
     if ns.kind_of(new, snapshot) is not None:
-        refuse_taken(ns, new, snapshot, KIND_TABLE)
+        refuse_taken(ns, new, snapshot)
     properties = _without(decode_properties(row["metadata"]), RENAME_INTENT_KEY, RENAMED_FROM_KEY)
     if renamed_from:
         properties[RENAMED_FROM_KEY] = renamed_from
@@ -154,7 +154,7 @@ def _move_table(
         if current and current.get("location") and current["location"] != source:
             ns.storage.delete_tree(current["location"])  # a partial copy of an abandoned rename
         if ns.kind_of(new, snapshot) is not None:
-            refuse_taken(ns, new, snapshot, KIND_TABLE)
+            refuse_taken(ns, new, snapshot)
         base = row or table_row(old.object_id, source, None)
         properties = decode_properties(base["metadata"])
         properties[RENAME_INTENT_KEY] = json.dumps(
@@ -228,7 +228,7 @@ def _rename_namespace(ns, old, new, dry_run, delimiter) -> ChangeSet:
         ns.require_namespace(new.parent, snapshot)
         if snapshot.get(old.object_id) is None:
             raise InvalidInputError(f"namespace {old.display()} no longer exists")
-        refuse_taken(ns, new, snapshot, KIND_NAMESPACE)
+        refuse_taken(ns, new, snapshot)
         rows = [snapshot.get(old.object_id), *snapshot.children(old.object_id, recursive=True)]
         for row in rows:
             suffix = row["object_id"][len(old.object_id) :]
