@@ -293,13 +293,16 @@ class ManifestStore:
         from lance.commit import CommitConflictError
 
         options = self.storage.lance_options
-        fragments = lance.fragment.write_fragments(
-            table,
-            self.uri,
-            schema=table.schema,
-            storage_options=options,
-            data_storage_version=snapshot.data_storage_version,
-        )
+        try:
+            fragments = lance.fragment.write_fragments(
+                table,
+                self.uri,
+                schema=table.schema,
+                storage_options=options,
+                data_storage_version=snapshot.data_storage_version,
+            )
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise ManifestError(f"__manifest cannot be written: {lance_message(exc)}") from None
         operation = lance.LanceOperation.Overwrite(table.schema, fragments)
         try:
             lance.LanceDataset.commit(

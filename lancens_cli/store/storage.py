@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -88,6 +89,9 @@ class Storage:
         options = dict(self.config.storage_options)
         if not self.is_local:
             options.setdefault("timeout", f"{DEFAULT_TIMEOUT_SECONDS}s")
+        for key in TIMEOUT_KEYS:  # validated, and in a spelling Lance's parser accepts
+            if key in options:
+                options[key] = f"{round(_timeout_seconds(options, key) * 1000)}ms"
         return options
 
     # --- fsspec -------------------------------------------------------------------------
@@ -307,16 +311,21 @@ def _ignore_missing(func, path, exc_info) -> None:
         raise exc_info[1]
 
 
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$", re.IGNORECASE)
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+TIMEOUT_KEYS = ("timeout", "connect_timeout")
+
+
 def _timeout_seconds(
     options: dict[str, str], key: str = "timeout", default: float = DEFAULT_TIMEOUT_SECONDS
 ) -> float:
-    """A duration option (`30`, `30s`, `500ms`) in seconds."""
+    """A duration option (`30`, `30s`, `500ms`, `2m`) in seconds; it must be above zero."""
     if key not in options:
         return default
-    text = options[key].strip().lower()
-    try:
-        if text.endswith("ms"):
-            return float(text[:-2]) / 1000
-        return float(text[:-1]) if text.endswith("s") else float(text)
-    except ValueError:
-        raise ConfigError(f"storage.{key}: {options[key]!r} is not a duration") from None
+    match = _DURATION.match(options[key])
+    seconds = float(match.group(1)) * _UNIT_SECONDS[(match.group(2) or "s").lower()] if match else 0
+    if not seconds > 0:
+        raise ConfigError(
+            f"storage.{key}: {options[key]!r} is not a duration above zero (e.g. 30s, 500ms, 2m)"
+        )
+    return seconds
