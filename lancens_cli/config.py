@@ -137,6 +137,14 @@ class NamespaceConfig:
                 setattr(config, key, parse_int(key, values[key]))
         if not config.manifest_enabled and not config.dir_listing_enabled:
             raise ConfigError("manifest_enabled and dir_listing_enabled cannot both be false")
+        if config.scheme == "gs":
+            for name, value in storage.items():
+                if name.lower() == "use_opendal" and parse_bool(f"storage.{name}", value):
+                    raise ConfigError(
+                        f"storage.{name}: not supported for gs:// roots: pylance's OpenDAL GCS "
+                        "store writes a dataset at gs://b/p again below p (gs://b/p/p/...), where "
+                        "lancens' listing cannot see it; leave it unset"
+                    )
         return config
 
     @property

@@ -132,27 +132,7 @@ class Storage:
             fs.retries = 1  # s3fs's own retry loop on top of botocore's: one is enough
             return fs
         if self.scheme == "gs":
-            import gcsfs
-
-            kwargs = {}
-            for key, value in options.items():
-                lowered = key.lower()
-                if lowered in ("service_account", "google_service_account", "service_account_path"):
-                    kwargs["token"] = value
-                elif lowered in ("service_account_key", "google_service_account_key"):
-                    import json
-
-                    try:
-                        kwargs["token"] = json.loads(value)
-                    except ValueError:
-                        raise ConfigError(f"storage.{key}: not valid JSON") from None
-                elif lowered in ("endpoint", "google_endpoint", "endpoint_url"):
-                    kwargs["endpoint_url"] = value
-                elif lowered in ("project", "project_id"):
-                    kwargs["project"] = value
-                elif lowered in ("skip_signature", "anonymous"):
-                    kwargs["token"] = "anon" if parse_bool(key, value) else kwargs.get("token")
-            return gcsfs.GCSFileSystem(skip_instance_cache=True, **kwargs)
+            return _make_gcsfs(options)
         raise ConfigError(f"unsupported scheme {self.scheme!r}")
 
     def _remote(self, call, *args, **kwargs):
@@ -294,6 +274,63 @@ class Storage:
                 )
             else:
                 self._remote(self.fs.copy, f"{self._path(src)}/{name}", f"{self._path(dst)}/{name}")
+
+
+_GCS_TOKEN_PATH_KEYS = (
+    "service_account",
+    "google_service_account",
+    "service_account_path",
+    "google_service_account_path",
+    "application_credentials",
+    "google_application_credentials",
+)
+_GCS_ANONYMOUS_KEYS = ("skip_signature", "google_skip_signature", "anonymous", "allow_anonymous")
+
+
+def _make_gcsfs(options: dict[str, str]) -> Any:
+    """gcsfs for the options Lance reads (object_store's Google keys), independent of order.
+
+    A service-account key with object_store's emulator extension (`gcs_base_url`,
+    `disable_oauth`) sets the endpoint and anonymous access, as it does for Lance. With any custom
+    endpoint the plain JSON-API client is used: gcsfs' default "extended" client asks a gRPC
+    storage-layout API at the same host for every bucket and waits 60 s when that fails.
+    """
+    import json
+
+    import gcsfs
+    from gcsfs.core import GCSFileSystem as PlainGCSFileSystem
+
+    kwargs: dict[str, Any] = {}
+    endpoint = key_endpoint = None
+    anonymous = False
+    for key, value in options.items():
+        lowered = key.lower()
+        if lowered in _GCS_TOKEN_PATH_KEYS:
+            kwargs["token"] = value
+        elif lowered in ("service_account_key", "google_service_account_key"):
+            try:
+                info = json.loads(value)
+            except ValueError:
+                raise ConfigError(f"storage.{key}: not valid JSON") from None
+            if not isinstance(info, dict):
+                raise ConfigError(f"storage.{key}: not a JSON object")
+            key_endpoint = info.get("gcs_base_url") or key_endpoint
+            if parse_bool(f"storage.{key}.disable_oauth", info.get("disable_oauth", False)):
+                anonymous = True
+            else:
+                kwargs["token"] = info
+        elif lowered in ("endpoint", "google_endpoint", "endpoint_url"):
+            endpoint = value
+        elif lowered in ("project", "project_id"):
+            kwargs["project"] = value
+        elif lowered in _GCS_ANONYMOUS_KEYS:
+            anonymous = anonymous or parse_bool(key, value)
+    if anonymous:
+        kwargs["token"] = "anon"
+    endpoint = endpoint or key_endpoint
+    if endpoint:
+        return PlainGCSFileSystem(endpoint_url=endpoint, skip_instance_cache=True, **kwargs)
+    return gcsfs.GCSFileSystem(skip_instance_cache=True, **kwargs)
 
 
 def _link_or_copy(source: str, target: str) -> None:
