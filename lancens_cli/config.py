@@ -231,6 +231,10 @@ def parse_key_values(pairs: list[str] | None, what: str) -> dict[str, str]:
         key = key.strip()
         if not sep or not key:
             raise ConfigError(f"{what} {pair!r} is not of the form key=value")
+        try:
+            pair.encode("utf-8")
+        except UnicodeEncodeError:  # bytes that were not UTF-8 on the command line
+            raise ConfigError(f"{what} {key!r}: the value is not valid UTF-8") from None
         result[key] = value
     return result
 

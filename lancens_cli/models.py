@@ -27,6 +27,10 @@ def validate_name(part: str) -> str:
     """Refuse a name part that could escape the root or collide with the `$` joining."""
     if part == "":
         raise InvalidInputError("invalid name: a name part is empty")
+    try:
+        part.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that were not UTF-8 on the command line
+        raise InvalidInputError(f"invalid name {part!r}: it is not valid UTF-8") from None
     if part in (".", ".."):
         raise InvalidInputError(f"invalid name {part!r}: '.' and '..' are not names")
     for bad in ("$", "/", "\\"):

@@ -137,6 +137,18 @@ def schema_from_json(value: Any) -> Any:
     """A pyarrow Schema from a parsed JsonArrowSchema document."""
     import pyarrow as pa
 
+    try:
+        return _schema_from_json(value)
+    except InvalidInputError:
+        raise
+    except (TypeError, ValueError, OverflowError, pa.ArrowException) as exc:
+        # values pyarrow itself refuses (a 2**31 length, a numeric time zone, ...)
+        raise _fail(f"{type(exc).__name__}: {exc}") from None
+
+
+def _schema_from_json(value: Any) -> Any:
+    import pyarrow as pa
+
     if not isinstance(value, dict) or not isinstance(value.get("fields"), list):
         raise _fail("the document must be an object with a 'fields' list")
     fields = [field_from_json(f) for f in value["fields"]]

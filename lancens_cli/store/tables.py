@@ -101,7 +101,14 @@ def open_table(storage: Storage, location: str, version: int | str | None = None
 
 
 # Lance's words for a failure of the input stream while it writes.
-_INPUT_FAILURE = ("lanceerror(arrow)", "parse error", "arrowinvalid", "invalid:")
+_INPUT_FAILURE = (
+    "lanceerror(arrow)",
+    "lanceerror(schema)",
+    "invalid user input",
+    "parse error",
+    "arrowinvalid",
+    "invalid:",
+)
 
 
 def write_new_table(
