@@ -21,9 +21,9 @@ ROWS_PER_VERSION = 100
 VERSIONS = 30
 
 
-def _build_table(root: Root) -> None:
+def _build_table(root: Root, name: str = "old") -> None:
     """A root V1 table with many versions and files, registered in the manifest."""
-    uri = f"{root.uri}/old.lance"
+    uri = f"{root.uri}/{name}.lance"
     for version in range(VERSIONS):
         table = pa.table({"v": [version] * ROWS_PER_VERSION, "x": list(range(ROWS_PER_VERSION))})
         lance.write_dataset(
@@ -81,9 +81,9 @@ def _kill_and_rerun(root: Root, delays: list[float]) -> list[str]:
     return outcomes
 
 
-def _timed_rename(root: Root) -> float:
+def _timed_rename(root: Root, old: str = "old", new: str = "new") -> float:
     start = time.monotonic()
-    assert run_cli(*root.args, "rename", "old", "new").exit_code == 0
+    assert run_cli(*root.args, "rename", old, new).exit_code == 0
     return time.monotonic() - start
 
 
@@ -109,10 +109,11 @@ def test_kill_rename_local(tmp_path):
 
 @pytest.mark.s3
 def test_kill_rename_s3(s3_root, tmp_path):
+    _build_table(s3_root, "timing")
+    runtime = _timed_rename(s3_root, "timing", "timed")  # same size, same store, same load
     _build_table(s3_root)
-    runtime = 4.0  # rough: a rename on moto takes a few seconds
     rng = random.Random(11)
-    delays = sorted(rng.uniform(0.4, 1.2) * runtime for _ in range(3))
+    delays = sorted(rng.uniform(0.25, 0.9) * runtime for _ in range(3))
     outcomes = _kill_and_rerun(s3_root, delays)
     print(outcomes)
     assert any(o.startswith("killed") for o in outcomes), outcomes
