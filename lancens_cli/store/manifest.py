@@ -329,16 +329,6 @@ class ManifestStore:
             for data_file in fragment.files:
                 self.storage.delete_file(f"{MANIFEST_TABLE}/data/{data_file.path}")
 
-    def update_metadata(self, changes: dict[str, str | None]) -> None:
-        """Change `__manifest` table metadata (None removes a key)."""
-        ds = self.open_dataset()
-        if ds is None:
-            raise ManifestError("__manifest does not exist yet")
-        ds.update_metadata({k: v for k, v in changes.items() if v is not None})
-        removed = [k for k, v in changes.items() if v is None]
-        if removed:
-            ds.delete_metadata(removed) if hasattr(ds, "delete_metadata") else None
-
     def create_indexes(self) -> list[str]:
         """Build the reference's three scalar indexes (replacing stale ones)."""
         ds = self.open_dataset()

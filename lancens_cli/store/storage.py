@@ -212,12 +212,6 @@ class Storage:
             if info.get("type") == "file" and name.startswith(base):
                 yield name[len(base) :], int(info.get("size") or 0)
 
-    def read_text(self, rel: str) -> str:
-        if self.is_local:
-            with open(self._path(rel), encoding="utf-8") as handle:
-                return handle.read()
-        return self._remote(self.fs.cat_file, self._path(rel)).decode("utf-8")
-
     # --- changes ------------------------------------------------------------------------
     def ensure_root(self) -> None:
         if self.is_local:

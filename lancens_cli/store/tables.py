@@ -17,7 +17,6 @@ from lancens_cli.errors import (
     lance_message,
 )
 from lancens_cli.models import (
-    OBJECT_ID_DELIMITER,
     STATE_DECLARED,
     STATE_MISSING,
     STATE_NOT_LANCE,
@@ -166,11 +165,3 @@ def _discard_failed_write(storage: Storage, location: str, exclusive: bool) -> N
         and not storage.list_dir(f"{location}/{VERSIONS_DIR}")
     ):
         storage.delete_tree(location)
-
-
-def object_id_for_location(location: str) -> str | None:
-    """The object id a root V1 directory or a V2 directory name implies."""
-    if location.endswith(V1_SUFFIX) and "/" not in location:
-        name = location[: -len(V1_SUFFIX)]
-        return name if name and OBJECT_ID_DELIMITER not in name else None
-    return v2_location_object_id(location)
