@@ -32,10 +32,7 @@ KILLS = int(os.environ.get("LANCENS_CRASH_KILLS", "50"))
 SEED = int(os.environ.get("LANCENS_CRASH_SEED", "0"))
 LOCAL_SHARE = 0.7  # 35 local + 15 S3 kills per command by default
 VARIANTS = {
-    # A root table (`<name>.lance`) killed while its data is written leaves a directory that is
-    # not a Lance table and blocks the name until `lancens drop NAME` (RELIABILITY.md): a known
-    # gap, not asserted here as if it were consistent.
-    "create": ["create-child"],
+    "create": ["create-child", "create-root"],
     "rename": ["rename-v1", "rename-v2"],
     "drop": ["drop-table", "drop-namespace"],
     "migrate-v1": ["migrate-v1"],
@@ -56,7 +53,8 @@ def kills_for(name: str, kind: str) -> int:
 # The slowest first (measured), so that the two xdist workers finish at about the same time.
 ORDER = [
     "migrate-v1-s3", "migrate-v1-local", "rename-v1-s3", "drop-table-s3", "create-child-local",
-    "drop-namespace-s3", "create-child-s3", "register-child-local",
+    "drop-namespace-s3", "create-child-s3", "create-root-local", "create-root-s3",
+    "register-child-local",
     "drop-table-local", "register-deregistered-local", "register-child-s3",
     "register-deregistered-s3", "drop-namespace-local", "rename-v2-s3", "rename-v1-local",
     "rename-v2-local",

@@ -1,9 +1,10 @@
 """`check`: prove a namespace healthy, or list what is wrong; `--fix` repairs what is safe.
 
 Safe repairs register table directories nothing references (under the object id their name
-carries) and delete staged `__manifest` data files of commits that did not land (only when older
-than a grace period, so an in-flight commit of another process is never touched). Table data is
-never deleted.
+carries), delete V2 directories that hold only the data files of a write that never committed,
+and delete staged `__manifest` data files of commits that did not land (both only when older than
+a grace period, so a write or commit in flight in another process is never touched). Data of a
+table anyone could have read is never deleted.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from lancens_cli.store.tables import (
     is_deregistered,
     is_v2_location,
     table_state,
+    uncommitted_write,
     v2_location_object_id,
 )
 from lancens_cli.store.verify import verify_table
@@ -132,7 +134,7 @@ def check(
     rows = _rows_in_scope(ns, snapshot, ident)
     _check_rows(ns, snapshot, rows, report, delimiter)
     if ident.is_root:
-        _check_orphans(ns, snapshot, report, delimiter)
+        _check_orphans(ns, snapshot, report, delimiter, grace)
         if snapshot.exists:
             _check_staged_files(ns, report, grace)
     if fix and not dry_run:
@@ -266,7 +268,9 @@ def _check_rows(ns, snapshot, rows, report, delimiter) -> None:
                 report.add(code, name, location, message)
 
 
-def _check_orphans(ns: Namespace, snapshot: ManifestSnapshot, report, delimiter) -> None:
+def _check_orphans(
+    ns: Namespace, snapshot: ManifestSnapshot, report, delimiter, grace: timedelta
+) -> None:
     """Table directories nothing references."""
     referenced = set(snapshot.locations())
     for row in snapshot.rows:
@@ -283,12 +287,32 @@ def _check_orphans(ns: Namespace, snapshot: ManifestSnapshot, report, delimiter)
             continue  # forgotten on purpose (deregister, drop --keep-data)
         if is_v2_location(entry.name):
             object_id = v2_location_object_id(entry.name)
+            name = Identifier.from_object_id(object_id).display(delimiter) if object_id else None
+            if uncommitted_write(ns.storage, entry.name) is not None:
+                changed = ns.storage.newest_change(entry.name)
+                expired = changed is None or datetime.now(UTC) - changed > grace
+                report.add(
+                    "abandoned_table_write",
+                    name,
+                    entry.name,
+                    "data files of a table write that never committed a version"
+                    + ("" if expired else f" (younger than {grace}; may be a write in flight)"),
+                    fixable=expired,
+                )
+                continue
+            registrable = _registrable(ns, snapshot, object_id)
+            taken = object_id is not None and object_id in snapshot
             report.add(
                 "orphan_table_directory",
-                Identifier.from_object_id(object_id).display(delimiter) if object_id else None,
+                name,
                 entry.name,
-                "a V2 table directory that no manifest row references",
-                fixable=_registrable(ns, snapshot, object_id),
+                "a V2 table directory that no manifest row references"
+                + (
+                    f"; {name} is another table now: `register` it under a new name or `drop` it"
+                    if taken and not registrable
+                    else ""
+                ),
+                fixable=registrable,
             )
         elif (
             entry.name.endswith(V1_SUFFIX)
@@ -367,6 +391,10 @@ def _apply_fixes(ns: Namespace, report: CheckReport, grace: timedelta) -> None:
             if finding.fixed:
                 finding.message += "; registered"
     for finding in report.findings:
+        if finding.fixable and finding.code == "abandoned_table_write":
+            ns.storage.delete_tree(finding.location)
+            finding.fixed = True
+            finding.message += "; deleted"
         if finding.fixable and finding.code == "staged_manifest_file":
             ns.storage.delete_file(finding.location)
             finding.fixed = True

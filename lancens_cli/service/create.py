@@ -15,10 +15,18 @@ from lancens_cli.errors import (
     TableAlreadyExistsError,
     UnsupportedError,
 )
-from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Change, ChangeSet, Identifier
+from lancens_cli.models import (
+    KIND_NAMESPACE,
+    KIND_TABLE,
+    SOURCE_DIRECTORY,
+    Change,
+    ChangeSet,
+    Identifier,
+)
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot, encode_properties
 from lancens_cli.store.tables import (
+    uncommitted_write,
     v1_location,
     v2_location,
     write_new_table,
@@ -81,17 +89,35 @@ def create_namespace(
     return ns.manifest.mutate(plan)
 
 
-def new_table_location(ns: Namespace, ident: Identifier, snapshot: ManifestSnapshot) -> str:
+def new_table_location(
+    ns: Namespace, ident: Identifier, snapshot: ManifestSnapshot, *, adopt: bool = False
+) -> str:
     """Spec 000: `<name>.lance` for root tables while dir listing is on, else `<hash>_<id>`.
 
     A `<name>.lance` directory that is already there (kept by `drop --keep-data`, or another
     table's after `rename --keep-location`) is never reused: the new table gets a V2 directory.
+    The exception (`adopt`) is the debris of a write that never committed.
     """
     if len(ident.parts) == 1 and ns.config.dir_listing_enabled:
         location = v1_location(ident.name)
-        if location not in snapshot.locations() and not ns.storage.exists(location):
+        if location not in snapshot.locations() and (adopt or not ns.storage.exists(location)):
             return location
     return v2_location(ident.object_id)
+
+
+def interrupted_root_write(
+    ns: Namespace, ident: Identifier, snapshot: ManifestSnapshot
+) -> list[str] | None:
+    """The files of a root table write that died before its version 1, if that is all there is.
+
+    Spec 001 makes any `<name>.lance` directory a table, but one that holds only the data
+    files of an uncommitted write was never a table anyone could read: a rerun of the `create`
+    that left it writes the table there instead of refusing the name.
+    """
+    ref = ns.find_table(ident, snapshot)
+    if ref is None or ref.source != SOURCE_DIRECTORY or ref.location != v1_location(ident.name):
+        return None
+    return uncommitted_write(ns.storage, ref.location)
 
 
 def create_table(
@@ -118,10 +144,12 @@ def create_table(
 
     snapshot = ns.snapshot()
     ns.require_namespace(ident.parent, snapshot)
-    if exist_ok and ns.find_table(ident, snapshot) is not None:
-        return ChangeSet([Change("exists", KIND_TABLE, ident.display())], dry_run)
-    refuse_taken(ns, ident, snapshot)
-    location = new_table_location(ns, ident, snapshot)
+    debris = None if declare else interrupted_root_write(ns, ident, snapshot)
+    if debris is None:
+        if exist_ok and ns.find_table(ident, snapshot) is not None:
+            return ChangeSet([Change("exists", KIND_TABLE, ident.display())], dry_run)
+        refuse_taken(ns, ident, snapshot)
+    location = new_table_location(ns, ident, snapshot, adopt=debris is not None)
     if dry_run:
         return ChangeSet(
             [Change("create", KIND_TABLE, ident.display(), location, dry_run=True)], True
@@ -143,6 +171,8 @@ def create_table(
         except TableAlreadyExistsError:
             raise TableAlreadyExistsError(f"table {ident.display()} already exists") from None
         owned = True  # we committed version 1: the directory is ours
+        for path in debris or ():
+            ns.storage.delete_file(f"{location}/{path}")  # nobody can commit them any more
 
     change = Change("create", KIND_TABLE, ident.display(), location)
     if not ns.config.manifest_enabled:

@@ -12,6 +12,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from lancens_cli.config import NamespaceConfig, parse_bool
@@ -212,6 +213,25 @@ class Storage:
             if info.get("type") == "file" and name.startswith(base):
                 yield name[len(base) :], int(info.get("size") or 0)
 
+    def newest_change(self, rel: str) -> datetime | None:
+        """When a file below `rel` was last written (UTC), or None if there is no file."""
+        if self.is_local:
+            times = []
+            for dirpath, _dirs, files in os.walk(self._path(rel)):
+                for name in files:
+                    with contextlib.suppress(OSError):
+                        times.append(os.path.getmtime(os.path.join(dirpath, name)))
+            return datetime.fromtimestamp(max(times), UTC) if times else None
+        try:
+            found = self._remote(self.fs.find, self._path(rel), detail=True)
+        except FileNotFoundError:
+            return None
+        times = [_modified(info) for info in found.values() if info.get("type") == "file"]
+        known = [t for t in times if t is not None]
+        if len(known) != len(times):
+            return datetime.now(UTC)  # unknown age counts as new: nothing is deleted on a guess
+        return max(known) if known else None
+
     # --- changes ------------------------------------------------------------------------
     def ensure_root(self) -> None:
         if self.is_local:
@@ -240,6 +260,10 @@ class Storage:
         if self.is_local:
             path = self._path(rel)
             if os.path.isdir(path) and not os.path.islink(path):
+                # `_versions/` first, as below: a half-deleted table stops being a table at once.
+                versions = os.path.join(path, "_versions")
+                if os.path.isdir(versions) and not os.path.islink(versions):
+                    shutil.rmtree(versions, ignore_errors=False, onerror=_ignore_missing)
                 shutil.rmtree(path, ignore_errors=False, onerror=_ignore_missing)
             elif os.path.lexists(path):
                 os.remove(path)
@@ -360,3 +384,14 @@ def _timeout_seconds(
             f"storage.{key}: {options[key]!r} is not a duration above zero (e.g. 30s, 500ms, 2m)"
         )
     return seconds
+
+
+def _modified(info: dict) -> datetime | None:
+    """The modification time in an fsspec listing entry (s3fs and gcsfs name it differently)."""
+    value = info.get("LastModified") or info.get("updated") or info.get("mtime")
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return None

@@ -7,6 +7,7 @@ existence checks say so, while loading it fails with an error that says it is no
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterator
 from typing import Any
 
 from lancens_cli.errors import (
@@ -60,6 +61,30 @@ def table_state(storage: Storage, location: str) -> str:
     if RESERVED_MARKER in {c.name for c in children}:
         return STATE_DECLARED
     return STATE_NOT_LANCE
+
+
+# What a `write_new_table` leaves behind when it dies before committing version 1.
+_WRITE_DIRS = ("data", "_transactions", VERSIONS_DIR)
+
+
+def uncommitted_write(storage: Storage, location: str) -> list[str] | None:
+    """The files of a table write that never committed, or None if the directory is more.
+
+    A process killed while it writes a table leaves data files (and perhaps a transaction
+    file) but no `_versions/*.manifest`. Nobody can have seen such a table, so `create` may
+    write over it. Anything else there (a marker, a file of the user's, a committed version)
+    makes the directory something to keep, and None is returned.
+    """
+    children = storage.list_dir(location)
+    if not children or any(not c.is_dir or c.name not in _WRITE_DIRS for c in children):
+        return None
+    files = []
+    for name in _WRITE_DIRS:
+        for path, _size in storage.walk_files(f"{location}/{name}"):
+            if name == VERSIONS_DIR and path.endswith(".manifest"):
+                return None
+            files.append(f"{name}/{path}")
+    return files
 
 
 def is_deregistered(storage: Storage, location: str) -> bool:
@@ -125,14 +150,26 @@ def write_new_table(
 
     uri = storage.uri(location)
     options = storage.lance_options
+    fragments: list[Any] = []
     try:
-        fragments = lance.fragment.write_fragments(
-            data, uri, schema=schema, storage_options=options
-        )
-    except (ValueError, OSError, RuntimeError) as exc:
+        if exclusive or not hasattr(data, "read_next_batch"):
+            fragments = lance.fragment.write_fragments(
+                data, uri, schema=schema, storage_options=options
+            )
+        else:
+            # A shared directory: write in bounded chunks so that, should the input fail
+            # half-way, we know every file we wrote and remove those alone.
+            for chunk in _chunks(data):
+                fragments += lance.fragment.write_fragments(
+                    chunk, uri, schema=schema, storage_options=options
+                )
+    except (ValueError, OSError, RuntimeError, pa_errors()) as exc:
+        _delete_fragment_files(storage, location, fragments)
         _discard_failed_write(storage, location, exclusive)
         text = lance_message(exc)
-        if any(words in str(exc).lower() for words in _INPUT_FAILURE):
+        if isinstance(exc, pa_errors()) or any(
+            words in str(exc).lower() for words in _INPUT_FAILURE
+        ):
             raise InvalidInputError(f"the input data cannot be written: {text}") from None
         raise InvalidTableStateError(f"cannot write table at {location!r}: {text}") from None
     table_schema = schema if schema is not None else getattr(data, "schema", None)
@@ -146,9 +183,7 @@ def write_new_table(
             enable_v2_manifest_paths=True,
         )
     except (ValueError, OSError, RuntimeError) as exc:
-        for fragment in fragments:
-            for data_file in fragment.files:
-                storage.delete_file(f"{location}/data/{data_file.path}")
+        _delete_fragment_files(storage, location, fragments)
         if table_state(storage, location) == STATE_OK:
             raise TableAlreadyExistsError(f"a table already exists at {location!r}") from None
         _discard_failed_write(storage, location, exclusive)
@@ -157,11 +192,47 @@ def write_new_table(
         ) from None
 
 
+# Rows and bytes of one chunk of a write to a shared directory.
+_CHUNK_ROWS = 1 << 20
+_CHUNK_BYTES = 256 << 20
+
+
+def _chunks(reader: Any) -> Iterator[Any]:
+    """The reader's batches grouped into in-memory tables of bounded size."""
+    import pyarrow as pa
+
+    batches: list[Any] = []
+    rows = size = 0
+    yielded = False
+    for batch in reader:
+        batches.append(batch)
+        rows += batch.num_rows
+        size += batch.nbytes
+        if rows >= _CHUNK_ROWS or size >= _CHUNK_BYTES:
+            yield pa.Table.from_batches(batches, schema=reader.schema)
+            batches, rows, size, yielded = [], 0, 0, True
+    if batches or not yielded:
+        yield pa.Table.from_batches(batches, schema=reader.schema)
+
+
+def pa_errors() -> type[Exception]:
+    """pyarrow's error base class (a failing input stream raises it between Lance calls)."""
+    import pyarrow as pa
+
+    return pa.ArrowException
+
+
+def _delete_fragment_files(storage: Storage, location: str, fragments: list[Any]) -> None:
+    for fragment in fragments:
+        for data_file in fragment.files:
+            storage.delete_file(f"{location}/data/{data_file.path}")
+
+
 def _discard_failed_write(storage: Storage, location: str, exclusive: bool) -> None:
-    """Remove what a failed write left, but never a directory another writer may be using."""
-    if (
-        exclusive
-        or table_state(storage, location) != STATE_OK
-        and not storage.list_dir(f"{location}/{VERSIONS_DIR}")
-    ):
+    """Remove what a failed write left, but never a directory another writer may be using.
+
+    In a shared directory only our own files go (the caller deletes those); the directory
+    itself goes only if nothing at all is left in it.
+    """
+    if exclusive or not any(True for _ in storage.walk_files(location)):
         storage.delete_tree(location)
