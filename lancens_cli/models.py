@@ -142,6 +142,13 @@ class Listing:
     namespace: str
     entries: list[Entry]
     next_page_token: str | None = None
+    partitioning: dict[str, Any] | None = None  # the root of a partitioned namespace (spec 004)
+
+    def to_json(self) -> dict[str, Any]:
+        plain = to_plain(self)
+        if self.partitioning is None:
+            del plain["partitioning"]
+        return plain
 
 
 # --- describe --------------------------------------------------------------------------------

@@ -78,8 +78,10 @@ def _register_commands() -> None:
         init,
         ls,
         migrate,
+        partition_spec,
         register,
         rename,
+        write,
     )
 
 
@@ -99,6 +101,7 @@ _PANDAS_FREE = frozenset(
         "init",
         "check",
         "migrate-v1",
+        "add-partition-spec",
     )
 )
 _VALUE_OPTIONS = frozenset(

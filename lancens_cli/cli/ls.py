@@ -39,6 +39,16 @@ def ls(
         delimiter=SESSION.delimiter,
     )
     SESSION.emit(result)
+    if result.partitioning and not SESSION.json:
+        from lancens_cli.output import message
+
+        summary = result.partitioning
+        versions = ", ".join(f"v{v}" for v in summary["spec_versions"])
+        columns = ", ".join(f["name"] for f in summary["schema"]["fields"])
+        message(
+            f"partitioned namespace: spec versions {versions} (current v{summary['current_spec']}),"
+            f" {summary['partitions']} partition table(s); schema: {columns}"
+        )
     if result.next_page_token and not SESSION.json:
         from lancens_cli.output import message
 

@@ -26,6 +26,7 @@ from lancens_cli.models import (
 )
 from lancens_cli.service.create import table_row
 from lancens_cli.service.namespace import RENAME_INTENT_KEY, RENAMED_FROM_KEY, Namespace
+from lancens_cli.service.partition_check import check_partitions, fix_partitions
 from lancens_cli.service.rename import rename_intent
 from lancens_cli.store.manifest import (
     BASE_COLUMNS,
@@ -131,6 +132,8 @@ def check(
         ns.require_table(ident, snapshot)  # raises the right not-found error
     if snapshot.exists:
         _check_manifest(snapshot, report)
+        if ident.is_root:
+            check_partitions(ns, snapshot, report)
     rows = _rows_in_scope(ns, snapshot, ident)
     _check_rows(ns, snapshot, rows, report, delimiter)
     if ident.is_root:
@@ -368,6 +371,7 @@ def _check_staged_files(ns: Namespace, report: CheckReport, grace: timedelta) ->
 
 
 def _apply_fixes(ns: Namespace, report: CheckReport, grace: timedelta) -> None:
+    fix_partitions(ns, report)
     registrations = [f for f in report.findings if f.fixable and f.code == "orphan_table_directory"]
     if registrations:
 

@@ -33,10 +33,15 @@ def describe(ns: Namespace, ident: Identifier, *, versions: bool = False, delimi
         ns.require_namespace(ident.parent, snapshot)
     row = snapshot.get(ident.object_id)
     if row is not None and row["object_type"] == KIND_NAMESPACE:
+        from lancens_cli.service.partitioning import runtime_properties
+
         children = snapshot.children(ident.object_id)
         return NamespaceDescription(
             id=ident.display(delimiter),
-            properties=decode_properties(row["metadata"]),
+            properties={
+                **decode_properties(row["metadata"]),
+                **runtime_properties(snapshot, ident.object_id),
+            },
             namespaces=sum(1 for c in children if c["object_type"] == KIND_NAMESPACE),
             tables=sum(1 for c in children if c["object_type"] == KIND_TABLE),
         )
@@ -72,6 +77,11 @@ def describe_root(ns: Namespace, snapshot) -> RootDescription:
             ],
             "data_storage_version": snapshot.data_storage_version,
         }
+        from lancens_cli.service.partitioning import partition_summary
+
+        summary = partition_summary(snapshot)
+        if summary is not None:
+            manifest_info["partitioning"] = summary
     return RootDescription(
         root=ns.storage.root_uri,
         mode=ns.config.mode,

@@ -65,7 +65,12 @@ def list_namespace(
     tables = [e for e in ordered if e.kind == KIND_TABLE]
     if with_state and tables:
         _fill_states(ns, tables)
-    return Listing(namespace=ident.display(delimiter), entries=ordered, next_page_token=next_token)
+    listing = Listing(ident.display(delimiter), ordered, next_token)
+    if ident.is_root and snapshot.exists:
+        from lancens_cli.service.partitioning import partition_summary
+
+        listing.partitioning = partition_summary(snapshot)
+    return listing
 
 
 def _merge_directory_tables(ns: Namespace, snapshot, entries: dict[str, Entry]) -> None:

@@ -25,9 +25,12 @@ T = TypeVar("T")
 READER_FLAGS_KEY = "lance.namespace.manifest.reader_feature_flags"
 WRITER_FLAGS_KEY = "lance.namespace.manifest.writer_feature_flags"
 # The reference (pylance 14.0.2) knows no flag bits and refuses any it does not know: a reader
-# bit stops it from opening the catalog, a writer bit from changing it. We know none either.
+# bit stops it from opening the catalog, a writer bit from changing it. A partitioned namespace
+# carries our writer bit, so that a writer that would drop the `partition_field_*` columns on
+# its next rewrite refuses to write at all, while every reader still reads.
+PARTITIONED_WRITER_FLAG = 1 << 10
 KNOWN_READER_FLAGS = 0
-KNOWN_WRITER_FLAGS = 0
+KNOWN_WRITER_FLAGS = PARTITIONED_WRITER_FLAG
 BASE_COLUMNS = ("object_id", "object_type", "location", "metadata", "base_objects")
 INDEXES = (
     ("object_id_btree", "object_id", "BTREE"),
@@ -170,10 +173,28 @@ class ManifestEdit:
         self.snapshot = snapshot
         self._removed: set[str] = set()
         self._added: dict[str, dict[str, Any]] = {}
+        self._columns: list[Any] = []
+        self.metadata_updates: dict[str, str] = {}
 
     @property
     def is_empty(self) -> bool:
-        return not self._removed and not self._added
+        return not self._removed and not self._added and not self.new_columns
+
+    @property
+    def new_columns(self) -> list[Any]:
+        names = set(self.snapshot.table.schema.names)
+        return [f for f in self._columns if f.name not in names]
+
+    def add_columns(self, fields: Iterable[Any]) -> None:
+        """Nullable columns every row gets (NULL where a row does not set them)."""
+        for f in fields:
+            if all(f.name != known.name for known in self._columns):
+                self._columns.append(f)
+
+    def set_metadata(self, updates: dict[str, str]) -> None:
+        """Table metadata to set; committed just before the rows (see ManifestStore.mutate)."""
+        current = self.snapshot.metadata
+        self.metadata_updates.update({k: v for k, v in updates.items() if current.get(k) != v})
 
     def has(self, object_id: str) -> bool:
         if object_id in self._added:
@@ -205,6 +226,8 @@ class ManifestEdit:
         import pyarrow.compute as pc
 
         table = self.snapshot.table
+        for column in self.new_columns:
+            table = table.append_column(column, pa.nulls(table.num_rows, column.type))
         replaced = self._removed | (set(self._added) & set(self.snapshot._ids()))
         if replaced:
             mask = pc.invert(pc.is_in(table.column("object_id"), pa.array(sorted(replaced))))
@@ -273,10 +296,16 @@ class ManifestStore:
             snapshot = self.read()
             edit = ManifestEdit(snapshot)
             result = plan(snapshot, edit)
-            if edit.is_empty:
+            if edit.is_empty and not edit.metadata_updates:
                 return result
             require_writable(snapshot)
-            if self._try_commit(snapshot, edit.build()):
+            if edit.metadata_updates:
+                # Metadata goes first, in its own commit; the plan sees it on the next round
+                # and the rows follow. A crash in between leaves the metadata, which a rerun
+                # of the same plan finds already there.
+                if self._commit_metadata(snapshot, edit):
+                    continue
+            elif self._try_commit(snapshot, edit.build()):
                 if self.build_indexes:
                     self.create_indexes()
                 return result
@@ -323,6 +352,39 @@ class ManifestStore:
             if "conflict" in str(exc).lower():
                 return False
             raise ManifestError(f"__manifest commit failed: {lance_message(exc)}") from None
+
+    def _commit_metadata(self, snapshot: ManifestSnapshot, edit: ManifestEdit) -> bool:
+        """Set table metadata at snapshot.version + 1; False when another commit got there.
+
+        A manifest that does not exist yet is first created with its columns and no rows.
+        """
+        import lance
+        from lance.commit import CommitConflictError
+
+        if not snapshot.exists:
+            empty = ManifestEdit(snapshot)
+            empty.add_columns(edit._columns)
+            return self._try_commit(snapshot, empty.build())
+        operation = lance.LanceOperation.UpdateConfig(
+            table_metadata_updates=lance.LanceOperation.UpdateMap(edit.metadata_updates, False)
+        )
+        try:
+            lance.LanceDataset.commit(
+                self.uri,
+                operation,
+                read_version=snapshot.version,
+                max_retries=0,
+                storage_options=self.storage.lance_options,
+            )
+            return True
+        except CommitConflictError:
+            return False
+        except (OSError, ValueError, RuntimeError) as exc:
+            if "conflict" in str(exc).lower():
+                return False
+            raise ManifestError(
+                f"__manifest metadata cannot be set: {lance_message(exc)}"
+            ) from None
 
     def _remove_staged(self, fragments: Iterable[Any]) -> None:
         for fragment in fragments:

@@ -1,0 +1,120 @@
+"""`lancens add-partition-spec`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from lancens_cli.cli.app import app
+from lancens_cli.cli.common import SESSION, command
+
+
+def load_schema_source(path: str) -> Any:
+    """An Arrow schema from a JSON Arrow schema file, a Parquet file or a Lance table."""
+    import os
+
+    from lancens_cli.errors import InvalidInputError
+
+    if os.path.isdir(path):
+        import lance
+
+        try:
+            return lance.dataset(path).schema
+        except (ValueError, OSError, RuntimeError):
+            raise InvalidInputError(f"--schema {path}: not a Lance table") from None
+    if path.lower().endswith(".parquet"):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.read_schema(path)
+        except (OSError, pa.ArrowException) as exc:
+            raise InvalidInputError(
+                f"--schema {path}: not a readable Parquet file: {exc}"
+            ) from None
+    from lancens_cli.schema_json import load_schema_file
+
+    return load_schema_file(path)
+
+
+def _load_spec(path: str) -> Any:
+    import json
+
+    from lancens_cli.errors import InvalidInputError
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        raise InvalidInputError(f"spec file {path} does not exist") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"spec file {path} is not valid JSON: {exc}") from None
+    except OSError as exc:
+        raise InvalidInputError(f"spec file {path} cannot be read: {exc.strerror}") from None
+
+
+@command(app, "add-partition-spec")
+def add_partition_spec(
+    field: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--field",
+            "-f",
+            metavar="FIELD",
+            help="A partition field, in order: col, year(col) as id, bucket(16, col), "
+            'truncate(4, col), multi_bucket(8, a, b), "expr(<sql>, col) -> int32 as id".',
+        ),
+    ] = None,
+    spec: Annotated[
+        str | None,
+        typer.Option("--spec", metavar="FILE", help="The fields as a partition spec JSON file."),
+    ] = None,
+    schema: Annotated[
+        str | None,
+        typer.Option(
+            "--schema",
+            metavar="PATH",
+            help="Namespace schema (first spec only): JSON Arrow schema, Parquet file or "
+            "Lance table.",
+        ),
+    ] = None,
+    like: Annotated[
+        str | None,
+        typer.Option("--like", metavar="TABLE", help="Take the namespace schema from a table."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show the spec and the new columns; change nothing.")
+    ] = False,
+) -> None:
+    """Make the root a partitioned namespace, or add the next partition spec version.
+
+    The first spec stores the namespace schema and partition_spec_v1 in the __manifest
+    metadata, creates namespace v1 and adds the partition columns. A later one adds
+    partition_spec_v<N+1>, reusing the field id of any field defined the same way.
+    """
+    from lancens_cli.errors import InvalidInputError
+    from lancens_cli.output import message
+    from lancens_cli.partition.field_syntax import parse_field
+    from lancens_cli.service.partitioning import add_partition_spec as add
+
+    if (field is None) == (spec is None):
+        raise InvalidInputError("give the fields with --field (repeatable) or --spec FILE")
+    if schema is not None and like is not None:
+        raise InvalidInputError("give the schema with --schema or --like, not both")
+    arrow_schema = load_schema_source(schema) if schema is not None else None
+    if like is not None:
+        from lancens_cli.store.tables import open_table
+
+        ns = SESSION.namespace
+        ref = ns.require_table(SESSION.ident(like), ns.snapshot())
+        arrow_schema = open_table(ns.storage, ref.location).schema
+    change = add(
+        SESSION.namespace,
+        requests=[parse_field(f) for f in field] if field is not None else None,
+        spec_document=_load_spec(spec) if spec is not None else None,
+        schema=arrow_schema,
+        dry_run=dry_run,
+    )
+    SESSION.emit(change)
+    message(change.summary())

@@ -1,0 +1,48 @@
+"""`lancens write`: rows from a local file into a partitioned namespace."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from lancens_cli.cli.app import app
+from lancens_cli.cli.common import SESSION, command
+
+
+@command(app, "write")
+def write(
+    root_argument: Annotated[
+        str | None,
+        typer.Argument(metavar="[ROOT]", help="The partitioned namespace (or --root)."),
+    ] = None,
+    source: Annotated[
+        str,
+        typer.Option(
+            "--from", metavar="FILE", help="Parquet, CSV, JSON lines or a Lance dataset to load."
+        ),
+    ] = ...,  # type: ignore[assignment]
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", help="Format of --from: parquet, csv, jsonl, lance."),
+    ] = None,
+) -> None:
+    """Write rows into a partitioned namespace under its current partition spec.
+
+    Each partition's rows go to its dataset table (created when new); then every touched
+    partition's read_version is recorded in one __manifest commit: readers see all of the
+    write or none of it.
+    """
+    from lancens_cli.output import message
+    from lancens_cli.service.partition_write import write_partitioned
+    from lancens_cli.store.sources import open_source
+
+    if root_argument is not None:
+        SESSION.merge(root=root_argument)
+    result = write_partitioned(SESSION.namespace, open_source(source, fmt))
+    SESSION.emit(result)
+    created = sum(1 for t in result.partitions if t.created)
+    message(
+        f"{result.rows} row(s) into {len(result.partitions)} partition(s) of spec "
+        f"v{result.spec_id} ({created} new), one __manifest commit"
+    )

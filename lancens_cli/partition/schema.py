@@ -1,0 +1,124 @@
+"""The namespace schema of spec 004: a JsonArrowSchema whose every field has `lance:field_id`.
+
+Ids are assigned once, depth-first from 0 (the order Lance itself numbers a new table's fields),
+and never reused: partition specs refer to source columns by these ids, not by name.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lancens_cli.errors import InvalidInputError
+from lancens_cli.schema_json import schema_from_json, schema_to_json
+
+FIELD_ID_KEY = "lance:field_id"
+
+
+def _field_id(field: Any) -> int | None:
+    raw = (field.metadata or {}).get(FIELD_ID_KEY.encode())
+    if raw is None:
+        return None
+    try:
+        value = int(raw.decode())
+    except ValueError:
+        raise InvalidInputError(
+            f"schema: field {field.name!r} has {FIELD_ID_KEY} {raw.decode()!r}, not an integer"
+        ) from None
+    if value < 0:
+        raise InvalidInputError(f"schema: field {field.name!r} has a negative {FIELD_ID_KEY}")
+    return value
+
+
+def _children(field: Any) -> list[Any]:
+    import pyarrow.types as t
+
+    kind = field.type
+    if t.is_struct(kind):
+        return list(kind)
+    if t.is_list(kind) or t.is_large_list(kind) or t.is_fixed_size_list(kind):
+        return [kind.value_field]
+    if t.is_map(kind):
+        return [kind.key_field, kind.item_field]
+    return []
+
+
+def _with_children(field: Any, children: list[Any]) -> Any:
+    import pyarrow as pa
+    import pyarrow.types as t
+
+    kind = field.type
+    if t.is_struct(kind):
+        return field.with_type(pa.struct(children))
+    if t.is_large_list(kind):
+        return field.with_type(pa.large_list(children[0]))
+    if t.is_fixed_size_list(kind):
+        return field.with_type(pa.list_(children[0], kind.list_size))
+    if t.is_list(kind):
+        return field.with_type(pa.list_(children[0]))
+    if t.is_map(kind):
+        return field.with_type(pa.map_(children[0], children[1]))
+    return field
+
+
+def _walk(fields: list[Any]) -> list[Any]:
+    out = []
+    for f in fields:
+        out.append(f)
+        out += _walk(_children(f))
+    return out
+
+
+def with_field_ids(schema: Any) -> Any:
+    """The schema with a `lance:field_id` on every field; ids already there are kept."""
+    import pyarrow as pa
+
+    used = [i for i in (_field_id(f) for f in _walk(list(schema))) if i is not None]
+    if len(used) != len(set(used)):
+        raise InvalidInputError(f"schema: {FIELD_ID_KEY} values must be unique")
+    next_id = max(used, default=-1) + 1
+
+    def number(field: Any) -> Any:
+        nonlocal next_id
+        metadata = dict(field.metadata or {})
+        if FIELD_ID_KEY.encode() not in metadata:
+            metadata[FIELD_ID_KEY.encode()] = str(next_id).encode()
+            next_id += 1
+        field = field.with_metadata(metadata)
+        children = [number(c) for c in _children(field)]
+        return _with_children(field, children) if children else field
+
+    return pa.schema([number(f) for f in schema], metadata=schema.metadata)
+
+
+def top_level_ids(schema: Any) -> dict[int, Any]:
+    """Top-level fields by their id (partition sources are top-level columns)."""
+    out = {}
+    for f in schema:
+        fid = _field_id(f)
+        if fid is None:
+            raise InvalidInputError(f"schema: field {f.name!r} has no {FIELD_ID_KEY}")
+        out[fid] = f
+    return out
+
+
+def id_of(schema: Any, name: str) -> int:
+    for fid, f in top_level_ids(schema).items():
+        if f.name == name:
+            return fid
+    names = ", ".join(f.name for f in schema)
+    raise InvalidInputError(f"column {name!r} is not in the namespace schema ({names})")
+
+
+def schema_to_text(schema: Any) -> str:
+    return json.dumps(schema_to_json(schema), separators=(",", ":"))
+
+
+def schema_from_text(text: str) -> Any:
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInputError(f"the namespace schema is not valid JSON: {exc}") from None
+    schema = schema_from_json(document)
+    top_level_ids(schema)  # every field must carry its id
+    return schema

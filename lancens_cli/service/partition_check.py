@@ -1,0 +1,196 @@
+"""`check` of a partitioned namespace: the guard flag, the `__manifest` partition columns and
+the spec-version namespaces, with a repair that rebuilds partition values from the data.
+
+A writer that does not know spec 004 (the reference, should our writer flag have been removed)
+rewrites `__manifest` without the `partition_field_*` and `read_*` columns. Every partition
+value can be found again: all rows of a partition table share its partition values, so one row
+of each table, run through the spec's transforms, gives the values of the table and of its
+ancestor namespaces.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, MANIFEST_TABLE
+from lancens_cli.partition.spec import PartitionSpec
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.partitioning import (
+    PartitionLayout,
+    layout_of,
+    manifest_columns,
+)
+from lancens_cli.store.manifest import (
+    PARTITIONED_WRITER_FLAG,
+    WRITER_FLAGS_KEY,
+    ManifestEdit,
+    ManifestSnapshot,
+)
+
+FIXABLE = ("partition_guard_missing", "partition_columns_missing", "spec_namespace_missing")
+
+
+def check_partitions(ns: Namespace, snapshot: ManifestSnapshot, report: Any) -> None:
+    from lancens_cli.errors import InvalidInputError
+
+    try:
+        layout = layout_of(snapshot)
+    except InvalidInputError as exc:
+        report.add("partition_metadata", None, MANIFEST_TABLE, exc.message)
+        return
+    if layout is None:
+        return
+    if not snapshot.writer_flags & PARTITIONED_WRITER_FLAG:
+        report.add(
+            "partition_guard_missing",
+            None,
+            MANIFEST_TABLE,
+            "the partitioned-namespace writer flag is not set: a writer that does not know "
+            "partition columns may drop them",
+            fixable=True,
+        )
+    names = set(snapshot.table.schema.names)
+    missing = [c.name for c in manifest_columns(layout.fields) if c.name not in names]
+    if missing:
+        report.add(
+            "partition_columns_missing",
+            None,
+            MANIFEST_TABLE,
+            f"__manifest lacks {', '.join(missing)} (rewritten by a writer that does not know "
+            "partition columns?); --fix rebuilds them from the partition tables",
+            fixable=True,
+        )
+    for spec in layout.specs:
+        row = snapshot.get(spec.namespace)
+        if row is None or row["object_type"] != KIND_NAMESPACE:
+            report.add(
+                "spec_namespace_missing",
+                spec.namespace,
+                None,
+                f"spec-version namespace {spec.namespace} is missing",
+                fixable=row is None,
+            )
+    if not missing:
+        _check_inheritance(snapshot, layout, report)
+
+
+def _check_inheritance(snapshot: ManifestSnapshot, layout: PartitionLayout, report: Any) -> None:
+    """Every row carries the partition values of all its ancestors (spec, Appendix C)."""
+    for spec in layout.specs:
+        prefix = spec.namespace + "$"
+        for row in snapshot.rows:
+            oid = row["object_id"]
+            if not oid.startswith(prefix):
+                continue
+            parts = oid.split("$")
+            for depth in range(2, len(parts)):
+                ancestor = snapshot.get("$".join(parts[:depth]))
+                if ancestor is None:
+                    continue
+                level = spec.fields[depth - 2] if depth - 2 < len(spec.fields) else None
+                if level is not None and ancestor.get(level.column) != row.get(level.column):
+                    report.add(
+                        "partition_value_mismatch",
+                        oid.replace("$", "."),
+                        row.get("location"),
+                        f"{level.column} differs from its ancestor {'.'.join(parts[:depth])}",
+                    )
+
+
+def fix_partitions(ns: Namespace, report: Any) -> None:
+    findings = [f for f in report.findings if f.fixable and f.code in FIXABLE]
+    if not findings:
+        return
+    unknown: list[str] = []
+
+    def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> None:
+        layout = layout_of(snapshot)
+        if layout is None:
+            return
+        if not snapshot.writer_flags & PARTITIONED_WRITER_FLAG:
+            edit.set_metadata(
+                {WRITER_FLAGS_KEY: str(snapshot.writer_flags | PARTITIONED_WRITER_FLAG)}
+            )
+        edit.add_columns(manifest_columns(layout.fields))
+        for spec in layout.specs:
+            if snapshot.get(spec.namespace) is None:
+                edit.add(_namespace_row(spec.namespace, {}))
+        names = set(snapshot.table.schema.names)
+        if any(c.name not in names for c in manifest_columns(layout.fields)):
+            unknown[:] = _rebuild_values(ns, snapshot, edit, layout)
+
+    ns.manifest.mutate(plan)
+    for finding in findings:
+        finding.fixed = True
+        finding.message += "; fixed"
+    for object_id in unknown:
+        report.add(
+            "partition_values_unknown",
+            object_id.replace("$", "."),
+            None,
+            "an empty partition table: its partition values cannot be found again from data",
+        )
+
+
+def _rebuild_values(
+    ns: Namespace, snapshot: ManifestSnapshot, edit: ManifestEdit, layout: PartitionLayout
+) -> list[str]:
+    """Partition values of every row under each v<N>, from one row of each partition table."""
+    values_of: dict[str, dict[str, Any]] = {}
+    unknown = []
+    for spec in layout.specs:
+        prefix = spec.namespace + "$"
+        for row in snapshot.rows:
+            oid = row["object_id"]
+            if row["object_type"] != KIND_TABLE or not oid.startswith(prefix):
+                continue
+            values = _values_from_data(ns, row, spec, layout)
+            if values is None:
+                unknown.append(oid)
+                continue
+            parts = oid.split("$")
+            values_of[oid] = values
+            for depth in range(2, len(parts)):
+                level_fields = spec.fields[: depth - 1]
+                values_of.setdefault(
+                    "$".join(parts[:depth]), {f.column: values[f.column] for f in level_fields}
+                )
+    for oid, values in values_of.items():
+        if snapshot.get(oid) is not None:
+            edit.replace(oid, **values)
+    return unknown
+
+
+def _values_from_data(
+    ns: Namespace, row: dict, spec: PartitionSpec, layout: PartitionLayout
+) -> dict[str, Any] | None:
+    from lancens_cli.partition.schema import top_level_ids
+    from lancens_cli.partition.transforms import apply_field
+    from lancens_cli.store.tables import open_table
+
+    dataset = open_table(ns.storage, row["location"])
+    sample = dataset.to_table(limit=1)
+    if sample.num_rows == 0:
+        return None
+    by_id = top_level_ids(layout.schema)
+    values = {}
+    for f in spec.fields:
+        sources = [
+            sample.column(by_id[i].name).combine_chunks()
+            if i in by_id and by_id[i].name in sample.column_names
+            else None
+            for i in f.source_ids
+        ]
+        values[f.column] = apply_field(f, sources, 1)[0].as_py()
+    return values
+
+
+def _namespace_row(object_id: str, values: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "object_id": object_id,
+        "object_type": KIND_NAMESPACE,
+        "location": None,
+        "metadata": None,
+        "base_objects": None,
+        **values,
+    }

@@ -1,0 +1,435 @@
+"""Writing rows into a partitioned namespace (spec 004, Multi-Partition Transaction).
+
+Each row's partition is computed under the current spec; each partition's rows go to its
+`dataset` table (created, with its partition namespaces, when new); then every touched
+partition's new `read_version` is recorded in ONE `__manifest` commit. Readers follow
+`read_version`, so they see all of a write or none of it.
+
+A partition table's versions after the recorded `read_version` were never visible (a writer died
+before its manifest commit, or is still on its way there): a write starts from the recorded
+version again (a `Restore` commit) before it appends, so nobody's unpublished rows become visible
+through ours. If the manifest moved on meanwhile and a touched partition changed, the write is
+rebased: that partition's table commit is redone from the new version, reusing the data files
+already written, or the rows go to the partition a concurrent writer created first.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from lancens_cli.errors import (
+    ConcurrentModificationError,
+    InvalidInputError,
+    InvalidTableStateError,
+    lance_message,
+)
+from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE
+from lancens_cli.partition.spec import PartitionSpec
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.partitioning import PartitionLayout, layout_of, manifest_columns
+from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
+from lancens_cli.store.storage import Storage
+from lancens_cli.store.tables import v2_location, write_new_table
+
+TABLE_NAME = "dataset"
+_BASE36 = "abcdefghijklmnopqrstuvwxyz0123456789"
+_TABLE_ATTEMPTS = 20
+_REBASES = 20
+
+
+def partition_namespace_name() -> str:
+    """Spec 004: a random 16-character base36 name (about 83 bits)."""
+    return "".join(secrets.choice(_BASE36) for _ in range(16))
+
+
+@dataclass
+class PartitionTouch:
+    """One partition a write touched."""
+
+    values: tuple[Any, ...]
+    rows: Any  # the pyarrow Table of its rows
+    path: list[str] = field(default_factory=list)  # namespace object ids, one per level
+    table_id: str = ""
+    location: str = ""
+    base_version: int | None = None  # the read_version the write started from
+    version: int | None = None  # the version it committed
+    created: bool = False
+    fragments: Any = None  # written data files, reused when a commit is redone
+    written_to: str | None = None  # the new table already written, if any
+
+
+@dataclass
+class PartitionWrite:
+    spec_id: int
+    rows: int
+    partitions: list[PartitionTouch]
+    fields: list[str]
+    manifest_version: int = 0
+    rebases: int = 0
+    title = "partitions written"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "spec_version": self.spec_id,
+            "rows": self.rows,
+            "manifest_version": self.manifest_version,
+            "rebases": self.rebases,
+            "partitions": [
+                {
+                    "table": t.table_id,
+                    "location": t.location,
+                    "values": {f: _plain(v) for f, v in zip(self.fields, t.values, strict=True)},
+                    "rows": t.rows.num_rows,
+                    "read_version": t.version,
+                    "created": t.created,
+                }
+                for t in self.partitions
+            ],
+        }
+
+    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
+        header = [*self.fields, "rows", "read_version", "action", "table"]
+        rows = [
+            [
+                *(_plain(v) for v in t.values),
+                t.rows.num_rows,
+                t.version,
+                "created" if t.created else "appended",
+                t.table_id.replace("$", "."),
+            ]
+            for t in self.partitions
+        ]
+        return header, rows
+
+
+def _plain(value: Any) -> Any:
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+class _Rebase(Exception):
+    """A touched partition changed under us; its table commit must be redone."""
+
+    def __init__(self, touches: list[PartitionTouch]) -> None:
+        super().__init__(len(touches))
+        self.touches = touches
+
+
+# --- input ------------------------------------------------------------------------------------
+
+
+def conform(data: Any, schema: Any) -> Any:
+    """The input as a pyarrow Table in the namespace schema (order, types, field ids)."""
+    import pyarrow as pa
+
+    table = data.read_all() if hasattr(data, "read_all") else data
+    extra = [n for n in table.column_names if n not in schema.names]
+    if extra:
+        raise InvalidInputError(f"the input has columns the namespace schema has not: {extra}")
+    columns = []
+    for f in schema:
+        if f.name not in table.column_names:
+            if not f.nullable:
+                raise InvalidInputError(f"the input lacks the non-nullable column {f.name!r}")
+            columns.append(pa.nulls(table.num_rows, f.type))
+            continue
+        column = table.column(f.name)
+        if column.type != f.type:
+            try:
+                column = column.cast(f.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise InvalidInputError(
+                    f"column {f.name!r} is {column.type}, the namespace has {f.type}: {exc}"
+                ) from None
+        if not f.nullable and column.null_count:
+            raise InvalidInputError(f"column {f.name!r} is not nullable but has NULLs")
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def split_by_partition(table: Any, spec: PartitionSpec, schema: Any) -> list[PartitionTouch]:
+    """Each distinct partition (tuple of partition values) with its rows."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from lancens_cli.partition.schema import top_level_ids
+    from lancens_cli.partition.transforms import apply_field
+
+    by_id = top_level_ids(schema)
+    keys, dictionaries = [], []
+    for f in spec.fields:
+        sources = [
+            table.column(by_id[i].name).combine_chunks() if i in by_id else None
+            for i in f.source_ids
+        ]
+        values = apply_field(f, sources, table.num_rows)
+        encoded = pc.dictionary_encode(values, null_encoding="encode")
+        if hasattr(encoded, "combine_chunks"):
+            encoded = encoded.combine_chunks()
+        keys.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
+        dictionaries.append(encoded.dictionary)
+    if table.num_rows == 0:
+        return []
+    stacked = np.stack(keys, axis=1)
+    unique, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    counts = np.bincount(inverse, minlength=len(unique))
+    ordered = table.take(order)
+    touches, start = [], 0
+    for group, count in enumerate(counts):
+        values = tuple(
+            dictionaries[level][int(unique[group][level])].as_py()
+            for level in range(len(spec.fields))
+        )
+        touches.append(PartitionTouch(values, ordered.slice(start, int(count))))
+        start += int(count)
+    return touches
+
+
+# --- finding partitions in the manifest -------------------------------------------------------
+
+
+class _LevelIndex:
+    """(parent object id, value) -> child namespace, for one snapshot; built once."""
+
+    def __init__(self, snapshot: ManifestSnapshot, spec: PartitionSpec) -> None:
+        self.children: dict[tuple[str, Any], str] = {}
+        prefix = spec.namespace + "$"
+        for row in sorted(snapshot.rows, key=lambda r: r["object_id"]):
+            oid = row["object_id"]
+            if row["object_type"] != KIND_NAMESPACE or not oid.startswith(prefix):
+                continue
+            parts = oid.split("$")
+            level = len(parts) - 2
+            if level >= len(spec.fields):
+                continue
+            value = row.get(spec.fields[level].column)
+            key = ("$".join(parts[:-1]), _key(value))
+            self.children.setdefault(key, oid)
+
+    def find(self, parent: str, value: Any) -> str | None:
+        return self.children.get((parent, _key(value)))
+
+
+def _key(value: Any) -> Any:
+    return (type(value).__name__, value)
+
+
+def _locate(touch: PartitionTouch, spec: PartitionSpec, index: _LevelIndex) -> list[str | None]:
+    """The existing namespace of each level on the partition's path (None from the first gap)."""
+    path: list[str | None] = []
+    parent: str | None = spec.namespace
+    for value in touch.values:
+        parent = index.find(parent, value) if parent is not None else None
+        path.append(parent)
+    return path
+
+
+# --- table commits ----------------------------------------------------------------------------
+
+
+def _commit_append(storage: Storage, touch: PartitionTouch) -> int:
+    """Append the touch's fragments on top of its base version; returns the new version.
+
+    Versions after the base were never published: they are set aside with a Restore of the
+    base first. Each commit is compare-and-swap (the expected version, no rebase), so the
+    version we record holds exactly the base plus our rows.
+    """
+    import lance
+    from lance.commit import CommitConflictError
+
+    uri = storage.uri(touch.location)
+    options = storage.lance_options
+    for _ in range(_TABLE_ATTEMPTS):
+        try:
+            latest = lance.dataset(uri, storage_options=options).version
+            base = touch.base_version if touch.base_version is not None else latest
+            if latest != base:
+                restored = lance.LanceDataset.commit(
+                    uri,
+                    lance.LanceOperation.Restore(base),
+                    read_version=latest,
+                    max_retries=0,
+                    storage_options=options,
+                )
+                if restored.version != latest + 1:
+                    continue
+                latest = restored.version
+            if touch.fragments is None:
+                touch.fragments = lance.fragment.write_fragments(
+                    touch.rows, uri, schema=touch.rows.schema, storage_options=options
+                )
+            done = lance.LanceDataset.commit(
+                uri,
+                lance.LanceOperation.Append(touch.fragments),
+                read_version=latest,
+                max_retries=0,
+                storage_options=options,
+            )
+            if done.version == latest + 1:
+                return done.version
+        except CommitConflictError:
+            continue
+        except (OSError, ValueError, RuntimeError) as exc:
+            if "conflict" in str(exc).lower():
+                continue
+            raise InvalidTableStateError(
+                f"cannot write partition table {touch.location!r}: {lance_message(exc)}"
+            ) from None
+    raise ConcurrentModificationError(
+        f"partition table {touch.location!r} kept changing; gave up after {_TABLE_ATTEMPTS}"
+    )
+
+
+def _write_table(storage: Storage, touch: PartitionTouch) -> None:
+    if touch.created:
+        if touch.written_to == touch.location:
+            return  # written in an earlier round, still unpublished and still ours
+        dataset = write_new_table(storage, touch.location, touch.rows, exclusive=True)
+        touch.version = dataset.version
+        touch.written_to = touch.location
+    else:
+        touch.version = _commit_append(storage, touch)
+
+
+def _prepare(
+    touch: PartitionTouch,
+    spec: PartitionSpec,
+    snapshot: ManifestSnapshot,
+    index: _LevelIndex,
+    fresh: dict[tuple[str, Any], str],
+) -> None:
+    """Decide where the touch goes in this snapshot: an existing table or new namespaces.
+
+    `fresh` holds the names of the namespaces this write creates, by (parent, value), so that
+    partitions sharing a prefix of values share its namespaces, in every round.
+    """
+    found = _locate(touch, spec, index)
+    path: list[str] = []
+    parent = spec.namespace
+    for level, existing in enumerate(found):
+        if existing is None:
+            key = (parent, _key(touch.values[level]))
+            if key not in fresh or fresh[key] in snapshot:
+                fresh[key] = f"{parent}${partition_namespace_name()}"
+            existing = fresh[key]
+        parent = existing
+        path.append(parent)
+    table_id = f"{path[-1]}${TABLE_NAME}" if path else f"{spec.namespace}${TABLE_NAME}"
+    row = snapshot.get(table_id)
+    if row is not None and row["object_type"] == KIND_TABLE:
+        if touch.created and touch.location != row["location"]:
+            touch.fragments = None  # our new table lost to another writer's: write there
+        touch.created = False
+        touch.location = row["location"]
+        touch.base_version = row.get("read_version")
+    else:
+        if not touch.created or touch.table_id != table_id:
+            touch.location = v2_location(table_id)
+            touch.fragments = None
+        touch.created = True
+        touch.base_version = None
+    touch.path, touch.table_id = path, table_id
+
+
+# --- the write ------------------------------------------------------------------------------
+
+
+def write_partitioned(ns: Namespace, data: Any) -> PartitionWrite:
+    """Write rows into the partitioned namespace at the root (one manifest commit)."""
+    ns.require_manifest("a partitioned namespace")
+    ns.require_root()
+    snapshot = ns.snapshot()
+    layout = layout_of(snapshot)
+    if layout is None:
+        raise InvalidInputError(
+            "the root is not a partitioned namespace: run `lancens add-partition-spec` first"
+        )
+    ns.require_writable(snapshot)
+    spec = layout.current
+    table = conform(data, layout.schema)
+    touches = split_by_partition(table, spec, layout.schema)
+    result = PartitionWrite(spec.id, table.num_rows, touches, [f.field_id for f in spec.fields])
+    if not touches:
+        return result
+    pending = touches
+    abandoned: list[str] = []
+    fresh: dict[tuple[str, Any], str] = {}
+    for _ in range(_REBASES):
+        index = _LevelIndex(snapshot, spec)
+        for touch in pending:
+            before = touch.location if touch.created else None
+            _prepare(touch, spec, snapshot, index, fresh)
+            if before and before != touch.location:
+                abandoned.append(before)
+            _write_table(ns.storage, touch)
+        try:
+            result.manifest_version = ns.manifest.mutate(_publish(layout, spec, touches))
+            break
+        except _Rebase as rebase:
+            result.rebases += 1
+            pending = rebase.touches
+            snapshot = ns.snapshot()
+    else:
+        raise ConcurrentModificationError("partitions kept changing under the write; gave up")
+    for location in abandoned:
+        ns.storage.delete_tree(location)  # new tables that lost to a concurrent writer's
+    return result
+
+
+def _publish(layout: PartitionLayout, spec: PartitionSpec, touches: list[PartitionTouch]):
+    """The manifest plan: every touched partition's read_version, in one commit."""
+
+    def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> int:
+        index = _LevelIndex(snapshot, spec)
+        now = layout_of(snapshot) or layout  # a spec added meanwhile brings its columns
+        edit.add_columns(manifest_columns(now.fields))
+        stale = []
+        for touch in touches:
+            row = snapshot.get(touch.table_id)
+            if touch.created:
+                found = _locate(touch, spec, index)
+                taken = any(
+                    f is not None and f != mine for f, mine in zip(found, touch.path, strict=True)
+                )
+                if row is not None or taken:
+                    stale.append(touch)
+                continue
+            if row is None or row.get("read_version") != touch.base_version:
+                stale.append(touch)
+        if stale:
+            raise _Rebase(stale)
+        for touch in touches:
+            if touch.created:
+                _add_partition_rows(snapshot, edit, spec, touch)
+            else:
+                edit.replace(touch.table_id, read_version=touch.version)
+        return snapshot.version + 1
+
+    return plan
+
+
+def _add_partition_rows(
+    snapshot: ManifestSnapshot, edit: ManifestEdit, spec: PartitionSpec, touch: PartitionTouch
+) -> None:
+    values: dict[str, Any] = {}
+    for level, object_id in enumerate(touch.path):
+        values[spec.fields[level].column] = touch.values[level]
+        if object_id not in snapshot and not edit.has(object_id):
+            edit.add(_row(object_id, KIND_NAMESPACE, None, dict(values)))
+    row = _row(touch.table_id, KIND_TABLE, touch.location, dict(values))
+    row["read_version"] = touch.version
+    edit.add(row)
+
+
+def _row(object_id: str, kind: str, location: str | None, values: dict[str, Any]) -> dict:
+    return {
+        "object_id": object_id,
+        "object_type": kind,
+        "location": location,
+        "metadata": None,
+        "base_objects": None,
+        **values,
+    }

@@ -1,0 +1,335 @@
+"""`add-partition-spec`: make the root a partitioned namespace (spec 004), or evolve its spec.
+
+The namespace schema and every `partition_spec_v<N>` live in the `__manifest` table metadata;
+the spec-version namespace `v<N>` and the `partition_field_*`, `read_version`, `read_branch`,
+`read_tag` columns live in its rows. Our writer feature flag goes with the first spec, so that a
+writer that does not know partition columns refuses to rewrite the catalog (REFERENCE.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lancens_cli.errors import InvalidInputError, NamespaceAlreadyExistsError
+from lancens_cli.models import KIND_NAMESPACE, Identifier
+from lancens_cli.partition.field_syntax import FieldRequest
+from lancens_cli.partition.schema import (
+    id_of,
+    schema_from_text,
+    schema_to_text,
+    top_level_ids,
+    with_field_ids,
+)
+from lancens_cli.partition.spec import (
+    SCHEMA_KEY,
+    PartitionField,
+    PartitionSpec,
+    Transform,
+    all_fields,
+    specs_from_metadata,
+)
+from lancens_cli.schema_json import type_from_json, type_to_json
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.store.manifest import (
+    PARTITIONED_WRITER_FLAG,
+    WRITER_FLAGS_KEY,
+    ManifestEdit,
+    ManifestSnapshot,
+)
+
+READ_COLUMNS = ("read_version", "read_branch", "read_tag")
+
+
+@dataclass
+class PartitionLayout:
+    """What a snapshot says about partitioning: schema and specs (empty when not partitioned)."""
+
+    schema: Any
+    specs: list[PartitionSpec]
+
+    @property
+    def current(self) -> PartitionSpec:
+        return self.specs[-1]
+
+    @property
+    def fields(self) -> dict[str, PartitionField]:
+        return all_fields(self.specs)
+
+
+def layout_of(snapshot: ManifestSnapshot) -> PartitionLayout | None:
+    """The partition layout of the root, or None when it is not a partitioned namespace."""
+    specs = specs_from_metadata(snapshot.metadata)
+    if not specs:
+        return None
+    text = snapshot.metadata.get(SCHEMA_KEY)
+    if text is None:
+        raise InvalidInputError("__manifest has partition specs but no namespace schema")
+    return PartitionLayout(schema_from_text(text), specs)
+
+
+def manifest_columns(fields: dict[str, PartitionField]) -> list[Any]:
+    """The `__manifest` columns a partitioned namespace needs (spec: Manifest Table Schema)."""
+    import pyarrow as pa
+
+    columns = [
+        pa.field("read_version", pa.uint64()),
+        pa.field("read_branch", pa.string()),
+        pa.field("read_tag", pa.string()),
+    ]
+    return columns + [pa.field(f.column, f.result_type) for f in fields.values()]
+
+
+def partition_summary(snapshot: ManifestSnapshot) -> dict[str, Any] | None:
+    """What `ls` and `describe` of the root show of a partitioned namespace."""
+    from lancens_cli.schema_json import schema_to_json
+
+    layout = layout_of(snapshot)
+    if layout is None:
+        return None
+    prefixes = tuple(spec.namespace + "$" for spec in layout.specs)
+    partitions = sum(
+        1
+        for row in snapshot.rows
+        if row["object_type"] == "table" and row["object_id"].startswith(prefixes)
+    )
+    return {
+        "current_spec": layout.current.id,
+        "spec_versions": [spec.id for spec in layout.specs],
+        "specs": [spec.to_json() for spec in layout.specs],
+        "partitions": partitions,
+        "schema": schema_to_json(layout.schema),
+    }
+
+
+def runtime_properties(snapshot: ManifestSnapshot, object_id: str) -> dict[str, str]:
+    """Spec 004 Appendix E: `partition_spec` of `v<N>`, `partition.<field_id>` of a level."""
+    layout = layout_of(snapshot)
+    if layout is None:
+        return {}
+    parts = object_id.split("$")
+    spec = next((s for s in layout.specs if s.namespace == parts[0]), None)
+    if spec is None:
+        return {}
+    if len(parts) == 1:
+        return {"partition_spec": spec.to_text()}
+    level = len(parts) - 2
+    row = snapshot.get(object_id)
+    if row is None or level >= len(spec.fields):
+        return {}
+    level_field = spec.fields[level]
+    value = row.get(level_field.column)
+    if value is None:
+        return {f"partition.{level_field.field_id}": "null"}
+    text = value.isoformat() if hasattr(value, "isoformat") else str(value)
+    return {f"partition.{level_field.field_id}": text}
+
+
+@dataclass
+class SpecChange:
+    """The result of `add-partition-spec` (the same for --dry-run and for the real thing)."""
+
+    action: str  # "create", "evolve" or "exists"
+    spec: PartitionSpec
+    schema: Any
+    sources: dict[str, list[str]]  # field_id -> source column names
+    reused: list[str] = field(default_factory=list)
+    new_columns: list[tuple[str, str]] = field(default_factory=list)
+    dry_run: bool = False
+    title = "partition spec"
+
+    def to_json(self) -> dict[str, Any]:
+        from lancens_cli.schema_json import schema_to_json
+
+        return {
+            "action": self.action,
+            "version": self.spec.id,
+            "namespace": self.spec.namespace,
+            "spec": self.spec.to_json(),
+            "schema": schema_to_json(self.schema),
+            "reused_field_ids": self.reused,
+            "new_manifest_columns": [{"name": n, "type": t} for n, t in self.new_columns],
+            "dry_run": self.dry_run,
+        }
+
+    def table_rows(self) -> tuple[list[str], list[list[str]]]:
+        rows = []
+        for f in self.spec.fields:
+            sources = self.sources.get(f.field_id, [])
+            how = f.transform.display(sources) if f.transform else f"expr({f.expression})"
+            note = "reused" if f.field_id in self.reused else ""
+            rows.append([f.field_id, how, type_to_json(f.result_type)["type"], f.column, note])
+        return ["field_id", "definition", "result_type", "manifest column", "note"], rows
+
+    def summary(self) -> str:
+        verb = {"create": "created", "evolve": "added", "exists": "already current"}[self.action]
+        would = "would be " if self.dry_run and self.action != "exists" else ""
+        columns = ", ".join(n for n, _ in self.new_columns) or "none"
+        return f"partition spec v{self.spec.id} {would}{verb}; new __manifest columns: {columns}"
+
+
+def resolve_fields(
+    requests: list[FieldRequest], schema: Any, known: dict[str, PartitionField]
+) -> tuple[list[PartitionField], list[str]]:
+    """Turn what the user wrote into spec fields, reusing field ids as the spec demands."""
+    from lancens_cli.partition.transforms import check_expression, result_type
+
+    by_id = top_level_ids(schema)
+    resolved, reused = [], []
+    for request in requests:
+        source_ids = tuple(id_of(schema, c) for c in request.columns)
+        source_types = [by_id[i].type for i in source_ids]
+        declared = type_from_json({"type": request.result_type}) if request.result_type else None
+        if request.transform is not None:
+            transform = Transform(
+                request.transform,
+                num_buckets=request.parameter if "bucket" in request.transform else None,
+                width=request.parameter if request.transform == "truncate" else None,
+            )
+            implied = result_type(transform, source_types)
+            if declared is not None and declared != implied:
+                raise InvalidInputError(
+                    f"--field {request.text!r}: {request.transform} gives "
+                    f"{type_to_json(implied)['type']}, not {request.result_type}"
+                )
+            candidate = PartitionField(request.field_id, source_ids, implied, transform=transform)
+        else:
+            check_expression(request.expression, source_types, declared)
+            candidate = PartitionField(
+                request.field_id, source_ids, declared, expression=request.expression
+            )
+        resolved.append(_reuse_or_new(candidate, known, reused))
+    ids = [f.field_id for f in resolved]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise InvalidInputError(f"field id {duplicates[0]!r} is given twice in the new spec")
+    return resolved, reused
+
+
+def _reuse_or_new(
+    candidate: PartitionField, known: dict[str, PartitionField], reused: list[str]
+) -> PartitionField:
+    for existing in known.values():
+        if existing.same_definition(candidate):
+            reused.append(existing.field_id)
+            return existing
+    taken = known.get(candidate.field_id)
+    if taken is not None:
+        raise InvalidInputError(
+            f"field id {candidate.field_id!r} already names another partition field; field "
+            "ids are never reused: give this one another with `as <id>`"
+        )
+    return candidate
+
+
+def fields_from_spec_json(document: Any, schema: Any, known: dict[str, PartitionField]):
+    """Fields of a spec JSON file (its `id` is ignored: the next version number is used)."""
+    if isinstance(document, dict) and "id" not in document:
+        document = {**document, "id": 1}
+    spec = PartitionSpec.from_json(document)
+    by_id = top_level_ids(schema)
+    reused: list[str] = []
+    fields = []
+    for f in spec.fields:
+        missing = [i for i in f.source_ids if i not in by_id]
+        if missing:
+            raise InvalidInputError(
+                f"field {f.field_id}: source id {missing[0]} is not in the schema"
+            )
+        fields.append(_reuse_or_new(f, known, reused))
+    return fields, reused
+
+
+def add_partition_spec(
+    ns: Namespace,
+    *,
+    requests: list[FieldRequest] | None = None,
+    spec_document: Any = None,
+    schema: Any = None,
+    dry_run: bool = False,
+) -> SpecChange:
+    ns.require_manifest("a partitioned namespace")
+    ns.require_root()
+    if (requests is None) == (spec_document is None):
+        raise InvalidInputError("give the fields with --field or a spec file with --spec")
+    created: list[SpecChange] = []
+
+    def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> SpecChange:
+        layout = layout_of(snapshot)
+        specs = layout.specs if layout else []
+        if layout is None:
+            if schema is None:
+                raise InvalidInputError(
+                    "the root is not partitioned yet: give the namespace schema with --schema"
+                )
+            ns_schema = with_field_ids(schema)
+        else:
+            ns_schema = layout.schema
+            if schema is not None and not _same_columns(schema, ns_schema):
+                raise InvalidInputError(
+                    "--schema differs from the namespace schema; schema evolution is not "
+                    "supported by add-partition-spec"
+                )
+        known = all_fields(specs)
+        if requests is not None:
+            fields, reused = resolve_fields(requests, ns_schema, known)
+        else:
+            fields, reused = fields_from_spec_json(spec_document, ns_schema, known)
+        if not fields:
+            raise InvalidInputError("a partition spec needs at least one field")
+        by_id = top_level_ids(ns_schema)
+        sources = {f.field_id: [by_id[i].name for i in f.source_ids if i in by_id] for f in fields}
+        current = specs[-1] if specs else None
+        if current is not None and list(current.fields) == fields:
+            spec, action = current, "exists"
+        else:
+            spec = PartitionSpec((current.id if current else 0) + 1, tuple(fields))
+            action = "evolve" if current else "create"
+        every = all_fields([*specs, spec]) if action != "exists" else known
+        columns = manifest_columns(every)
+        edit.add_columns(columns)
+        new_columns = [(c.name, type_to_json(c.type)["type"]) for c in edit.new_columns]
+        change = SpecChange(action, spec, ns_schema, sources, reused, new_columns, dry_run)
+        if action != "exists":
+            updates = {spec.key: spec.to_text()}
+            if layout is None:
+                updates[SCHEMA_KEY] = schema_to_text(ns_schema)
+            updates[WRITER_FLAGS_KEY] = str(snapshot.writer_flags | PARTITIONED_WRITER_FLAG)
+            edit.set_metadata(updates)
+            created.append(change)
+        _add_version_namespace(snapshot, edit, spec, fresh=layout is None)
+        return change
+
+    if dry_run:
+        snapshot = ns.snapshot()
+        return plan(snapshot, ManifestEdit(snapshot))
+    result = ns.manifest.mutate(plan)
+    # The metadata is committed in the first round and the rows in the next, which then finds
+    # the spec in place: the first round's answer is the one to give.
+    return created[0] if created else result
+
+
+def _add_version_namespace(
+    snapshot: ManifestSnapshot, edit: ManifestEdit, spec: PartitionSpec, *, fresh: bool
+) -> None:
+    """Add `v<N>`, unless it is there; refuse one that is something else of the user's."""
+    row = snapshot.get(spec.namespace)
+    if row is None:
+        edit.add(
+            {
+                "object_id": spec.namespace,
+                "object_type": KIND_NAMESPACE,
+                "location": None,
+                "metadata": None,
+                "base_objects": None,
+            }
+        )
+    elif row["object_type"] != KIND_NAMESPACE or fresh:
+        raise NamespaceAlreadyExistsError(
+            f"{Identifier((spec.namespace,)).display()} already exists and is not a spec-version "
+            "namespace of this partitioned namespace"
+        )
+
+
+def _same_columns(a: Any, b: Any) -> bool:
+    return [(f.name, f.type) for f in a] == [(f.name, f.type) for f in b]
