@@ -327,6 +327,7 @@ class ManifestStore:
                 table,
                 self.uri,
                 schema=table.schema,
+                mode="overwrite",  # files for an Overwrite: the schema may gain columns
                 storage_options=options,
                 data_storage_version=snapshot.data_storage_version,
             )

@@ -1,0 +1,314 @@
+"""Partitioned namespaces through the CLI: add-partition-spec, evolution, write, runtime
+properties, the guard against the reference writer and its repair, and bad input."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+
+import lance
+import lance_namespace as ln
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import invoke, run_cli, tree_snapshot
+
+SPEC1 = ["--field", "year(event_date) as event_year", "--field", "country"]
+
+
+def events(n: int, seed: int = 0, start: int = 0) -> pa.Table:
+    rng = random.Random(seed)
+    return pa.table(
+        {
+            "id": pa.array(range(start, start + n), pa.int64()),
+            "event_date": pa.array(
+                [dt.date(2024, 11, 1) + dt.timedelta(days=rng.randrange(120)) for _ in range(n)],
+                pa.date32(),
+            ),
+            "country": pa.array(
+                [rng.choice(["US", "DE", "FR", None]) for _ in range(n)], pa.string()
+            ),
+            "customer_id": pa.array([rng.randrange(500) for _ in range(n)], pa.int64()),
+        }
+    )
+
+
+@pytest.fixture
+def files(tmp_path):
+    def write(name: str, table: pa.Table) -> str:
+        path = tmp_path / name
+        pq.write_table(table, path)
+        return str(path)
+
+    return write
+
+
+def cli(root, *args):
+    return invoke(*root.args, *args)
+
+
+def ok(root, *args):
+    result = cli(root, *args)
+    assert result.exit_code == 0, result.stderr
+    return result
+
+
+def manifest(root) -> lance.LanceDataset:
+    return lance.dataset(str(root.local_path / "__manifest"))
+
+
+def partition_tables(root) -> list[dict]:
+    rows = manifest(root).to_table(filter="object_type = 'table'").to_pylist()
+    return sorted(rows, key=lambda r: r["object_id"])
+
+
+def published_rows(root) -> pa.Table:
+    """Every row a reader sees: each partition table at its recorded read_version."""
+    parts = []
+    for row in partition_tables(root):
+        ds = lance.dataset(str(root.local_path / row["location"]), version=row["read_version"])
+        parts.append(ds.to_table())
+    return pa.concat_tables(parts) if parts else pa.table({})
+
+
+@pytest.fixture
+def partitioned(local_root, files):
+    ok(local_root, "add-partition-spec", "--schema", files("schema.parquet", events(1)), *SPEC1)
+    return local_root
+
+
+def test_first_spec_makes_the_root_partitioned(partitioned):
+    ds = manifest(partitioned)
+    metadata = ds.metadata
+    assert json.loads(metadata["partition_spec_v1"]) == {
+        "id": 1,
+        "fields": [
+            {
+                "field_id": "event_year",
+                "source_ids": [1],
+                "transform": {"type": "year"},
+                "result_type": {"type": "int32"},
+            },
+            {
+                "field_id": "country",
+                "source_ids": [2],
+                "transform": {"type": "identity"},
+                "result_type": {"type": "utf8"},
+            },
+        ],
+    }
+    schema = json.loads(metadata["schema"])
+    assert [(f["name"], f["metadata"]["lance:field_id"]) for f in schema["fields"]] == [
+        ("id", "0"),
+        ("event_date", "1"),
+        ("country", "2"),
+        ("customer_id", "3"),
+    ]
+    assert int(metadata["lance.namespace.manifest.writer_feature_flags"]) & 1024
+    columns = {f.name: f.type for f in ds.schema}
+    assert columns["read_version"] == pa.uint64()
+    assert columns["read_branch"] == columns["read_tag"] == pa.string()
+    assert columns["partition_field_event_year"] == pa.int32()
+    assert columns["partition_field_country"] == pa.string()
+    rows = ds.to_table().to_pylist()
+    assert [(r["object_id"], r["object_type"]) for r in rows] == [("v1", "namespace")]
+    described = json.loads(ok(partitioned, "describe", "v1", "--json").stdout)
+    assert json.loads(described["properties"]["partition_spec"]) == json.loads(
+        metadata["partition_spec_v1"]
+    )
+
+
+def test_dry_run_shows_the_spec_and_changes_nothing(local_root, files):
+    schema = files("schema.parquet", events(1))
+    before = tree_snapshot(local_root.local_path)
+    result = ok(local_root, "add-partition-spec", "--schema", schema, *SPEC1, "--dry-run", "--json")
+    plan = json.loads(result.stdout)
+    assert plan["dry_run"] and plan["action"] == "create" and plan["version"] == 1
+    assert [c["name"] for c in plan["new_manifest_columns"]] == [
+        "read_version",
+        "read_branch",
+        "read_tag",
+        "partition_field_event_year",
+        "partition_field_country",
+    ]
+    assert tree_snapshot(local_root.local_path) == before
+
+
+def test_evolution_reuses_field_ids_and_adds_columns(partitioned):
+    result = ok(
+        partitioned,
+        "add-partition-spec",
+        "--field",
+        "country as nation",  # same definition as v1's `country`: its id is reused
+        "--field",
+        "bucket(8, customer_id)",
+        "--json",
+    )
+    change = json.loads(result.stdout)
+    assert change["action"] == "evolve" and change["version"] == 2
+    assert change["reused_field_ids"] == ["country"]
+    assert [f["field_id"] for f in change["spec"]["fields"]] == ["country", "customer_id_bucket"]
+    assert [c["name"] for c in change["new_manifest_columns"]] == [
+        "partition_field_customer_id_bucket"
+    ]
+    ds = manifest(partitioned)
+    assert {"partition_spec_v1", "partition_spec_v2"} <= set(ds.metadata)
+    assert "partition_field_customer_id_bucket" in ds.schema.names
+    assert {r["object_id"] for r in ds.to_table().to_pylist()} == {"v1", "v2"}
+    # the same spec again is no new version
+    again = json.loads(
+        ok(partitioned, "add-partition-spec", "--field", "country", "--field",
+           "bucket(8, customer_id)", "--json").stdout
+    )  # fmt: skip
+    assert again["action"] == "exists" and again["version"] == 2
+    # an id that names another field is never reused for a new definition
+    taken = cli(partitioned, "add-partition-spec", "--field", "bucket(4, id) as country")
+    assert taken.exit_code == 2 and "never reused" in taken.stderr
+
+
+def test_write_creates_partitions_and_records_read_versions(partitioned, files):
+    data = events(3000, seed=1)
+    result = ok(partitioned, "write", "--from", files("a.parquet", data), "--json")
+    report = json.loads(result.stdout)
+    expected = {
+        (d.year, c)
+        for d, c in zip(data["event_date"].to_pylist(), data["country"].to_pylist(), strict=True)
+    }
+    assert {(p["values"]["event_year"], p["values"]["country"]) for p in report["partitions"]} == (
+        expected
+    )
+    assert sum(p["rows"] for p in report["partitions"]) == 3000
+    tables = partition_tables(partitioned)
+    assert len(tables) == len(expected)
+    for row in tables:
+        assert row["read_version"] == 1
+        ds = lance.dataset(str(partitioned.local_path / row["location"]))
+        got = ds.to_table()
+        assert {d.year for d in got["event_date"].to_pylist()} == {
+            row["partition_field_event_year"]
+        }
+        assert set(got["country"].to_pylist()) == {row["partition_field_country"]}
+    # values are inherited: the year namespace and the table carry the year
+    namespaces = {
+        r["object_id"]: r
+        for r in manifest(partitioned).to_table(filter="object_type = 'namespace'").to_pylist()
+    }
+    for row in tables:
+        year_ns = "$".join(row["object_id"].split("$")[:2])
+        assert (
+            namespaces[year_ns]["partition_field_event_year"] == row["partition_field_event_year"]
+        )
+        assert namespaces[year_ns]["partition_field_country"] is None
+    years = {r["partition_field_event_year"] for r in tables}
+    assert len([n for n in namespaces if n.count("$") == 1]) == len(years)
+
+    ok(partitioned, "write", "--from", files("b.parquet", events(1000, seed=2, start=3000)))
+    seen = published_rows(partitioned)
+    assert sorted(seen["id"].to_pylist()) == list(range(4000))
+    assert {r["read_version"] for r in partition_tables(partitioned)} <= {1, 2}
+
+
+def test_runtime_properties_and_root_summary(partitioned, files):
+    ok(partitioned, "write", "--from", files("a.parquet", events(200, seed=3)))
+    table = partition_tables(partitioned)[0]
+    year_ns, country_ns = table["object_id"].split("$")[1:3]
+    year = json.loads(ok(partitioned, "describe", f"v1.{year_ns}", "--json").stdout)
+    assert year["properties"] == {"partition.event_year": str(table["partition_field_event_year"])}
+    country = json.loads(ok(partitioned, "describe", f"v1.{year_ns}.{country_ns}", "--json").stdout)
+    expected = table["partition_field_country"]
+    assert country["properties"] == {"partition.country": "null" if expected is None else expected}
+    root = json.loads(ok(partitioned, "describe", "--json").stdout)
+    summary = root["manifest"]["partitioning"]
+    assert summary["spec_versions"] == [1]
+    assert summary["partitions"] == len(partition_tables(partitioned))
+    listing = json.loads(ok(partitioned, "ls", "--json").stdout)
+    assert listing["partitioning"]["partitions"] == summary["partitions"]
+    assert [f["name"] for f in listing["partitioning"]["schema"]["fields"]][:2] == [
+        "id",
+        "event_date",
+    ]
+
+
+def test_reference_and_lancedb_open_every_partition_table(partitioned, files):
+    import lancedb
+    from lance.namespace import DirectoryNamespace
+
+    ok(partitioned, "write", "--from", files("a.parquet", events(500, seed=4)))
+    reference = DirectoryNamespace(root=partitioned.uri)
+    db = lancedb.connect_namespace("dir", {"root": partitioned.uri})
+    for row in partition_tables(partitioned):
+        ident = row["object_id"].split("$")
+        described = reference.describe_table(ln.DescribeTableRequest(id=ident))
+        assert described.location.rstrip("/").endswith(row["location"])
+        table = db.open_table(ident[-1], namespace_path=ident[:-1])
+        assert (
+            table.count_rows()
+            == lance.dataset(str(partitioned.local_path / row["location"])).count_rows()
+        )
+
+
+def test_the_reference_writer_is_refused_and_a_rewrite_is_repaired(partitioned, files):
+    from lance.namespace import DirectoryNamespace
+
+    ok(partitioned, "write", "--from", files("a.parquet", events(800, seed=5)))
+    before = {r["object_id"]: r for r in manifest(partitioned).to_table().to_pylist()}
+    reference = DirectoryNamespace(root=partitioned.uri)
+    with pytest.raises(Exception, match="feature flags"):
+        reference.create_namespace(ln.CreateNamespaceRequest(id=["intruder"]))
+    assert {r["object_id"]: r for r in manifest(partitioned).to_table().to_pylist()} == before
+
+    # A writer that ignores the flag (simulated: the flag removed, then a reference write)
+    # drops every partition column.
+    ds = manifest(partitioned)
+    ds.update_metadata({"lance.namespace.manifest.writer_feature_flags": "0"})
+    DirectoryNamespace(root=partitioned.uri).create_namespace(
+        ln.CreateNamespaceRequest(id=["intruder"])
+    )
+    assert "partition_field_country" not in manifest(partitioned).schema.names
+
+    found = json.loads(cli(partitioned, "check", "--json").stdout)
+    codes = {f["code"] for f in found["findings"]}
+    assert {"partition_guard_missing", "partition_columns_missing"} <= codes
+    assert cli(partitioned, "check").exit_code == 1
+    ok(partitioned, "check", "--fix")
+    after = {r["object_id"]: r for r in manifest(partitioned).to_table().to_pylist()}
+    columns = ("partition_field_event_year", "partition_field_country")
+    for object_id, row in before.items():
+        assert tuple(after[object_id][c] for c in columns) == tuple(row[c] for c in columns)
+    assert "intruder" in after
+    assert int(manifest(partitioned).metadata["lance.namespace.manifest.writer_feature_flags"])
+    assert cli(partitioned, "check").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "words"),
+    [
+        (["add-partition-spec", "--field", "weekday(event_date)"], 2, "unknown transform"),
+        (["add-partition-spec", "--field", "year(nope)"], 2, "not in the namespace schema"),
+        (["add-partition-spec", "--field", "hour(event_date)"], 2, "hour"),
+        (["add-partition-spec", "--field", "bucket(4, event_date) -> int64"], 2, "int32"),
+        (["add-partition-spec", "--field", "expr(now(), event_date) -> int32 as x"], 2, "now"),
+        (["add-partition-spec", "--field", "expr(col0 +, event_date) -> int32 as x"], 2, ""),
+        (["add-partition-spec", "--field", "expr(col0, event_date) -> int32 as x"], 2, ""),
+        (["add-partition-spec", "--spec", "{in}/bad.json"], 2, "not valid JSON"),
+        (["add-partition-spec"], 2, "--field"),
+        (["write", "--from", "{in}/wrong.parquet"], 2, "columns"),
+        (["write", "--from", "{in}/nope.parquet"], 2, ""),
+    ],
+)
+def test_bad_input_changes_nothing(partitioned, tmp_path, args, code, words):
+    (tmp_path / "bad.json").write_text("{nope")
+    pq.write_table(pa.table({"other": [1]}), tmp_path / "wrong.parquet")
+    args = [a.replace("{in}", str(tmp_path)) for a in args]
+    before = tree_snapshot(partitioned.local_path)
+    result = run_cli(*partitioned.args, *args)
+    assert result.exit_code == code, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert words in result.stderr
+    assert tree_snapshot(partitioned.local_path) == before
+
+
+def test_write_needs_a_partitioned_root(local_root, files):
+    result = cli(local_root, "write", "--from", files("a.parquet", events(10)))
+    assert result.exit_code == 2 and "add-partition-spec" in result.stderr
