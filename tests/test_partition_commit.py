@@ -1,0 +1,133 @@
+"""The multi-partition transaction of spec 004: concurrent writers rebase and lose nothing, and a
+writer killed half-way publishes nothing (not even through the next writer's commit)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import lance
+import pyarrow.parquet as pq
+import pytest
+from conftest import invoke
+from test_partitioned import SPEC1, events, partition_tables, published_rows
+
+
+@pytest.fixture
+def root(local_root, tmp_path):
+    pq.write_table(events(1), tmp_path / "schema.parquet")
+    result = invoke(
+        *local_root.args, "add-partition-spec", "--schema", str(tmp_path / "schema.parquet"), *SPEC1
+    )
+    assert result.exit_code == 0, result.stderr
+    return local_root
+
+
+def _writer(root, path) -> subprocess.Popen:
+    env = {**os.environ, "LANCE_LOG": "error", "NO_COLOR": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "lancens_cli", *root.args, "write", "--from", str(path), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def _partitions(root) -> Counter:
+    return Counter(
+        (r["partition_field_event_year"], r["partition_field_country"])
+        for r in partition_tables(root)
+    )
+
+
+def test_concurrent_writers_into_the_same_partitions_lose_nothing(root, tmp_path):
+    writers, rounds, rows = 4, 3, 400
+    batches = []
+    for w in range(writers):
+        for r in range(rounds):
+            start = (w * rounds + r) * rows
+            path = tmp_path / f"w{w}r{r}.parquet"
+            pq.write_table(events(rows, seed=start, start=start), path)
+            batches.append(path)
+    # the writers start together; each runs its rounds one after the other
+    pending = [batches[w * rounds : (w + 1) * rounds] for w in range(writers)]
+    running = [_writer(root, queue.pop(0)) for queue in pending]
+    outcomes = []
+    while any(running):
+        for i, proc in enumerate(running):
+            if proc is None or proc.poll() is None:
+                continue
+            outcomes.append((proc.returncode, proc.stderr.read(), proc.stdout.read()))
+            running[i] = _writer(root, pending[i].pop(0)) if pending[i] else None
+        time.sleep(0.05)
+    assert all(code == 0 for code, _, _ in outcomes), outcomes
+    rebases = sum(json.loads(out)["rebases"] for _, _, out in outcomes)
+    print(f"{len(outcomes)} writes, {rebases} rebases")
+    assert rebases > 0, "the writers must have met (else nothing was tested)"
+    seen = published_rows(root)["id"].to_pylist()
+    assert sorted(seen) == list(range(writers * rounds * rows)), "every row exactly once"
+    assert all(n == 1 for n in _partitions(root).values()), "one table per partition"
+    namespaces = [
+        r["object_id"]
+        for r in lance.dataset(str(root.local_path / "__manifest"))
+        .to_table(filter="object_type = 'namespace'")
+        .to_pylist()
+        if r["object_id"].count("$") == 1
+    ]
+    years = {y for y, _ in _partitions(root)}
+    assert len(namespaces) == len(years), "one namespace per year"
+    assert invoke(*root.args, "check").exit_code == 0
+
+
+def test_a_killed_write_publishes_nothing(root, tmp_path):
+    first = tmp_path / "first.parquet"
+    pq.write_table(events(2000, seed=1), first)
+    assert invoke(*root.args, "write", "--from", str(first)).exit_code == 0
+    before = sorted(published_rows(root)["id"].to_pylist())
+
+    big = tmp_path / "big.parquet"
+    pq.write_table(events(300_000, seed=2, start=10_000), big)
+    started = time.monotonic()
+    proc = _writer(root, big)
+    proc.wait(timeout=300)
+    runtime = time.monotonic() - started
+    assert proc.returncode == 0
+    # start again from `first` only
+    published = sorted(published_rows(root)["id"].to_pylist())
+    assert len(published) == 2000 + 300_000
+
+    rng = random.Random(7)
+    kills = 0
+    for trial in range(6):
+        fresh = tmp_path / f"root{trial}"
+        fresh.mkdir()
+        args = ["--root", str(fresh)]
+        assert invoke(*args, "add-partition-spec", "--schema", str(first), *SPEC1).exit_code == 0
+        assert invoke(*args, "write", "--from", str(first)).exit_code == 0
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lancens_cli", *args, "write", "--from", str(big)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(rng.uniform(0.2, 0.95) * runtime)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+        killed_root = type(root)(str(fresh), {}, fresh)
+        seen = sorted(published_rows(killed_root)["id"].to_pylist())
+        assert seen in (before, sorted(before + list(range(10_000, 310_000)))), trial
+        # the next write must not publish what the killed one left in the tables
+        extra = tmp_path / "extra.parquet"
+        pq.write_table(events(500, seed=3, start=900_000), extra)
+        assert invoke(*args, "write", "--from", str(extra)).exit_code == 0
+        after = sorted(published_rows(killed_root)["id"].to_pylist())
+        assert after == sorted(seen + list(range(900_000, 900_500))), trial
+    assert kills >= 3
