@@ -76,6 +76,7 @@ def _register_commands() -> None:
         describe,
         drop,
         init,
+        join_plan,
         ls,
         migrate,
         partition_spec,
@@ -102,6 +103,8 @@ _PANDAS_FREE = frozenset(
         "check",
         "migrate-v1",
         "add-partition-spec",
+        "join-plan",
+        "write",
     )
 )
 _VALUE_OPTIONS = frozenset(

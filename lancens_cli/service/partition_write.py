@@ -171,21 +171,41 @@ def split_by_partition(table: Any, spec: PartitionSpec, schema: Any) -> list[Par
         dictionaries.append(encoded.dictionary)
     if table.num_rows == 0:
         return []
-    stacked = np.stack(keys, axis=1)
-    unique, inverse = np.unique(stacked, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    order = np.argsort(inverse, kind="stable")
-    counts = np.bincount(inverse, minlength=len(unique))
+    codes, levels = _combined_codes(keys, [len(d) for d in dictionaries])
+    order = np.argsort(codes, kind="stable")
+    ordered_codes = codes[order]
+    starts = np.flatnonzero(np.diff(ordered_codes)) + 1
+    bounds = [0, *starts.tolist(), len(codes)]
     ordered = table.take(order)
-    touches, start = [], 0
-    for group, count in enumerate(counts):
+    touches = []
+    for start, stop in zip(bounds, bounds[1:], strict=False):
+        row = int(order[start])
         values = tuple(
-            dictionaries[level][int(unique[group][level])].as_py()
+            dictionaries[level][int(levels[level][row])].as_py()
             for level in range(len(spec.fields))
         )
-        touches.append(PartitionTouch(values, ordered.slice(start, int(count))))
-        start += int(count)
+        touches.append(PartitionTouch(values, ordered.slice(start, stop - start)))
     return touches
+
+
+def _combined_codes(keys: list[Any], sizes: list[int]) -> tuple[Any, list[Any]]:
+    """One int64 code per row for its tuple of per-field dictionary codes.
+
+    A mixed-radix number when the product of the dictionary sizes fits (always, in practice);
+    otherwise the rows' tuples are ranked with a (slower) lexicographic unique.
+    """
+    import numpy as np
+
+    capacity = 1
+    for size in sizes:
+        capacity *= max(size, 1)
+    if capacity < 2**62:
+        codes = np.zeros(len(keys[0]), dtype=np.int64)
+        for key, size in zip(keys, sizes, strict=True):
+            codes = codes * max(size, 1) + key
+        return codes, keys
+    _, inverse = np.unique(np.stack(keys, axis=1), axis=0, return_inverse=True)
+    return inverse.reshape(-1).astype(np.int64), keys
 
 
 # --- finding partitions in the manifest -------------------------------------------------------
