@@ -80,6 +80,7 @@ def _register_commands() -> None:
         ls,
         migrate,
         partition_spec,
+        partitions,
         register,
         rename,
         write,

@@ -59,10 +59,14 @@ class PartitionLayout:
 
 def layout_of(snapshot: ManifestSnapshot) -> PartitionLayout | None:
     """The partition layout of the root, or None when it is not a partitioned namespace."""
-    specs = specs_from_metadata(snapshot.metadata)
+    return layout_from_metadata(snapshot.metadata)
+
+
+def layout_from_metadata(metadata: dict[str, str]) -> PartitionLayout | None:
+    specs = specs_from_metadata(metadata)
     if not specs:
         return None
-    text = snapshot.metadata.get(SCHEMA_KEY)
+    text = metadata.get(SCHEMA_KEY)
     if text is None:
         raise InvalidInputError("__manifest has partition specs but no namespace schema")
     return PartitionLayout(schema_from_text(text), specs)

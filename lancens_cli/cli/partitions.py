@@ -1,0 +1,45 @@
+"""`lancens partitions`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from lancens_cli.cli.app import app
+from lancens_cli.cli.common import SESSION, command
+
+
+@command(app, "partitions")
+def partitions(
+    where: Annotated[
+        str | None,
+        typer.Option(
+            "--where",
+            "-w",
+            metavar="PREDICATE",
+            help="SQL filter over the namespace's columns, e.g. \"event_date = DATE "
+            "'2025-12-10' AND country = 'US'\".",
+        ),
+    ] = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Print the __manifest query and what is pushed.")
+    ] = False,
+) -> None:
+    """List the partition tables a filter must read (partition pruning), across all spec
+    versions, with location, read_version / branch / tag and partition values; what each
+    version's scans must still apply is printed on stderr."""
+    from lancens_cli.output import message
+    from lancens_cli.service.partitions import select_partitions
+
+    selection = select_partitions(SESSION.namespace, where)
+    if explain and not SESSION.json:
+        message(selection.manifest_query)
+        for version, parts in selection.pushed.items():
+            message(f"{version}: pushed to partitions: {' AND '.join(parts) or '(nothing)'}")
+    SESSION.emit(selection)
+    if not SESSION.json:
+        message(f"{len(selection.matches)} of {selection.total} partition table(s) match")
+        for version, residual in selection.residual.items():
+            if residual:
+                message(f"{version}: left for the scan: {residual}")

@@ -1,0 +1,153 @@
+"""`partitions [--where PRED]`: which partition tables a filter must read (spec 004,
+Partition Pruning and Appendix D), found with one filtered read of `__manifest`.
+
+Only the `__manifest` metadata and the matching rows are read, never the whole catalog, so
+the cost follows the number of matches (and the scalar indexes, when built, do the filtering).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lancens_cli.errors import InvalidInputError, ManifestError
+from lancens_cli.models import MANIFEST_TABLE
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.partitioning import READ_COLUMNS, PartitionLayout, layout_from_metadata
+from lancens_cli.store.manifest import KNOWN_READER_FLAGS, READER_FLAGS_KEY
+
+
+@dataclass
+class PartitionMatch:
+    table: str
+    spec_version: int
+    location: str
+    read_version: int | None
+    read_branch: str | None
+    read_tag: str | None
+    values: dict[str, Any]
+
+
+@dataclass
+class PartitionSelection:
+    where: str | None
+    manifest_query: str
+    total: int
+    matches: list[PartitionMatch]
+    residual: dict[str, str | None]  # spec version namespace -> what its scans must still apply
+    pushed: dict[str, list[str]] = field(default_factory=dict)
+    title = "partition tables"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "where": self.where,
+            "manifest_query": self.manifest_query,
+            "partitions_total": self.total,
+            "partitions_matched": len(self.matches),
+            "residual": self.residual,
+            "pushed": self.pushed,
+            "partitions": [
+                {
+                    "table": m.table,
+                    "spec_version": m.spec_version,
+                    "location": m.location,
+                    "read_version": m.read_version,
+                    "read_branch": m.read_branch,
+                    "read_tag": m.read_tag,
+                    "values": {k: _text(v) for k, v in m.values.items()},
+                }
+                for m in self.matches
+            ],
+        }
+
+    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
+        rows = [
+            [
+                m.table,
+                f"v{m.spec_version}",
+                ", ".join(f"{k}={'null' if v is None else _text(v)}" for k, v in m.values.items()),
+                m.read_version,
+                m.read_branch or m.read_tag,
+                m.location,
+            ]
+            for m in self.matches
+        ]
+        return ["table", "spec", "partition", "read_version", "branch/tag", "location"], rows
+
+
+def _text(value: Any) -> Any:
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+def select_partitions(ns: Namespace, where: str | None) -> PartitionSelection:
+    from lancens_cli.partition.predicate import parse, to_sql
+    from lancens_cli.partition.pruning import plan
+
+    ns.require_root()
+    dataset = ns.manifest.open_dataset()
+    metadata = dict(dataset.metadata or {}) if dataset is not None else {}
+    layout = layout_from_metadata(metadata)
+    if layout is None:
+        raise InvalidInputError(
+            "the root is not a partitioned namespace: run `lancens add-partition-spec` first"
+        )
+    _require_readable(metadata)
+    predicate = parse(where, layout.schema) if where else None
+    pruning = plan(predicate, layout.specs, layout.schema)
+    condition = pruning.manifest_filter()
+    columns = _columns(dataset, layout)
+    try:
+        found = dataset.to_table(columns=columns, filter=condition).to_pylist()
+        total = dataset.count_rows(filter="object_type = 'table'")
+    except (ValueError, OSError, RuntimeError) as exc:
+        raise ManifestError(f"__manifest cannot be queried: {exc}") from None
+    by_namespace = {spec.namespace: spec for spec in layout.specs}
+    matches = []
+    for row in sorted(found, key=lambda r: r["object_id"]):
+        spec = by_namespace.get(row["object_id"].split("$", 1)[0])
+        if spec is None:
+            continue
+        matches.append(
+            PartitionMatch(
+                table=row["object_id"].replace("$", "."),
+                spec_version=spec.id,
+                location=row["location"],
+                read_version=row.get("read_version"),
+                read_branch=row.get("read_branch"),
+                read_tag=row.get("read_tag"),
+                values={f.field_id: row.get(f.column) for f in spec.fields},
+            )
+        )
+    query = (
+        f"SELECT object_id, location, read_version, read_branch, read_tag\n"
+        f"FROM {MANIFEST_TABLE}\nWHERE {condition}"
+    )
+    return PartitionSelection(
+        where=where,
+        manifest_query=query,
+        total=total,
+        matches=matches,
+        residual={f"v{v.spec_id}": v.residual for v in pruning.versions},
+        pushed={f"v{v.spec_id}": [to_sql(p) for p in v.pushed] for v in pruning.versions},
+    )
+
+
+def _columns(dataset: Any, layout: PartitionLayout) -> list[str]:
+    names = set(dataset.schema.names)
+    wanted = ["object_id", "location", *READ_COLUMNS]
+    wanted += [f.column for f in layout.fields.values()]
+    missing = [c for c in wanted if c not in names]
+    if missing:
+        raise ManifestError(
+            f"__manifest lacks {', '.join(missing)}: run `lancens check --fix` to rebuild them"
+        )
+    return wanted
+
+
+def _require_readable(metadata: dict[str, str]) -> None:
+    flags = int(metadata.get(READER_FLAGS_KEY) or 0)
+    if flags & ~KNOWN_READER_FLAGS:
+        raise ManifestError(
+            f"__manifest requires reader features {flags} that this version of lancens does "
+            "not understand; upgrade lancens"
+        )
