@@ -312,3 +312,81 @@ def test_bad_input_changes_nothing(partitioned, tmp_path, args, code, words):
 def test_write_needs_a_partitioned_root(local_root, files):
     result = cli(local_root, "write", "--from", files("a.parquet", events(10)))
     assert result.exit_code == 2 and "add-partition-spec" in result.stderr
+
+
+# --- partitions --where ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_versions(local_root, files):
+    """Appendix A/D: v1 by event_date, v2 by year(event_date) and country; data under both."""
+    schema = files("schema.parquet", events(1))
+    ok(local_root, "add-partition-spec", "--schema", schema, "--field", "event_date")
+    ok(local_root, "write", "--from", files("v1.parquet", events(600, seed=11)))
+    ok(local_root, "add-partition-spec", *SPEC1)
+    ok(local_root, "write", "--from", files("v2.parquet", events(600, seed=12, start=600)))
+    return local_root
+
+
+def _matching_tables(root, where: str) -> set[str]:
+    """Brute force: the tables holding at least one row the predicate selects (Lance's SQL)."""
+    found = set()
+    for row in partition_tables(root):
+        ds = lance.dataset(str(root.local_path / row["location"]), version=row["read_version"])
+        if ds.count_rows(filter=where) > 0:
+            found.add(row["object_id"].replace("$", "."))
+    return found
+
+
+def test_appendix_d_across_two_spec_versions(two_versions):
+    where = "event_date = DATE '2025-01-10' AND country = 'US'"
+    result = ok(two_versions, "partitions", "--where", where, "--json")
+    selection = json.loads(result.stdout)
+    query = selection["manifest_query"]
+    assert "object_id LIKE 'v1$%' AND partition_field_event_date = DATE '2025-01-10'" in query
+    assert "object_id LIKE 'v2$%' AND partition_field_event_year = 2025" in query
+    assert "partition_field_country = 'US'" in query
+    assert "country = 'US'" in selection["residual"]["v1"]
+    got = {(p["spec_version"], tuple(sorted(p["values"].items()))) for p in selection["partitions"]}
+    assert got == {
+        (1, (("event_date", "2025-01-10"),)),
+        (2, (("country", "US"), ("event_year", 2025))),
+    }
+    assert _matching_tables(two_versions, where) <= {p["table"] for p in selection["partitions"]}
+    explained = cli(two_versions, "partitions", "--where", where, "--explain")
+    assert "SELECT object_id, location, read_version" in explained.stderr
+    assert selection["partitions_total"] == len(partition_tables(two_versions))
+
+
+def test_pruning_never_drops_a_partition_with_a_matching_row(two_versions):
+    rng = random.Random(5)
+    dates = ["2024-11-03", "2024-12-31", "2025-01-01", "2025-02-14", "2025-02-28"]
+    atoms = [
+        lambda: (
+            f"event_date {rng.choice(['=', '<', '<=', '>', '>=', '!='])} DATE '{rng.choice(dates)}'"
+        ),
+        lambda: f"country {rng.choice(['=', '!='])} '{rng.choice(['US', 'DE', 'XX'])}'",
+        lambda: "country IS NULL" if rng.random() < 0.5 else "country IS NOT NULL",
+        lambda: f"country IN ('US', '{rng.choice(['FR', 'DE'])}')",
+        lambda: (
+            f"event_date BETWEEN DATE '{rng.choice(dates[:2])}' AND DATE '{rng.choice(dates[2:])}'"
+        ),
+        lambda: f"customer_id < {rng.randrange(500)}",
+    ]
+
+    def predicate(depth: int = 0) -> str:
+        if depth > 1 or rng.random() < 0.4:
+            return rng.choice(atoms)()
+        op = rng.choice([" AND ", " OR "])
+        text = f"({predicate(depth + 1)}{op}{predicate(depth + 1)})"
+        return f"NOT {text}" if rng.random() < 0.2 else text
+
+    total = len(partition_tables(two_versions))
+    pruned_any = False
+    for _ in range(25):
+        where = predicate()
+        selection = json.loads(ok(two_versions, "partitions", "--where", where, "--json").stdout)
+        kept = {p["table"] for p in selection["partitions"]}
+        assert _matching_tables(two_versions, where) <= kept, where
+        pruned_any |= len(kept) < total
+    assert pruned_any
