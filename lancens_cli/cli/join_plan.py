@@ -1,0 +1,72 @@
+"""`lancens join-plan`: which partitions of two partitioned namespaces join without a shuffle."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, Any
+
+import typer
+
+from lancens_cli.cli.app import app
+from lancens_cli.cli.common import SESSION, command
+
+
+def _namespace_for(root: str) -> Any:
+    """A namespace at `root` with this invocation's storage options, profile and flags.
+
+    The session builds one namespace for `--root`; a copy with another root builds the same
+    configuration (flags > environment > profile) for each side of the join.
+    """
+    return dataclasses.replace(SESSION, root=root, _namespace=None).namespace
+
+
+@command(app, "join-plan")
+def join_plan(
+    left_root: Annotated[
+        str, typer.Argument(metavar="LEFT_ROOT", help="The left partitioned namespace.")
+    ],
+    right_root: Annotated[
+        str, typer.Argument(metavar="RIGHT_ROOT", help="The right partitioned namespace.")
+    ],
+    on: Annotated[
+        list[str],
+        typer.Option(
+            "--on",
+            metavar="'l.COL = r.COL'",
+            help="A join key: a left column equal to a right column. Repeatable.",
+        ),
+    ] = ...,  # type: ignore[assignment]
+    all_versions: Annotated[
+        bool,
+        typer.Option(
+            "--all-versions",
+            help="Also plan partitions written under older spec versions (each pair of "
+            "versions on its own); by default only the current spec of each side is planned.",
+        ),
+    ] = False,
+) -> None:
+    """Plan a storage partitioned join (SPJ) of two partitioned namespaces.
+
+    Reads both __manifest tables and pairs partitions whose join-key fields are compatible:
+    the same transform, bucket counts that divide, truncate widths that divide (prefixes for
+    strings), the same time parts. Prints one group per set of partitions to join together,
+    with each table's location and read_version. Storage options, --profile and the
+    environment apply to both roots; --root is not used.
+
+    Exit codes: 0 with a plan, compatible or not ("compatible": false and the reasons are an
+    answer); 2 for a bad --on, an unknown column or a root that is not a partitioned
+    namespace; 3 when a root does not exist.
+    """
+    from lancens_cli.errors import InvalidInputError
+    from lancens_cli.output import message
+    from lancens_cli.service.join_plan import join_plan as plan_join
+    from lancens_cli.service.join_plan import parse_on
+
+    if SESSION.root is not None:
+        raise InvalidInputError("join-plan takes LEFT_ROOT and RIGHT_ROOT as arguments, not --root")
+    keys = [parse_on(text) for text in on]
+    left = _namespace_for(left_root)
+    SESSION._namespace = left  # its profile's secrets are masked in error messages too
+    result = plan_join(left, _namespace_for(right_root), keys, all_versions=all_versions)
+    SESSION.emit(result)
+    message(result.summary())
