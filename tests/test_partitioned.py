@@ -390,3 +390,24 @@ def test_pruning_never_drops_a_partition_with_a_matching_row(two_versions):
         assert _matching_tables(two_versions, where) <= kept, where
         pruned_any |= len(kept) < total
     assert pruned_any
+
+
+@pytest.mark.s3
+def test_partitioned_namespace_on_s3(s3_root, files):
+    schema = files("schema.parquet", events(1))
+    ok(s3_root, "add-partition-spec", "--schema", schema, *SPEC1)
+    data = events(1500, seed=21)
+    ok(s3_root, "write", "--from", files("a.parquet", data))
+    ok(s3_root, "write", "--from", files("b.parquet", events(500, seed=22, start=1500)))
+    selection = json.loads(ok(s3_root, "partitions", "--where", "country = 'US'", "--json").stdout)
+    assert {p["values"]["country"] for p in selection["partitions"]} == {"US"}
+    everything = json.loads(ok(s3_root, "partitions", "--json").stdout)["partitions"]
+    rows = 0
+    for p in everything:
+        uri = f"{s3_root.uri}/{p['location']}"
+        ds = lance.dataset(uri, version=p["read_version"], storage_options=s3_root.storage_options)
+        rows += ds.count_rows()
+    assert rows == 2000
+    assert cli(s3_root, "check").exit_code == 0
+    described = json.loads(ok(s3_root, "describe", "--json").stdout)
+    assert described["manifest"]["partitioning"]["partitions"] == len(everything)
