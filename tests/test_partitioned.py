@@ -411,3 +411,46 @@ def test_partitioned_namespace_on_s3(s3_root, files):
     assert cli(s3_root, "check").exit_code == 0
     described = json.loads(ok(s3_root, "describe", "--json").stdout)
     assert described["manifest"]["partitioning"]["partitions"] == len(everything)
+
+
+def test_schema_from_json_or_a_table_and_spec_from_a_file(local_root, tmp_path, files):
+    schema = {
+        "fields": [
+            {"name": "id", "nullable": False, "type": {"type": "int64"}},
+            {"name": "event_date", "nullable": True, "type": {"type": "date32"}},
+            {"name": "country", "nullable": True, "type": {"type": "utf8"}},
+            {"name": "customer_id", "nullable": True, "type": {"type": "int64"}},
+        ]
+    }
+    (tmp_path / "schema.json").write_text(json.dumps(schema))
+    spec = {
+        "fields": [
+            {
+                "field_id": "customer_bucket",
+                "source_ids": [3],
+                "transform": {"type": "bucket", "num_buckets": 8},
+                "result_type": {"type": "int32"},
+            }
+        ]
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    args = ["add-partition-spec", "--schema", str(tmp_path / "schema.json")]
+    ok(local_root, *args, "--spec", str(tmp_path / "spec.json"))
+    stored = json.loads(manifest(local_root).metadata["partition_spec_v1"])
+    assert stored == {"id": 1, **spec}
+    ok(local_root, "write", "--from", files("a.parquet", events(400, seed=31)))
+    buckets = {r["partition_field_customer_bucket"] for r in partition_tables(local_root)}
+    assert buckets <= set(range(8)) and len(buckets) == 8
+
+    other = tmp_path / "other"
+    other.mkdir()
+    table = partition_tables(local_root)[0]["object_id"].replace("$", ".")
+    like = invoke("--root", str(other), "add-partition-spec", "--field", "country")
+    assert like.exit_code == 2 and "--schema" in like.stderr
+    lance.write_dataset(events(5), str(other / "t.lance"))
+    ok(type(local_root)(str(other), {}, other), "add-partition-spec", "--like", "t", "--field",
+       "country")  # fmt: skip
+    names = [f["name"] for f in json.loads(manifest(type(local_root)(str(other), {}, other))
+             .metadata["schema"])["fields"]]  # fmt: skip
+    assert names == ["id", "event_date", "country", "customer_id"]
+    assert table.startswith("v1.")
