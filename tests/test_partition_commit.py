@@ -124,6 +124,12 @@ def test_a_killed_write_publishes_nothing(root, tmp_path):
         killed_root = type(root)(str(fresh), {}, fresh)
         seen = sorted(published_rows(killed_root)["id"].to_pylist())
         assert seen in (before, sorted(before + list(range(10_000, 310_000)))), trial
+        # what the killed write left is never-published debris that check --fix clears
+        report = json.loads(invoke(*args, "check", "--json").stdout)
+        assert {f["code"] for f in report["findings"]} <= {"abandoned_table_write"}, report
+        fixed = invoke(*args, "check", "--fix", "--grace-minutes", "0")
+        assert fixed.exit_code == 0, fixed.stdout
+        assert sorted(published_rows(killed_root)["id"].to_pylist()) == seen
         # the next write must not publish what the killed one left in the tables
         extra = tmp_path / "extra.parquet"
         pq.write_table(events(500, seed=3, start=900_000), extra)

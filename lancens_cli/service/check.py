@@ -283,6 +283,7 @@ def _check_orphans(
         intent = rename_intent(row)
         if intent:
             referenced.add(intent.get("location"))
+    spec_namespaces = _spec_namespaces(snapshot)
     for entry in ns.storage.list_dir():
         if not entry.is_dir or entry.name in referenced or entry.name == MANIFEST_TABLE:
             continue
@@ -291,14 +292,21 @@ def _check_orphans(
         if is_v2_location(entry.name):
             object_id = v2_location_object_id(entry.name)
             name = Identifier.from_object_id(object_id).display(delimiter) if object_id else None
-            if uncommitted_write(ns.storage, entry.name) is not None:
+            unpublished = bool(object_id) and object_id.split("$", 1)[0] in spec_namespaces
+            if unpublished or uncommitted_write(ns.storage, entry.name) is not None:
                 changed = ns.storage.newest_change(entry.name)
                 expired = changed is None or datetime.now(UTC) - changed > grace
+                what = (
+                    "a partition table a write created but never published (it died before "
+                    "its __manifest commit)"
+                    if unpublished
+                    else "data files of a table write that never committed a version"
+                )
                 report.add(
                     "abandoned_table_write",
                     name,
                     entry.name,
-                    "data files of a table write that never committed a version"
+                    what
                     + ("" if expired else f" (younger than {grace}; may be a write in flight)"),
                     fixable=expired,
                 )
@@ -330,6 +338,16 @@ def _check_orphans(
                 "a <name>.lance directory is invisible with dir listing off and no row for it",
                 fixable=_registrable(ns, snapshot, name),
             )
+
+
+def _spec_namespaces(snapshot: ManifestSnapshot) -> set[str]:
+    """`v1`, `v2`, ... of a partitioned root: tables below them exist only once published."""
+    from lancens_cli.partition.spec import specs_from_metadata
+
+    try:
+        return {spec.namespace for spec in specs_from_metadata(snapshot.metadata)}
+    except InvalidInputError:
+        return set()
 
 
 def _registrable(ns: Namespace, snapshot: ManifestSnapshot, object_id: str | None) -> bool:
