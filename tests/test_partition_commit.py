@@ -137,3 +137,27 @@ def test_a_killed_write_publishes_nothing(root, tmp_path):
         after = sorted(published_rows(killed_root)["id"].to_pylist())
         assert after == sorted(seen + list(range(900_000, 900_500))), trial
     assert kills >= 3
+
+
+def test_a_check_fix_during_a_write_cannot_lose_its_new_tables(root, tmp_path, monkeypatch):
+    """`check --fix` with too short a grace takes a write's not-yet-published tables for a dead
+    write's and deletes them; the write notices before it publishes and writes them again."""
+    from lancens_cli.config import NamespaceConfig
+    from lancens_cli.service import partition_write
+    from lancens_cli.service.namespace import Namespace
+
+    real = partition_write._write_tables
+    fixes = []
+
+    def write_then_fix(*args):
+        real(*args)
+        if not fixes:
+            fixes.append(invoke(*root.args, "check", "--fix", "--grace-minutes", "0"))
+
+    monkeypatch.setattr(partition_write, "_write_tables", write_then_fix)
+    ns = Namespace(NamespaceConfig.from_properties({"root": root.uri}))
+    result = partition_write.write_partitioned(ns, events(500, seed=9))
+    assert fixes and "abandoned_table_write" in fixes[0].stdout, "the fix did delete tables"
+    assert result.rebases >= 1
+    assert sorted(published_rows(root)["id"].to_pylist()) == list(range(500))
+    assert invoke(*root.args, "check").exit_code == 0

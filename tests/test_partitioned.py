@@ -267,6 +267,12 @@ def test_the_reference_writer_is_refused_and_a_rewrite_is_repaired(partitioned, 
     )
     assert "partition_field_country" not in manifest(partitioned).schema.names
 
+    # a write now would misplace rows: refused until the repair
+    before_write = tree_snapshot(partitioned.local_path)
+    refused = run_cli(*partitioned.args, "write", "--from", files("b.parquet", events(10)))
+    assert refused.exit_code == 5 and "check --fix" in refused.stderr
+    assert tree_snapshot(partitioned.local_path) == before_write
+
     found = json.loads(cli(partitioned, "check", "--json").stdout)
     codes = {f["code"] for f in found["findings"]}
     assert {"partition_guard_missing", "partition_columns_missing"} <= codes
@@ -279,6 +285,11 @@ def test_the_reference_writer_is_refused_and_a_rewrite_is_repaired(partitioned, 
     assert "intruder" in after
     assert int(manifest(partitioned).metadata["lance.namespace.manifest.writer_feature_flags"])
     assert cli(partitioned, "check").exit_code == 0
+    # read_version is pinned again: what readers see does not move with the next unpublished
+    # table version
+    assert all(t["read_version"] == 1 for t in partition_tables(partitioned))
+    ok(partitioned, "write", "--from", files("c.parquet", events(300, seed=6, start=800)))
+    assert sorted(published_rows(partitioned)["id"].to_pylist()) == list(range(1100))
 
 
 @pytest.mark.parametrize(
@@ -292,6 +303,11 @@ def test_the_reference_writer_is_refused_and_a_rewrite_is_repaired(partitioned, 
         (["add-partition-spec", "--field", "expr(col0 +, event_date) -> int32 as x"], 2, ""),
         (["add-partition-spec", "--field", "expr(col0, event_date) -> int32 as x"], 2, ""),
         (["add-partition-spec", "--spec", "{in}/bad.json"], 2, "not valid JSON"),
+        (
+            ["add-partition-spec", "--field", "expr(col0 * 1.5, customer_id) -> float64 as f"],
+            2,
+            "NaN",
+        ),
         (["add-partition-spec"], 2, "--field"),
         (["write", "--from", "{in}/wrong.parquet"], 2, "columns"),
         (["write", "--from", "{in}/nope.parquet"], 2, ""),
@@ -454,3 +470,47 @@ def test_schema_from_json_or_a_table_and_spec_from_a_file(local_root, tmp_path, 
              .metadata["schema"])["fields"]]  # fmt: skip
     assert names == ["id", "event_date", "country", "customer_id"]
     assert table.startswith("v1.")
+
+
+def test_a_users_namespace_is_never_taken_for_a_spec_version(partitioned):
+    ok(partitioned, "create", "namespace", "v2")
+    ok(partitioned, "create", "table", "v2.foo", "--schema", _schema_file(partitioned))
+    result = cli(partitioned, "add-partition-spec", "--field", "bucket(4, id)")
+    assert result.exit_code == 4 and "v2" in result.stderr
+    assert "partition_spec_v2" not in manifest(partitioned).metadata
+
+
+def _schema_file(root) -> str:
+    path = root.local_path.parent / "t.json"
+    path.write_text(
+        json.dumps({"fields": [{"name": "a", "nullable": True, "type": {"type": "int64"}}]})
+    )
+    return str(path)
+
+
+def test_racing_spec_additions_each_get_their_own_version(partitioned):
+    import subprocess
+    import sys
+
+    fields = [["--field", "bucket(4, id)"], ["--field", "truncate(2, country) as c2"]]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "lancens_cli", *partitioned.args, "add-partition-spec",
+             *f, "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for f in fields
+    ]  # fmt: skip
+    answers = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        answers.append(json.loads(out))
+    metadata = manifest(partitioned).metadata
+    for answer in answers:
+        stored = json.loads(metadata[f"partition_spec_v{answer['version']}"])
+        assert stored == answer["spec"], "each reports the version that holds its fields"
+    assert sorted(a["version"] for a in answers) == [2, 3]
+    namespaces = {r["object_id"] for r in manifest(partitioned).to_table().to_pylist()}
+    assert {"v1", "v2", "v3"} <= namespaces
+    assert cli(partitioned, "check").exit_code == 0

@@ -220,7 +220,7 @@ def test_bucket_is_always_in_range(values, n):
 @pytest.mark.parametrize(
     ("transform", "sources", "expected"),
     [
-        (Transform("identity"), [pa.float64()], pa.float64()),
+        (Transform("identity"), [pa.decimal128(10, 2)], pa.decimal128(10, 2)),
         (Transform("year"), [pa.date32()], pa.int32()),
         (Transform("month"), [pa.date64()], pa.int32()),
         (Transform("day"), [pa.timestamp("ns", tz="+02:00")], pa.int32()),
@@ -245,6 +245,7 @@ def test_result_type(transform, sources, expected):
         (Transform("multi_bucket", num_buckets=4), [pa.int8(), pa.bool_()], "bool"),
         (Transform("truncate", width=3), [pa.float32()], "truncate cannot take a float"),
         (Transform("year"), [pa.date32(), pa.date32()], "one source column"),
+        (Transform("identity"), [pa.float64()], "NaN and -0.0"),
     ],
 )
 def test_result_type_refusals(transform, sources, needle):

@@ -89,6 +89,7 @@ def result_type(transform: Transform, source_types: list[pa.DataType]) -> pa.Dat
         )
     kind = source_types[0]
     if transform.type == "identity":
+        _refuse_float_partition(kind, "identity")
         return kind
     if transform.type == "hour":
         if not pt.is_timestamp(kind):
@@ -104,6 +105,17 @@ def result_type(transform: Transform, source_types: list[pa.DataType]) -> pa.Dat
     if not _is_truncatable(kind):
         raise _cannot(transform, kind, "an integer, string or binary")
     return kind
+
+
+def _refuse_float_partition(kind: pa.DataType, what: str) -> None:
+    """Floats make poor partition values: NaN never equals itself and 0.0 / -0.0 are one
+    value to SQL but two to Arrow, so partitions would split or collide."""
+    if pt.is_floating(kind):
+        raise InvalidInputError(
+            f"{what} of a {kind} column cannot be a partition value (NaN and -0.0 have no "
+            "single partition); bucket or truncate a column of another type, or cast it in "
+            "an expression"
+        )
 
 
 def _plain(source: Source) -> pa.Array | None:
@@ -359,6 +371,7 @@ def check_expression(
     betray a volatile function our name list missed.
     """
     _check_stateless(expression)
+    _refuse_float_partition(result_type, f"expression {expression!r} returning")
     evaluate_expression(expression, [pa.nulls(1, t) for t in source_types], result_type, 1)
     sample = [pa.array([_sample(t)] * 2, type=t) for t in source_types]
     first = evaluate_expression(expression, sample, result_type, 2)

@@ -144,12 +144,14 @@ def _rebuild_values(
             oid = row["object_id"]
             if row["object_type"] != KIND_TABLE or not oid.startswith(prefix):
                 continue
-            values = _values_from_data(ns, row, spec, layout)
+            values, version = _values_from_data(ns, row, spec, layout)
             if values is None:
                 unknown.append(oid)
                 continue
             parts = oid.split("$")
-            values_of[oid] = values
+            # the rewrite lost read_version too: pin what is there now, so that a later
+            # write's unpublished versions do not become visible as "the latest"
+            values_of[oid] = {**values, "read_version": row.get("read_version") or version}
             for depth in range(2, len(parts)):
                 level_fields = spec.fields[: depth - 1]
                 values_of.setdefault(
@@ -163,7 +165,7 @@ def _rebuild_values(
 
 def _values_from_data(
     ns: Namespace, row: dict, spec: PartitionSpec, layout: PartitionLayout
-) -> dict[str, Any] | None:
+) -> tuple[dict[str, Any] | None, int]:
     from lancens_cli.partition.schema import top_level_ids
     from lancens_cli.partition.transforms import apply_field
     from lancens_cli.store.tables import open_table
@@ -171,7 +173,7 @@ def _values_from_data(
     dataset = open_table(ns.storage, row["location"])
     sample = dataset.to_table(limit=1)
     if sample.num_rows == 0:
-        return None
+        return None, dataset.version
     by_id = top_level_ids(layout.schema)
     values = {}
     for f in spec.fields:
@@ -182,7 +184,7 @@ def _values_from_data(
             for i in f.source_ids
         ]
         values[f.column] = apply_field(f, sources, 1)[0].as_py()
-    return values
+    return values, dataset.version
 
 
 def _namespace_row(object_id: str, values: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ already written, or the rows go to the partition a concurrent writer created fir
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,15 +24,16 @@ from lancens_cli.errors import (
     ConcurrentModificationError,
     InvalidInputError,
     InvalidTableStateError,
+    RefusedError,
     lance_message,
 )
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE
 from lancens_cli.partition.spec import PartitionSpec
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioning import PartitionLayout, layout_of, manifest_columns
-from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
+from lancens_cli.store.manifest import PARTITIONED_WRITER_FLAG, ManifestEdit, ManifestSnapshot
 from lancens_cli.store.storage import Storage
-from lancens_cli.store.tables import v2_location, write_new_table
+from lancens_cli.store.tables import VERSIONS_DIR, v2_location, write_new_table
 
 TABLE_NAME = "dataset"
 _BASE36 = "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -112,9 +114,10 @@ def _plain(value: Any) -> Any:
 class _Rebase(Exception):
     """A touched partition changed under us; its table commit must be redone."""
 
-    def __init__(self, touches: list[PartitionTouch]) -> None:
+    def __init__(self, touches: list[PartitionTouch], from_manifest: bool = False) -> None:
         super().__init__(len(touches))
         self.touches = touches
+        self.from_manifest = from_manifest  # raised by the publish plan, with the stale ones
 
 
 # --- input ------------------------------------------------------------------------------------
@@ -251,23 +254,31 @@ def _locate(touch: PartitionTouch, spec: PartitionSpec, index: _LevelIndex) -> l
 # --- table commits ----------------------------------------------------------------------------
 
 
-def _commit_append(storage: Storage, touch: PartitionTouch) -> int:
+def _commit_append(
+    storage: Storage, touch: PartitionTouch, published: Callable[[PartitionTouch], Any]
+) -> int:
     """Append the touch's fragments on top of its base version; returns the new version.
 
     Versions after the base were never published: they are set aside with a Restore of the
-    base first. Each commit is compare-and-swap (the expected version, no rebase), so the
-    version we record holds exactly the base plus our rows.
+    base first, but only once `published` (a fresh look at `__manifest`) confirms the base is
+    still the published version; otherwise the touch is rebased. Each commit is
+    compare-and-swap (the expected version, no rebase), so the version we record holds
+    exactly the base plus our rows.
     """
     import lance
     from lance.commit import CommitConflictError
 
     uri = storage.uri(touch.location)
     options = storage.lance_options
+    base = touch.base_version
     for _ in range(_TABLE_ATTEMPTS):
         try:
             latest = lance.dataset(uri, storage_options=options).version
-            base = touch.base_version if touch.base_version is not None else latest
+            if base is None:  # a table added without one since the write pinned them
+                base = latest
             if latest != base:
+                if published(touch) != base:
+                    raise _Rebase([touch])
                 restored = lance.LanceDataset.commit(
                     uri,
                     lance.LanceOperation.Restore(base),
@@ -304,29 +315,49 @@ def _commit_append(storage: Storage, touch: PartitionTouch) -> int:
     )
 
 
-def _write_table(storage: Storage, touch: PartitionTouch) -> None:
+def _write_table(
+    storage: Storage, touch: PartitionTouch, published: Callable[[PartitionTouch], Any]
+) -> None:
     if touch.created:
-        if touch.written_to == touch.location:
+        if touch.written_to == touch.location and storage.exists(
+            f"{touch.location}/{VERSIONS_DIR}"
+        ):
             return  # written in an earlier round, still unpublished and still ours
         dataset = write_new_table(storage, touch.location, touch.rows, exclusive=True)
         touch.version = dataset.version
         touch.written_to = touch.location
     else:
-        touch.version = _commit_append(storage, touch)
+        touch.version = _commit_append(storage, touch, published)
 
 
-def _write_tables(storage: Storage, touches: list[PartitionTouch]) -> None:
+def _write_tables(
+    storage: Storage, touches: list[PartitionTouch], published: Callable[[PartitionTouch], Any]
+) -> None:
     """Write the partitions side by side: each is its own table, and Lance's writers spend
     much of their time outside the GIL (encoding, I/O)."""
     from concurrent.futures import ThreadPoolExecutor
 
     if len(touches) < 2:
         for touch in touches:
-            _write_table(storage, touch)
+            _write_table(storage, touch, published)
         return
     with ThreadPoolExecutor(max_workers=min(_WRITERS, len(touches))) as pool:
-        for _ in pool.map(lambda touch: _write_table(storage, touch), touches):
+        for _ in pool.map(lambda touch: _write_table(storage, touch, published), touches):
             pass
+
+
+def _published_version(ns: Namespace) -> Callable[[PartitionTouch], Any]:
+    """A fresh read of one partition table's `read_version` (only the conflict path uses it)."""
+
+    def read(touch: PartitionTouch) -> Any:
+        dataset = ns.manifest.open_dataset()
+        escaped = touch.table_id.replace("'", "''")
+        rows = dataset.to_table(
+            columns=["read_version"], filter=f"object_id = '{escaped}'"
+        ).to_pylist()
+        return rows[0]["read_version"] if rows else None
+
+    return read
 
 
 def _prepare(
@@ -383,15 +414,19 @@ def write_partitioned(ns: Namespace, data: Any) -> PartitionWrite:
             "the root is not a partitioned namespace: run `lancens add-partition-spec` first"
         )
     ns.require_writable(snapshot)
+    _require_intact(snapshot, layout)
     spec = layout.current
     table = conform(data, layout.schema)
     touches = split_by_partition(table, spec, layout.schema)
     result = PartitionWrite(spec.id, table.num_rows, touches, [f.field_id for f in spec.fields])
     if not touches:
         return result
+    if _pin_unversioned(ns, snapshot, spec):
+        snapshot = ns.snapshot()
     pending = touches
     abandoned: list[str] = []
     fresh: dict[tuple[str, Any], str] = {}
+    published = _published_version(ns)
     for _ in range(_REBASES):
         index = _LevelIndex(snapshot, spec)
         for touch in pending:
@@ -399,19 +434,78 @@ def write_partitioned(ns: Namespace, data: Any) -> PartitionWrite:
             _prepare(touch, spec, snapshot, index, fresh)
             if before and before != touch.location:
                 abandoned.append(before)
-        _write_tables(ns.storage, pending)
         try:
+            _write_tables(ns.storage, pending, published)
+            _require_created_tables(ns.storage, touches)
             result.manifest_version = ns.manifest.mutate(_publish(layout, spec, touches))
             break
         except _Rebase as rebase:
             result.rebases += 1
-            pending = rebase.touches
+            pending = rebase.touches if rebase.from_manifest else list(touches)
             snapshot = ns.snapshot()
     else:
         raise ConcurrentModificationError("partitions kept changing under the write; gave up")
     for location in abandoned:
         ns.storage.delete_tree(location)  # new tables that lost to a concurrent writer's
     return result
+
+
+def _require_intact(snapshot: ManifestSnapshot, layout: PartitionLayout) -> None:
+    """A write into a catalog that lost its partition columns or guard would misplace rows."""
+    names = set(snapshot.table.schema.names)
+    missing = [c.name for c in manifest_columns(layout.fields) if c.name not in names]
+    if missing or not snapshot.writer_flags & PARTITIONED_WRITER_FLAG:
+        lost = ", ".join(missing) if missing else "the partitioned-namespace writer flag"
+        raise RefusedError(
+            f"__manifest lost {lost} (rewritten by a writer that does not know partition "
+            "columns?); run `lancens check --fix` before writing"
+        )
+
+
+def _pin_unversioned(ns: Namespace, snapshot: ManifestSnapshot, spec: PartitionSpec) -> bool:
+    """Give every partition table without a `read_version` its current version, in one commit.
+
+    A NULL `read_version` means "read the latest", under which an unpublished append would be
+    visible at once; a write therefore first pins what is published now (only after a foreign
+    rewrite or for tables another tool registered).
+    """
+    import lance
+
+    prefix = spec.namespace + "$"
+    loose = [
+        row
+        for row in snapshot.rows
+        if row["object_type"] == KIND_TABLE
+        and row["object_id"].startswith(prefix)
+        and row.get("read_version") is None
+    ]
+    if not loose:
+        return False
+    versions = {}
+    for row in loose:
+        uri = ns.storage.uri(row["location"])
+        versions[row["object_id"]] = lance.dataset(
+            uri, storage_options=ns.storage.lance_options
+        ).version
+
+    def plan(current: ManifestSnapshot, edit: ManifestEdit) -> None:
+        for object_id, version in versions.items():
+            row = current.get(object_id)
+            if row is not None and row.get("read_version") is None:
+                edit.replace(object_id, read_version=version)
+
+    ns.manifest.mutate(plan)
+    return True
+
+
+def _require_created_tables(storage: Storage, touches: list[PartitionTouch]) -> None:
+    """The new tables must still be there when they are published (a `check --fix` with too
+    short a grace may have taken them for a dead write's); rewrite any that is gone."""
+    gone = [t for t in touches if t.created and not storage.exists(f"{t.location}/{VERSIONS_DIR}")]
+    for touch in gone:
+        touch.written_to = None
+    if gone:
+        raise _Rebase(gone, from_manifest=True)
 
 
 def _publish(layout: PartitionLayout, spec: PartitionSpec, touches: list[PartitionTouch]):
@@ -435,7 +529,7 @@ def _publish(layout: PartitionLayout, spec: PartitionSpec, touches: list[Partiti
             if row is None or row.get("read_version") != touch.base_version:
                 stale.append(touch)
         if stale:
-            raise _Rebase(stale)
+            raise _Rebase(stale, from_manifest=True)
         for touch in touches:
             if touch.created:
                 _add_partition_rows(snapshot, edit, spec, touch)

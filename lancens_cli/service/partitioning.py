@@ -256,9 +256,22 @@ def add_partition_spec(
     ns.require_root()
     if (requests is None) == (spec_document is None):
         raise InvalidInputError("give the fields with --field or a spec file with --spec")
-    created: list[SpecChange] = []
+    planned: list[SpecChange] = []  # the specs this call tried to commit, round by round
+
+    def committed(snapshot: ManifestSnapshot) -> SpecChange | None:
+        """Ours, if a metadata commit of an earlier round landed (the key holds our text)."""
+        for change in planned:
+            if snapshot.metadata.get(change.spec.key) == change.spec.to_text():
+                return change
+        return None
 
     def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> SpecChange:
+        ours = committed(snapshot)
+        if ours is not None:  # only the rows and columns are left to do
+            layout = layout_of(snapshot)
+            edit.add_columns(manifest_columns(layout.fields))
+            _add_version_namespace(snapshot, edit, ours.spec, new=False)
+            return ours
         layout = layout_of(snapshot)
         specs = layout.specs if layout else []
         if layout is None:
@@ -300,23 +313,26 @@ def add_partition_spec(
                 updates[SCHEMA_KEY] = schema_to_text(ns_schema)
             updates[WRITER_FLAGS_KEY] = str(snapshot.writer_flags | PARTITIONED_WRITER_FLAG)
             edit.set_metadata(updates)
-            created.append(change)
-        _add_version_namespace(snapshot, edit, spec, fresh=layout is None)
+            planned.append(change)
+        _add_version_namespace(snapshot, edit, spec, new=action != "exists")
         return change
 
     if dry_run:
         snapshot = ns.snapshot()
         return plan(snapshot, ManifestEdit(snapshot))
-    result = ns.manifest.mutate(plan)
-    # The metadata is committed in the first round and the rows in the next, which then finds
-    # the spec in place: the first round's answer is the one to give.
-    return created[0] if created else result
+    # The metadata is committed in one round and the rows in the next, which finds our spec
+    # in place and answers with the change that round planned.
+    return ns.manifest.mutate(plan)
 
 
 def _add_version_namespace(
-    snapshot: ManifestSnapshot, edit: ManifestEdit, spec: PartitionSpec, *, fresh: bool
+    snapshot: ManifestSnapshot, edit: ManifestEdit, spec: PartitionSpec, *, new: bool
 ) -> None:
-    """Add `v<N>`, unless it is there; refuse one that is something else of the user's."""
+    """Add `v<N>`, unless it is there; refuse one that belongs to someone else.
+
+    For a spec about to be added, any existing `v<N>` is the user's: its tables would pass
+    for partitions. Once the spec is in place, an existing empty namespace is ours.
+    """
     row = snapshot.get(spec.namespace)
     if row is None:
         edit.add(
@@ -328,7 +344,7 @@ def _add_version_namespace(
                 "base_objects": None,
             }
         )
-    elif row["object_type"] != KIND_NAMESPACE or fresh:
+    elif row["object_type"] != KIND_NAMESPACE or new or snapshot.children(spec.namespace):
         raise NamespaceAlreadyExistsError(
             f"{Identifier((spec.namespace,)).display()} already exists and is not a spec-version "
             "namespace of this partitioned namespace"

@@ -31,6 +31,7 @@ WRITER_FLAGS_KEY = "lance.namespace.manifest.writer_feature_flags"
 PARTITIONED_WRITER_FLAG = 1 << 10
 KNOWN_READER_FLAGS = 0
 KNOWN_WRITER_FLAGS = PARTITIONED_WRITER_FLAG
+_METADATA_COMMITS = 4  # metadata commits one mutation may land before its rows
 BASE_COLUMNS = ("object_id", "object_type", "location", "metadata", "base_objects")
 INDEXES = (
     ("object_id_btree", "object_id", "BTREE"),
@@ -292,7 +293,8 @@ class ManifestStore:
         `plan` may raise (e.g. the name is taken); it is called again on every retry, so it
         must derive everything from the snapshot it is given.
         """
-        for attempt in range(self.retries + 1):
+        attempt = landed = 0
+        while attempt <= self.retries:
             snapshot = self.read()
             edit = ManifestEdit(snapshot)
             result = plan(snapshot, edit)
@@ -304,14 +306,18 @@ class ManifestStore:
                 # and the rows follow. A crash in between leaves the metadata, which a rerun
                 # of the same plan finds already there.
                 if self._commit_metadata(snapshot, edit):
+                    landed += 1
+                    if landed > _METADATA_COMMITS:
+                        raise ManifestError("__manifest metadata keeps changing; giving up")
                     continue
             elif self._try_commit(snapshot, edit.build()):
                 if self.build_indexes:
                     self.create_indexes()
                 return result
+            attempt += 1  # a landed metadata commit is progress, not a retry
             if self.on_retry:
-                self.on_retry(attempt + 1)
-            time.sleep(min(0.02 * 2**attempt, 1.0) * random.uniform(0.5, 1.5))
+                self.on_retry(attempt)
+            time.sleep(min(0.02 * 2 ** (attempt - 1), 1.0) * random.uniform(0.5, 1.5))
         raise ConcurrentModificationError(
             f"__manifest kept changing under us; gave up after {self.retries} retries"
         )
