@@ -111,8 +111,13 @@ def describe_table(
         # Spec 001: it exists, but loading it must fail with a clear error.
         open_table(ns.storage, ref.location)
         raise InvalidTableStateError(f"{ref.location!r} is not a Lance table")
-    ds = open_table(ns.storage, ref.location)
+    # A partition table is read at the version `__manifest` published (spec 004); later
+    # versions of it are a write that has not published (yet).
+    published = ref.row.get("read_version") if ref.row else None
+    ds = open_table(ns.storage, ref.location, version=published)
     description.details = describe_dataset(ds, ns.storage, ref.location)
+    if published is not None:
+        description.details["read_version"] = published
     if versions:
         description.versions = list_versions(ds)
     return description
