@@ -30,8 +30,16 @@ def orders(tmp_path):
     return str(path)
 
 
+def _age(path, seconds: int) -> None:
+    past = time.time() - seconds
+    for dirpath, _dirs, names in os.walk(path):
+        for name in names:
+            os.utime(os.path.join(dirpath, name), (past, past))
+
+
 def test_rerun_writes_over_a_root_write_that_never_committed(local_root, orders):
     old_files = _debris(local_root.local_path / "orders.lance")
+    _age(local_root.local_path / "orders.lance", 120)
     listed = invoke(*local_root.args, "ls", "--json").json()
     assert [(e["id"], e["state"]) for e in listed["entries"]] == [("orders", "not a Lance table")]
 
@@ -43,6 +51,19 @@ def test_rerun_writes_over_a_root_write_that_never_committed(local_root, orders)
     assert not files & old_files, "the dead write's files are removed once the table commits"
     assert {f.path for frag in table.get_fragments() for f in frag.data_files()} == files
     assert invoke(*local_root.args, "check").exit_code == 0
+
+
+def test_fresh_debris_may_be_a_racer_and_is_left_alone(local_root, orders):
+    """A file younger than a minute may belong to a racer still writing: the winner leaves it
+    (unreferenced, harmless) rather than failing that racer with an I/O error."""
+    fresh = _debris(local_root.local_path / "orders.lance")
+    result = invoke(*local_root.args, "create", "table", "orders", "--from", orders)
+    assert result.exit_code == 0, result.stderr
+    table = lance.dataset(str(local_root.local_path / "orders.lance"))
+    assert table.count_rows() == 1000
+    files = set(os.listdir(local_root.local_path / "orders.lance" / "data"))
+    referenced = {f.path for frag in table.get_fragments() for f in frag.data_files()}
+    assert files == referenced | fresh and not referenced & fresh
 
 
 @pytest.mark.parametrize(
@@ -97,10 +118,7 @@ def test_check_fix_deletes_abandoned_v2_writes_and_keeps_committed_orphans(local
     assert abandoned.exists()
     assert {f["location"] for f in fixed["findings"] if f.get("fixed")} == {committed.name}
 
-    past = time.time() - 7200
-    for dirpath, _dirs, names in os.walk(abandoned):
-        for name in names:
-            os.utime(os.path.join(dirpath, name), (past, past))
+    _age(abandoned, 7200)
     assert invoke(*local_root.args, "check", "--fix").exit_code == 0
     assert not abandoned.exists()
     assert committed.exists()

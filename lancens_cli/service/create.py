@@ -7,6 +7,7 @@ wrote, unless the directory is the shared `<name>.lance` of a root table, which 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lancens_cli.errors import (
@@ -120,6 +121,24 @@ def interrupted_root_write(
     return uncommitted_write(ns.storage, ref.location)
 
 
+DEBRIS_AGE = timedelta(minutes=1)
+
+
+def _remove_debris(ns: Namespace, location: str, debris: list[str]) -> None:
+    """Delete the dead write's files once our version 1 is in: nobody can commit them now.
+
+    Only files older than DEBRIS_AGE go: a younger one may be a racer's, still being written
+    (on local disk, a temporary file it is about to rename), and pulling it away would fail
+    that racer with an I/O error instead of the clean "already exists" it is owed. What is
+    left is unreferenced and harmless.
+    """
+    now = datetime.now(UTC)
+    for path in debris:
+        changed = ns.storage.modified(f"{location}/{path}")
+        if changed is not None and now - changed > DEBRIS_AGE:
+            ns.storage.delete_file(f"{location}/{path}")
+
+
 def create_table(
     ns: Namespace,
     ident: Identifier,
@@ -171,8 +190,7 @@ def create_table(
         except TableAlreadyExistsError:
             raise TableAlreadyExistsError(f"table {ident.display()} already exists") from None
         owned = True  # we committed version 1: the directory is ours
-        for path in debris or ():
-            ns.storage.delete_file(f"{location}/{path}")  # nobody can commit them any more
+        _remove_debris(ns, location, debris or [])
 
     change = Change("create", KIND_TABLE, ident.display(), location)
     if not ns.config.manifest_enabled:

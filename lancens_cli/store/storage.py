@@ -213,6 +213,18 @@ class Storage:
             if info.get("type") == "file" and name.startswith(base):
                 yield name[len(base) :], int(info.get("size") or 0)
 
+    def modified(self, rel: str) -> datetime | None:
+        """When one file was last written (UTC), or None if it is not there."""
+        if self.is_local:
+            try:
+                return datetime.fromtimestamp(os.path.getmtime(self._path(rel)), UTC)
+            except OSError:
+                return None
+        try:
+            return _modified(self._remote(self.fs.info, self._path(rel)))
+        except FileNotFoundError:
+            return None
+
     def newest_change(self, rel: str) -> datetime | None:
         """When a file below `rel` was last written (UTC), or None if there is no file."""
         if self.is_local:
