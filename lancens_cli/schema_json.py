@@ -162,17 +162,21 @@ def _schema_from_json(value: Any) -> Any:
     return pa.schema(fields, metadata=metadata)
 
 
-def load_schema_file(path: str) -> Any:
+def read_json_file(path: str, what: str) -> Any:
+    """A JSON document from a file, with one-line errors that say which file and why."""
     try:
         with open(path, encoding="utf-8") as handle:
-            document = json.load(handle)
+            return json.load(handle)
     except FileNotFoundError:
-        raise InvalidInputError(f"schema file {path} does not exist") from None
+        raise InvalidInputError(f"{what} {path} does not exist") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(f"schema file {path} is not valid JSON: {exc}") from None
+        raise InvalidInputError(f"{what} {path} is not valid JSON: {exc}") from None
     except OSError as exc:
-        raise InvalidInputError(f"schema file {path} cannot be read: {exc.strerror}") from None
-    return schema_from_json(document)
+        raise InvalidInputError(f"{what} {path} cannot be read: {exc.strerror}") from None
+
+
+def load_schema_file(path: str) -> Any:
+    return schema_from_json(read_json_file(path, "schema file"))
 
 
 def type_to_json(arrow_type: Any) -> dict[str, Any]:

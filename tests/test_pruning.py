@@ -19,6 +19,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_partition_spec import APPENDIX_A
 
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.partition import transforms
@@ -269,58 +270,6 @@ def test_negation_normal_form() -> None:
 
 # --------------------------------------------------------------------------- Appendix D
 
-APPENDIX_A = {
-    "partition_spec_v1": {
-        "id": 1,
-        "fields": [
-            {
-                "field_id": "event_date",
-                "source_ids": [1],
-                "transform": {"type": "identity"},
-                "result_type": {"type": "date32"},
-            }
-        ],
-    },
-    "partition_spec_v2": {
-        "id": 2,
-        "fields": [
-            {
-                "field_id": "event_year",
-                "source_ids": [1],
-                "transform": {"type": "year"},
-                "result_type": {"type": "int32"},
-            },
-            {
-                "field_id": "country",
-                "source_ids": [2],
-                "transform": {"type": "identity"},
-                "result_type": {"type": "utf8"},
-            },
-        ],
-    },
-    "schema": {
-        "fields": [
-            {
-                "name": "id",
-                "nullable": False,
-                "type": {"type": "int64"},
-                "metadata": {"lance:field_id": "0"},
-            },
-            {
-                "name": "event_date",
-                "nullable": True,
-                "type": {"type": "date32"},
-                "metadata": {"lance:field_id": "1"},
-            },
-            {
-                "name": "country",
-                "nullable": True,
-                "type": {"type": "utf8"},
-                "metadata": {"lance:field_id": "2"},
-            },
-        ]
-    },
-}
 APPENDIX_SCHEMA = schema_from_json(APPENDIX_A["schema"])
 APPENDIX_SPECS = specs_from_metadata(
     {k: json.dumps(v) for k, v in APPENDIX_A.items() if k != "schema"}

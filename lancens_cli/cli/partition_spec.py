@@ -38,22 +38,6 @@ def load_schema_source(path: str) -> Any:
     return load_schema_file(path)
 
 
-def _load_spec(path: str) -> Any:
-    import json
-
-    from lancens_cli.errors import InvalidInputError
-
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except FileNotFoundError:
-        raise InvalidInputError(f"spec file {path} does not exist") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(f"spec file {path} is not valid JSON: {exc}") from None
-    except OSError as exc:
-        raise InvalidInputError(f"spec file {path} cannot be read: {exc.strerror}") from None
-
-
 @command(app, "add-partition-spec")
 def add_partition_spec(
     field: Annotated[
@@ -96,6 +80,7 @@ def add_partition_spec(
     from lancens_cli.errors import InvalidInputError
     from lancens_cli.output import message
     from lancens_cli.partition.field_syntax import parse_field
+    from lancens_cli.schema_json import read_json_file
     from lancens_cli.service.partitioning import add_partition_spec as add
 
     if (field is None) == (spec is None):
@@ -112,7 +97,7 @@ def add_partition_spec(
     change = add(
         SESSION.namespace,
         requests=[parse_field(f) for f in field] if field is not None else None,
-        spec_document=_load_spec(spec) if spec is not None else None,
+        spec_document=read_json_file(spec, "spec file") if spec is not None else None,
         schema=arrow_schema,
         dry_run=dry_run,
     )
