@@ -45,6 +45,18 @@ def table_row(object_id: str, location: str, properties: dict[str, str] | None) 
     }
 
 
+def namespace_row(object_id: str, properties: dict[str, str] | None = None, **columns) -> dict:
+    """A namespace row; `columns` are extra ones (a partition namespace's values)."""
+    return {
+        "object_id": object_id,
+        "object_type": KIND_NAMESPACE,
+        "location": None,
+        "metadata": encode_properties(properties),
+        "base_objects": None,
+        **columns,
+    }
+
+
 def refuse_taken(ns: Namespace, ident: Identifier, snapshot: ManifestSnapshot) -> None:
     """Raise the right 'already exists' error if anything answers to `ident`."""
     existing = ns.kind_of(ident, snapshot)
@@ -73,15 +85,7 @@ def create_namespace(
             return ChangeSet([Change("exists", KIND_NAMESPACE, ident.display())], dry_run)
         refuse_taken(ns, ident, snapshot)
         if not dry_run:
-            edit.add(
-                {
-                    "object_id": ident.object_id,
-                    "object_type": KIND_NAMESPACE,
-                    "location": None,
-                    "metadata": encode_properties(properties),
-                    "base_objects": None,
-                }
-            )
+            edit.add(namespace_row(ident.object_id, properties))
         change = Change("create", KIND_NAMESPACE, ident.display(), dry_run=dry_run)
         return ChangeSet([change], dry_run)
 

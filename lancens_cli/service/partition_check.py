@@ -14,6 +14,7 @@ from typing import Any
 
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, MANIFEST_TABLE
 from lancens_cli.partition.spec import PartitionSpec
+from lancens_cli.service.create import namespace_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioning import (
     PartitionLayout,
@@ -114,7 +115,7 @@ def fix_partitions(ns: Namespace, report: Any) -> None:
         edit.add_columns(manifest_columns(layout.fields))
         for spec in layout.specs:
             if snapshot.get(spec.namespace) is None:
-                edit.add(_namespace_row(spec.namespace, {}))
+                edit.add(namespace_row(spec.namespace))
         names = set(snapshot.table.schema.names)
         if any(c.name not in names for c in manifest_columns(layout.fields)):
             unknown[:] = _rebuild_values(ns, snapshot, edit, layout)
@@ -185,14 +186,3 @@ def _values_from_data(
         ]
         values[f.column] = apply_field(f, sources, 1)[0].as_py()
     return values, dataset.version
-
-
-def _namespace_row(object_id: str, values: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "object_id": object_id,
-        "object_type": KIND_NAMESPACE,
-        "location": None,
-        "metadata": None,
-        "base_objects": None,
-        **values,
-    }

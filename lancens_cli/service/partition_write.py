@@ -29,6 +29,7 @@ from lancens_cli.errors import (
 )
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE
 from lancens_cli.partition.spec import PartitionSpec
+from lancens_cli.service.create import namespace_row, table_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioning import PartitionLayout, layout_of, manifest_columns
 from lancens_cli.store.manifest import PARTITIONED_WRITER_FLAG, ManifestEdit, ManifestSnapshot
@@ -160,6 +161,8 @@ def split_by_partition(table: Any, spec: PartitionSpec, schema: Any) -> list[Par
     from lancens_cli.partition.schema import top_level_ids
     from lancens_cli.partition.transforms import apply_field
 
+    if table.num_rows == 0:
+        return []
     by_id = top_level_ids(schema)
     keys, dictionaries = [], []
     for f in spec.fields:
@@ -173,8 +176,6 @@ def split_by_partition(table: Any, spec: PartitionSpec, schema: Any) -> list[Par
             encoded = encoded.combine_chunks()
         keys.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
         dictionaries.append(encoded.dictionary)
-    if table.num_rows == 0:
-        return []
     codes, levels = _combined_codes(keys, [len(d) for d in dictionaries])
     order = np.argsort(codes, kind="stable")
     ordered_codes = codes[order]
@@ -547,18 +548,7 @@ def _add_partition_rows(
     for level, object_id in enumerate(touch.path):
         values[spec.fields[level].column] = touch.values[level]
         if object_id not in snapshot and not edit.has(object_id):
-            edit.add(_row(object_id, KIND_NAMESPACE, None, dict(values)))
-    row = _row(touch.table_id, KIND_TABLE, touch.location, dict(values))
+            edit.add(namespace_row(object_id, **values))
+    row = {**table_row(touch.table_id, touch.location, None), **values}
     row["read_version"] = touch.version
     edit.add(row)
-
-
-def _row(object_id: str, kind: str, location: str | None, values: dict[str, Any]) -> dict:
-    return {
-        "object_id": object_id,
-        "object_type": kind,
-        "location": location,
-        "metadata": None,
-        "base_objects": None,
-        **values,
-    }

@@ -30,6 +30,7 @@ from lancens_cli.partition.spec import (
     specs_from_metadata,
 )
 from lancens_cli.schema_json import type_from_json, type_to_json
+from lancens_cli.service.create import namespace_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.store.manifest import (
     PARTITIONED_WRITER_FLAG,
@@ -335,15 +336,7 @@ def _add_version_namespace(
     """
     row = snapshot.get(spec.namespace)
     if row is None:
-        edit.add(
-            {
-                "object_id": spec.namespace,
-                "object_type": KIND_NAMESPACE,
-                "location": None,
-                "metadata": None,
-                "base_objects": None,
-            }
-        )
+        edit.add(namespace_row(spec.namespace))
     elif row["object_type"] != KIND_NAMESPACE or new or snapshot.children(spec.namespace):
         raise NamespaceAlreadyExistsError(
             f"{Identifier((spec.namespace,)).display()} already exists and is not a spec-version "
