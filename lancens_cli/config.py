@@ -26,6 +26,7 @@ KNOWN_KEYS = frozenset(("root", *_BOOL_KEYS, *_INT_KEYS))
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 SUPPORTED_SCHEMES = ("file", "s3", "gs", "gcs")
+SPARK_TABLE = "spark"  # [profiles.<name>.spark]: master and conf for the Spark commands
 # Storage option keys whose values must never be shown.
 _SECRET_KEY = re.compile(
     r"(secret|token|password|credential|session|service_account|private|key_id|access_key|sas|"
@@ -179,13 +180,8 @@ def default_config_file() -> Path:
     return Path(base) / "lancens" / "config.toml"
 
 
-def load_profile(name: str, path: Path | None = None) -> dict[str, object]:
-    """Read `[profiles.<name>]` from the config file as spec properties.
-
-    A profile may hold a `storage` table (`[profiles.x.storage]`) or dotted keys
-    (`"storage.region" = "..."`); both end up as `storage.<key>` properties.
-    """
-    path = path or default_config_file()
+def _profile_table(name: str, path: Path) -> dict[str, object]:
+    """The `[profiles.<name>]` table of the config file."""
     try:
         with open(path, "rb") as handle:
             document = tomllib.load(handle)
@@ -199,8 +195,37 @@ def load_profile(name: str, path: Path | None = None) -> dict[str, object]:
     profile = profiles[name]
     if not isinstance(profile, dict):
         raise ConfigError(f"profile {name!r} in {path} is not a table")
+    return profile
+
+
+def load_spark_profile(name: str | None, path: Path | None = None) -> dict[str, object]:
+    """A profile's `[profiles.<name>.spark]` table: `master` and a `conf` table of Spark keys."""
+    if not name:
+        return {}
+    spark = _profile_table(name, path or default_config_file()).get(SPARK_TABLE, {})
+    if not isinstance(spark, dict):
+        raise ConfigError(f"profile {name!r}: {SPARK_TABLE!r} must be a table")
+    unknown = sorted(set(spark) - {"master", "conf"})
+    if unknown:
+        raise ConfigError(f"profile {name!r}: unknown Spark setting(s) {', '.join(unknown)}")
+    if not isinstance(spark.get("master", ""), str):
+        raise ConfigError(f"profile {name!r}: spark.master must be a string")
+    if not isinstance(spark.get("conf", {}), dict):
+        raise ConfigError(f"profile {name!r}: spark.conf must be a table of key = value")
+    return spark
+
+
+def load_profile(name: str, path: Path | None = None) -> dict[str, object]:
+    """Read `[profiles.<name>]` from the config file as spec properties.
+
+    A profile may hold a `storage` table (`[profiles.x.storage]`) or dotted keys
+    (`"storage.region" = "..."`); both end up as `storage.<key>` properties.
+    """
+    profile = _profile_table(name, path or default_config_file())
     properties: dict[str, object] = {}
     for key, value in profile.items():
+        if key == SPARK_TABLE:
+            continue  # read by load_spark_profile, for the Spark commands only
         if key == "storage" and isinstance(value, dict):
             properties.update({f"storage.{k}": str(v) for k, v in value.items()})
         elif isinstance(value, (dict, list)):

@@ -165,3 +165,18 @@ def tree_snapshot(path: Path) -> dict[str, bytes]:
             with open(full, "rb") as handle:
                 found[os.path.relpath(full, path)] = handle.read()
     return found
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One real local Spark session (local[2]) per test process, shared by every Spark test.
+
+    In-process CLI invocations (`invoke`) reuse it, as a user's notebook session would be.
+    """
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    from lancens_cli.pipeline.session import SparkSettings, spark_session
+
+    session = spark_session(SparkSettings(master="local[2]"))
+    yield session
+    session.stop()

@@ -1,0 +1,17 @@
+"""The Spark data pipeline: the `lancens` PySpark data source and the jobs built on it.
+
+Imported only by the commands that run Spark (and by users' own PySpark jobs), never by the
+CLI's start-up. `register(spark)` makes `spark.read.format("lancens")` available in a session
+the caller built.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def register(spark: Any) -> None:
+    """Register the `lancens` data source in a user's own Spark session."""
+    from lancens_cli.pipeline.source import LancensDataSource
+
+    spark.dataSource.register(LancensDataSource)

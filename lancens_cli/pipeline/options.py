@@ -1,0 +1,69 @@
+"""The `lancens` data source's options, parsed once and shipped to the tasks.
+
+Users write them as Spark options: `root`, `storage.<key>` (exactly the CLI's `-s key=value`),
+`delimiter` (identifier separator, default `.`), and the identifier as the `load()`/`save()`
+path. The object is plain data so that it pickles to executors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lancens_cli.errors import InvalidInputError
+
+STORAGE_PREFIX = "storage."
+_KNOWN = frozenset(("root", "path", "delimiter", "manifest_enabled", "dir_listing_enabled"))
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """Which namespace (and which table in it, if any) a read or write is about."""
+
+    root: str
+    storage: dict[str, str] = field(default_factory=dict)
+    identifier: str | None = None
+    delimiter: str = "."
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], extra_keys: frozenset[str] = frozenset()):
+        """From Spark's (case-insensitive) option map; unknown keys are refused by name."""
+        values = {str(k): str(v) for k, v in dict(options).items()}
+        root = values.pop("root", None)
+        if not root:
+            raise InvalidInputError("the lancens data source needs option('root', ...)")
+        storage: dict[str, str] = {}
+        extra: dict[str, str] = {}
+        for key in list(values):
+            lowered = key.lower()
+            if lowered.startswith(STORAGE_PREFIX):
+                storage[key[len(STORAGE_PREFIX) :]] = values.pop(key)
+            elif lowered in extra_keys:
+                extra[lowered] = values.pop(key)
+        path = values.pop("path", None) or None
+        delimiter = values.pop("delimiter", ".") or "."
+        unknown = sorted(k for k in values if k.lower() not in _KNOWN)
+        if unknown:
+            raise InvalidInputError(f"unknown lancens data source option(s): {', '.join(unknown)}")
+        return cls(root, storage, path, delimiter, extra)
+
+    def properties(self) -> dict[str, Any]:
+        """Namespace properties (spec 000 keys) for `Namespace.from_properties`."""
+        props: dict[str, Any] = {"root": self.root}
+        props.update({f"{STORAGE_PREFIX}{k}": v for k, v in self.storage.items()})
+        return props
+
+    def namespace(self) -> Any:
+        from lancens_cli.service.namespace import Namespace
+
+        return Namespace.from_properties(self.properties())
+
+    def ident(self) -> Any:
+        """The identifier given to load()/save(), or None for the whole partitioned root."""
+        from lancens_cli.models import Identifier
+
+        return (
+            None if self.identifier is None else Identifier.parse(self.identifier, self.delimiter)
+        )

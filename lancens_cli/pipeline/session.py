@@ -1,0 +1,194 @@
+"""Spark session setup shared by every Spark command (`ingest`, `scan`, `join`, `prune --master`).
+
+One place decides how lancens talks to Spark: local mode (`local[*]`) unless a master is given
+(flag, `LANCENS_SPARK_MASTER`, a profile's `spark` table), the session time zone UTC, the UI and
+the console progress bar off, Spark's own logging quiet unless `--debug`, Python workers on the
+running interpreter, and the `lancens` data source registered. A session already running in this
+process (tests, a user's notebook) is reused rather than started twice.
+
+Nothing Lance-native runs here: PySpark forks its Python workers from a daemon, and Lance is not
+fork-safe, so Lance is imported only inside the functions that tasks call.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lancens_cli.errors import InvalidInputError, LancensError
+
+DEFAULT_MASTER = "local[*]"
+MASTER_ENV = "LANCENS_SPARK_MASTER"
+MIN_JAVA = 17
+_LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+# Settings every lancens session has; a user's --conf may override all but the time zone.
+BASE_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.python.filterPushdown.enabled": "true",
+    "spark.sql.sources.partitionOverwriteMode": "dynamic",
+}
+FIXED_CONF: dict[str, str] = {"spark.sql.session.timeZone": "UTC"}
+
+
+class SparkSetupError(InvalidInputError):
+    """Spark cannot start here (no pyspark, no suitable Java): exit 2, one line."""
+
+
+@dataclass
+class SparkSettings:
+    """Where the job runs and with which extra Spark configuration."""
+
+    master: str = DEFAULT_MASTER
+    conf: dict[str, str] = field(default_factory=dict)
+    debug: bool = False
+
+    @classmethod
+    def resolve(
+        cls,
+        master: str | None,
+        conf_pairs: list[str] | None,
+        profile: Mapping[str, Any] | None = None,
+        debug: bool = False,
+        environ: Mapping[str, str] | None = None,
+    ) -> SparkSettings:
+        """Flags > environment > the profile's `spark` table > local mode."""
+        from lancens_cli.config import parse_key_values
+
+        environ = os.environ if environ is None else environ
+        profile = profile or {}
+        conf = {str(k): str(v) for k, v in dict(profile.get("conf") or {}).items()}
+        conf.update(parse_key_values(conf_pairs, "--conf"))
+        chosen = master or environ.get(MASTER_ENV) or profile.get("master") or DEFAULT_MASTER
+        chosen = str(chosen).strip()
+        if not chosen:
+            raise InvalidInputError("--master: it is empty")
+        for key in FIXED_CONF:
+            if key in conf and conf[key] != FIXED_CONF[key]:
+                raise InvalidInputError(f"--conf {key}: lancens runs Spark in UTC only")
+        return cls(master=chosen, conf=conf, debug=debug)
+
+
+def require_pyspark() -> None:
+    """One line that says how to install Spark support, instead of an ImportError."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise SparkSetupError(
+            "this command runs Spark, and pyspark is not installed: "
+            "python -m pip install 'lancens-cli[spark]'"
+        ) from None
+
+
+def java_version(java: str) -> int | None:
+    """The major version `java -version` reports, or None when it cannot be read."""
+    try:
+        probe = subprocess.run(
+            [java, "-version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', probe.stderr + probe.stdout)
+    if not found:
+        return None
+    major = int(found.group(1))
+    return int(found.group(2) or 0) if major == 1 else major  # "1.8" is Java 8
+
+
+def find_java(environ: Mapping[str, str] | None = None) -> str | None:
+    environ = os.environ if environ is None else environ
+    home = environ.get("JAVA_HOME")
+    if home:
+        candidate = Path(home) / "bin" / "java"
+        if candidate.exists():
+            return str(candidate)
+    return shutil.which("java")
+
+
+def require_java(environ: Mapping[str, str] | None = None) -> None:
+    """Spark 4 needs Java 17 or newer; say so in one line rather than with a JVM trace."""
+    java = find_java(environ)
+    if java is None:
+        raise SparkSetupError(
+            f"Spark needs Java {MIN_JAVA} or newer, and no java was found "
+            "(install a JDK or set JAVA_HOME)"
+        )
+    major = java_version(java)
+    if major is None or major < MIN_JAVA:
+        seen = "an unreadable version" if major is None else f"Java {major}"
+        raise SparkSetupError(f"Spark needs Java {MIN_JAVA} or newer; {java} is {seen}")
+
+
+def _prepare_environment(settings: SparkSettings) -> None:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    if settings.master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def _java_options(debug: bool) -> str:
+    return "" if debug else f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}"
+
+
+def spark_session(settings: SparkSettings) -> Any:
+    """The SparkSession for a lancens job, started on first use and reused in this process."""
+    require_pyspark()
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        running = active.sparkContext.master
+        if running != settings.master:
+            raise InvalidInputError(
+                f"a Spark session on {running} already runs in this process; "
+                f"cannot start one on {settings.master}"
+            )
+        _apply_runtime_conf(active, settings)
+        _register(active)
+        return active
+    require_java()
+    _prepare_environment(settings)
+    builder = SparkSession.builder.master(settings.master).appName("lancens")
+    options = _java_options(settings.debug)
+    conf = {**BASE_CONF, **settings.conf, **FIXED_CONF}
+    if options:
+        for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+            conf[key] = f"{conf[key]} {options}" if key in conf else options
+    conf.setdefault("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # the JVM did not start: one line, the trace only with --debug
+        raise LancensError(f"Spark did not start on {settings.master}: {_first_line(exc)}") from exc
+    spark.sparkContext.setLogLevel("INFO" if settings.debug else "ERROR")
+    _register(spark)
+    return spark
+
+
+def _apply_runtime_conf(spark: Any, settings: SparkSettings) -> None:
+    for key, value in {**settings.conf, **FIXED_CONF}.items():
+        try:
+            spark.conf.set(key, value)
+        except Exception:  # a static setting of a running session: it keeps its value
+            continue
+
+
+def _register(spark: Any) -> None:
+    from lancens_cli.pipeline import register
+
+    register(spark)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

@@ -1,0 +1,41 @@
+"""The `lancens` PySpark data source (Python Data Source API, PySpark >= 4.1).
+
+`spark.read.format("lancens").option("root", R).load("ns.table")` reads a table, `.load()` on a
+partitioned root reads the whole partitioned namespace; `df.write.format("lancens")` writes.
+This class only dispatches: reading lives in `pipeline/read.py`, writing in `pipeline/write.py`,
+so that each task imports what it runs and no more.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql.datasource import DataSource
+
+from lancens_cli.pipeline.options import SourceOptions
+
+
+class LancensDataSource(DataSource):
+    """Tables and partitioned namespaces of a Lance directory namespace."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "lancens"
+
+    def _options(self) -> SourceOptions:
+        return SourceOptions.parse(self.options)
+
+    def schema(self) -> Any:
+        from lancens_cli.pipeline.read import source_schema
+
+        return source_schema(self._options())
+
+    def reader(self, schema: Any) -> Any:
+        from lancens_cli.pipeline.read import LancensReader
+
+        return LancensReader(self._options(), schema)
+
+    def writer(self, schema: Any, overwrite: bool) -> Any:
+        from lancens_cli.pipeline.write import LancensWriter
+
+        return LancensWriter(self._options(), schema, overwrite)
