@@ -31,6 +31,7 @@ import pyarrow.types as pt
 
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.partition import murmur
+from lancens_cli.partition.hash_functions import bind_hash_calls
 from lancens_cli.partition.spec import TIME_TRANSFORMS, PartitionField, Transform
 
 Source = pa.Array | pa.ChunkedArray | None
@@ -232,6 +233,7 @@ def _check_stateless(expression: str) -> None:
 
 _CONTEXT: Any = None
 _LOCK = threading.Lock()
+_HASH_UDFS: set[str] = set()  # murmur3 UDFs registered in _CONTEXT, by typed name
 
 
 def _context() -> Any:
@@ -247,6 +249,7 @@ def _context() -> Any:
 def _run(expression: str, batch: pa.RecordBatch) -> pa.Array:
     with _LOCK:
         ctx = _context()
+        expression = bind_hash_calls(ctx, _HASH_UDFS, expression, batch.schema)
         try:
             frame = ctx.from_arrow(batch, name=_TABLE)
             try:
