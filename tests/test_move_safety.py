@@ -225,9 +225,7 @@ def test_dependents_are_found_through_tags_and_branches(local_root):
     clone = open_ds(local_root, "c.lance")
     clone.tags.create("kept", 1)
     clone.create_branch("exp", 1)
-    lance.write_dataset(
-        pa.table({"id": [9]}), at(local_root, "c.lance"), mode="overwrite", data_storage_version=None
-    )
+    lance.write_dataset(pa.table({"id": [9]}), at(local_root, "c.lance"), mode="overwrite")
     from lancens_cli.store.dependents import referenced_paths  # what the scan reads
 
     labels = {label for label, _ in referenced_paths(_storage(local_root), "c.lance")}

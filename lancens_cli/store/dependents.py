@@ -93,9 +93,7 @@ def find_dependents(
                 owner = _owner(storage, path, ordered)
                 if owner is None or owner == location:
                     continue
-                dependent = found.setdefault(
-                    owner, Dependent(tables[location], location, owner)
-                )
+                dependent = found.setdefault(owner, Dependent(tables[location], location, owner))
                 if label not in dependent.via:
                     dependent.via.append(label)
             for owner, dependent in found.items():
