@@ -138,6 +138,17 @@ def test_rename_leaves_the_source_intact_until_the_swap(local_root):
     assert again.manifests == []  # a rerun finds nothing left to move
 
 
+def test_rename_refuses_to_move_a_manifest_it_cannot_rewrite(local_root):
+    table_with_branch(local_root, "b.lance", v2_names=True)
+    versions = local_root.local_path / "b.lance" / "tree" / "dev" / "_versions"
+    victim = sorted(versions.glob("*.manifest"))[0]
+    victim.write_bytes(victim.read_bytes() + b"trailing bytes")  # no footer at the end now
+    before = tree_snapshot(local_root.local_path)
+    refused(local_root, "rename", "b", "b2", names=("--keep-location", victim.name))
+    assert tree_snapshot(local_root.local_path) == before
+    ok(local_root, "rename", "b", "b2", "--keep-location")
+
+
 def test_check_reports_a_branch_that_no_longer_resolves(local_root):
     table_with_branch(local_root, "b.lance", v2_names=False)
     assert js(local_root, "check")["healthy"]

@@ -22,7 +22,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lancens_cli.errors import InvalidTableStateError
+from lancens_cli.errors import RefusedError
 from lancens_cli.store.inspect import version_from_manifest_name
 from lancens_cli.store.storage import Storage
 
@@ -140,7 +140,8 @@ def rewrite_manifest_file(data: bytes, relocate: Callable[[str], str | None]) ->
     if not any(relocate(path) is not None for path in base_path_strings(message)):
         return None
     new = rewrite_manifest_message(message, relocate)
-    expected = [relocate(path) or path for path in base_path_strings(message)]
+    moved = [(path, relocate(path)) for path in base_path_strings(message)]
+    expected = [path if new is None else new for path, new in moved]
     if base_path_strings(new) != expected:
         raise ManifestFormatError("the rewritten manifest does not parse back")
     position = len(prefix)
@@ -183,8 +184,13 @@ class Relocation:
     refs: list[str]
 
 
-def relocate_table(storage: Storage, location: str, old: list[str], new: str) -> Relocation:
+def relocate_table(
+    storage: Storage, location: str, old: list[str], new: str, *, dry_run: bool = False
+) -> Relocation:
     """Rewrite the base paths of every manifest below `location` that point into `old`.
+
+    With `dry_run` nothing is written: every manifest is parsed, so that a manifest we cannot
+    rewrite stops a move before anything changed.
 
     Used on the fresh copy of a moving table, before any name points at it: a file is replaced
     as a whole (a hard link to the source is broken, never written through), so the source
@@ -192,23 +198,28 @@ def relocate_table(storage: Storage, location: str, old: list[str], new: str) ->
     matches). Tags and branch records that carry a rewritten manifest's size are updated too.
     """
     relocate = prefix_mover(old, new)
+    needles = [o.rstrip("/").encode("utf-8") for o in old if o]
     rewritten: dict[tuple[str, int], int] = {}
     names = []
     for path, _size in storage.walk_files(location):
         if not path.endswith(".manifest") or "_versions/" not in path:
             continue
         data = storage.read_bytes(f"{location}/{path}")
+        if not any(needle in data for needle in needles):
+            continue  # names nothing below `old`: nothing to parse or change
         try:
             new_data = rewrite_manifest_file(data, relocate)
         except ManifestFormatError as exc:
-            raise InvalidTableStateError(
+            raise RefusedError(
                 f"cannot move the base paths of {location}/{path}: {exc}; "
                 "use --keep-location to rename without moving the directory"
             ) from None
         if new_data is None:
             continue
-        storage.write_bytes(f"{location}/{path}", new_data)
         names.append(path)
+        if dry_run:
+            continue
+        storage.write_bytes(f"{location}/{path}", new_data)
         branch = _branch_of(path)
         version = version_from_manifest_name(path.rsplit("/", 1)[-1])
         if version is not None:
