@@ -10,7 +10,13 @@ resolves. Fixtures are real pylance tables made directly with pylance, never thr
 from __future__ import annotations
 
 import json
+import os
+import random
 import shutil
+import signal
+import subprocess
+import sys
+import time
 
 import lance
 import pyarrow as pa
@@ -286,3 +292,70 @@ def test_s3_rename_and_drop_refuse_and_branches_move(s3_root):
     ok(s3_root, "rename", "b", "b2")
     assert_all_readable(s3_root, location_of(s3_root, "b2"), seen)
     assert js(s3_root, "check")["healthy"]
+
+
+# --- a rename of a table with branches killed at random moments -------------------------------
+
+
+def _live(root: Root) -> dict[str, str]:
+    """Name -> location of b / b2 while listed as a Lance table."""
+    listing = lns(root, "ls", "--json")
+    assert listing.exit_code == 0, listing.stderr
+    return {
+        e["id"]: e["location"]
+        for e in listing.json()["entries"]
+        if e["id"] in ("b", "b2") and e["state"] == "ok"
+    }
+
+
+def _kill_after(args: list[str], delay: float) -> int | None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lancens_cli", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "LANCE_LOG": "error"},
+    )
+    try:
+        return proc.wait(timeout=delay)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        return None
+
+
+def test_killed_rename_keeps_every_branch_version_readable(tmp_path):
+    """SIGKILL at random moments of the move: whichever name is live reads every version of
+    every branch, and the rerun completes with all of them readable (a fresh table per round:
+    a copied template's branches would still point at the template)."""
+    rng = random.Random(9)
+    outcomes = []
+    runtime = None
+    for round_number in range(6):
+        work = tmp_path / f"round{round_number}"
+        work.mkdir()
+        root = Root(str(work), {}, work)
+        seen = table_with_branch(root, "b.lance", v2_names=bool(round_number % 2))
+        if runtime is None:
+            start = time.monotonic()
+            assert run_cli(*root.args, "rename", "b", "b2").exit_code == 0
+            runtime = time.monotonic() - start
+            assert_all_readable(root, _live(root)["b2"], seen)
+            continue
+        code = _kill_after([*root.args, "rename", "b", "b2"], rng.uniform(0.3, 1.1) * runtime)
+        outcomes.append("finished" if code == 0 else "killed")
+        live = _live(root)
+        assert len(live) == 1, live
+        assert_all_readable(root, next(iter(live.values())), seen)
+        rerun = run_cli(*root.args, "rename", "b", "b2")
+        assert rerun.exit_code in (0, 3), rerun.stderr
+        live = _live(root)
+        assert set(live) == {"b2"}
+        assert_all_readable(root, live["b2"], seen)
+        assert not (work / "b.lance").exists()
+        checked = json.loads(lns(root, "--json", "check").stdout)
+        codes = {f["code"] for f in checked["findings"]}
+        assert codes <= {"staged_manifest_file"}, codes
+        leftovers = [p for p in work.rglob("*.tmp")]
+        assert leftovers == []
+    print(outcomes)
+    assert "killed" in outcomes, outcomes

@@ -202,6 +202,9 @@ def relocate_table(
     rewritten: dict[tuple[str, int], int] = {}
     names = []
     for path, _size in storage.walk_files(location):
+        if ".lancens-" in path and path.endswith(".tmp") and not dry_run:
+            storage.delete_file(f"{location}/{path}")  # a replacement a killed run left half-way
+            continue
         if not path.endswith(".manifest") or "_versions/" not in path:
             continue
         data = storage.read_bytes(f"{location}/{path}")
