@@ -65,7 +65,8 @@ def location_of(root: Root, name: str) -> str:
 
 def table_with_branch(root: Root, rel: str, *, v2_names: bool) -> dict:
     """Versions 1-3 on main (append, delete: a deletion file), a tag on main, a branch `dev`
-    from version 3 with an append and a delete of its own, and a tag on the branch. Returns
+    from version 3 with an append and a delete of its own, a tag on the branch, and a branch
+    `feat/x` of the branch. Returns
     the rows of every version of every branch, read before anything moves."""
     options = root.storage_options
     uri = at(root, rel)
@@ -86,8 +87,12 @@ def table_with_branch(root: Root, rel: str, *, v2_names: bool) -> dict:
     open_ds(root, rel).checkout_version(("dev", None)).delete("id = 5")
     ds = open_ds(root, rel)
     ds.tags.create("dev-tag", ("dev", 4))
+    # A branch of the branch, its name holding a `/`: it reaches both through base paths.
+    ds.create_branch("feat/x", ("dev", 4)).insert(pa.table({"id": [200]}))
+    ds = open_ds(root, rel)
     seen = {("main", v): rows(ds.checkout_version(v)) for v in (1, 2, 3)}
     seen.update({("dev", v): rows(ds.checkout_version(("dev", v))) for v in (3, 4, 5)})
+    seen.update({("feat/x", v): rows(ds.checkout_version(("feat/x", v))) for v in (4, 5)})
     seen["release"] = rows(ds.checkout_version("release"))
     seen["dev-tag"] = rows(ds.checkout_version("dev-tag"))
     assert seen[("dev", 5)] != seen[("dev", 4)] != seen[("main", 3)]  # the fixture is real
@@ -136,7 +141,8 @@ def test_rename_leaves_the_source_intact_until_the_swap(local_root):
     moved = relocate_table(
         storage, "0123abcd_b2", spellings(storage, "b.lance"), storage.uri("0123abcd_b2")
     )
-    assert len(moved.manifests) == 3 and moved.refs == ["_refs/tags/dev-tag.json"]
+    assert len(moved.manifests) == 5  # dev: versions 3-5, feat/x: 4-5
+    assert sorted(moved.refs) == ["_refs/branches/feat%2Fx.json", "_refs/tags/dev-tag.json"]
     assert tree_snapshot(source) == before
     again = relocate_table(
         storage, "0123abcd_b2", spellings(storage, "b.lance"), storage.uri("0123abcd_b2")
@@ -167,7 +173,8 @@ def test_check_reports_a_branch_that_no_longer_resolves(local_root):
     findings = json.loads(result.stdout)["findings"]
     codes = {(f["code"], f["object"]) for f in findings}
     assert codes == {("branch_unresolved", "moved")}, findings
-    assert all("branch dev" in f["message"] and "b.lance" in f["message"] for f in findings)
+    assert all("b.lance" in f["message"] for f in findings)
+    assert {f["message"].split(":")[0] for f in findings} == {"branch dev", "branch feat/x"}
 
 
 # --- defect 2: tables that read another one ----------------------------------------------------
