@@ -157,6 +157,7 @@ def test_rename_refuses_to_move_a_manifest_it_cannot_rewrite(local_root):
     victim.write_bytes(victim.read_bytes() + b"trailing bytes")  # no footer at the end now
     before = tree_snapshot(local_root.local_path)
     refused(local_root, "rename", "b", "b2", names=("--keep-location", victim.name))
+    refused(local_root, "rename", "b", "b2", "--dry-run", names=(victim.name,))
     assert tree_snapshot(local_root.local_path) == before
     ok(local_root, "rename", "b", "b2", "--keep-location")
 

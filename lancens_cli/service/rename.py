@@ -95,6 +95,9 @@ def rename(
     result = ChangeSet([change], dry_run)
     dependents = outside_dependents(ns, snapshot, [ref.location], delimiter)
     attach(result, dependents, moved=ref.location)
+    if ns.storage.exists(ref.location):  # a manifest we cannot rewrite stops us here, unchanged
+        old_names = spellings(ns.storage, ref.location)
+        relocate_table(ns.storage, ref.location, old_names, "", dry_run=True)
     if dry_run:
         return result
     if result.dependents and not force:
@@ -103,9 +106,6 @@ def rename(
             result.dependents,
             "use --keep-location to rename it without moving its directory",
         )
-    if ns.storage.exists(ref.location):  # a manifest we cannot rewrite stops us here, unchanged
-        old_names = spellings(ns.storage, ref.location)
-        relocate_table(ns.storage, ref.location, old_names, "", dry_run=True)
     change.location = _move_table(ns, old, new, ref, target)
     return result
 
