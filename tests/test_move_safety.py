@@ -182,15 +182,20 @@ def test_check_reports_a_branch_that_no_longer_resolves(local_root):
 
 
 def source_and_clone(root: Root) -> None:
-    """`src` (root table with a tag) and `c`, a shallow clone of its tag, both in the namespace."""
+    """`src` (root table; version 2 deletes a row: a deletion file; tag `v1` on it) and `c`, a
+    shallow clone of that tag, reading the data and the deletion file through a base path."""
     options = root.storage_options
     lance.write_dataset(pa.table({"id": [1, 2, 3]}), at(root, "src.lance"), storage_options=options)
+    open_ds(root, "src.lance").delete("id = 2")
+    ds = open_ds(root, "src.lance")
+    ds.tags.create("v1", 2)
     ds = lance.write_dataset(
         pa.table({"id": [4]}), at(root, "src.lance"), mode="append", storage_options=options
     )
-    ds.tags.create("v1", 1)
     ds.shallow_clone(at(root, "c.lance"), "v1", storage_options=options)
-    assert rows(open_ds(root, "c.lance")) == [1, 2, 3]
+    clone = open_ds(root, "c.lance")
+    assert rows(clone) == [1, 3]
+    assert clone.get_fragments()[0].metadata.deletion_file is not None
 
 
 def test_rename_refuses_to_move_a_table_a_clone_reads(local_root):
@@ -205,13 +210,14 @@ def test_rename_refuses_to_move_a_table_a_clone_reads(local_root):
     assert "read by c" in plan["changes"][0]["detail"]
     assert tree_snapshot(local_root.local_path) == before
     ok(local_root, "rename", "src", "s2", "--keep-location")  # nothing moves: allowed
-    assert rows(open_ds(local_root, "c.lance")) == [1, 2, 3]
+    assert rows(open_ds(local_root, "c.lance")) == [1, 3]
     ok(local_root, "rename", "s2", "src", "--keep-location")
     ok(local_root, "rename", "src", "s3", "--force")
     assert not (local_root.local_path / "src.lance").exists()
     result = lns(local_root, "--json", "check")
     assert result.exit_code == 1
-    assert {f["code"] for f in json.loads(result.stdout)["findings"]} == {"missing_data_file"}
+    codes = {f["code"] for f in json.loads(result.stdout)["findings"]}
+    assert codes == {"missing_data_file", "missing_deletion_file"}
 
 
 def test_drop_refuses_to_delete_data_a_clone_reads(local_root):
@@ -236,7 +242,7 @@ def test_drop_keep_data_and_force(local_root):
     source_and_clone(local_root)
     keep = js(local_root, "drop", "src", "--keep-data")  # no file deleted: no refusal
     assert keep["changes"][0]["detail"] == "data kept"
-    assert rows(open_ds(local_root, "c.lance")) == [1, 2, 3]
+    assert rows(open_ds(local_root, "c.lance")) == [1, 3]
     ok(local_root, "register", "src", "src.lance")
     forced = js(local_root, "drop", "src", "--yes", "--force")
     assert [d["table"] for d in forced["dependents"]] == ["c"]
@@ -244,12 +250,12 @@ def test_drop_keep_data_and_force(local_root):
 
 
 def test_dependents_are_found_through_tags_and_branches(local_root):
-    """A clone whose latest version no longer reads the source still has a tag and a branch
-    that do: deleting the source would break them."""
+    """A clone overwritten since (its latest version reads no file of the source, though it
+    still declares the base path) keeps a tag and a branch that do: both are named."""
     source_and_clone(local_root)
     clone = open_ds(local_root, "c.lance")
-    clone.tags.create("kept", 1)
-    clone.create_branch("exp", 1)
+    clone.tags.create("kept", clone.version)
+    clone.create_branch("exp", clone.version)
     lance.write_dataset(pa.table({"id": [9]}), at(local_root, "c.lance"), mode="overwrite")
     from lancens_cli.store.dependents import referenced_paths  # what the scan reads
 
@@ -294,8 +300,8 @@ def test_s3_rename_and_drop_refuse_and_branches_move(s3_root):
     source_and_clone(s3_root)
     refused(s3_root, "rename", "src", "s2", names=("c (latest)",))
     refused(s3_root, "drop", "src", "--yes", names=("c (latest)",))
-    assert rows(open_ds(s3_root, "src.lance")) == [1, 2, 3, 4]
-    assert rows(open_ds(s3_root, "c.lance")) == [1, 2, 3]
+    assert rows(open_ds(s3_root, "src.lance")) == [1, 3, 4]
+    assert rows(open_ds(s3_root, "c.lance")) == [1, 3]
     seen = table_with_branch(s3_root, "b.lance", v2_names=False)
     ok(s3_root, "rename", "b", "b2")
     assert_all_readable(s3_root, location_of(s3_root, "b2"), seen)
