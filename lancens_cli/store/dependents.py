@@ -7,7 +7,9 @@ them before `rename` moves or `drop` deletes a directory, and `prune` rests on t
 
 Bounded: only manifests are read (never data), one per table for its latest version plus one per
 tag and one per branch head, in parallel; a table that does not load is skipped (`check` reports
-it). Older untagged versions are not scanned.
+it). Older untagged versions are not scanned. A declared base path counts even when no file of
+that version uses it (an overwritten clone keeps it): erring on the side of refusing. A base
+path Lance recorded relative to some working directory cannot be placed and is not matched.
 """
 
 from __future__ import annotations
