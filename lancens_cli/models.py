@@ -204,3 +204,11 @@ class ChangeSet:
     changes: list[Change]
     dry_run: bool = False
     message: str | None = None
+    # `rename` / `drop`: tables that read the touched directories through base paths.
+    dependents: list[dict[str, Any]] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        plain = to_plain(self)
+        if self.dependents is None:  # only commands that look for dependents report them
+            plain.pop("dependents")
+        return plain

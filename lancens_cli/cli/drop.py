@@ -21,15 +21,27 @@ def drop(
     ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be dropped.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Delete the data even if other tables read it (they break)."),
+    ] = False,
 ) -> None:
-    """Drop a table or a namespace, deleting table data unless --keep-data."""
+    """Drop a table or a namespace, deleting table data unless --keep-data.
+
+    Refused (exit 5) when another table outside the drop reads the data through a base path
+    (a shallow clone), unless --force.
+    """
     from lancens_cli.service.drop import drop as drop_object
-    from lancens_cli.service.drop import plan_drop
+    from lancens_cli.service.drop import plan_drop, refuse_breaking
 
     ns = SESSION.namespace
     target = SESSION.ident(ident)
     if not dry_run and not keep_data:
-        plan = plan_drop(ns, target, cascade=cascade, delimiter=SESSION.delimiter)
+        plan = plan_drop(
+            ns, target, cascade=cascade, delimiter=SESSION.delimiter, dependents=not force
+        )
+        if not force:
+            refuse_breaking(plan, target, SESSION.delimiter)  # before asking, not after
         tables = sum(1 for c in plan.changes if c.kind == "table")
         if tables:
             confirm_destruction(f"drop {ident} and delete the data of {tables} table(s)", yes)
@@ -41,5 +53,6 @@ def drop(
             keep_data=keep_data,
             dry_run=dry_run,
             delimiter=SESSION.delimiter,
+            force=force,
         )
     )

@@ -21,11 +21,18 @@ def rename(
         typer.Option("--keep-location", help="Leave a root V1 table's directory where it is."),
     ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Move the directory even if other tables read it (they break)."
+        ),
+    ] = False,
 ) -> None:
     """Rename a table (also into another namespace) or a namespace.
 
     A root table in a V1 <name>.lance directory moves to a V2 <hash>_<id> directory, as the
-    spec says; a rerun after an interruption completes the move.
+    spec says; a rerun after an interruption completes the move. The table's branches move with
+    it; a move that would break another table reading it (a shallow clone) is refused (exit 5).
     """
     from lancens_cli.service.rename import rename as rename_object
 
@@ -37,5 +44,6 @@ def rename(
             keep_location=keep_location,
             dry_run=dry_run,
             delimiter=SESSION.delimiter,
+            force=force,
         )
     )

@@ -23,6 +23,7 @@ from lancens_cli.models import (
     Identifier,
 )
 from lancens_cli.service.create import refuse_taken, table_row
+from lancens_cli.service.dependents import attach, outside_dependents, refuse
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.storage import check_relative
@@ -34,9 +35,36 @@ from lancens_cli.store.tables import (
 
 
 def plan_drop(
-    ns: Namespace, ident: Identifier, *, cascade: bool, delimiter: str = "."
+    ns: Namespace,
+    ident: Identifier,
+    *,
+    cascade: bool,
+    delimiter: str = ".",
+    dependents: bool = False,
 ) -> ChangeSet:
-    """What dropping `ident` would remove (also the --dry-run answer)."""
+    """What dropping `ident` would remove (also the --dry-run answer).
+
+    With `dependents`, the tables outside the drop that read the dropped data through base
+    paths are found and attached to the plan.
+    """
+    plan = _plan_drop(ns, ident, cascade, delimiter)
+    if dependents:
+        locations = [c.location for c in plan.changes if c.kind == KIND_TABLE and c.location]
+        attach(plan, outside_dependents(ns, ns.snapshot(), locations, delimiter))
+    return plan
+
+
+def refuse_breaking(plan: ChangeSet, ident: Identifier, delimiter: str = ".") -> None:
+    """Exit 5 when deleting the planned data would break a table outside the drop."""
+    if plan.dependents:
+        refuse(
+            f"deleting the data of {ident.display(delimiter)}",
+            plan.dependents,
+            "drop those tables first, or use --keep-data",
+        )
+
+
+def _plan_drop(ns: Namespace, ident: Identifier, cascade: bool, delimiter: str) -> ChangeSet:
     if ident.is_root:
         raise InvalidInputError("the root namespace cannot be dropped")
     ns.require_root()
@@ -78,8 +106,9 @@ def drop(
     keep_data: bool = False,
     dry_run: bool = False,
     delimiter: str = ".",
+    force: bool = False,
 ) -> ChangeSet:
-    plan = plan_drop(ns, ident, cascade=cascade, delimiter=delimiter)
+    plan = plan_drop(ns, ident, cascade=cascade, delimiter=delimiter, dependents=not keep_data)
     for change in plan.changes:
         change.dry_run = dry_run
         if keep_data and change.kind == KIND_TABLE:
@@ -87,6 +116,8 @@ def drop(
     if dry_run:
         plan.dry_run = True
         return plan
+    if not force and not keep_data:
+        refuse_breaking(plan, ident, delimiter)
     ns.require_writable(ns.snapshot())  # never delete data the manifest would keep pointing at
     tables = [c for c in plan.changes if c.kind == KIND_TABLE and c.location]
     if not keep_data:

@@ -7,12 +7,14 @@ several steps; each is journaled in the manifest so that a rerun after a crash c
 1. the old row records the intent `{to, location}` (the old row is created if the table was only
    known from its directory);
 2. the directory is copied (hard links on local disk; manifests last, so a partial copy is not
-   a table yet);
+   a table yet), and the copy's base paths that name the old directory (every version of every
+   branch) are rewritten to name the new one;
 3. one commit swaps the old row for the new one; the new row remembers the old directory
    (`lancens.renamed_from`) so that directory listing does not resurrect it;
 4. the old directory is deleted and the reminder cleared.
 
-At every point exactly one name resolves to the data.
+At every point exactly one name resolves to the data. A move that would break another table
+reading this one through a base path (a shallow clone) is refused unless `force`.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ from lancens_cli.errors import (
 )
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Change, ChangeSet, Identifier
 from lancens_cli.service.create import refuse_taken, table_row
+from lancens_cli.service.dependents import attach, outside_dependents, refuse
 from lancens_cli.service.namespace import (
     RENAME_INTENT_KEY,
     RENAMED_FROM_KEY,
     Namespace,
     TableRef,
 )
+from lancens_cli.store.base_paths import relocate_table, spellings
 from lancens_cli.store.manifest import (
     ManifestEdit,
     ManifestSnapshot,
@@ -49,6 +53,7 @@ def rename(
     keep_location: bool = False,
     dry_run: bool = False,
     delimiter: str = ".",
+    force: bool = False,
 ) -> ChangeSet:
     if old.is_root or new.is_root:
         raise InvalidInputError("the root namespace cannot be renamed")
@@ -87,10 +92,22 @@ def rename(
     )
     change.detail = f"-> {new.display(delimiter)} (moves from {ref.location})"
     change.dry_run = dry_run
+    result = ChangeSet([change], dry_run)
+    dependents = outside_dependents(ns, snapshot, [ref.location], delimiter)
+    attach(result, dependents, moved=ref.location)
+    if ns.storage.exists(ref.location):  # a manifest we cannot rewrite stops us here, unchanged
+        old_names = spellings(ns.storage, ref.location)
+        relocate_table(ns.storage, ref.location, old_names, "", dry_run=True)
     if dry_run:
-        return ChangeSet([change], True)
+        return result
+    if result.dependents and not force:
+        refuse(
+            f"moving the directory of {old.display(delimiter)}",
+            result.dependents,
+            "use --keep-location to rename it without moving its directory",
+        )
     change.location = _move_table(ns, old, new, ref, target)
-    return ChangeSet([change])
+    return result
 
 
 def rename_intent(row: dict | None) -> dict | None:
@@ -169,6 +186,9 @@ def _move_table(
     target = ns.manifest.mutate(record_intent)
     if ns.storage.exists(source):
         ns.storage.copy_tree(source, target)
+        # Branches reach the main table through its absolute location (spec 002): the copy's
+        # manifests must name the new directory before any name points at it.
+        relocate_table(ns.storage, target, spellings(ns.storage, source), ns.storage.uri(target))
     elif table_state(ns.storage, target) != "ok":
         raise ConcurrentModificationError(
             f"neither {source!r} nor {target!r} holds the table; run `lancens check`"

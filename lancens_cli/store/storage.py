@@ -258,6 +258,25 @@ class Storage:
             return
         self._remote(self.fs.pipe_file, self._path(rel), text.encode("utf-8"))
 
+    def read_bytes(self, rel: str) -> bytes:
+        if self.is_local:
+            with open(self._path(rel), "rb") as handle:
+                return handle.read()
+        return self._remote(self.fs.cat_file, self._path(rel))
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        """Replace a file as a whole: on local disk a new inode (a hard link to the old content,
+        as `copy_tree` makes, is left untouched) moved into place atomically."""
+        if self.is_local:
+            path = self._path(rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            temporary = f"{path}.lancens-{os.getpid()}.tmp"
+            with open(temporary, "wb") as handle:
+                handle.write(data)
+            os.replace(temporary, path)
+            return
+        self._remote(self.fs.pipe_file, self._path(rel), data)
+
     def delete_file(self, rel: str) -> None:
         if self.is_local:
             with contextlib.suppress(FileNotFoundError):

@@ -1,6 +1,7 @@
 """Verifying one Lance table on storage: does its latest version load, and do the files it
-references exist (base paths resolved as spec 002 says), and is its `_versions/` consistent
-(spec 003: the V1 and V2 manifest naming schemes must not be mixed)."""
+references exist (base paths resolved as spec 002 says), do its branches (`tree/<branch>/`)
+resolve the same way, and is its `_versions/` consistent (spec 003: the V1 and V2 manifest
+naming schemes must not be mixed)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from lancens_cli.errors import LancensError
+from lancens_cli.errors import LancensError, lance_message
 from lancens_cli.store.inspect import manifest_scheme
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import open_table
@@ -53,6 +54,40 @@ def verify_table(storage: Storage, location: str) -> list[Problem]:
         problems.append(Problem("table_unloadable", exc.message))
         return problems
     present = {name for name, _ in storage.walk_files(location)}
+    problems += _file_problems(storage, ds, present, "")
+    problems += _branch_problems(storage, ds, present)
+    return problems
+
+
+def _branch_problems(storage: Storage, ds: Any, present: set[str]) -> list[Problem]:
+    """Every branch's latest version must load and resolve its files (spec 002 base paths):
+    a branch reaches the main table through an absolute base path, which a move can break."""
+    problems = []
+    try:
+        branches = sorted(ds.branches.list())
+    except (OSError, RuntimeError, ValueError) as exc:
+        message = f"the branches cannot be listed: {lance_message(exc)}"
+        return [Problem("branch_unresolved", message)]
+    for branch in branches:
+        try:
+            head = ds.checkout_version((branch, None))
+        except (OSError, RuntimeError, ValueError) as exc:
+            problems.append(
+                Problem(
+                    "branch_unresolved",
+                    f"branch {branch}: its latest version does not load: {lance_message(exc)}",
+                )
+            )
+            continue
+        for problem in _file_problems(storage, head, present, f"tree/{branch}/"):
+            problems.append(Problem("branch_unresolved", f"branch {branch}: {problem.message}"))
+    return problems
+
+
+def _file_problems(storage: Storage, ds: Any, present: set[str], prefix: str) -> list[Problem]:
+    """Missing data and deletion files of one version; `prefix` is the version's directory
+    below the table (`tree/<branch>/` for a branch)."""
+    problems = []
     base_paths = dict(ds.base_paths())
     for fragment in ds.get_fragments():
         meta = fragment.metadata
@@ -67,7 +102,7 @@ def verify_table(storage: Storage, location: str) -> list[Problem]:
             wanted.append(("deletion file", relative, external))
         for kind, path, external in wanted:
             if external is None:
-                relative = path if kind == "deletion file" else f"data/{path}"
+                relative = prefix + (path if kind == "deletion file" else f"data/{path}")
                 if relative not in present:
                     problems.append(
                         Problem(

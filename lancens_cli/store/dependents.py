@@ -1,0 +1,105 @@
+"""Which tables of a namespace read files of another table through base paths (spec 002).
+
+A shallow clone keeps reading its source's data files through a base path holding the source's
+absolute location, and so does every version of a branch (`tree/<branch>/`) of the table it
+belongs to. Moving or deleting a table directory breaks whoever points into it. This scan finds
+them before `rename` moves or `drop` deletes a directory, and `prune` rests on the same answer.
+
+Bounded: only manifests are read (never data), one per table for its latest version plus one per
+tag and one per branch head, in parallel; a table that does not load is skipped (`check` reports
+it). Older untagged versions are not scanned. A declared base path counts even when no file of
+that version uses it (an overwritten clone keeps it): erring on the side of refusing. A base
+path Lance recorded relative to some working directory cannot be placed and is not matched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from lancens_cli.errors import LancensError
+from lancens_cli.store.storage import Storage
+from lancens_cli.store.tables import open_table
+
+
+@dataclass
+class Dependent:
+    """A table whose versions `via` read files below the location `needs`."""
+
+    table: str
+    location: str
+    needs: str
+    via: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        return f"{self.table} ({', '.join(self.via)})"
+
+
+def referenced_paths(storage: Storage, location: str) -> list[tuple[str, str]]:
+    """(which version, base path) of the latest version, every tag and every branch head."""
+    try:
+        ds = open_table(storage, location)
+    except LancensError:
+        return []
+    found = [("latest", base.path) for base in ds.base_paths().values()]
+    refs: list[tuple[str, Any]] = []
+    try:
+        refs += [(f"tag {name}", name) for name in sorted(ds.tags.list())]
+        refs += [(f"branch {name}", (name, None)) for name in sorted(ds.branches.list())]
+    except (OSError, RuntimeError, ValueError):
+        pass  # unreadable refs: what the latest version holds is still known
+    for label, ref in refs:
+        try:
+            version = ds.checkout_version(ref)
+        except (OSError, RuntimeError, ValueError):
+            continue  # a ref that no longer resolves reads nothing
+        found += [(label, base.path) for base in version.base_paths().values()]
+    return found
+
+
+def _owner(storage: Storage, path: str, locations: Iterable[str]) -> str | None:
+    """The table location (among `locations`) that a base path points into."""
+    relative = storage.relative(path)
+    if relative is None and storage.is_local and path.startswith("/"):
+        relative = storage.relative("file://" + path)
+    if relative is None:
+        return None
+    relative = relative.rstrip("/")
+    for location in locations:
+        if relative == location or relative.startswith(location + "/"):
+            return location
+    return None
+
+
+def find_dependents(
+    storage: Storage, tables: Mapping[str, str], targets: Iterable[str] | None = None
+) -> dict[str, list[Dependent]]:
+    """For each table location (`tables`: location -> name), the other tables reading from it.
+
+    `targets` limits the answer to those locations (all are scanned either way: any table may
+    point into them). A table's own branches are not dependents: they move with it.
+    """
+    wanted = set(tables if targets is None else targets)
+    result: dict[str, list[Dependent]] = {location: [] for location in wanted}
+    if not wanted:
+        return result
+    ordered = sorted(wanted, key=len, reverse=True)  # the deepest location owns a path
+    workers = 4 if storage.is_local else 16
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        scans = pool.map(lambda loc: (loc, referenced_paths(storage, loc)), list(tables))
+        for location, paths in scans:
+            found: dict[str, Dependent] = {}
+            for label, path in paths:
+                owner = _owner(storage, path, ordered)
+                if owner is None or owner == location:
+                    continue
+                dependent = found.setdefault(owner, Dependent(tables[location], location, owner))
+                if label not in dependent.via:
+                    dependent.via.append(label)
+            for owner, dependent in found.items():
+                result[owner].append(dependent)
+    for dependents in result.values():
+        dependents.sort(key=lambda d: d.table)
+    return result
