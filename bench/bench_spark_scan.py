@@ -80,8 +80,10 @@ def main() -> None:
     add_partition_spec(ns, requests=[parse_field("part")], schema=table.schema)
     start = time.perf_counter()
     write_partitioned(ns, table)
-    print(f"lancens write of {rows} rows into {PARTITIONS} partitions: "
-          f"{time.perf_counter() - start:.1f}s")
+    print(
+        f"lancens write of {rows} rows into {PARTITIONS} partitions: "
+        f"{time.perf_counter() - start:.1f}s"
+    )
     parquet = work / "parquet"
     pads.write_dataset(
         table, parquet, format="parquet", partitioning=["part"], partitioning_flavor="hive"

@@ -50,19 +50,31 @@ UTC = ZoneInfo("UTC")
     ("spark_filter", "node", "exact"),
     [
         (ds.EqualTo(("i",), 5), Comparison("i", "=", 5), True),
-        (ds.GreaterThanOrEqual(("d",), dt.date(2025, 1, 2)),
-         Comparison("d", ">=", dt.date(2025, 1, 2)), True),
+        (
+            ds.GreaterThanOrEqual(("d",), dt.date(2025, 1, 2)),
+            Comparison("d", ">=", dt.date(2025, 1, 2)),
+            True,
+        ),
         (ds.In(("s",), ["a", None, "b"]), InList("s", ("a", "b")), True),
         (ds.IsNotNull(("s",)), IsNull("s", negated=True), True),
         (ds.Not(ds.EqualTo(("i",), 1)), Not(Comparison("i", "=", 1)), True),
         (ds.EqualNullSafe(("s",), None), IsNull("s"), True),
-        (ds.Not(ds.EqualNullSafe(("s",), "q")),
-         Or((IsNull("s"), Comparison("s", "!=", "q"))), True),
+        (
+            ds.Not(ds.EqualNullSafe(("s",), "q")),
+            Or((IsNull("s"), Comparison("s", "!=", "q"))),
+            True,
+        ),
         (ds.LessThan(("dec",), Decimal("1.50")), Comparison("dec", "<", Decimal("1.50")), True),
-        (ds.LessThan(("ntz",), dt.datetime(2025, 1, 1, 10)),
-         Comparison("ntz", "<", dt.datetime(2025, 1, 1, 10)), True),
-        (ds.StringStartsWith(("s",), "ab"),
-         And((Comparison("s", ">=", "ab"), Comparison("s", "<", "ac"))), False),
+        (
+            ds.LessThan(("ntz",), dt.datetime(2025, 1, 1, 10)),
+            Comparison("ntz", "<", dt.datetime(2025, 1, 1, 10)),
+            True,
+        ),
+        (
+            ds.StringStartsWith(("s",), "ab"),
+            And((Comparison("s", ">=", "ab"), Comparison("s", "<", "ac"))),
+            False,
+        ),
     ],
 )
 def test_translated_filters(spark_filter, node, exact):

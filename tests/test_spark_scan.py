@@ -45,8 +45,9 @@ def events(n: int, seed: int, batch: int, start: int) -> pa.Table:
                 "batch": batch,
                 "country": rng.choice(COUNTRIES),
                 "event_date": day,
-                "ts": dt.datetime.combine(day, dt.time(rng.randrange(24), rng.randrange(60)))
-                .replace(tzinfo=UTC),
+                "ts": dt.datetime.combine(
+                    day, dt.time(rng.randrange(24), rng.randrange(60))
+                ).replace(tzinfo=UTC),
                 "amount": None if rng.random() < 0.1 else Decimal(rng.randrange(-5000, 5000)) / 100,
                 "score": rng.choice([None, -0.0, 0.0, 1.5, rng.uniform(-10, 10)]),
                 "name": rng.choice(NAMES),
@@ -93,8 +94,16 @@ def build(root: Root, folder: Path) -> pa.Table:
     """Spec v1 (country, month), two writes; spec v2 (bucket, truncate), two writes."""
     schema_file = folder / "schema.parquet"
     pq.write_table(SCHEMA.empty_table(), schema_file)
-    ok(root, "add-partition-spec", "--schema", str(schema_file), "--field", "country",
-       "--field", "month(event_date)")
+    ok(
+        root,
+        "add-partition-spec",
+        "--schema",
+        str(schema_file),
+        "--field",
+        "country",
+        "--field",
+        "month(event_date)",
+    )
     written = [write_batch(root, folder, 1), write_batch(root, folder, 2)]
     ok(root, "add-partition-spec", "--field", "bucket(4, id)", "--field", "truncate(2, name)")
     written += [write_batch(root, folder, 3), write_batch(root, folder, 4)]
@@ -370,8 +379,9 @@ def test_missing_root_is_not_found(tmp_path, spark):
 
 def test_real_entry_point_scans(namespace):
     root, data, _ = namespace
-    result = run_cli(*root.args, "scan", "--where", "country = 'US'", "--columns", "id",
-                     "--master", "local[1]")
+    result = run_cli(
+        *root.args, "scan", "--where", "country = 'US'", "--columns", "id", "--master", "local[1]"
+    )
     assert result.exit_code == 0, result.stderr
     ids = sorted(int(line) for line in result.stdout.split())
     assert ids == brute_force(data, "country = 'US'")
@@ -392,7 +402,10 @@ def test_repeated_scans_in_one_session_never_crash_or_hang(namespace, spark):
 def test_light_commands_do_not_import_pyspark(argv, tmp_path):
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "lancens_cli", *argv],
-        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
     )
     assert "pyspark" not in proc.stderr
     assert proc.returncode == 0, proc.stderr[-2000:]
