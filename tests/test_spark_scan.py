@@ -227,13 +227,26 @@ def test_pruning_opens_only_the_tables_partitions_where_names(namespace, where):
     assert scanned_ids(root, where) == brute_force(data, where)
 
 
-def test_or_is_pruned_by_spark_filters_only_where_it_can(namespace):
-    """Spark does not push an OR to a Python data source: more tables, the same rows."""
+def test_or_prunes_through_the_where_option_and_not_through_spark_filters(namespace, spark):
+    """Spark pushes no OR to a Python data source; `scan` also hands the data source the whole
+    predicate (the `where` option), which prunes like `partitions --where`."""
     root, data, _ = namespace
     where = "country = 'US' OR country = 'DE'"
     plan = explained(root, where)
-    assert {t["location"] for t in plan["tables"]} >= pruned(root, where)
+    assert {t["location"] for t in plan["tables"]} == pruned(root, where)
     assert scanned_ids(root, where) == brute_force(data, where)
+    plain = spark.read.format("lancens").option("root", root.uri).load()
+    only_spark = plain.filter("country = 'US' OR country = 'DE'")
+    assert len(tables_of(only_spark)) > len(pruned(root, where))
+    assert only_spark.count() == len(brute_force(data, where))
+    option = spark.read.format("lancens").option("root", root.uri).option("where", where).load()
+    assert sorted(r.id for r in option.select("id").collect()) == brute_force(data, where)
+
+
+def tables_of(df) -> set[str]:
+    from lancens_cli.pipeline.scan import planned_slices
+
+    return {p.location for s in planned_slices(df) for p in s.pieces}
 
 
 def test_explain_prints_tables_per_spec_version_and_the_plan(namespace):

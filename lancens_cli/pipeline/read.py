@@ -22,6 +22,9 @@ from lancens_cli.pipeline.read_plan import LancensSlice, Piece, plan_slices
 from lancens_cli.pipeline.task_errors import marked, marked_iter
 
 BATCH_ROWS = 64 * 1024
+# Read-only options: `where`, a predicate in the syntax of `partitions --where` that prunes
+# and filters in full (Spark cannot push an OR to a Python data source; this can).
+READ_OPTIONS = frozenset(("where",))
 
 
 def arrow_schema(opts: SourceOptions) -> Any:
@@ -83,6 +86,7 @@ class LancensReader(DataSourceReader):
         self.nodes: list[Any] = []  # translated filters lancens applies
         self.pushed: list[str] = []  # their SQL, for --explain
         self._arrow: Any = None
+        self._where_taken = False
 
     def _source(self) -> Any:
         if self._arrow is None:
@@ -115,11 +119,28 @@ class LancensReader(DataSourceReader):
                 returned.append(spark_filter)  # only narrows pruning and the Lance scan
         return returned
 
+    def _take_where(self, schema: Any) -> None:
+        """The `where` option's conjuncts, but those on float columns (see read_filters)."""
+        text = self.opts.extra.get("where")
+        if not text or self._where_taken:
+            return
+        import pyarrow.types as t
+
+        from lancens_cli.partition.predicate import columns_of, conjuncts, parse, to_sql
+
+        floats = {f.name for f in schema if t.is_floating(f.type)}
+        for part in conjuncts(parse(text, schema)):
+            if not columns_of(part) & floats:
+                self.nodes.append(part)
+                self.pushed.append(to_sql(part))
+        self._where_taken = True
+
     @marked
     def partitions(self) -> list[InputPartition]:
         from lancens_cli.partition.predicate import FALSE
 
         schema = self._source()
+        self._take_where(schema)
         if FALSE in self.nodes:
             return []
         return list(plan_slices(self.opts, schema, self.nodes, tuple(self.pushed)))

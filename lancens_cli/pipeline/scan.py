@@ -184,6 +184,8 @@ def prepare(spark: Any, request: ScanRequest) -> tuple[Any, list[str]]:
     reader = spark.read.format("lancens").schema(declared)
     for key, value in options.items():
         reader = reader.option(key, value)
+    if request.where:  # prunes with the whole predicate, ORs too (Spark pushes only ANDs)
+        reader = reader.option("where", request.where)
     df = reader.load(request.identifier) if request.identifier else reader.load()
     if predicate is not None:
         df = df.filter(spark_condition(predicate, schema))
