@@ -294,7 +294,10 @@ def test_snapshot_read_planned_before_a_write_returns_the_old_rows(tmp_path, spa
     df = spark.read.format("lancens").option("root", root.uri).load().select("id")
     planned = df.rdd  # plans the read: the tables' versions are fixed in its partitions here
     write_batch(root, tmp_path, 2, n=60)  # appends to the same partition tables
+    manifest = root.local_path / "__manifest"
+    manifest.rename(root.local_path / "elsewhere")  # tasks never read __manifest
     assert sorted(r.id for r in planned.collect()) == sorted(first.column("id").to_pylist())
+    (root.local_path / "elsewhere").rename(manifest)
     fresh = spark.read.format("lancens").option("root", root.uri).load()
     assert fresh.count() == 120
 
@@ -422,3 +425,59 @@ def test_light_commands_do_not_import_pyspark(argv, tmp_path):
     )
     assert "pyspark" not in proc.stderr
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_a_partition_published_by_tag_is_read_at_the_tagged_version(tmp_path, spark):
+    """`read_tag` is resolved to its version number while planning; tasks open that number."""
+    import lance
+
+    from lancens_cli.service.namespace import Namespace
+
+    root = Root(str(tmp_path / "ns"), {}, tmp_path / "ns")
+    root.local_path.mkdir()
+    schema_file = tmp_path / "schema.parquet"
+    pq.write_table(SCHEMA.empty_table(), schema_file)
+    ok(root, "add-partition-spec", "--schema", str(schema_file), "--field", "country")
+    first = write_batch(root, tmp_path, 1, n=60)
+    write_batch(root, tmp_path, 2, n=60)
+    ns = Namespace.from_properties(root.properties)
+    row = next(
+        r
+        for r in ns.snapshot().rows
+        if r["object_type"] == "table" and r.get("partition_field_country") == "US"
+    )
+    first_us = sorted(r["id"] for r in first.to_pylist() if r["country"] == "US")
+    dataset = lance.dataset(ns.storage.uri(row["location"]))
+    tagged = next(
+        v["version"]
+        for v in dataset.versions()
+        if dataset.checkout_version(v["version"]).count_rows() == len(first_us)
+    )
+    dataset.tags.create("first", tagged)
+    ns.manifest.mutate(lambda snap, edit: edit.replace(row["object_id"], read_tag="first"))
+    df = spark.read.format("lancens").option("root", root.uri).load().filter("country = 'US'")
+    assert sorted(r.id for r in df.select("id").collect()) == first_us
+    assert {(p.location, p.version) for s in planned_slices_of(df) for p in s.pieces} == {
+        (row["location"], tagged)
+    }
+
+
+def test_a_big_partition_table_is_read_by_several_tasks():
+    """One slice per fragment once fragments are big; small ones share a slice."""
+    from lancens_cli.pipeline.read_plan import ROWS_PER_SLICE, Piece, _group
+
+    def piece(table: str, fragment: int, rows: int) -> Piece:
+        return Piece(table, table, 3, None, (fragment,), rows, None, 1)
+
+    big = [piece("big", i, ROWS_PER_SLICE) for i in range(3)]
+    small = [piece(f"t{i}", 0, 1000) for i in range(50)]
+    slices = _group(big + small, ())
+    assert sum(1 for s in slices if any(p.table == "big" for p in s.pieces)) == 3
+    assert len(slices) == 4  # the 50 small tables travel together
+    assert sum(p.rows for s in slices for p in s.pieces) == 3 * ROWS_PER_SLICE + 50_000
+
+
+def planned_slices_of(df):
+    from lancens_cli.pipeline.scan import planned_slices
+
+    return planned_slices(df)
