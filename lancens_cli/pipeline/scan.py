@@ -14,7 +14,7 @@ import datetime as dt
 import os
 import pickle
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -116,7 +116,6 @@ class ScanExplain:
     plan: str
     partitions_total: int | None = None
     title = "tables read"
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
