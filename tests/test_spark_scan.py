@@ -481,3 +481,19 @@ def planned_slices_of(df):
     from lancens_cli.pipeline.scan import planned_slices
 
     return planned_slices(df)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_to_csv_and_json(namespace, tmp_path, fmt):
+    import pyarrow.csv as pcsv
+    import pyarrow.json as pjson
+
+    root, data, _ = namespace
+    target = tmp_path / fmt
+    where = "country = 'DE' AND amount > 0"
+    out = scan_json(root, "--where", where, "--to", str(target), "--format", fmt, "--columns", "id")
+    assert out == {"path": str(target), "format": fmt, "columns": ["id"]}
+    parts = sorted(target.glob(f"part-*.{fmt}"))
+    read = pcsv.read_csv if fmt == "csv" else pjson.read_json
+    ids = [i for p in parts for i in read(p).column("id").to_pylist()]
+    assert sorted(ids) == brute_force(data, where)
