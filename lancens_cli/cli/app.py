@@ -83,6 +83,7 @@ def _register_commands() -> None:
         partitions,
         register,
         rename,
+        scan,
         write,
     )
 

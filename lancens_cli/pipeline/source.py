@@ -22,18 +22,18 @@ class LancensDataSource(DataSource):
     def name(cls) -> str:
         return "lancens"
 
-    def _options(self) -> SourceOptions:
-        return SourceOptions.parse(self.options)
+    def _options(self, extra: frozenset[str] = frozenset()) -> SourceOptions:
+        return SourceOptions.parse(self.options, extra)
 
     def schema(self) -> Any:
-        from lancens_cli.pipeline.read import source_schema
+        from lancens_cli.pipeline.read import READ_OPTIONS, source_schema
 
-        return source_schema(self._options())
+        return source_schema(self._options(READ_OPTIONS))
 
     def reader(self, schema: Any) -> Any:
-        from lancens_cli.pipeline.read import LancensReader
+        from lancens_cli.pipeline.read import READ_OPTIONS, LancensReader
 
-        return LancensReader(self._options(), schema)
+        return LancensReader(self._options(READ_OPTIONS), schema)
 
     def writer(self, schema: Any, overwrite: bool) -> Any:
         from lancens_cli.pipeline.write import LancensWriter

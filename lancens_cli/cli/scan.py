@@ -1,0 +1,162 @@
+"""`lancens scan`: read a table or a partitioned namespace with Spark (pruned, filtered)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from lancens_cli.cli.app import app
+from lancens_cli.cli.common import SESSION, command
+from lancens_cli.cli.spark_options import ConfOption, MasterOption
+
+
+@command(app, "scan")
+def scan(
+    identifier: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[ID]",
+            help="A table to read; without it, the whole partitioned namespace of the root.",
+        ),
+    ] = None,
+    where: Annotated[
+        str | None,
+        typer.Option(
+            "--where",
+            "-w",
+            metavar="PREDICATE",
+            help="SQL filter over the columns, as for `partitions --where`; pushed to the "
+            "data source, which prunes partition tables and filters in Lance.",
+        ),
+    ] = None,
+    columns: Annotated[
+        str | None,
+        typer.Option("--columns", metavar="A,B", help="Columns to return (default: all)."),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "--limit",
+            min=0,
+            help="At most this many rows (default 20 on a terminal, all when piped).",
+        ),
+    ] = None,
+    count: Annotated[bool, typer.Option("--count", help="Print the number of rows.")] = False,
+    to: Annotated[
+        str | None,
+        typer.Option("--to", metavar="PATH", help="Write the rows as files with Spark."),
+    ] = None,
+    fmt: Annotated[
+        str,
+        typer.Option("--format", help="Format of --to: parquet, csv or json."),
+    ] = "parquet",
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="Show the tables chosen per spec version, the filters pushed and the "
+            "physical plan; reads no rows.",
+        ),
+    ] = False,
+    master: MasterOption = None,
+    conf: ConfOption = None,
+) -> None:
+    """Read rows with Spark through the lancens data source: print them, count them, or
+    write them as Parquet, CSV or JSON files.
+
+    A read resolves __manifest once and reads every partition table at the version it
+    publishes, so it sees each write whole or not at all.
+    """
+    import sys
+    import time
+
+    from lancens_cli.cli.spark_options import spark_session
+    from lancens_cli.errors import InvalidInputError
+    from lancens_cli.output import message
+    from lancens_cli.pipeline.scan import (
+        FORMATS,
+        TERMINAL_LIMIT,
+        ScanCount,
+        ScanRequest,
+        ScanStream,
+        ScanWritten,
+        run_scan,
+    )
+
+    if sum(bool(x) for x in (count, to, explain)) > 1:
+        raise InvalidInputError("--count, --to and --explain exclude one another")
+    if fmt not in FORMATS:
+        raise InvalidInputError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    wanted = [c.strip() for c in columns.split(",")] if columns is not None else None
+    if wanted is not None and not all(wanted):
+        raise InvalidInputError("--columns: give column names separated by commas")
+    tty = sys.stdout.isatty()
+    if limit is None and tty and not SESSION.json:
+        limit = TERMINAL_LIMIT
+    ns = SESSION.namespace
+    ns.require_root()
+    request = ScanRequest(
+        root=ns.config.root,
+        storage=dict(ns.config.storage_options),
+        identifier=identifier,
+        delimiter=SESSION.delimiter,
+        where=where,
+        columns=wanted,
+        limit=limit,
+        count=count,
+        to=to,
+        fmt=fmt,
+        explain=explain,
+        stream=not tty and not SESSION.json,
+    )
+    started = time.monotonic()
+    message("scan: starting Spark")
+    spark = spark_session(master, conf)
+    message(f"scan: reading (Spark on {spark.sparkContext.master})")
+    result = run_scan(spark, request)
+    seconds = time.monotonic() - started
+    if isinstance(result, ScanStream):
+        _print_stream(result)
+        message(f"scan: done in {seconds:.1f}s")
+        return
+    if isinstance(result, ScanCount) and not SESSION.json:
+        typer.echo(str(result.count))
+    else:
+        SESSION.emit(result)
+    if isinstance(result, ScanWritten):
+        message(f"scan: wrote {result.format} files to {result.path} in {seconds:.1f}s")
+    elif explain and not SESSION.json:
+        _print_explain(result)
+    elif getattr(result, "truncated", False):
+        message(f"scan: first {len(result.rows)} row(s) shown in {seconds:.1f}s; --limit for more")
+    else:
+        message(f"scan: done in {seconds:.1f}s")
+
+
+def _print_stream(result) -> None:
+    import sys
+
+    from lancens_cli.output import plain_lines
+
+    class _One:
+        def __init__(self, row):
+            self.row = row
+
+        def table_rows(self):
+            return [], [self.row]
+
+    write = sys.stdout.write
+    for row in result.rows:
+        write(plain_lines(_One(row))[0] + "\n")
+
+
+def _print_explain(result) -> None:
+    from lancens_cli.output import message
+
+    total = "" if result.partitions_total is None else f" of {result.partitions_total}"
+    message(f"{len(result.tables)}{total} table(s) read, in {result.slices} Spark task(s)")
+    message(f"pushed to lancens: {' AND '.join(result.pushed) or '(nothing)'}")
+    message(f"left to Spark: {result.left_to_spark or '(nothing)'}")
+    message("physical plan:")
+    message(result.plan)

@@ -1,0 +1,198 @@
+"""Reads through the `lancens` data source (PySpark's Python Data Source API).
+
+`source_schema` answers `DataSource.schema()`: the namespace schema for `.load()` on a
+partitioned root, the table's schema for `.load("ns.table")`. `LancensReader` takes Spark's
+filters (`pushFilters`), plans the read once (`partitions()`, see `read_plan.py`: `__manifest`
+read once, exact versions, pruned partition tables, one slice per fragment or group of small
+fragments) and reads a slice in a task (`read()`), yielding Arrow batches in exactly the Arrow
+schema Spark expects. Spark calls all of these in its Python workers, never in a process it
+forks afterwards; Lance is imported only inside them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+
+from lancens_cli.errors import InvalidInputError
+from lancens_cli.pipeline.options import SourceOptions
+from lancens_cli.pipeline.read_plan import LancensSlice, Piece, plan_slices
+from lancens_cli.pipeline.task_errors import marked, marked_iter
+
+BATCH_ROWS = 64 * 1024
+# Read-only options: `where`, a predicate in the syntax of `partitions --where` that prunes
+# and filters in full (Spark cannot push an OR to a Python data source; this can).
+READ_OPTIONS = frozenset(("where",))
+
+
+def arrow_schema(opts: SourceOptions) -> Any:
+    """The source's Arrow schema: the namespace schema, or the table's at its read version."""
+    ns = opts.namespace()
+    ns.require_root()
+    ident = opts.ident()
+    if ident is None:
+        return _namespace_schema(ns)
+    from lancens_cli.store.tables import open_published
+
+    ref = ns.require_table(ident, ns.snapshot())
+    row = {**(ref.row or {}), "location": ref.location}
+    return open_published(ns.storage, row).schema
+
+
+def _namespace_schema(ns: Any) -> Any:
+    from lancens_cli.service.partitioning import layout_from_metadata
+
+    dataset = ns.manifest.open_dataset()
+    layout = layout_from_metadata(dict(dataset.metadata or {})) if dataset is not None else None
+    if layout is None:
+        raise InvalidInputError(
+            "the root is not a partitioned namespace: name a table to read, "
+            "e.g. load('ns.table') or `lancens scan ns.table`"
+        )
+    return layout.schema
+
+
+@marked
+def source_schema(opts: SourceOptions) -> Any:
+    """The Spark schema (StructType) of what `opts` names."""
+    return spark_schema(arrow_schema(opts))
+
+
+def spark_schema(schema: Any) -> Any:
+    """A Spark StructType for an Arrow schema (field metadata dropped; zones become UTC)."""
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField, StructType
+
+    fields = []
+    for f in schema:
+        try:
+            kind = from_arrow_type(f.type, prefer_timestamp_ntz=True)
+        except Exception:  # noqa: BLE001 - pyspark's own words are a stack of types
+            raise InvalidInputError(
+                f"column {f.name!r} has type {f.type}, which Spark cannot read"
+            ) from None
+        fields.append(StructField(f.name, kind, nullable=f.nullable))
+    return StructType(fields)
+
+
+class LancensReader(DataSourceReader):
+    """Plans and reads one scan; plain data, since Spark pickles it to the tasks."""
+
+    def __init__(self, opts: SourceOptions, schema: Any) -> None:
+        self.opts = opts
+        self.schema = schema  # the columns Spark wants (all, or a user's .schema(...))
+        self.nodes: list[Any] = []  # translated filters lancens applies
+        self.pushed: list[str] = []  # their SQL, for --explain
+        self._arrow: Any = None
+        self._where_taken = False
+
+    def _source(self) -> Any:
+        if self._arrow is None:
+            self._arrow = arrow_schema(self.opts)
+            unknown = [n for n in self.schema.fieldNames() if n not in self._arrow.names]
+            if unknown:
+                raise InvalidInputError(
+                    f"unknown column(s) {', '.join(unknown)}; the source has "
+                    f"{', '.join(self._arrow.names)}"
+                )
+        return self._arrow
+
+    @marked
+    def pushFilters(self, filters: list[Any]) -> list[Any]:  # noqa: N802 - Spark's name
+        """Take what lancens applies in full; give the rest back to Spark (by reference)."""
+        from lancens_cli.partition.predicate import to_sql
+        from lancens_cli.pipeline.read_filters import translate
+
+        schema = self._source()
+        returned = []
+        for spark_filter in filters:
+            translated = translate(spark_filter, schema)
+            if translated is None:
+                returned.append(spark_filter)
+                continue
+            self.nodes.append(translated.node)
+            if translated.exact:
+                self.pushed.append(to_sql(translated.node))
+            else:
+                returned.append(spark_filter)  # only narrows pruning and the Lance scan
+        return returned
+
+    def _take_where(self, schema: Any) -> None:
+        """The `where` option's conjuncts, but those on float columns (see read_filters)."""
+        text = self.opts.extra.get("where")
+        if not text or self._where_taken:
+            return
+        import pyarrow.types as t
+
+        from lancens_cli.partition.predicate import columns_of, conjuncts, parse, to_sql
+
+        floats = {f.name for f in schema if t.is_floating(f.type)}
+        for part in conjuncts(parse(text, schema)):
+            if not columns_of(part) & floats:
+                self.nodes.append(part)
+                self.pushed.append(to_sql(part))
+        self._where_taken = True
+
+    @marked
+    def partitions(self) -> list[InputPartition]:
+        from lancens_cli.partition.predicate import FALSE
+
+        schema = self._source()
+        self._take_where(schema)
+        if FALSE in self.nodes:
+            return []
+        return list(plan_slices(self.opts, schema, self.nodes, tuple(self.pushed)))
+
+    @marked_iter
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        if not isinstance(partition, LancensSlice):
+            return  # no table matched: Spark still runs one empty partition
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        target = to_arrow_schema(self.schema, timezone="UTC")
+        ns = self.opts.namespace()
+        for piece in partition.pieces:
+            yield from _read_piece(ns, piece, target)
+
+
+def _read_piece(ns: Any, piece: Piece, target: Any) -> Iterator[Any]:
+    from lancens_cli.store.tables import open_table
+
+    on_main = piece.branch is None
+    dataset = open_table(ns.storage, piece.location, version=piece.version if on_main else None)
+    if piece.branch:
+        dataset = dataset.checkout_version((piece.branch, piece.version))
+    present = set(dataset.schema.names)
+    columns = [f.name for f in target if f.name in present]
+    fragments = [dataset.get_fragment(i) for i in piece.fragments]
+    scanner = dataset.scanner(
+        columns=columns,
+        filter=piece.filter,
+        fragments=fragments,
+        batch_size=BATCH_ROWS,
+        with_row_id=not columns,  # a scan needs a column to count rows by
+    )
+    for batch in scanner.to_batches():
+        if batch.num_rows:
+            yield conform_batch(batch, target)
+
+
+def conform_batch(batch: Any, target: Any) -> Any:
+    """`batch` in exactly Spark's Arrow schema: order, types, nullability; absent -> NULL."""
+    import pyarrow as pa
+
+    names = batch.schema.names
+    arrays = []
+    for f in target:
+        if f.name not in names:
+            if not f.nullable:
+                raise InvalidInputError(f"a table lacks the non-nullable column {f.name!r}")
+            arrays.append(pa.nulls(batch.num_rows, f.type))
+            continue
+        column = batch.column(names.index(f.name))
+        if column.type != f.type:
+            column = column.cast(f.type, safe=False)
+        arrays.append(column)
+    return pa.RecordBatch.from_arrays(arrays, schema=target)

@@ -1,0 +1,190 @@
+"""Planning a read in the driver: which tables, at which exact versions, in which slices.
+
+`__manifest` is read once, with the pruning filter `partitions --where` uses
+(`service.partitions.select_partitions`); every chosen table is opened at the version the
+manifest publishes (`store.tables.open_published`) and that version is written down as a number
+(a tag or a branch resolved here), with the fragments to read. The tasks then open exactly
+those versions and never look at `__manifest`: a read sees each write whole or not at all.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pyspark.sql.datasource import InputPartition
+
+from lancens_cli.partition.predicate import (
+    FALSE,
+    TRUE,
+    And,
+    Node,
+    columns_of,
+    flatten,
+    parse,
+    to_sql,
+)
+from lancens_cli.pipeline.options import SourceOptions
+from lancens_cli.pipeline.read_filters import without_columns
+
+ROWS_PER_SLICE = 1 << 20  # rows one Spark task reads, fragments grouped up to this
+_OPENERS = 8  # tables opened at once while planning (Lance releases the GIL)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Some fragments of one table at one exact version, and the Lance filter to apply."""
+
+    table: str
+    location: str
+    version: int
+    branch: str | None
+    fragments: tuple[int, ...]
+    rows: int
+    filter: str | None
+    spec_version: int | None = None
+
+
+class LancensSlice(InputPartition):
+    """What one Spark task reads: pieces of tables at exact versions (plain data: it pickles)."""
+
+    def __init__(self, index: int, pieces: tuple[Piece, ...], pushed: tuple[str, ...]) -> None:
+        self.index = index
+        self.pieces = pieces
+        self.pushed = pushed  # the Spark filters lancens applies, as SQL (for --explain)
+
+
+@dataclass(frozen=True)
+class _Target:
+    table: str
+    location: str
+    row: dict[str, Any]
+    filter: str | None
+    spec_version: int | None
+
+
+def plan_slices(
+    opts: SourceOptions,
+    schema: Any,
+    nodes: list[Node],
+    pushed: tuple[str, ...] = (),
+) -> list[LancensSlice]:
+    """The slices of a read where every node holds (resolved once, here).
+
+    `schema` is the source's Arrow schema (the namespace schema, or the table's): the nodes
+    are typed against it.
+    """
+    ns = opts.namespace()
+    ns.require_root()
+    ident = opts.ident()
+    targets = _partition_targets(ns, nodes) if ident is None else [_table_target(ns, ident, nodes)]
+    with ThreadPoolExecutor(max_workers=_OPENERS) as pool:
+        found = list(pool.map(lambda t: _pieces(ns, t, schema), targets))
+    return _group([p for pieces in found for p in pieces], pushed)
+
+
+def _conjunction(nodes: list[Node]) -> Node | None:
+    if not nodes:
+        return None
+    return flatten(And(tuple(nodes)))
+
+
+def _partition_targets(ns: Any, nodes: list[Node]) -> list[_Target]:
+    from lancens_cli.service.partitions import select_partitions
+
+    node = _conjunction(nodes)
+    selection = select_partitions(ns, None if node is None else to_sql(node))
+    targets = []
+    for match in selection.matches:
+        row = {
+            "read_version": match.read_version,
+            "read_branch": match.read_branch,
+            "read_tag": match.read_tag,
+            "location": match.location,
+        }
+        residual = selection.residual.get(f"v{match.spec_version}")
+        targets.append(_Target(match.table, match.location, row, residual, match.spec_version))
+    return targets
+
+
+def _table_target(ns: Any, ident: Any, nodes: list[Node]) -> _Target:
+    snapshot = ns.snapshot()
+    ref = ns.require_table(ident, snapshot)
+    row = dict(ref.row or {})
+    row["location"] = ref.location
+    node = _conjunction(nodes)
+    return _Target(ident.display(), ref.location, row, None if node is None else to_sql(node), None)
+
+
+def _pieces(ns: Any, target: _Target, schema: Any) -> list[Piece]:
+    from lancens_cli.store.tables import open_published, published_version
+
+    dataset = open_published(ns.storage, target.row)
+    branch = _branch(dataset, published_version(target.row))
+    condition = _filter_for(target.filter, dataset.schema, schema)
+    if condition is FALSE:
+        return []
+    piece = Piece(
+        table=target.table,
+        location=target.location,
+        version=int(dataset.version),
+        branch=branch,
+        fragments=(),
+        rows=0,
+        filter=condition,
+        spec_version=target.spec_version,
+    )
+    pieces = []
+    for fragment in dataset.get_fragments():
+        rows = int(fragment.count_rows())
+        if rows:
+            pieces.append(replace(piece, fragments=(int(fragment.fragment_id),), rows=rows))
+    return pieces
+
+
+def _branch(dataset: Any, target: Any) -> str | None:
+    """The branch the opened version lies on (None: main), so tasks can open it again."""
+    if isinstance(target, tuple):
+        return None if target[0] in (None, "main") else str(target[0])
+    if isinstance(target, str):  # a tag: it names a version of some branch
+        branch = (dataset.tags.list().get(target) or {}).get("branch")
+        return None if branch in (None, "main") else str(branch)
+    return None
+
+
+def _filter_for(text: str | None, table_schema: Any, schema: Any) -> Any:
+    """The Lance filter for one table: columns it lacks read as NULL (FALSE: skip it)."""
+    if text is None:
+        return None
+    names = set(table_schema.names)
+    node = parse(text, schema)
+    missing = {c for c in columns_of(node) if c not in names}
+    if not missing:
+        return text
+    folded = without_columns(node, missing)
+    if folded == FALSE:
+        return FALSE
+    return None if folded == TRUE else to_sql(folded)
+
+
+def _group(pieces: list[Piece], pushed: tuple[str, ...]) -> list[LancensSlice]:
+    """Fragments of big tables alone, small ones together, up to ROWS_PER_SLICE rows a task."""
+    slices: list[LancensSlice] = []
+    batch: list[Piece] = []
+    rows = 0
+    for piece in sorted(pieces, key=lambda p: (p.table, p.fragments)):
+        if batch and rows + piece.rows > ROWS_PER_SLICE:
+            slices.append(LancensSlice(len(slices), tuple(batch), pushed))
+            batch, rows = [], 0
+        last = batch[-1] if batch else None
+        if last is not None and (last.location, last.version) == (piece.location, piece.version):
+            batch[-1] = replace(
+                last, fragments=last.fragments + piece.fragments, rows=last.rows + piece.rows
+            )
+        else:
+            batch.append(piece)
+        rows += piece.rows
+    if batch:
+        slices.append(LancensSlice(len(slices), tuple(batch), pushed))
+    return slices

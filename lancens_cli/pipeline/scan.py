@@ -1,0 +1,419 @@
+"""`lancens scan`: a Spark read through the `lancens` data source.
+
+The predicate is parsed by the same parser as `partitions --where` and handed to Spark as a
+Column expression, so Spark pushes it to our reader (pruning, then the Lance filter) and the
+result is what a brute-force filter of the source gives. Only the columns the result and the
+predicate need are declared to the data source (Spark's Python data sources read every column
+of the schema they are given). `--explain` reads the slices the reader planned back out of the
+physical plan: the partition tables chosen per spec version, their versions and filters.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import pickle
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from lancens_cli.errors import InvalidInputError, LancensError, TableAlreadyExistsError
+from lancens_cli.partition.predicate import (
+    And,
+    Between,
+    Comparison,
+    Const,
+    InList,
+    IsNull,
+    Node,
+    Not,
+    Or,
+    columns_of,
+    parse,
+)
+from lancens_cli.pipeline.task_errors import from_spark
+
+FORMATS = ("parquet", "csv", "json")
+TERMINAL_LIMIT = 20
+
+
+@dataclass
+class ScanRequest:
+    """What `lancens scan` was asked for."""
+
+    root: str
+    storage: dict[str, str]
+    identifier: str | None = None
+    delimiter: str = "."
+    where: str | None = None
+    columns: list[str] | None = None
+    limit: int | None = None
+    count: bool = False
+    to: str | None = None
+    fmt: str = "parquet"
+    explain: bool = False
+    stream: bool = False  # rows one partition at a time (an unbounded scan into a pipe)
+
+
+@dataclass
+class ScanRows:
+    columns: list[str]
+    rows: list[list[Any]]
+    truncated: bool
+    title = "rows"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "columns": self.columns,
+            "rows": [[_plain(v) for v in row] for row in self.rows],
+            "returned": len(self.rows),
+            "truncated": self.truncated,
+        }
+
+    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
+        return self.columns, [[_plain(v) for v in row] for row in self.rows]
+
+
+@dataclass
+class ScanCount:
+    count: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"count": self.count}
+
+
+@dataclass
+class ScanWritten:
+    path: str
+    format: str
+    columns: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "format": self.format, "columns": self.columns}
+
+
+@dataclass
+class TableChoice:
+    """One table the read opens, as the planned slices name it."""
+
+    table: str
+    spec_version: int | None
+    location: str
+    version: int
+    branch: str | None
+    fragments: int
+    rows: int
+    filter: str | None
+
+
+@dataclass
+class ScanExplain:
+    tables: list[TableChoice]
+    slices: int
+    pushed: list[str]
+    left_to_spark: str | None
+    plan: str
+    partitions_total: int | None = None
+    title = "tables read"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tables": [vars(t) for t in self.tables],
+            "tables_read": len(self.tables),
+            "partitions_total": self.partitions_total,
+            "slices": self.slices,
+            "pushed_to_lancens": self.pushed,
+            "left_to_spark": self.left_to_spark,
+            "physical_plan": self.plan,
+        }
+
+    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
+        header = ["spec", "table", "version", "fragments", "rows", "lance filter", "location"]
+        rows = [
+            [
+                "-" if t.spec_version is None else f"v{t.spec_version}",
+                t.table,
+                t.version if t.branch is None else f"{t.branch}@{t.version}",
+                t.fragments,
+                t.rows,
+                t.filter or "",
+                t.location,
+            ]
+            for t in self.tables
+        ]
+        return header, rows
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    return value
+
+
+# --------------------------------------------------------------------------- the job
+
+
+def source_options(request: ScanRequest) -> dict[str, str]:
+    """The data source options that name what `request` reads."""
+    options = {"root": request.root, "delimiter": request.delimiter}
+    options.update({f"storage.{k}": v for k, v in request.storage.items()})
+    return options
+
+
+def prepare(spark: Any, request: ScanRequest) -> tuple[Any, list[str]]:
+    """The DataFrame of the scan (filtered, projected) and its result columns."""
+    from lancens_cli.pipeline.options import SourceOptions
+    from lancens_cli.pipeline.read import arrow_schema, spark_schema
+
+    options = source_options(request)
+    named = {**options, "path": request.identifier} if request.identifier else options
+    opts = SourceOptions.parse(named)
+    schema = arrow_schema(opts)
+    predicate = parse(request.where, schema) if request.where else None
+    columns = _columns(request.columns, schema)
+    needed = set(columns) | (columns_of(predicate) if predicate is not None else set())
+    if request.count and not needed:
+        needed = {_narrowest(schema)}
+    declared = spark_schema(_subset(schema, needed))
+    reader = spark.read.format("lancens").schema(declared)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    if request.where:  # prunes with the whole predicate, ORs too (Spark pushes only ANDs)
+        reader = reader.option("where", request.where)
+    df = reader.load(request.identifier) if request.identifier else reader.load()
+    if predicate is not None:
+        df = df.filter(spark_condition(predicate, schema))
+    return df.select(*columns), columns
+
+
+def _columns(requested: list[str] | None, schema: Any) -> list[str]:
+    if not requested:
+        return list(schema.names)
+    unknown = [c for c in requested if c not in schema.names]
+    if unknown:
+        raise InvalidInputError(
+            f"--columns: unknown column(s) {', '.join(unknown)} "
+            f"(columns: {', '.join(schema.names)})"
+        )
+    return list(dict.fromkeys(requested))
+
+
+def _subset(schema: Any, names: set[str]) -> Any:
+    import pyarrow as pa
+
+    return pa.schema([f for f in schema if f.name in names])
+
+
+def _narrowest(schema: Any) -> str:
+    """A column to count rows by (Spark's Python sources read every declared column)."""
+    import pyarrow.types as t
+
+    def width(f: Any) -> int:
+        return f.type.bit_width if t.is_primitive(f.type) else 1 << 20
+
+    return min(schema, key=width).name
+
+
+def spark_condition(node: Node, schema: Any) -> Any:
+    """A parsed predicate as a Spark Column, with literals typed as the column is."""
+    from pyspark.sql import functions as F  # noqa: N812 - pyspark's convention
+
+    types = {f.name: f.type for f in schema}
+
+    def lit(column: str, value: Any) -> Any:
+        kind = types[column]
+        if isinstance(value, dt.datetime):
+            if getattr(kind, "tz", None) is None:  # a wall time (TIMESTAMP_NTZ)
+                return F.lit(value.isoformat(sep=" ")).cast("timestamp_ntz")
+            return F.lit(value.astimezone(dt.UTC))
+        return F.lit(value)
+
+    def build(n: Node) -> Any:
+        if isinstance(n, Const):
+            return F.lit(n.value)
+        if isinstance(n, And | Or):
+            parts = [build(i) for i in n.items]
+            out = parts[0]
+            for part in parts[1:]:
+                out = (out & part) if isinstance(n, And) else (out | part)
+            return out
+        if isinstance(n, Not):
+            return ~build(n.item)
+        col = F.col(f"`{n.column}`")
+        if isinstance(n, IsNull):
+            return col.isNotNull() if n.negated else col.isNull()
+        if isinstance(n, Comparison):
+            value = lit(n.column, n.literal)
+            return {
+                "=": col == value,
+                "!=": col != value,
+                "<": col < value,
+                "<=": col <= value,
+                ">": col > value,
+                ">=": col >= value,
+            }[n.op]
+        if isinstance(n, InList):
+            inside = col.isin([lit(n.column, v) for v in n.literals])
+            return ~inside if n.negated else inside
+        assert isinstance(n, Between)
+        inside = col.between(lit(n.column, n.low), lit(n.column, n.high))
+        return ~inside if n.negated else inside
+
+    return build(node)
+
+
+def run_scan(spark: Any, request: ScanRequest) -> Any:
+    """Rows, a count, files written, or the plan: what `lancens scan` prints."""
+    try:
+        df, columns = prepare(spark, request)
+        if request.explain:
+            return explain(df, request)
+        if request.count:
+            return ScanCount(int(df.count()))
+        if request.to:
+            return _write(df, request, columns)
+        if request.stream and request.limit is None:
+            return ScanStream(columns, _guarded(stream_rows(df)))
+        return _rows(df, columns, request.limit)
+    except LancensError:
+        raise
+    except Exception as exc:  # Spark's errors: one line, ours recovered from the worker's text
+        raise from_spark(exc, "the scan") from exc
+
+
+def _rows(df: Any, columns: list[str], limit: int | None) -> ScanRows:
+    if limit is None:
+        rows = [list(r) for r in df.collect()]
+        return ScanRows(columns, rows, False)
+    found = [list(r) for r in df.limit(limit + 1).collect()]
+    return ScanRows(columns, found[:limit], len(found) > limit)
+
+
+@dataclass
+class ScanStream:
+    columns: list[str]
+    rows: Iterator[list[Any]]
+
+
+def stream_rows(df: Any) -> Iterator[list[Any]]:
+    """Every row, a partition at a time (for an unbounded scan written to a pipe)."""
+    for row in df.toLocalIterator():
+        yield [_plain(v) for v in row]
+
+
+def _guarded(rows: Iterator[list[Any]]) -> Iterator[list[Any]]:
+    try:
+        yield from rows
+    except LancensError:
+        raise
+    except Exception as exc:
+        raise from_spark(exc, "the scan") from exc
+
+
+def _write(df: Any, request: ScanRequest, columns: list[str]) -> ScanWritten:
+    if request.fmt not in FORMATS:
+        raise InvalidInputError(f"--format: {request.fmt!r} is not one of {', '.join(FORMATS)}")
+    target = request.to
+    assert target is not None
+    if "://" not in target and os.path.exists(target):
+        raise TableAlreadyExistsError(f"--to {target}: it already exists; remove it first")
+    writer = df.write.mode("errorifexists").format(request.fmt)
+    if request.fmt == "csv":
+        writer = writer.option("header", "true")
+    writer.save(target)
+    return ScanWritten(target, request.fmt, columns)
+
+
+# --------------------------------------------------------------------------- --explain
+
+
+def planned_slices(df: Any) -> list[Any]:
+    """The slices the reader planned for `df`, read back from Spark's physical plan.
+
+    Each scan node of the plan holds the pickled input partitions our `partitions()`
+    returned; they name every table, version and fragment the tasks will read.
+    """
+    from lancens_cli.pipeline.read_plan import LancensSlice
+
+    found = []
+    for scan in _scan_nodes(df._jdf.queryExecution().executedPlan()):
+        partitions = scan.inputPartitions()
+        for i in range(partitions.size()):
+            item = partitions.apply(i)
+            if not hasattr(item, "pickedPartition"):
+                continue
+            value = pickle.loads(bytes(item.pickedPartition()))
+            if isinstance(value, LancensSlice):
+                found.append(value)
+    return found
+
+
+def _scan_nodes(node: Any) -> Iterator[Any]:
+    name = node.getClass().getSimpleName()
+    if name == "BatchScanExec":
+        yield node
+    if name == "AdaptiveSparkPlanExec":
+        yield from _scan_nodes(node.executedPlan())
+    children = node.children()
+    for i in range(children.size()):
+        yield from _scan_nodes(children.apply(i))
+
+
+def tables_read(slices: list[Any]) -> list[TableChoice]:
+    """One line per table (and version) the slices read, fragments and rows summed."""
+    by_table: dict[tuple[str, int, str | None], TableChoice] = {}
+    for piece in (p for s in slices for p in s.pieces):
+        key = (piece.location, piece.version, piece.branch)
+        seen = by_table.get(key)
+        if seen is None:
+            by_table[key] = TableChoice(
+                piece.table,
+                piece.spec_version,
+                piece.location,
+                piece.version,
+                piece.branch,
+                len(piece.fragments),
+                piece.rows,
+                piece.filter,
+            )
+        else:
+            seen.fragments += len(piece.fragments)
+            seen.rows += piece.rows
+    return sorted(by_table.values(), key=lambda t: (t.spec_version or 0, t.table))
+
+
+def explain(df: Any, request: ScanRequest) -> ScanExplain:
+    slices = planned_slices(df)
+    pushed = list(slices[0].pushed) if slices else []
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    return ScanExplain(
+        tables=tables_read(slices),
+        slices=len(slices),
+        pushed=pushed,
+        left_to_spark=_spark_filter(plan),
+        plan=plan.rstrip(),
+        partitions_total=_partition_total(request),
+    )
+
+
+def _spark_filter(plan: str) -> str | None:
+    for line in plan.splitlines():
+        text = line.strip().lstrip("+-*() 0123456789").strip()
+        if text.startswith("Filter "):
+            return text[len("Filter ") :]
+    return None
+
+
+def _partition_total(request: ScanRequest) -> int | None:
+    if request.identifier is not None:
+        return None
+    from lancens_cli.pipeline.options import SourceOptions
+    from lancens_cli.service.partitions import select_partitions
+
+    ns = SourceOptions.parse(source_options(request)).namespace()
+    return select_partitions(ns, None).total
