@@ -45,7 +45,8 @@ def join(
             "--where",
             "-w",
             metavar="SQL",
-            help="Spark SQL condition over the output columns, applied to the joined rows.",
+            help="Spark SQL condition over any output column, applied to the joined rows "
+            "before --columns picks what is shown.",
         ),
     ] = None,
     to: Annotated[
@@ -103,12 +104,15 @@ def join(
     wanted = job_module.parse_columns(columns)
     left = _namespace_for(left_root)
     SESSION._namespace = left  # its profile's secrets are masked in error messages too
-    job = job_module.plan_job(left, _namespace_for(right_root), keys, how, wanted)
+    job = job_module.plan_job(
+        left, _namespace_for(right_root), keys, how, wanted, filtered=where is not None
+    )
     if not job.spj and not SESSION.json:
         message(f"join: no storage-partitioned join ({job.fallback_reasons[0]}); shuffling")
     started = time.monotonic()
     spark = spark_session(master, conf)
-    df = _filtered(job.dataframe(spark), where)
+    _quiet_analysis_log()
+    df = _filtered(job.dataframe(spark), where).select(*[c.name for c in job.selected])
     if explain:
         result: Any = job_module.JoinExplain(job, job_module.physical_plan(df))
         if SESSION.json:
@@ -127,6 +131,14 @@ def join(
     if not SESSION.json:
         kind = "storage-partitioned" if job.spj else "shuffle"
         message(f"{kind} join done in {time.monotonic() - started:.1f}s")
+
+
+def _quiet_analysis_log() -> None:
+    """PySpark logs every analysis error with its JVM trace; ours is one line (unless --debug)."""
+    import logging
+
+    if not SESSION.debug:
+        logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
 
 
 def _filtered(df: Any, where: str | None) -> Any:

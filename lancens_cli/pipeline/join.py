@@ -108,7 +108,8 @@ class JoinJob:
     how: str
     left_ns: Namespace
     right_ns: Namespace
-    columns: list[OutColumn]
+    columns: list[OutColumn]  # what the source yields (every column when --where is given)
+    selected: list[OutColumn]  # what the user sees, after --where
     left_keys: list[str]  # output names of the key columns
     right_keys: list[str]
     left_read: list[tuple[str, str]]  # (source, output name) read from each side
@@ -252,8 +253,13 @@ def plan_job(
     on: list[tuple[str, str]],
     how: str,
     columns: list[str] | None,
+    filtered: bool = False,
 ) -> JoinJob:
-    """Plan the join: read both `__manifest`s once, decide SPJ or shuffle, pick the columns."""
+    """Plan the join: read both `__manifest`s once, decide SPJ or shuffle, pick the columns.
+
+    `filtered`: a --where will be applied, which may name any output column, so every column
+    is read and `selected` is picked after the filter.
+    """
     from lancens_cli.service.join_plan import join_plan
 
     if how not in HOWS:
@@ -262,7 +268,8 @@ def plan_job(
     left_names = plan.left.layout.schema.names
     right_names = plan.right.layout.schema.names
     every = output_columns(left_names, right_names)
-    chosen = choose_columns(every, columns)
+    selected = choose_columns(every, columns)
+    chosen = every if filtered else selected
     name_of = {(c.side, c.source): c.name for c in every}
     left_keys = [name_of[("l", k.left)] for k in plan.keys]
     right_keys = [name_of[("r", k.right)] for k in plan.keys]
@@ -277,6 +284,7 @@ def plan_job(
         left_ns,
         right_ns,
         chosen,
+        selected,
         left_keys,
         right_keys,
         read("l", left_keys),
@@ -323,7 +331,7 @@ class JoinExplain:
             "storage_partitioned": self.job.spj,
             "how": self.job.how,
             "on": [{"left": k.left, "right": k.right} for k in plan.keys],
-            "columns": [c.name for c in self.job.columns],
+            "columns": [c.name for c in self.job.selected],
             "reasons": self.job.fallback_reasons,
             "counts": plan.counts(),
             "groups": [g.to_json() for g in plan.groups] if self.job.spj else [],
