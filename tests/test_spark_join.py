@@ -192,8 +192,17 @@ def test_columns_where_and_rows_on_a_terminal_bound(spark, bucketed):
     left, right, orders, customers = bucketed
 
     result = run_join(
-        left, right, *ON, "--columns", "order_id,name", "-c", "l.customer_id",
-        "--where", "amount > 50", "--limit", "0",
+        left,
+        right,
+        *ON,
+        "--columns",
+        "order_id,name",
+        "-c",
+        "l.customer_id",
+        "--where",
+        "amount > 50",
+        "--limit",
+        "0",
     )
 
     assert result["columns"] == ["order_id", "name", "l_customer_id"]
@@ -224,7 +233,9 @@ def test_to_writes_files_and_never_over_existing_ones(spark, bucketed, tmp_path)
     assert again.stderr.count("\n") == 1 and "already exists" in again.stderr
     assert tree_snapshot(target) == before
     csv = run_join(left, right, *ON, "--to", str(tmp_path / "csv"), "--format", "csv")
-    assert csv["rows"] == len(brute_join(orders, customers, ["customer_id"], ["customer_id"], "inner"))
+    assert csv["rows"] == len(
+        brute_join(orders, customers, ["customer_id"], ["customer_id"], "inner")
+    )
 
 
 def events(n: int, seed: int, other: str) -> pa.Table:
@@ -264,7 +275,9 @@ def test_two_spec_versions_inner_in_place_and_left_falls_back(spark, tmp_path):
     left = build(tmp_path, "orders", orders, ["bucket(8, customer_id) as cb"])
     first, second = customers.slice(0, 150), customers.slice(150)
     right = build(tmp_path, "customers", first, ["bucket(4, customer_id) as cb"])
-    evolved = invoke("--root", right, "add-partition-spec", "--field", "bucket(2, customer_id) as cb2")
+    evolved = invoke(
+        "--root", right, "add-partition-spec", "--field", "bucket(2, customer_id) as cb2"
+    )
     assert evolved.exit_code == 0, evolved.stderr
     write(right, second, tmp_path, "customers2")
 

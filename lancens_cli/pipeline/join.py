@@ -419,7 +419,9 @@ class JoinFiles:
         }
 
     def table_rows(self) -> tuple[list[str], list[list[Any]]]:
-        return ["path", "format", "rows", "files"], [[self.path, self.format, self.rows, self.files]]
+        return ["path", "format", "rows", "files"], [
+            [self.path, self.format, self.rows, self.files]
+        ]
 
 
 def collect_rows(df: Any, limit: int, spj: bool) -> JoinRows:

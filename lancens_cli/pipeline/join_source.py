@@ -112,7 +112,10 @@ def read_side(side: dict[str, Any], tables: list[dict[str, Any]], schema: Any) -
 def join_group(job: dict[str, Any], group: dict[str, Any]) -> Any:
     """The Arrow join of one group's left and right partition tables."""
     schema = decode_schema(job["schema"])
-    left_schema, right_schema = decode_schema(job["left_schema"]), decode_schema(job["right_schema"])
+    left_schema, right_schema = (
+        decode_schema(job["left_schema"]),
+        decode_schema(job["right_schema"]),
+    )
     how = job["how"]
     if not group["left"] or (how == "inner" and not group["right"]):
         return None
