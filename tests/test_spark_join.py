@@ -313,6 +313,36 @@ def test_incompatible_layouts_shuffle_and_still_answer(spark, tmp_path):
     assert "Exchange" in explained["physical_plan"]
 
 
+def test_a_join_reads_the_versions_pinned_when_it_was_planned(spark, tmp_path):
+    """Writes committed after planning (new versions of the same partitions) are not seen."""
+    from lancens_cli.pipeline import join as job_module
+    from lancens_cli.service.join_plan import parse_on
+    from lancens_cli.service.namespace import Namespace
+
+    orders, customers = orders_and_customers(400, 200)
+    left = build(tmp_path, "orders", orders, ["bucket(4, customer_id) as cb"])
+    right = build(tmp_path, "customers", customers, ["bucket(4, customer_id) as cb"])
+    job = job_module.plan_job(
+        Namespace.from_properties({"root": left}),
+        Namespace.from_properties({"root": right}),
+        [parse_on("l.customer_id = r.customer_id")],
+        "inner",
+        None,
+    )
+    df = job.dataframe(spark)
+    write(right, customers, tmp_path, "again")  # every customer twice from now on
+
+    frozen = {"columns": df.columns, "rows": [r.asDict() for r in df.collect()]}
+
+    assert result_rows(frozen) == brute_join(
+        orders, customers, ["customer_id"], ["customer_id"], "inner"
+    )
+    doubled = pa.concat_tables([customers, customers])
+    assert result_rows(run_join(left, right, *ON, "--limit", "0")) == brute_join(
+        orders, doubled, ["customer_id"], ["customer_id"], "inner"
+    )
+
+
 # --- bad input --------------------------------------------------------------------------------
 
 
