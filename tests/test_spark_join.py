@@ -343,6 +343,37 @@ def test_a_join_reads_the_versions_pinned_when_it_was_planned(spark, tmp_path):
     )
 
 
+@pytest.mark.s3
+def test_a_join_on_s3_through_moto(spark, s3_bucket, s3_options, tmp_path):
+    """Tasks open partition tables on S3 with the storage options given to the command."""
+    orders, customers = orders_and_customers(300, 120)
+    storage = [a for k, v in s3_options.items() for a in ("-s", f"{k}={v}")]
+    roots = {}
+    for name, table, field in (
+        ("orders", orders, "bucket(4, customer_id) as cb"),
+        ("customers", customers, "bucket(2, customer_id) as cb"),
+    ):
+        roots[name] = f"s3://{s3_bucket}/{name}"
+        schema = tmp_path / f"{name}.schema.json"
+        schema.write_text(json.dumps(schema_to_json(table.schema)))
+        base = ("--root", roots[name], *storage)
+        done = invoke(*base, "add-partition-spec", "--schema", str(schema), "--field", field)
+        assert done.exit_code == 0, done.stderr
+        data = tmp_path / f"{name}.parquet"
+        pq.write_table(table, data)
+        assert invoke(*base, "write", "--from", str(data)).exit_code == 0
+
+    done = invoke("join", roots["orders"], roots["customers"], *ON, *storage, "--how", "left",
+                  "--limit", "0", "--json")  # fmt: skip
+
+    assert done.exit_code == 0, done.stderr
+    assert done.json()["storage_partitioned"] is True
+    assert s3_options["secret_access_key"] not in done.stdout + done.stderr
+    assert result_rows(done.json()) == brute_join(
+        orders, customers, ["customer_id"], ["customer_id"], "left"
+    )
+
+
 # --- bad input --------------------------------------------------------------------------------
 
 
