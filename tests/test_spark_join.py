@@ -401,6 +401,38 @@ def test_bad_input_is_one_line_with_its_exit_code(bucketed, tmp_path):
     assert tree_snapshot(Path(left)) == before
 
 
+_WITHOUT_PYSPARK = """
+import sys
+
+class NoPyspark:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pyspark" or name.startswith("pyspark."):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+
+sys.meta_path.insert(0, NoPyspark())
+sys.argv = ["lancens", *sys.argv[1:]]
+from lancens_cli.cli.app import main
+main()
+"""
+
+
+def test_without_pyspark_it_says_how_to_install_it(bucketed):
+    """Planning needs no pyspark; the Spark step then says how to get it (exit 2, one line)."""
+    import subprocess
+    import sys
+
+    left, right, _, _ = bucketed
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_PYSPARK, "join", left, right, *ON, "--count"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "pip install 'lancens-cli[spark]'" in done.stderr
+
+
 def test_a_bad_where_is_one_line(spark, bucketed):
     left, right, _, _ = bucketed
     _one_line(invoke("join", left, right, *ON, "--where", "nope > 1"), 2, "--where 'nope > 1'")

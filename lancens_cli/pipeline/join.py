@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lancens_cli.errors import InvalidInputError
-from lancens_cli.pipeline.join_source import FORMAT, encode_schema
 from lancens_cli.service.join_plan import JoinPlan, PartitionTable, Side
 from lancens_cli.service.namespace import Namespace
 
@@ -170,7 +169,9 @@ class JoinJob:
         """The joined rows, in the output columns."""
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        spark.dataSource.register(_source_class())
+        from lancens_cli.pipeline.join_source import FORMAT, LancensJoinSource, encode_schema
+
+        spark.dataSource.register(LancensJoinSource)
         if self.spj:
             job = {
                 **self._base(),
@@ -193,6 +194,8 @@ class JoinJob:
 
     def _side_frame(self, spark: Any, side: Side, schema: Any) -> Any:
         from pyspark.sql.pandas.types import from_arrow_schema
+
+        from lancens_cli.pipeline.join_source import FORMAT, encode_schema
 
         job = {
             **self._base(),
@@ -219,12 +222,6 @@ class JoinJob:
         )
         joined = left.join(right, condition, "inner" if self.how == "inner" else "left_outer")
         return joined.select(*[c.name for c in self.columns])
-
-
-def _source_class() -> Any:
-    from lancens_cli.pipeline.join_source import LancensJoinSource
-
-    return LancensJoinSource
 
 
 def _pin(ns: Namespace, table: PartitionTable) -> dict[str, Any]:
