@@ -76,6 +76,7 @@ def _register_commands() -> None:
         describe,
         drop,
         init,
+        join,
         join_plan,
         ls,
         migrate,

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""`lancens join` (storage-partitioned, no shuffle) against Spark's sort-merge join.
+
+    python bench/bench_spark_join.py [--large] [--left N] [--right M] [--repeat 3]
+                                     [--master local[2]] [--workdir DIR] [--keep]
+
+Data (seeded): left N rows (id int64, key int64 uniform over [0, M), amount float64, tag utf8),
+right M rows (key int64 = 0..M-1, name utf8, score float64). Default 500,000 x 100,000;
+`--large` is 5,000,000 x 1,000,000. Untimed set-up: the left side becomes a partitioned
+namespace bucketed 16 ways on key, the right one bucketed 8 ways (`lancens add-partition-spec`
++ `lancens write`), and both are written as Parquet files too.
+
+In one Spark session (its start-up reported on its own; broadcast joins off,
+`spark.sql.autoBroadcastJoinThreshold=-1`), after one untimed warm-up run of each (Python
+workers started, JIT, file cache), interleaved round-robin:
+
+- a. `lancens join`'s job: plan (both `__manifest`s, versions pinned) + one task per group
+     joining in Arrow;
+- b. Spark reading both Parquet files and joining them (sort-merge join: two shuffles, sorts).
+
+Both produce every column of the inner join and hand every row to Spark's `noop` sink, so all
+columns are materialised on both sides (a `count()` would let Parquet skip columns). The row
+counts are checked equal. Prints best and median seconds and b/a (target >= 2); exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import lancens_cmd, load_average, print_table, versions  # noqa: E402
+
+os.environ.setdefault("LANCE_LOG", "error")
+TARGET = 2.0
+
+
+def generate(workdir: Path, left_rows: int, right_rows: int) -> tuple[Path, Path]:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(42)
+    left = pa.table(
+        {
+            "id": pa.array(np.arange(left_rows, dtype=np.int64)),
+            "key": pa.array(rng.integers(0, right_rows, left_rows, dtype=np.int64)),
+            "amount": pa.array(rng.random(left_rows) * 100),
+            "tag": pa.array([f"t{i % 1000}" for i in range(left_rows)]),
+        }
+    )
+    right = pa.table(
+        {
+            "key": pa.array(np.arange(right_rows, dtype=np.int64)),
+            "name": pa.array([f"customer {i}" for i in range(right_rows)]),
+            "score": pa.array(rng.random(right_rows)),
+        }
+    )
+    paths = workdir / "left.parquet", workdir / "right.parquet"
+    pq.write_table(left, paths[0])
+    pq.write_table(right, paths[1])
+    return paths
+
+
+def build(root: Path, data: Path, field: str) -> float:
+    """A partitioned namespace from a Parquet file through the CLI (set-up, untimed)."""
+    started = time.perf_counter()
+    root.mkdir()
+    base = [*lancens_cmd(), "--root", str(root)]
+    subprocess.run([*base, "add-partition-spec", "--schema", str(data), "--field", field],
+                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run([*base, "write", "--from", str(data)], check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument("--large", action="store_true", help="5,000,000 x 1,000,000 rows")
+    parser.add_argument("--left", type=int, default=None)
+    parser.add_argument("--right", type=int, default=None)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--workdir", default=None)
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    left_rows = args.left or (5_000_000 if args.large else 500_000)
+    right_rows = args.right or (1_000_000 if args.large else 100_000)
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="bench-spark-join-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    print(f"# lancens join vs Spark sort-merge join: {left_rows:,} x {right_rows:,} rows")
+    print(f"# {versions()}, master {args.master}, {load_average()}")
+    try:
+        run(workdir, left_rows, right_rows, args.repeat, args.master)
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run(workdir: Path, left_rows: int, right_rows: int, repeat: int, master: str) -> None:
+    left_file, right_file = generate(workdir, left_rows, right_rows)
+    left_root, right_root = workdir / "left-ns", workdir / "right-ns"
+    setup = build(left_root, left_file, "bucket(16, key) as kb")
+    setup += build(right_root, right_file, "bucket(8, key) as kb")
+    print(f"set-up (untimed): two namespaces through lancens write in {setup:.1f} s")
+
+    from lancens_cli.pipeline import join as job_module
+    from lancens_cli.pipeline.session import SparkSettings, spark_session
+    from lancens_cli.service.join_plan import parse_on
+    from lancens_cli.service.namespace import Namespace
+
+    started = time.perf_counter()
+    settings = SparkSettings(master=master, conf={"spark.sql.autoBroadcastJoinThreshold": "-1"})
+    spark = spark_session(settings)
+    print(f"Spark session start: {time.perf_counter() - started:.1f} s")
+
+    def lancens_join() -> int:
+        job = job_module.plan_job(
+            Namespace.from_properties({"root": str(left_root)}),
+            Namespace.from_properties({"root": str(right_root)}),
+            [parse_on("l.key = r.key")],
+            "inner",
+            None,
+        )
+        assert job.spj, job.fallback_reasons
+        df = job.dataframe(spark)
+        assert not job_module.has_exchange(job_module.physical_plan(df))
+        df.write.format("noop").mode("overwrite").save()
+        return df.rdd.getNumPartitions()
+
+    def spark_join() -> int:
+        left = spark.read.parquet(str(left_file)).alias("l")
+        right = spark.read.parquet(str(right_file)).alias("r")
+        df = left.join(right, left["key"] == right["key"], "inner")
+        assert "SortMergeJoin" in job_module.physical_plan(df)
+        df.write.format("noop").mode("overwrite").save()
+        return df.rdd.getNumPartitions()
+
+    cases = {"a. lancens join (SPJ, Arrow)": lancens_join, "b. Spark sort-merge join": spark_join}
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for case in cases.values():  # warm-up, untimed: Python workers, JIT, file cache
+        case()
+    for _ in range(repeat):
+        for name, case in cases.items():
+            t0 = time.perf_counter()
+            case()
+            times[name].append(time.perf_counter() - t0)
+
+    check = job_module.plan_job(
+        Namespace.from_properties({"root": str(left_root)}),
+        Namespace.from_properties({"root": str(right_root)}),
+        [parse_on("l.key = r.key")],
+        "inner",
+        None,
+    )
+    ours = check.dataframe(spark).count()
+    theirs = (
+        spark.read.parquet(str(left_file)).join(spark.read.parquet(str(right_file)), "key").count()
+    )
+    same = "equal" if ours == theirs else "DIFFER"
+    print(f"rows joined: lancens {ours:,}, Spark {theirs:,} ({same})")
+    rows = []
+    for name, values in times.items():
+        rows.append([name, f"{min(values):.2f} s", f"{statistics.median(values):.2f} s"])
+    print_table(["case", "best", "median"], rows)
+    a, b = (statistics.median(v) for v in times.values())
+    a_best, b_best = (min(v) for v in times.values())
+    verdict = "met" if b / a >= TARGET else "missed"
+    print(f"b/a: median {b / a:.2f}x, best {b_best / a_best:.2f}x (target >= {TARGET}x: {verdict})")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""`lancens join`: join two partitioned namespaces on Spark, partition group by partition group."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from lancens_cli.cli.app import app
+from lancens_cli.cli.common import SESSION, command
+from lancens_cli.cli.spark_options import ConfOption, MasterOption
+
+DEFAULT_LIMIT = 20
+
+
+@command(app, "join")
+def join(
+    left_root: Annotated[
+        str, typer.Argument(metavar="LEFT_ROOT", help="The left partitioned namespace.")
+    ],
+    right_root: Annotated[
+        str, typer.Argument(metavar="RIGHT_ROOT", help="The right partitioned namespace.")
+    ],
+    on: Annotated[
+        list[str],
+        typer.Option(
+            "--on",
+            metavar="'l.COL = r.COL'",
+            help="A join key: a left column equal to a right column. Repeatable.",
+        ),
+    ] = ...,  # type: ignore[assignment]
+    how: Annotated[str, typer.Option("--how", help="inner or left (outer).")] = "inner",
+    columns: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--columns",
+            "-c",
+            metavar="a,l.b,r.c",
+            help="Output columns (output names, or l.<col> / r.<col>), in this order.",
+        ),
+    ] = None,
+    where: Annotated[
+        str | None,
+        typer.Option(
+            "--where",
+            "-w",
+            metavar="SQL",
+            help="Spark SQL condition over any output column, applied to the joined rows "
+            "before --columns picks what is shown.",
+        ),
+    ] = None,
+    to: Annotated[
+        str | None,
+        typer.Option("--to", metavar="PATH", help="Write the rows as files here (a new path)."),
+    ] = None,
+    fmt: Annotated[
+        str, typer.Option("--format", help="Format of --to: parquet, csv, json.")
+    ] = "parquet",
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "--limit",
+            "-n",
+            min=0,
+            help=f"Rows to print (default {DEFAULT_LIMIT}; 0: all), or to write with --to.",
+        ),
+    ] = None,
+    count: Annotated[bool, typer.Option("--count", help="Print the number of rows only.")] = False,
+    explain: Annotated[
+        bool,
+        typer.Option("--explain", help="Print the partition groups and Spark's physical plan."),
+    ] = False,
+    master: MasterOption = None,
+    conf: ConfOption = None,
+) -> None:
+    """Join two partitioned namespaces on Spark without a shuffle when their layouts allow.
+
+    Plans like join-plan (every spec version holding partitions), pins each partition table's
+    published version in the driver, then runs one Spark task per partition group; each task
+    joins its group's tables in Arrow, so rows are never shuffled. When the layouts are not
+    compatible, says why on stderr and runs an ordinary Spark (shuffle) join.
+
+    A column name found on both sides is output as l_<name> and r_<name>; other columns keep
+    their names. Prints rows (--limit), a --count, or writes files (--to). Exit codes: 2 for a
+    bad --on, --how, --columns or a root that is not a partitioned namespace; 3 when a root does
+    not exist; 4 when --to exists.
+    """
+    import time
+
+    from lancens_cli.cli.join_plan import _namespace_for
+    from lancens_cli.cli.spark_options import spark_session
+    from lancens_cli.errors import InvalidInputError
+    from lancens_cli.output import message
+    from lancens_cli.pipeline import join as job_module
+    from lancens_cli.service.join_plan import parse_on
+
+    if SESSION.root is not None:
+        raise InvalidInputError("join takes LEFT_ROOT and RIGHT_ROOT as arguments, not --root")
+    if sum((count, explain, to is not None)) > 1:
+        raise InvalidInputError("give at most one of --count, --explain and --to")
+    if fmt not in job_module.WRITE_FORMATS:
+        raise InvalidInputError(f"--format {fmt!r}: expected one of parquet, csv, json")
+    keys = [parse_on(text) for text in on]
+    wanted = job_module.parse_columns(columns)
+    left = _namespace_for(left_root)
+    SESSION._namespace = left  # its profile's secrets are masked in error messages too
+    job = job_module.plan_job(
+        left, _namespace_for(right_root), keys, how, wanted, filtered=where is not None
+    )
+    if not job.spj and not SESSION.json:
+        message(f"join: no storage-partitioned join ({job.fallback_reasons[0]}); shuffling")
+    started = time.monotonic()
+    spark = spark_session(master, conf)
+    _quiet_analysis_log()
+    df = _filtered(job.dataframe(spark), where).select(*[c.name for c in job.selected])
+    if explain:
+        result: Any = job_module.JoinExplain(job, job_module.physical_plan(df))
+        if SESSION.json:
+            SESSION.emit(result)
+        else:
+            typer.echo("\n".join(result.lines()))
+        return
+    if to is not None:
+        out = df.limit(limit) if limit else df
+        result = job_module.write_files(spark, out, to, fmt, job.spj)
+    elif count:
+        result = job_module.JoinCount(df.count(), job.spj)
+    else:
+        result = job_module.collect_rows(df, DEFAULT_LIMIT if limit is None else limit, job.spj)
+    SESSION.emit(result)
+    if not SESSION.json:
+        kind = "storage-partitioned" if job.spj else "shuffle"
+        message(f"{kind} join done in {time.monotonic() - started:.1f}s")
+
+
+def _quiet_analysis_log() -> None:
+    """PySpark logs every analysis error with its JVM trace; ours is one line (unless --debug)."""
+    import logging
+
+    if not SESSION.debug:
+        logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+
+
+def _filtered(df: Any, where: str | None) -> Any:
+    """`--where` as Spark SQL over the output columns; a bad condition is invalid input."""
+    if where is None:
+        return df
+    from lancens_cli.errors import InvalidInputError
+
+    try:
+        return df.filter(where)
+    except Exception as exc:  # Spark's AnalysisException / ParseException
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise InvalidInputError(f"--where {where!r}: {first}") from None

@@ -1,0 +1,457 @@
+"""`lancens join`: execute a storage-partitioned join (SPJ) of two partitioned namespaces on Spark.
+
+The driver plans with `join-plan` (service/join_plan.py) over every spec version that holds
+partition tables, resolves each table's published version once (so the join reads one snapshot
+of each side, and tasks never read `__manifest`), and builds a DataFrame on the `lancens_join`
+data source (pipeline/join_source.py) with one input partition per group. Each task joins its
+group in Arrow, so no row crosses the network: the physical plan has no Exchange.
+
+When the layouts are not compatible (join-plan's reasons), or a left join would meet one left
+partition in several right spec versions, the job says why and runs an ordinary Spark join of
+both sides, each read one partition table per task.
+
+Output column names: a column whose name occurs on one side only keeps its name; a name that
+occurs on both sides becomes `l_<name>` and `r_<name>`. `--columns` picks output names, and
+`l.<col>` / `r.<col>` name a side's source column whatever its output name.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from lancens_cli.errors import InvalidInputError
+from lancens_cli.service.join_plan import JoinPlan, PartitionTable, Side
+from lancens_cli.service.namespace import Namespace
+
+HOWS = ("inner", "left")
+
+
+# --- output columns ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OutColumn:
+    side: str  # "l" or "r"
+    source: str
+    name: str
+
+
+def output_columns(left_names: list[str], right_names: list[str]) -> list[OutColumn]:
+    """Every column of both sides under its output name (see the module docstring)."""
+    clash = set(left_names) & set(right_names)
+    out = [OutColumn("l", n, f"l_{n}" if n in clash else n) for n in left_names]
+    out += [OutColumn("r", n, f"r_{n}" if n in clash else n) for n in right_names]
+    seen: dict[str, OutColumn] = {}
+    for c in out:
+        if c.name in seen:
+            other = seen[c.name]
+            raise InvalidInputError(
+                f"output column {c.name!r} would name both {other.side}.{other.source} and "
+                f"{c.side}.{c.source}: rename one of them"
+            )
+        seen[c.name] = c
+    return out
+
+
+def choose_columns(columns: list[OutColumn], wanted: list[str] | None) -> list[OutColumn]:
+    """`--columns a,l.b,r.c` in the order given; None: all of them."""
+    if not wanted:
+        return columns
+    by_name = {c.name: c for c in columns}
+    by_source = {f"{c.side}.{c.source}": c for c in columns}
+    chosen: list[OutColumn] = []
+    for text in wanted:
+        found = by_name.get(text) or by_source.get(text)
+        if found is None:
+            known = ", ".join(c.name for c in columns)
+            raise InvalidInputError(f"--columns: no output column {text!r} (columns: {known})")
+        if found not in chosen:
+            chosen.append(found)
+    return chosen
+
+
+def parse_columns(text: list[str] | None) -> list[str] | None:
+    if not text:
+        return None
+    names = [n.strip() for t in text for n in t.split(",") if n.strip()]
+    if not names:
+        raise InvalidInputError("--columns: no column named")
+    return names
+
+
+# --- the job ----------------------------------------------------------------------------------
+
+
+def _side_json(ns: Namespace, pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    return {
+        "root": ns.storage.root_uri,
+        "storage": dict(ns.config.storage_options),
+        "columns": [list(p) for p in pairs],
+    }
+
+
+def _nullable(schema: Any, pairs: list[tuple[str, str]]) -> Any:
+    import pyarrow as pa
+
+    by_name = {f.name: f for f in schema}
+    return pa.schema([pa.field(out, by_name[src].type, nullable=True) for src, out in pairs])
+
+
+@dataclass
+class JoinJob:
+    """What the driver decided: SPJ or shuffle, the columns, the resolved partition tables."""
+
+    plan: JoinPlan
+    how: str
+    left_ns: Namespace
+    right_ns: Namespace
+    columns: list[OutColumn]  # what the source yields (every column when --where is given)
+    selected: list[OutColumn]  # what the user sees, after --where
+    left_keys: list[str]  # output names of the key columns
+    right_keys: list[str]
+    left_read: list[tuple[str, str]]  # (source, output name) read from each side
+    right_read: list[tuple[str, str]]
+    fallback_reasons: list[str] = field(default_factory=list)
+    resolved: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def spj(self) -> bool:
+        return not self.fallback_reasons
+
+    @property
+    def schema(self) -> Any:
+        import pyarrow as pa
+
+        left = _nullable(self.plan.left.layout.schema, self.left_read)
+        right = _nullable(self.plan.right.layout.schema, self.right_read)
+        fields = {f.name: f for f in [*left, *right]}
+        return pa.schema([fields[c.name] for c in self.columns])
+
+    def side_schema(self, side: str) -> Any:
+        s = self.plan.left if side == "l" else self.plan.right
+        return _nullable(s.layout.schema, self.left_read if side == "l" else self.right_read)
+
+    # --- pinning versions in the driver -------------------------------------------------
+    def pinned(self, label: str, table: PartitionTable) -> dict[str, Any]:
+        """The row a task opens: the table's location at a version fixed now."""
+        key = (label, table.object_id)
+        if key not in self.resolved:
+            self.resolved[key] = _pin(self.left_ns if label == "left" else self.right_ns, table)
+        return self.resolved[key]
+
+    def groups_work(self) -> list[dict[str, Any]]:
+        work = []
+        for g in self.plan.groups:
+            if not g.left or (self.how == "inner" and not g.right):
+                continue  # nothing of this group can reach the output
+            work.append(
+                {
+                    "key": {k: str(v) for k, v in g.key.items()},
+                    "left": [self.pinned("left", t) for t in g.left],
+                    "right": [self.pinned("right", t) for t in g.right],
+                }
+            )
+        return work
+
+    def side_work(self, side: Side) -> list[list[dict[str, Any]]]:
+        return [[self.pinned(side.label, t)] for ts in side.tables.values() for t in ts]
+
+    # --- DataFrames ---------------------------------------------------------------------
+    def _base(self) -> dict[str, Any]:
+        return {
+            "left": _side_json(self.left_ns, self.left_read),
+            "right": _side_json(self.right_ns, self.right_read),
+        }
+
+    def dataframe(self, spark: Any) -> Any:
+        """The joined rows, in the output columns."""
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        from lancens_cli.pipeline.join_source import FORMAT, LancensJoinSource, encode_schema
+
+        spark.dataSource.register(LancensJoinSource)
+        if self.spj:
+            job = {
+                **self._base(),
+                "mode": "join",
+                "how": self.how,
+                "schema": encode_schema(self.schema),
+                "left_schema": encode_schema(self.side_schema("l")),
+                "right_schema": encode_schema(self.side_schema("r")),
+                "left_keys": self.left_keys,
+                "right_keys": self.right_keys,
+                "work": self.groups_work(),
+            }
+            return (
+                spark.read.format(FORMAT)
+                .schema(from_arrow_schema(self.schema))
+                .option("job", json.dumps(job))
+                .load()
+            )
+        return self._shuffle_join(spark)
+
+    def _side_frame(self, spark: Any, side: Side, schema: Any) -> Any:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        from lancens_cli.pipeline.join_source import FORMAT, encode_schema
+
+        job = {
+            **self._base(),
+            "mode": "side",
+            "side": side.label,
+            "schema": encode_schema(schema),
+            "work": self.side_work(side),
+        }
+        return (
+            spark.read.format(FORMAT)
+            .schema(from_arrow_schema(schema))
+            .option("job", json.dumps(job))
+            .load()
+        )
+
+    def _shuffle_join(self, spark: Any) -> Any:
+        from functools import reduce
+
+        left = self._side_frame(spark, self.plan.left, self.side_schema("l"))
+        right = self._side_frame(spark, self.plan.right, self.side_schema("r"))
+        condition = reduce(
+            lambda a, b: a & b,
+            [left[lk] == right[rk] for lk, rk in zip(self.left_keys, self.right_keys, strict=True)],
+        )
+        joined = left.join(right, condition, "inner" if self.how == "inner" else "left_outer")
+        return joined.select(*[c.name for c in self.columns])
+
+
+def _pin(ns: Namespace, table: PartitionTable) -> dict[str, Any]:
+    """A version number (on its branch) for a table whose published version is 'latest'.
+
+    A numbered read_version is kept as it is; NULL (latest) and a tag are opened once here, in
+    the driver, so every task reads the same version even while writers commit.
+    """
+    row = {
+        "location": table.location,
+        "read_version": table.read_version,
+        "read_branch": table.read_branch,
+        "read_tag": table.read_tag,
+    }
+    if table.read_version is not None and table.read_tag is None:
+        return row
+    from lancens_cli.store.tables import open_published
+
+    dataset = open_published(ns.storage, row)
+    return {**row, "read_version": int(dataset.version), "read_tag": None}
+
+
+def plan_job(
+    left_ns: Namespace,
+    right_ns: Namespace,
+    on: list[tuple[str, str]],
+    how: str,
+    columns: list[str] | None,
+    filtered: bool = False,
+) -> JoinJob:
+    """Plan the join: read both `__manifest`s once, decide SPJ or shuffle, pick the columns.
+
+    `filtered`: a --where will be applied, which may name any output column, so every column
+    is read and `selected` is picked after the filter.
+    """
+    from lancens_cli.service.join_plan import join_plan
+
+    if how not in HOWS:
+        raise InvalidInputError(f"--how {how!r}: expected one of {', '.join(HOWS)}")
+    plan = join_plan(left_ns, right_ns, on, all_versions=True)
+    left_names = plan.left.layout.schema.names
+    right_names = plan.right.layout.schema.names
+    every = output_columns(left_names, right_names)
+    selected = choose_columns(every, columns)
+    chosen = every if filtered else selected
+    name_of = {(c.side, c.source): c.name for c in every}
+    left_keys = [name_of[("l", k.left)] for k in plan.keys]
+    right_keys = [name_of[("r", k.right)] for k in plan.keys]
+
+    def read(side: str, keys: list[str]) -> list[tuple[str, str]]:
+        wanted = {c.name for c in chosen if c.side == side} | set(keys)
+        return [(c.source, c.name) for c in every if c.side == side and c.name in wanted]
+
+    job = JoinJob(
+        plan,
+        how,
+        left_ns,
+        right_ns,
+        chosen,
+        selected,
+        left_keys,
+        right_keys,
+        read("l", left_keys),
+        read("r", right_keys),
+    )
+    job.fallback_reasons = _fallback_reasons(plan, how)
+    return job
+
+
+def _fallback_reasons(plan: JoinPlan, how: str) -> list[str]:
+    if not plan.compatible:
+        return plan.reasons or ["the partition layouts are not compatible"]
+    right_versions = [i for i, ts in plan.right.tables.items() if ts]
+    if how == "left" and len(right_versions) > 1:
+        return [
+            "a left join needs each left partition to meet all its right rows in one group, and "
+            f"the right side holds partitions of {len(right_versions)} spec versions"
+        ]
+    return []
+
+
+# --- explaining -------------------------------------------------------------------------------
+
+
+def physical_plan(df: Any) -> str:
+    """Spark's physical plan of `df`, as `EXPLAIN` prints it."""
+    return str(df._jdf.queryExecution().executedPlan().toString())
+
+
+def has_exchange(plan_text: str) -> bool:
+    return "Exchange" in plan_text
+
+
+@dataclass
+class JoinExplain:
+    """`--explain`: the groups (or why there are none) and Spark's physical plan."""
+
+    job: JoinJob
+    plan_text: str
+
+    def to_json(self) -> dict[str, Any]:
+        plan = self.job.plan
+        return {
+            "storage_partitioned": self.job.spj,
+            "how": self.job.how,
+            "on": [{"left": k.left, "right": k.right} for k in plan.keys],
+            "columns": [c.name for c in self.job.selected],
+            "reasons": self.job.fallback_reasons,
+            "counts": plan.counts(),
+            "groups": [g.to_json() for g in plan.groups] if self.job.spj else [],
+            "physical_plan": self.plan_text,
+        }
+
+    def lines(self) -> list[str]:
+        plan = self.job.plan
+        out: list[str] = []
+        if self.job.spj:
+            c = plan.counts()
+            out.append(
+                f"storage-partitioned join ({self.job.how}): {len(self.job.groups_work())} "
+                f"task(s) from {c['groups']} group(s) of {c['left_partitions']} left and "
+                f"{c['right_partitions']} right partition table(s)"
+            )
+            header, rows = plan.table_rows()
+            out.append("\t".join(header))
+            out += ["\t".join(str(v) for v in row) for row in rows]
+        else:
+            out.append(f"shuffle join ({self.job.how}): the layouts do not allow SPJ")
+            out += [f"  {r}" for r in self.job.fallback_reasons]
+        out += ["", "== Physical Plan ==", self.plan_text]
+        return out
+
+
+# --- results ----------------------------------------------------------------------------------
+
+
+@dataclass
+class JoinRows:
+    """Rows printed by `join` (bounded by --limit)."""
+
+    columns: list[str]
+    rows: list[tuple]
+    limit: int
+    more: bool
+    storage_partitioned: bool
+
+    @property
+    def title(self) -> str:
+        more = f" (first {self.limit}; --limit to see more)" if self.more else ""
+        return f"{len(self.rows)} row(s){more}"
+
+    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
+        return self.columns, [list(r) for r in self.rows]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "columns": self.columns,
+            "rows": [dict(zip(self.columns, r, strict=True)) for r in self.rows],
+            "limit": self.limit,
+            "truncated": self.more,
+            "storage_partitioned": self.storage_partitioned,
+        }
+
+
+@dataclass
+class JoinCount:
+    count: int
+    storage_partitioned: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"count": self.count, "storage_partitioned": self.storage_partitioned}
+
+    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
+        return ["count"], [[self.count]]
+
+
+@dataclass
+class JoinFiles:
+    path: str
+    format: str
+    rows: int
+    files: int
+    storage_partitioned: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "format": self.format,
+            "rows": self.rows,
+            "files": self.files,
+            "storage_partitioned": self.storage_partitioned,
+        }
+
+    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
+        return ["path", "format", "rows", "files"], [
+            [self.path, self.format, self.rows, self.files]
+        ]
+
+
+def collect_rows(df: Any, limit: int, spj: bool) -> JoinRows:
+    taken = df.limit(limit + 1).collect() if limit > 0 else df.collect()
+    more = limit > 0 and len(taken) > limit
+    rows = [tuple(r) for r in taken[: limit if limit > 0 else None]]
+    return JoinRows(list(df.columns), rows, limit, more, spj)
+
+
+WRITE_FORMATS = ("parquet", "csv", "json")
+
+
+def write_files(spark: Any, df: Any, path: str, fmt: str, spj: bool) -> JoinFiles:
+    """Write the joined rows with Spark; an existing path is refused, not replaced."""
+    from lancens_cli.errors import TableAlreadyExistsError
+
+    if fmt not in WRITE_FORMATS:
+        raise InvalidInputError(f"--format {fmt!r}: expected one of {', '.join(WRITE_FORMATS)}")
+    if _path_exists(spark, path):
+        raise TableAlreadyExistsError(f"--to {path}: it already exists; choose a new path")
+    writer = df.write.mode("errorifexists").format(fmt)
+    if fmt == "csv":
+        writer = writer.option("header", "true")
+    writer.save(path)
+    back = spark.read.format(fmt)
+    if fmt == "csv":
+        back = back.option("header", "true")
+    written = back.load(path)
+    return JoinFiles(path, fmt, written.count(), len(written.inputFiles()), spj)
+
+
+def _path_exists(spark: Any, path: str) -> bool:
+    jvm = spark.sparkContext._jvm
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return bool(fs.exists(hadoop_path))

@@ -1,0 +1,453 @@
+"""`lancens join` on real local Spark: storage-partitioned joins without a shuffle.
+
+Namespaces are built through the CLI (`add-partition-spec`, `write`); every answer is compared
+with a brute-force join of the source rows written in plain Python (sorted), so the check does
+not share the Arrow join the tasks run. Most runs are in-process on the shared `spark` session;
+one is a real subprocess with its own driver.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import invoke, run_cli, tree_snapshot
+
+from lancens_cli.schema_json import schema_to_json
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(autouse=True)
+def _shared_master(monkeypatch):
+    """In-process runs reuse the shared local[2] session (flags > env > local[*])."""
+    monkeypatch.setenv("LANCENS_SPARK_MASTER", "local[2]")
+
+
+# --- building namespaces and the reference answer ---------------------------------------------
+
+
+def build(tmp_path: Path, name: str, table: pa.Table, fields: list[str], cli=invoke) -> str:
+    """A partitioned namespace at tmp_path/name holding `table`, partitioned by `fields`."""
+    root = tmp_path / name
+    root.mkdir()
+    schema = tmp_path / f"{name}.schema.json"
+    schema.write_text(json.dumps(schema_to_json(table.schema)))
+    spec_args = [a for f in fields for a in ("--field", f)]
+    done = cli("--root", str(root), "add-partition-spec", "--schema", str(schema), *spec_args)
+    assert done.exit_code == 0, done.stderr
+    write(root, table, tmp_path, name, cli)
+    return str(root)
+
+
+def write(root: str | Path, table: pa.Table, tmp_path: Path, name: str, cli=invoke) -> None:
+    data = tmp_path / f"{name}-{random.randrange(10**9)}.parquet"
+    pq.write_table(table, data)
+    done = cli("--root", str(root), "write", "--from", str(data))
+    assert done.exit_code == 0, done.stderr
+
+
+def brute_join(
+    left: pa.Table, right: pa.Table, lk: list[str], rk: list[str], how: str
+) -> list[tuple]:
+    """The brute-force answer as sorted tuples of every column (sorted by name)."""
+    out = brute_rows(left, right, lk, rk, how)
+    names = sorted(out[0]) if out else []
+    return sorted(tuple(str(r[n]) for n in names) for r in out)
+
+
+def brute_rows(
+    left: pa.Table, right: pa.Table, lk: list[str], rk: list[str], how: str
+) -> list[dict]:
+    """Nested-dict join in Python with SQL semantics (a NULL key matches nothing).
+
+    Output columns follow `join`'s rule: a name on both sides becomes l_<name> / r_<name>.
+    """
+    clash = set(left.column_names) & set(right.column_names)
+    lnames = [f"l_{n}" if n in clash else n for n in left.column_names]
+    rnames = [f"r_{n}" if n in clash else n for n in right.column_names]
+    index: dict[tuple, list[dict]] = {}
+    for row in right.to_pylist():
+        key = tuple(row[k] for k in rk)
+        if None not in key:
+            index.setdefault(key, []).append(row)
+    out = []
+    empty = dict.fromkeys(right.column_names)
+    for row in left.to_pylist():
+        key = tuple(row[k] for k in lk)
+        matches = [] if None in key else index.get(key, [])
+        if not matches and how == "left":
+            matches = [empty]
+        for other in matches:
+            values = dict(zip(lnames, row.values(), strict=True))
+            values.update(zip(rnames, other.values(), strict=True))
+            out.append(values)
+    return out
+
+
+def result_rows(payload: dict) -> list[tuple]:
+    names = sorted(payload["columns"])
+    return sorted(tuple(str(r[n]) for n in names) for r in payload["rows"])
+
+
+def run_join(left: str, right: str, *args: str, cli=invoke) -> dict:
+    done = cli("join", left, right, *args, "--json")
+    assert done.exit_code == 0, done.stderr
+    return done.json()
+
+
+def orders_and_customers(n: int = 1500, m: int = 600) -> tuple[pa.Table, pa.Table]:
+    """Orders keyed by customer (some NULL, some without a customer) and the customers."""
+    rng = random.Random(7)
+    keys = [None if i % 97 == 0 else rng.randrange(m + 100) for i in range(n)]
+    orders = pa.table(
+        {
+            "order_id": pa.array(range(n), pa.int64()),
+            "customer_id": pa.array(keys, pa.int64()),
+            "amount": pa.array([rng.randrange(1, 10_000) / 100 for _ in range(n)]),
+        }
+    )
+    customers = pa.table(
+        {
+            "customer_id": pa.array(range(m), pa.int64()),
+            "name": pa.array([f"customer {i}" for i in range(m)]),
+        }
+    )
+    return orders, customers
+
+
+@pytest.fixture(scope="module")
+def bucketed(tmp_path_factory):
+    """orders bucket(16) and customers bucket(8) on the join key."""
+    tmp = tmp_path_factory.mktemp("bucketed")
+    orders, customers = orders_and_customers()
+    left = build(tmp, "orders", orders, ["bucket(16, customer_id) as cb"])
+    right = build(tmp, "customers", customers, ["bucket(8, customer_id) as cb"])
+    return left, right, orders, customers
+
+
+ON = ("--on", "l.customer_id = r.customer_id")
+
+
+# --- storage-partitioned joins ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["inner", "left"])
+def test_bucket_16_with_bucket_8_equals_brute_force(spark, bucketed, how):
+    left, right, orders, customers = bucketed
+
+    result = run_join(left, right, *ON, "--how", how, "--limit", "0")
+
+    assert result["storage_partitioned"] is True
+    assert result["columns"] == ["order_id", "l_customer_id", "amount", "r_customer_id", "name"]
+    expected = brute_join(orders, customers, ["customer_id"], ["customer_id"], how)
+    assert len(expected) > 100
+    assert result_rows(result) == expected
+    count = run_join(left, right, *ON, "--how", how, "--count")
+    assert count == {"count": len(expected), "storage_partitioned": True}
+
+
+def test_the_physical_plan_has_no_exchange(spark, bucketed):
+    left, right, _, _ = bucketed
+
+    explained = run_join(left, right, *ON, "--explain")
+
+    assert explained["storage_partitioned"] is True
+    # 8 groups of key values, and the NULL key's group, which has no right partition
+    assert explained["counts"]["groups"] == 9
+    assert explained["counts"]["matched_groups"] == 8
+    plan = explained["physical_plan"]
+    assert "Exchange" not in plan
+    assert "BatchScan lancens_join" in plan, plan
+
+    # the DataFrame the job builds, asked directly
+    from lancens_cli.pipeline import join as job_module
+    from lancens_cli.service.join_plan import parse_on
+    from lancens_cli.service.namespace import Namespace
+
+    job = job_module.plan_job(
+        Namespace.from_properties({"root": left}),
+        Namespace.from_properties({"root": right}),
+        [parse_on("l.customer_id = r.customer_id")],
+        "inner",
+        None,
+    )
+    df = job.dataframe(spark)
+    assert df.rdd.getNumPartitions() == 8
+    executed = df._jdf.queryExecution().executedPlan().toString()
+    assert "Exchange" not in executed
+    # text output of --explain: the groups, then the plan
+    text = invoke("join", left, right, *ON, "--explain")
+    assert text.exit_code == 0, text.stderr
+    assert "storage-partitioned join (inner): 8 task(s)" in text.stdout
+    assert "== Physical Plan ==" in text.stdout
+
+
+def test_columns_where_and_rows_on_a_terminal_bound(spark, bucketed):
+    left, right, orders, customers = bucketed
+
+    result = run_join(
+        left,
+        right,
+        *ON,
+        "--columns",
+        "order_id,name",
+        "-c",
+        "l.customer_id",
+        "--where",
+        "amount > 50",
+        "--limit",
+        "0",
+    )
+
+    assert result["columns"] == ["order_id", "name", "l_customer_id"]
+    kept = orders.filter(pa.compute.greater(orders["amount"], 50))
+    expected = brute_rows(kept, customers, ["customer_id"], ["customer_id"], "inner")
+    names = result["columns"]
+    projected = sorted(tuple(str(r[n]) for n in names) for r in expected)
+    assert len(projected) > 50
+    assert sorted(tuple(str(r[n]) for n in names) for r in result["rows"]) == projected
+    bounded = run_join(left, right, *ON, "--limit", "5")
+    assert len(bounded["rows"]) == 5 and bounded["truncated"] is True
+
+
+def test_to_writes_files_and_never_over_existing_ones(spark, bucketed, tmp_path):
+    left, right, orders, customers = bucketed
+    target = tmp_path / "out"
+
+    done = run_join(left, right, *ON, "--how", "left", "--to", str(target))
+
+    expected = brute_join(orders, customers, ["customer_id"], ["customer_id"], "left")
+    assert done["rows"] == len(expected) and done["files"] >= 1
+    written = pq.read_table(target)
+    rows = {"columns": written.column_names, "rows": written.to_pylist()}
+    assert result_rows(rows) == expected
+    before = tree_snapshot(target)
+    again = invoke("join", left, right, *ON, "--to", str(target))
+    assert again.exit_code == 4
+    assert again.stderr.count("\n") == 1 and "already exists" in again.stderr
+    assert tree_snapshot(target) == before
+    csv = run_join(left, right, *ON, "--to", str(tmp_path / "csv"), "--format", "csv")
+    assert csv["rows"] == len(
+        brute_join(orders, customers, ["customer_id"], ["customer_id"], "inner")
+    )
+
+
+def events(n: int, seed: int, other: str) -> pa.Table:
+    rng = random.Random(seed)
+    start = dt.datetime(2023, 1, 1)
+    times = [start + dt.timedelta(hours=rng.randrange(2 * 365 * 24)) for _ in range(n)]
+    regions = [rng.choice(["eu", "us", "ap"]) for _ in range(n)]
+    return pa.table(
+        {
+            "ts": pa.array(times, pa.timestamp("us")),
+            "region": pa.array(regions),
+            other: pa.array(range(n), pa.int64()),
+            "e": pa.array([seed] * n, pa.int64()),
+        }
+    )
+
+
+def test_time_parts_and_identity_layouts_join_in_place(spark, tmp_path):
+    """year+month vs year on a timestamp, and identity region on both sides (two keys)."""
+    left_data, right_data = events(500, 1, "a"), events(400, 2, "b")
+    left = build(tmp_path, "l", left_data, ["year(ts) as y", "month(ts) as m", "region"])
+    right = build(tmp_path, "r", right_data, ["year(ts) as y", "region"])
+    on = ("--on", "l.ts = r.ts", "--on", "l.region = r.region")
+
+    for how in ("inner", "left"):
+        result = run_join(left, right, *on, "--how", how, "--limit", "0")
+        assert result["storage_partitioned"] is True
+        expected = brute_join(left_data, right_data, ["ts", "region"], ["ts", "region"], how)
+        assert result_rows(result) == expected
+    assert "Exchange" not in run_join(left, right, *on, "--explain")["physical_plan"]
+
+
+def test_two_spec_versions_inner_in_place_and_left_falls_back(spark, tmp_path):
+    """Partitions of two right spec versions: SPJ covers every pair of versions for inner;
+    a left join would meet a left partition twice, so it shuffles (and says so)."""
+    orders, customers = orders_and_customers(600, 300)
+    left = build(tmp_path, "orders", orders, ["bucket(8, customer_id) as cb"])
+    first, second = customers.slice(0, 150), customers.slice(150)
+    right = build(tmp_path, "customers", first, ["bucket(4, customer_id) as cb"])
+    evolved = invoke(
+        "--root", right, "add-partition-spec", "--field", "bucket(2, customer_id) as cb2"
+    )
+    assert evolved.exit_code == 0, evolved.stderr
+    write(right, second, tmp_path, "customers2")
+
+    inner = run_join(left, right, *ON, "--limit", "0")
+    assert inner["storage_partitioned"] is True
+    assert result_rows(inner) == brute_join(
+        orders, customers, ["customer_id"], ["customer_id"], "inner"
+    )
+    done = invoke("join", left, right, *ON, "--how", "left", "--limit", "0", "--json")
+    assert done.exit_code == 0, done.stderr
+    assert done.json()["storage_partitioned"] is False
+    assert result_rows(done.json()) == brute_join(
+        orders, customers, ["customer_id"], ["customer_id"], "left"
+    )
+
+
+def test_incompatible_layouts_shuffle_and_still_answer(spark, tmp_path):
+    orders, customers = orders_and_customers(800, 300)
+    left = build(tmp_path, "orders", orders, ["bucket(8, customer_id) as cb"])
+    right = build(tmp_path, "customers", customers, ["truncate(10, customer_id) as ct"])
+
+    for how in ("inner", "left"):
+        done = invoke("join", left, right, *ON, "--how", how, "--limit", "0")
+        assert done.exit_code == 0, done.stderr
+        assert "no storage-partitioned join" in done.stderr and "shuffling" in done.stderr
+        payload = run_join(left, right, *ON, "--how", how, "--limit", "0")
+        assert payload["storage_partitioned"] is False
+        expected = brute_join(orders, customers, ["customer_id"], ["customer_id"], how)
+        assert result_rows(payload) == expected
+    explained = run_join(left, right, *ON, "--explain")
+    assert explained["storage_partitioned"] is False
+    assert "different transforms" in explained["reasons"][0]
+    assert "Exchange" in explained["physical_plan"]
+
+
+def test_a_join_reads_the_versions_pinned_when_it_was_planned(spark, tmp_path):
+    """Writes committed after planning (new versions of the same partitions) are not seen."""
+    from lancens_cli.pipeline import join as job_module
+    from lancens_cli.service.join_plan import parse_on
+    from lancens_cli.service.namespace import Namespace
+
+    orders, customers = orders_and_customers(400, 200)
+    left = build(tmp_path, "orders", orders, ["bucket(4, customer_id) as cb"])
+    right = build(tmp_path, "customers", customers, ["bucket(4, customer_id) as cb"])
+    job = job_module.plan_job(
+        Namespace.from_properties({"root": left}),
+        Namespace.from_properties({"root": right}),
+        [parse_on("l.customer_id = r.customer_id")],
+        "inner",
+        None,
+    )
+    df = job.dataframe(spark)
+    write(right, customers, tmp_path, "again")  # every customer twice from now on
+
+    frozen = {"columns": df.columns, "rows": [r.asDict() for r in df.collect()]}
+
+    assert result_rows(frozen) == brute_join(
+        orders, customers, ["customer_id"], ["customer_id"], "inner"
+    )
+    doubled = pa.concat_tables([customers, customers])
+    assert result_rows(run_join(left, right, *ON, "--limit", "0")) == brute_join(
+        orders, doubled, ["customer_id"], ["customer_id"], "inner"
+    )
+
+
+@pytest.mark.s3
+def test_a_join_on_s3_through_moto(spark, s3_bucket, s3_options, tmp_path):
+    """Tasks open partition tables on S3 with the storage options given to the command."""
+    orders, customers = orders_and_customers(300, 120)
+    storage = [a for k, v in s3_options.items() for a in ("-s", f"{k}={v}")]
+    roots = {}
+    for name, table, field in (
+        ("orders", orders, "bucket(4, customer_id) as cb"),
+        ("customers", customers, "bucket(2, customer_id) as cb"),
+    ):
+        roots[name] = f"s3://{s3_bucket}/{name}"
+        schema = tmp_path / f"{name}.schema.json"
+        schema.write_text(json.dumps(schema_to_json(table.schema)))
+        base = ("--root", roots[name], *storage)
+        done = invoke(*base, "add-partition-spec", "--schema", str(schema), "--field", field)
+        assert done.exit_code == 0, done.stderr
+        data = tmp_path / f"{name}.parquet"
+        pq.write_table(table, data)
+        assert invoke(*base, "write", "--from", str(data)).exit_code == 0
+
+    done = invoke("join", roots["orders"], roots["customers"], *ON, *storage, "--how", "left",
+                  "--limit", "0", "--json")  # fmt: skip
+
+    assert done.exit_code == 0, done.stderr
+    assert done.json()["storage_partitioned"] is True
+    assert s3_options["secret_access_key"] not in done.stdout + done.stderr
+    assert result_rows(done.json()) == brute_join(
+        orders, customers, ["customer_id"], ["customer_id"], "left"
+    )
+
+
+# --- bad input --------------------------------------------------------------------------------
+
+
+def _one_line(done, code: int, words: str) -> None:
+    assert done.exit_code == code, (done.exit_code, done.stderr)
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert words in done.stderr and "Traceback" not in done.stderr
+
+
+def test_bad_input_is_one_line_with_its_exit_code(bucketed, tmp_path):
+    left, right, _, _ = bucketed
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert invoke("--root", str(plain), "create", "table", "t", "--declare").exit_code == 0
+    before = tree_snapshot(Path(left))
+
+    _one_line(invoke("join", left, right, "--on", "customer_id"), 2, "expected 'l.<left")
+    _one_line(invoke("join", left, right, "--on", "l.nope = r.customer_id"), 2, "nope")
+    _one_line(invoke("join", left, str(tmp_path / "missing"), *ON), 3, "does not exist")
+    _one_line(invoke("join", left, str(plain), *ON), 2, "not a partitioned namespace")
+    _one_line(invoke("join", left, right, *ON, "--how", "full"), 2, "--how 'full'")
+    _one_line(invoke("join", left, right, *ON, "--columns", "zzz"), 2, "no output column 'zzz'")
+    _one_line(invoke("join", left, right, *ON, "--format", "orc", "--to", "x"), 2, "--format")
+    _one_line(invoke("join", left, right, *ON, "--count", "--explain"), 2, "at most one")
+    assert tree_snapshot(Path(left)) == before
+
+
+_WITHOUT_PYSPARK = """
+import sys
+
+class NoPyspark:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pyspark" or name.startswith("pyspark."):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+
+sys.meta_path.insert(0, NoPyspark())
+sys.argv = ["lancens", *sys.argv[1:]]
+from lancens_cli.cli.app import main
+main()
+"""
+
+
+def test_without_pyspark_it_says_how_to_install_it(bucketed):
+    """Planning needs no pyspark; the Spark step then says how to get it (exit 2, one line)."""
+    import subprocess
+    import sys
+
+    left, right, _, _ = bucketed
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_PYSPARK, "join", left, right, *ON, "--count"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "pip install 'lancens-cli[spark]'" in done.stderr
+
+
+def test_a_bad_where_is_one_line(spark, bucketed):
+    left, right, _, _ = bucketed
+    _one_line(invoke("join", left, right, *ON, "--where", "nope > 1"), 2, "--where 'nope > 1'")
+
+
+# --- the real entry point ---------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_real_subprocess_joins_with_its_own_driver(bucketed):
+    left, right, orders, customers = bucketed
+
+    done = run_cli("join", left, right, *ON, "--how", "left", "--count", "--master", "local[2]")
+
+    assert done.exit_code == 0, done.stderr
+    expected = brute_join(orders, customers, ["customer_id"], ["customer_id"], "left")
+    assert done.stdout.strip() == str(len(expected))
+    assert "storage-partitioned join done" in done.stderr
