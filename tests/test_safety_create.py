@@ -181,6 +181,42 @@ def test_uncommitted_write_with_dir_listing_off_is_not_registered(local_root):
     assert rows(local_root) == {}
 
 
+def test_uncommitted_write_on_any_store(any_root, parquet):
+    """The same predicate on local disk and on S3: listed, refused by `create` with nothing
+    changed, skipped by `migrate-v1`, deleted by `check --fix` after the grace."""
+    uri = f"{any_root.uri}/t.lance"
+    lance.fragment.write_fragments(
+        pa.table({"id": list(range(50))}), uri, storage_options=any_root.storage_options
+    )
+    assert lns(any_root, "init").exit_code == 0
+    assert listed(any_root) == {"t": "uncommitted write"}
+    described = lns(any_root, "describe", "t")
+    assert described.exit_code == 1 and "never committed" in described.stderr
+
+    def files() -> set[str]:
+        storage = _storage(any_root)
+        return {path for path, _ in storage.walk_files("t.lance")}
+
+    before = files()
+    refused = lns(any_root, "create", "table", "t", "--from", parquet)
+    assert refused.exit_code == 4 and "check --fix" in refused.stderr, refused.stderr
+    assert files() == before and before
+    assert lns_json(any_root, "migrate-v1", "--check", code=6)["skipped"] == 1
+    report = lns_json(any_root, "check", "--fix", "--grace-minutes", "0")
+    assert [(f["code"], f["fixed"]) for f in report["findings"]] == [
+        ("abandoned_table_write", True)
+    ]
+    assert files() == set() and listed(any_root) == {}
+    assert lns(any_root, "create", "table", "t", "--from", parquet).exit_code == 0
+    assert listed(any_root) == {"t": "ok"}
+
+
+def _storage(root: Root) -> Storage:
+    from lancens_cli.config import NamespaceConfig
+
+    return Storage(NamespaceConfig.from_properties(root.properties))
+
+
 # --- 7. create never deletes a file it did not write -------------------------------------------
 
 
@@ -329,6 +365,29 @@ def test_a_drop_deleting_the_data_during_the_rename_wins(local_root, monkeypatch
     finish = run_cli(*local_root.args, "drop", "t", "--yes")  # the drop's second step
     assert finish.exit_code == 0, finish.stderr
     _dropped_state_is_clean(local_root)
+
+
+def test_a_drop_half_way_through_a_v2_table_stops_its_rename(local_root, parquet, monkeypatch):
+    """A V2 table's rename is one commit, planned after the drop began deleting its data
+    (`_versions/` goes first): the rename exits 4 instead of giving the new name a table that
+    is being deleted, and the drop completes."""
+    assert lns(local_root, "create", "namespace", "sales").exit_code == 0
+    assert lns(local_root, "create", "table", "sales.t", "--from", parquet).exit_code == 0
+    location = rows(local_root)["sales$t"]
+    real_mutate = ManifestStore.mutate
+
+    def drop_starts(self, plan):
+        shutil.rmtree(local_root.local_path / location / "_versions")  # as drop does first
+        return real_mutate(self, plan)
+
+    monkeypatch.setattr(ManifestStore, "mutate", drop_starts)
+    result = lns(local_root, "rename", "sales.t", "sales.t2")
+    monkeypatch.undo()
+    assert result.exit_code == 4, (result.exit_code, result.stderr)
+    assert rows(local_root) == {"sales$t": location}
+    assert lns(local_root, "drop", "sales.t", "--yes").exit_code == 0
+    assert rows(local_root) == {} and not (local_root.local_path / location).exists()
+    assert lns(local_root, "check").exit_code == 0
 
 
 def test_a_rename_journaled_over_a_vanished_table_is_no_circle(local_root):
