@@ -157,11 +157,16 @@ def plan_migration(
 
     With `legacy`, `R/t` and `R/t.lance` may both claim the name `t`. Spec 000 names a root
     table's directory `<name>.lance`, and directory listing (ours and the reference's) already
-    resolves `t` to `R/t.lance`; so that one keeps the name, whatever state it is in, and the
-    legacy directory is skipped with the reason: registering it would change what `t` reads.
+    resolves `t` to `R/t.lance` (unless it is deregistered); so that one keeps the name, whatever
+    state it is in, and the legacy directory is skipped with the reason: registering it would
+    change what `t` reads.
     """
     registered = snapshot.locations()
-    claimed = {name: location for name, location in candidates if location.endswith(V1_SUFFIX)}
+    claimed = {
+        name: location
+        for name, location in candidates
+        if location.endswith(V1_SUFFIX) and states[location] != IGNORED
+    }
     items = []
     for name, location in candidates:
         state = states[location]

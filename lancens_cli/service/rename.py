@@ -239,8 +239,9 @@ def _move_table(
         elif table_state(ns.storage, target) != "ok":  # checked before the intent: gone since
             raise TableNotFoundError(f"neither {source!r} nor {target!r} holds the table")
     except (OSError, TableNotFoundError):
-        # the source lost files while we copied them: a drop is running
-        _withdraw(ns, old, new, source, target)
+        if versions is not None and _versions(ns, source) == versions:
+            raise  # not a drop: a storage failure, reported as such; a rerun resumes the copy
+        _withdraw(ns, old, new, source, target)  # the source lost files: a drop is running
     leftover = source if versions is not None else None
 
     def swap(snapshot: ManifestSnapshot, edit: ManifestEdit) -> None:
