@@ -331,7 +331,8 @@ def _check_orphans(
         if is_deregistered(ns.storage, entry.name):
             continue  # forgotten on purpose (deregister, drop --keep-data)
         v1_hidden = (
-            entry.name.endswith(V1_SUFFIX)
+            not is_v2_location(entry.name)
+            and entry.name.endswith(V1_SUFFIX)
             and not ns.config.dir_listing_enabled
             and ns.config.manifest_enabled
         )
