@@ -27,13 +27,13 @@ import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import Root, invoke, run_cli, tree_snapshot
+from conftest import Result, Root, invoke, run_cli, tree_snapshot
 
 from lancens_cli.store.manifest import ManifestStore
 from lancens_cli.store.storage import Storage
 
 
-def lns(root: Root, *args: str) -> object:
+def lns(root: Root, *args: str) -> Result:
     return invoke(*root.args, *args)
 
 
