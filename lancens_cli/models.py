@@ -123,6 +123,9 @@ SOURCE_BOTH = "both"
 STATE_OK = "ok"
 STATE_DECLARED = "declared"
 STATE_NOT_LANCE = "not a Lance table"
+# Only the data files of a table write that never committed a version (a killed `create`, or a
+# copy in progress): a table for listing and existence (spec 001), but nobody ever read it.
+STATE_UNCOMMITTED = "uncommitted write"
 STATE_MISSING = "missing"
 
 

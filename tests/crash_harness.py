@@ -16,6 +16,10 @@ What "consistent" means is spelled out in `Scenario` and `_verify`:
   that a drop target may instead be gone; tables the command does not touch are all there; the
   command-specific invariant holds (rename: exactly one of old/new; migrate-v1: all or none
   registered);
+* the rerun of a root create whose kill left `<name>.lance` holding only uncommitted data files
+  must refuse the name (exit 4) without adding or removing a file and point to `check --fix`;
+  `check --fix --grace-minutes 0` then removes the debris and the command is run once more
+  (`create` never deletes a file it did not write);
 * after the rerun: its exit code is one the scenario accepts (a non-zero "already done" code only
   when the killed run had finished its effect); the visible tables are exactly the expected ones
   with their data; no duplicate object_id or location; no rename bookkeeping left in rows; the
@@ -44,7 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from conftest import Root, invoke
 
-from lancens_cli.models import KIND_TABLE, Identifier
+from lancens_cli.models import KIND_TABLE, STATE_UNCOMMITTED, Identifier
 from lancens_cli.service.check import check
 from lancens_cli.service.listing import list_namespace
 from lancens_cli.service.namespace import RENAME_INTENT_KEY, RENAMED_FROM_KEY, Namespace
@@ -95,7 +99,7 @@ def fingerprint(ns: Namespace, location: str) -> tuple[int, int] | str:
         ds = lance.dataset(ns.storage.uri(location), storage_options=ns.storage.lance_options)
     except Exception as exc:  # noqa: BLE001 - any failure to open is a state to report
         state = table_state(ns.storage, location)
-        if state in ("missing", "not a Lance table"):
+        if state in ("missing", "not a Lance table", "uncommitted write"):
             return GONE
         return f"unloadable ({state}): {str(exc)[:160]}"
     try:
@@ -216,8 +220,12 @@ class Scenario:
     transform: Callable[[dict], dict]
     rerun_codes: frozenset[int]  # exit codes a rerun may give (non-zero only if already done)
     # may be GONE after a kill: drop targets, and the `<name>.lance` of a root create, which
-    # lists as "not a Lance table" until the rerun writes the table over the debris
+    # lists as an "uncommitted write" until `check --fix` removes the debris
     vanishing: frozenset[str] = frozenset()
+    # a root create: when the kill left this directory holding only an uncommitted write, the
+    # rerun must refuse the name (exit 4) touching nothing and say that `check --fix` removes
+    # it; then `check --fix --grace-minutes 0` and a second rerun must complete the command
+    debris: str | None = None
     exclusive: tuple[str, str] | None = None  # rename: exactly one of (old, new) visible
     extra_final: Callable[[Scenario, Root, Namespace, dict], list[str]] | None = None
     extra_kill: Callable[[Scenario, Root, Namespace, dict], list[str]] | None = None
@@ -392,6 +400,7 @@ def scenarios(data_dir: Path, kind: str) -> dict[str, Scenario]:
             plus(orders=create_rows),
             frozenset({0, 4}),
             vanishing=frozenset({"orders"}),
+            debris="orders.lance",
         ),
         Scenario(
             "rename-v1",
@@ -727,7 +736,7 @@ def run_trials(scenario: Scenario, place: Place, template: Path, kills: int, see
         kill_state = _describe(state, template_files)
         problems += [f"after kill: {p}" for p in _verify(scenario, root, state, final=False)]
 
-        rerun = invoke(*root.args, *scenario.argv)
+        rerun, recovered = _rerun(scenario, root, place, state, problems)
         if rerun.exit_code not in scenario.rerun_codes:
             problems.append(f"rerun exited {rerun.exit_code}: {rerun.stderr.strip()}")
         elif rerun.exit_code != 0 and phase not in (COMPLETE, EXITED):
@@ -743,6 +752,8 @@ def run_trials(scenario: Scenario, place: Place, template: Path, kills: int, see
             f"events.lance/{DEREGISTERED_MARKER}"
         ):
             leftovers.append("deregistered_marker")  # the row exists: harmless but left over
+        if recovered:
+            leftovers.append("refused_over_debris")  # rerun after `check --fix`
         registered = {r["location"] for r in state["rows"]}
         for name, location in state["visible"].items():
             if location not in registered and name not in scenario.before:
@@ -751,6 +762,27 @@ def run_trials(scenario: Scenario, place: Place, template: Path, kills: int, see
         if not problems:
             place.remove(root)
     return outcome
+
+
+def _rerun(scenario: Scenario, root: Root, place: Place, state: dict, problems: list[str]):
+    """Rerun the command; over a killed root create's debris, the refusal and the way on.
+
+    Returns (the last rerun's result, whether it needed `check --fix` first).
+    """
+    debris = scenario.debris and (
+        table_state(state["ns"].storage, scenario.debris) == STATE_UNCOMMITTED
+    )
+    rerun = invoke(*root.args, *scenario.argv)
+    if not debris:
+        return rerun, False
+    if rerun.exit_code != 4 or "check --fix" not in rerun.stderr:
+        problems.append(f"rerun over debris exited {rerun.exit_code}: {rerun.stderr.strip()}")
+    if place.files(root) != state["files"]:
+        problems.append("the rerun refused over debris changed files")
+    fix = invoke(*root.args, "check", "--fix", "--grace-minutes", "0")
+    if fix.exit_code != 0:
+        problems.append(f"check --fix over debris exited {fix.exit_code}: {fix.stdout.strip()}")
+    return invoke(*root.args, *scenario.argv), True
 
 
 def failure_report(outcome: Outcome) -> str:

@@ -1,7 +1,8 @@
 """What a killed `create table` leaves behind, and how a rerun and `check --fix` deal with it.
 
 The debris is made the way a killed writer makes it: Lance data files written with
-`lance.fragment.write_fragments` and no version committed.
+`lance.fragment.write_fragments` and no version committed. `create` never deletes a file it did
+not write: a rerun over debris exits 4 and says that `check --fix` removes it after the grace.
 """
 
 from __future__ import annotations
@@ -37,33 +38,47 @@ def _age(path, seconds: int) -> None:
             os.utime(os.path.join(dirpath, name), (past, past))
 
 
-def test_rerun_writes_over_a_root_write_that_never_committed(local_root, orders):
+def test_rerun_refuses_a_root_write_that_never_committed_until_check_fix(local_root, orders):
+    """A rerun of a killed root create touches nothing and says how to go on; `check --fix`
+    deletes the debris once older than the grace period, and the next rerun creates the table."""
     old_files = _debris(local_root.local_path / "orders.lance")
     _age(local_root.local_path / "orders.lance", 120)
     listed = invoke(*local_root.args, "ls", "--json").json()
-    assert [(e["id"], e["state"]) for e in listed["entries"]] == [("orders", "not a Lance table")]
+    assert [(e["id"], e["state"]) for e in listed["entries"]] == [("orders", "uncommitted write")]
+
+    before = tree_snapshot(local_root.local_path)
+    result = invoke(*local_root.args, "create", "table", "orders", "--from", orders)
+    assert result.exit_code == 4, result.stderr
+    assert "check --fix" in result.stderr and "--grace-minutes" in result.stderr
+    assert tree_snapshot(local_root.local_path) == before
+
+    # two minutes old: within the default grace (an hour) it might be a write in flight
+    kept = invoke(*local_root.args, "check", "--fix", "--json")
+    assert kept.exit_code == 1 and not kept.json()["findings"][0]["fixed"]
+    assert set(os.listdir(local_root.local_path / "orders.lance" / "data")) == old_files
+    fixed = invoke(*local_root.args, "check", "--fix", "--grace-minutes", "1")
+    assert fixed.exit_code == 0, fixed.stdout
+    assert not (local_root.local_path / "orders.lance").exists()
 
     result = invoke(*local_root.args, "create", "table", "orders", "--from", orders)
     assert result.exit_code == 0, result.stderr
     table = lance.dataset(str(local_root.local_path / "orders.lance"))
     assert table.count_rows() == 1000
     files = set(os.listdir(local_root.local_path / "orders.lance" / "data"))
-    assert not files & old_files, "the dead write's files are removed once the table commits"
     assert {f.path for frag in table.get_fragments() for f in frag.data_files()} == files
     assert invoke(*local_root.args, "check").exit_code == 0
 
 
 def test_fresh_debris_may_be_a_racer_and_is_left_alone(local_root, orders):
-    """A file younger than a minute may belong to a racer still writing: the winner leaves it
-    (unreferenced, harmless) rather than failing that racer with an I/O error."""
+    """Files younger than the grace may belong to a writer still at work: `create` refuses the
+    name without touching them, and `check --fix` keeps them."""
     fresh = _debris(local_root.local_path / "orders.lance")
+    before = tree_snapshot(local_root.local_path)
     result = invoke(*local_root.args, "create", "table", "orders", "--from", orders)
-    assert result.exit_code == 0, result.stderr
-    table = lance.dataset(str(local_root.local_path / "orders.lance"))
-    assert table.count_rows() == 1000
-    files = set(os.listdir(local_root.local_path / "orders.lance" / "data"))
-    referenced = {f.path for frag in table.get_fragments() for f in frag.data_files()}
-    assert files == referenced | fresh and not referenced & fresh
+    assert result.exit_code == 4, result.stderr
+    assert invoke(*local_root.args, "check", "--fix", "--grace-minutes", "1").exit_code == 1
+    assert tree_snapshot(local_root.local_path) == before
+    assert set(os.listdir(local_root.local_path / "orders.lance" / "data")) == fresh
 
 
 @pytest.mark.parametrize(
@@ -88,16 +103,28 @@ def test_a_directory_with_anything_more_is_not_written_over(local_root, orders, 
         assert tree_snapshot(local_root.local_path) == before
 
 
-def test_failing_input_removes_only_its_own_files_from_a_shared_directory(local_root, tmp_path):
-    """A root `<name>.lance` may hold a racer's files: a failed write takes away its own only."""
+def test_failing_input_removes_only_its_own_files_from_a_shared_directory(
+    local_root, tmp_path, monkeypatch
+):
+    """A root `<name>.lance` may receive a racer's files while we write: a failed write takes
+    away its own only. (The racer's files are put there once our create has checked the name.)"""
+    import lancens_cli.service.create as create_module
+
     target = local_root.local_path / "orders.lance"
-    racer_files = _debris(target)
+    real_write = create_module.write_new_table
+    racer_files: set[str] = set()
+
+    def racer_arrives_first(storage, location, data, **kwargs):
+        racer_files.update(_debris(target))
+        return real_write(storage, location, data, **kwargs)
+
+    monkeypatch.setattr(create_module, "write_new_table", racer_arrives_first)
     bad = tmp_path / "late.csv"
     good_rows = "".join(f"{i},{i}\n" for i in range(200_000))
     bad.write_text("a,b\n" + good_rows + "1\n")
     result = invoke(*local_root.args, "create", "table", "orders", "--from", str(bad))
     assert result.exit_code == 2, result.stderr
-    assert set(os.listdir(target / "data")) == racer_files
+    assert racer_files and set(os.listdir(target / "data")) == racer_files
 
 
 def test_check_fix_deletes_abandoned_v2_writes_and_keeps_committed_orphans(local_root, orders):

@@ -1,10 +1,11 @@
 """`check`: prove a namespace healthy, or list what is wrong; `--fix` repairs what is safe.
 
 Safe repairs register table directories nothing references (under the object id their name
-carries), delete V2 directories that hold only the data files of a write that never committed,
-and delete staged `__manifest` data files of commits that did not land (both only when older than
-a grace period, so a write or commit in flight in another process is never touched). Data of a
-table anyone could have read is never deleted.
+carries), delete unregistered table directories (V2 `<hash>_<id>` or root `<name>.lance`) that
+hold only the data files of a write that never committed, and delete staged `__manifest` data
+files of commits that did not land (both only when older than a grace period, so a write or
+commit in flight in another process is never touched). Data of a table anyone could have read is
+never deleted.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from lancens_cli.models import (
     KIND_TABLE,
     MANIFEST_TABLE,
     STATE_DECLARED,
+    STATE_UNCOMMITTED,
     Identifier,
     to_plain,
     validate_name,
@@ -135,7 +137,7 @@ def check(
         if ident.is_root:
             check_partitions(ns, snapshot, report)
     rows = _rows_in_scope(ns, snapshot, ident)
-    _check_rows(ns, snapshot, rows, report, delimiter)
+    _check_rows(ns, snapshot, rows, report, delimiter, grace)
     if ident.is_root:
         _check_orphans(ns, snapshot, report, delimiter, grace)
         if snapshot.exists:
@@ -202,7 +204,7 @@ def _check_manifest(snapshot: ManifestSnapshot, report: CheckReport) -> None:
             )
 
 
-def _check_rows(ns, snapshot, rows, report, delimiter) -> None:
+def _check_rows(ns, snapshot, rows, report, delimiter, grace: timedelta) -> None:
     tables = []
     for row in rows:
         object_id, kind, location = row["object_id"], row["object_type"], row["location"]
@@ -228,11 +230,7 @@ def _check_rows(ns, snapshot, rows, report, delimiter) -> None:
         properties = decode_properties(row.get("metadata"))
         if RENAME_INTENT_KEY in properties:
             report.add(
-                "interrupted_rename",
-                name,
-                location,
-                f"a rename was interrupted ({properties[RENAME_INTENT_KEY]}); "
-                "rerun the same `lancens rename` to complete it",
+                "interrupted_rename", name, location, _interrupted_rename(ns, row, properties)
             )
         if RENAMED_FROM_KEY in properties and ns.storage.exists(properties[RENAMED_FROM_KEY]):
             report.add(
@@ -252,23 +250,66 @@ def _check_rows(ns, snapshot, rows, report, delimiter) -> None:
         tables.append((name, location))
     report.tables_checked = len(tables)
 
+    registered = snapshot.locations()
+
     def verify(item):
         name, location = item
         state = table_state(ns.storage, location)
         if state == STATE_DECLARED:
             return name, location, []
         if state == "missing":
-            return name, location, [("table_missing", "the table directory does not exist")]
+            return name, location, [("table_missing", "the table directory does not exist", False)]
+        if state == STATE_UNCOMMITTED and location not in registered:
+            # a root `<name>.lance` known only from its directory: the debris of a killed
+            # create (or a copy in progress), like an abandoned V2 directory
+            return name, location, [_abandoned(ns, location, grace, UNCOMMITTED_WRITE)]
         try:
-            return name, location, [(p.code, p.message) for p in verify_table(ns.storage, location)]
+            problems = verify_table(ns.storage, location)
+            return name, location, [(p.code, p.message, False) for p in problems]
         except LancensError as exc:
-            return name, location, [("table_unloadable", exc.message)]
+            return name, location, [("table_unloadable", exc.message, False)]
 
     workers = 4 if ns.storage.is_local else 16
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for name, location, problems in pool.map(verify, tables):
-            for code, message in problems:
-                report.add(code, name, location, message)
+            for code, message, fixable in problems:
+                report.add(code, name, location, message, fixable)
+
+
+UNCOMMITTED_WRITE = "data files of a table write that never committed a version"
+UNPUBLISHED_PARTITION = (
+    "a partition table a write created but never published (it died before its __manifest commit)"
+)
+
+
+def _expired(ns: Namespace, location: str, grace: timedelta) -> bool:
+    """Nothing below `location` was written within the grace period (no write in flight)."""
+    changed = ns.storage.newest_change(location)
+    return changed is None or datetime.now(UTC) - changed > grace
+
+
+def _abandoned(ns: Namespace, location: str, grace: timedelta, what: str) -> tuple:
+    """An `abandoned_table_write` finding: fixable only once older than the grace."""
+    expired = _expired(ns, location, grace)
+    message = what + ("" if expired else f" (younger than {grace}; may be a write in flight)")
+    return "abandoned_table_write", message, expired
+
+
+def _interrupted_rename(ns: Namespace, row: dict, properties: dict[str, str]) -> str:
+    """What to do about a row a rename journaled; never advice that cannot complete."""
+    intent = rename_intent(row) or {}
+    copy = intent.get("location")
+    source_gone = not row["location"] or not ns.storage.exists(row["location"])
+    if source_gone and not (copy and table_state(ns.storage, copy) == "ok"):
+        name = Identifier.from_object_id(row["object_id"]).display()
+        return (
+            f"a rename was interrupted ({properties[RENAME_INTENT_KEY]}) and the table's data "
+            f"is gone (dropped meanwhile?); `lancens drop {name} --yes` removes the row"
+        )
+    return (
+        f"a rename was interrupted ({properties[RENAME_INTENT_KEY]}); "
+        "rerun the same `lancens rename` to complete it"
+    )
 
 
 def _check_orphans(
@@ -289,55 +330,50 @@ def _check_orphans(
             continue
         if is_deregistered(ns.storage, entry.name):
             continue  # forgotten on purpose (deregister, drop --keep-data)
-        if is_v2_location(entry.name):
-            object_id = v2_location_object_id(entry.name)
-            name = Identifier.from_object_id(object_id).display(delimiter) if object_id else None
-            unpublished = bool(object_id) and object_id.split("$", 1)[0] in spec_namespaces
-            if unpublished or uncommitted_write(ns.storage, entry.name) is not None:
-                changed = ns.storage.newest_change(entry.name)
-                expired = changed is None or datetime.now(UTC) - changed > grace
-                what = (
-                    "a partition table a write created but never published (it died before "
-                    "its __manifest commit)"
-                    if unpublished
-                    else "data files of a table write that never committed a version"
-                )
-                report.add(
-                    "abandoned_table_write",
-                    name,
-                    entry.name,
-                    what
-                    + ("" if expired else f" (younger than {grace}; may be a write in flight)"),
-                    fixable=expired,
-                )
-                continue
-            registrable = _registrable(ns, snapshot, object_id)
-            taken = object_id is not None and object_id in snapshot
-            report.add(
-                "orphan_table_directory",
-                name,
-                entry.name,
-                "a V2 table directory that no manifest row references"
-                + (
-                    f"; {name} is another table now: `register` it under a new name or `drop` it"
-                    if taken and not registrable
-                    else ""
-                ),
-                fixable=registrable,
-            )
-        elif (
-            entry.name.endswith(V1_SUFFIX)
+        v1_hidden = (
+            not is_v2_location(entry.name)
+            and entry.name.endswith(V1_SUFFIX)
             and not ns.config.dir_listing_enabled
             and ns.config.manifest_enabled
-        ):
-            name = entry.name[: -len(V1_SUFFIX)]
+        )
+        if not is_v2_location(entry.name) and not v1_hidden:
+            continue
+        if v1_hidden:
+            object_id = name = entry.name[: -len(V1_SUFFIX)]
+        else:
+            object_id = v2_location_object_id(entry.name)
+            name = Identifier.from_object_id(object_id).display(delimiter) if object_id else None
+        unpublished = (
+            not v1_hidden and bool(object_id) and object_id.split("$", 1)[0] in spec_namespaces
+        )
+        if unpublished or uncommitted_write(ns.storage, entry.name) is not None:
+            what = UNPUBLISHED_PARTITION if unpublished else UNCOMMITTED_WRITE
+            code, message, fixable = _abandoned(ns, entry.name, grace, what)
+            report.add(code, name, entry.name, message, fixable=fixable)
+            continue
+        if v1_hidden:
             report.add(
                 "orphan_table_directory",
                 name,
                 entry.name,
                 "a <name>.lance directory is invisible with dir listing off and no row for it",
-                fixable=_registrable(ns, snapshot, name),
+                fixable=_registrable(ns, snapshot, object_id),
             )
+            continue
+        registrable = _registrable(ns, snapshot, object_id)
+        taken = object_id is not None and object_id in snapshot
+        report.add(
+            "orphan_table_directory",
+            name,
+            entry.name,
+            "a V2 table directory that no manifest row references"
+            + (
+                f"; {name} is another table now: `register` it under a new name or `drop` it"
+                if taken and not registrable
+                else ""
+            ),
+            fixable=registrable,
+        )
 
 
 def _spec_namespaces(snapshot: ManifestSnapshot) -> set[str]:
@@ -414,6 +450,9 @@ def _apply_fixes(ns: Namespace, report: CheckReport, grace: timedelta) -> None:
                 finding.message += "; registered"
     for finding in report.findings:
         if finding.fixable and finding.code == "abandoned_table_write":
+            if not _expired(ns, finding.location, grace):
+                finding.message += "; written to meanwhile, so kept"
+                continue
             ns.storage.delete_tree(finding.location)
             finding.fixed = True
             finding.message += "; deleted"

@@ -2,12 +2,13 @@
 
 A table is written first and registered second, in one manifest commit that re-checks the name:
 of several processes racing for one new name exactly one wins. A loser removes the directory it
-wrote, unless the directory is the shared `<name>.lance` of a root table, which it never owns.
+wrote, unless the directory is the shared `<name>.lance` of a root table, which it never owns:
+there it removes only the files it wrote itself. `create` never deletes a file it did not write;
+the debris of a killed write is `check --fix`'s, once older than the grace period.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lancens_cli.errors import (
@@ -20,6 +21,7 @@ from lancens_cli.models import (
     KIND_NAMESPACE,
     KIND_TABLE,
     SOURCE_DIRECTORY,
+    STATE_UNCOMMITTED,
     Change,
     ChangeSet,
     Identifier,
@@ -27,7 +29,8 @@ from lancens_cli.models import (
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot, encode_properties
 from lancens_cli.store.tables import (
-    uncommitted_write,
+    VERSIONS_DIR,
+    table_state,
     v1_location,
     v2_location,
     write_new_table,
@@ -94,53 +97,36 @@ def create_namespace(
     return ns.manifest.mutate(plan)
 
 
-def new_table_location(
-    ns: Namespace, ident: Identifier, snapshot: ManifestSnapshot, *, adopt: bool = False
-) -> str:
+def new_table_location(ns: Namespace, ident: Identifier, snapshot: ManifestSnapshot) -> str:
     """Spec 000: `<name>.lance` for root tables while dir listing is on, else `<hash>_<id>`.
 
     A `<name>.lance` directory that is already there (kept by `drop --keep-data`, or another
     table's after `rename --keep-location`) is never reused: the new table gets a V2 directory.
-    The exception (`adopt`) is the debris of a write that never committed.
     """
     if len(ident.parts) == 1 and ns.config.dir_listing_enabled:
         location = v1_location(ident.name)
-        if location not in snapshot.locations() and (adopt or not ns.storage.exists(location)):
+        if location not in snapshot.locations() and not ns.storage.exists(location):
             return location
     return v2_location(ident.object_id)
 
 
-def interrupted_root_write(
-    ns: Namespace, ident: Identifier, snapshot: ManifestSnapshot
-) -> list[str] | None:
-    """The files of a root table write that died before its version 1, if that is all there is.
+def refuse_uncommitted_write(ns: Namespace, ident: Identifier, snapshot: ManifestSnapshot) -> None:
+    """Refuse the name of a root `<name>.lance` that holds only an uncommitted write's files.
 
-    Spec 001 makes any `<name>.lance` directory a table, but one that holds only the data
-    files of an uncommitted write was never a table anyone could read: a rerun of the `create`
-    that left it writes the table there instead of refusing the name.
+    Spec 001 makes the directory a table. It may be the debris of a killed `create` or a copy
+    still in progress (data before `_versions/`); the two look alike, so `create` writes over
+    neither and deletes nothing: it says how the debris goes once nobody is writing it.
     """
     ref = ns.find_table(ident, snapshot)
-    if ref is None or ref.source != SOURCE_DIRECTORY or ref.location != v1_location(ident.name):
-        return None
-    return uncommitted_write(ns.storage, ref.location)
-
-
-DEBRIS_AGE = timedelta(minutes=1)
-
-
-def _remove_debris(ns: Namespace, location: str, debris: list[str]) -> None:
-    """Delete the dead write's files once our version 1 is in: nobody can commit them now.
-
-    Only files older than DEBRIS_AGE go: a younger one may be a racer's, still being written
-    (on local disk, a temporary file it is about to rename), and pulling it away would fail
-    that racer with an I/O error instead of the clean "already exists" it is owed. What is
-    left is unreferenced and harmless.
-    """
-    now = datetime.now(UTC)
-    for path in debris:
-        changed = ns.storage.modified(f"{location}/{path}")
-        if changed is not None and now - changed > DEBRIS_AGE:
-            ns.storage.delete_file(f"{location}/{path}")
+    if ref is None or ref.source != SOURCE_DIRECTORY:
+        return
+    if table_state(ns.storage, ref.location) == STATE_UNCOMMITTED:
+        raise TableAlreadyExistsError(
+            f"table {ident.display()} already exists: {ref.location} holds only the data files "
+            "of a table write that never committed (a killed create, or a copy in progress); "
+            "nothing was changed. If no write is in flight, `lancens check --fix` deletes it "
+            "once it is older than the grace period (--grace-minutes); then rerun the create"
+        )
 
 
 def create_table(
@@ -167,12 +153,11 @@ def create_table(
 
     snapshot = ns.snapshot()
     ns.require_namespace(ident.parent, snapshot)
-    debris = None if declare else interrupted_root_write(ns, ident, snapshot)
-    if debris is None:
-        if exist_ok and ns.find_table(ident, snapshot) is not None:
-            return ChangeSet([Change("exists", KIND_TABLE, ident.display())], dry_run)
-        refuse_taken(ns, ident, snapshot)
-    location = new_table_location(ns, ident, snapshot, adopt=debris is not None)
+    refuse_uncommitted_write(ns, ident, snapshot)  # even with --exist-ok: it holds no table
+    if exist_ok and ns.find_table(ident, snapshot) is not None:
+        return ChangeSet([Change("exists", KIND_TABLE, ident.display())], dry_run)
+    refuse_taken(ns, ident, snapshot)
+    location = new_table_location(ns, ident, snapshot)
     if dry_run:
         return ChangeSet(
             [Change("create", KIND_TABLE, ident.display(), location, dry_run=True)], True
@@ -181,6 +166,7 @@ def create_table(
     # A V2 directory has a random name and is ours alone; the root `<name>.lance` is shared
     # with anyone racing for the same name until one of us commits its version 1.
     exclusive = location != v1_location(ident.name)
+    written = None
     if declare:
         write_reserved_marker(ns.storage, location)
         owned = exclusive
@@ -190,11 +176,10 @@ def create_table(
 
             data = pa.Table.from_batches([], schema=schema)
         try:
-            write_new_table(ns.storage, location, data, exclusive=exclusive)
+            written = write_new_table(ns.storage, location, data, exclusive=exclusive)
         except TableAlreadyExistsError:
             raise TableAlreadyExistsError(f"table {ident.display()} already exists") from None
-        owned = True  # we committed version 1: the directory is ours
-        _remove_debris(ns, location, debris or [])
+        owned = True  # we committed version 1: the table is ours
 
     change = Change("create", KIND_TABLE, ident.display(), location)
     if not ns.config.manifest_enabled:
@@ -214,6 +199,39 @@ def create_table(
     try:
         return ns.manifest.mutate(plan)
     except BaseException:
-        if owned:
+        if owned and exclusive:
             ns.storage.delete_tree(location)
+        elif owned and written is not None:
+            _remove_own_version(ns, location, written)
         raise
+
+
+def _remove_own_version(ns: Namespace, location: str, dataset: Any) -> None:
+    """Undo our version 1 in a shared `<name>.lance`, removing only the files we wrote.
+
+    Those are the version's manifest (with the version hint), its data files and its
+    transaction file. If anyone committed a version on top meanwhile, the table is theirs too
+    and everything stays. The directory goes only when nothing at all is left in it.
+    """
+    versions = [
+        path
+        for path, _ in ns.storage.walk_files(f"{location}/{VERSIONS_DIR}")
+        if path.endswith(".manifest")
+    ]
+    if len(versions) != 1:
+        return
+    files = [
+        f"data/{data_file.path}"
+        for fragment in dataset.get_fragments()
+        for data_file in fragment.data_files()
+    ]
+    try:
+        transaction = dataset.read_transaction(1)
+        files.append(f"_transactions/{transaction.read_version}-{transaction.uuid}.txn")
+    except (ValueError, OSError, RuntimeError, AttributeError):
+        pass  # an unreferenced transaction file stays: harmless, `check --fix` may take it
+    ns.storage.delete_tree(f"{location}/{VERSIONS_DIR}")  # first: it stops being a table at once
+    for path in files:
+        ns.storage.delete_file(f"{location}/{path}")
+    if not any(True for _ in ns.storage.walk_files(location)):
+        ns.storage.delete_tree(location)

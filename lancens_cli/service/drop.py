@@ -132,6 +132,8 @@ def drop(
         ids = {Identifier.parse(c.id, delimiter).object_id for c in plan.changes}
 
         def remove(snapshot: ManifestSnapshot, edit: ManifestEdit) -> None:
+            if not cascade:
+                _require_not_renamed(snapshot, tables, delimiter)
             for object_id in ids:
                 edit.remove(object_id)
             if cascade:  # anything created below the namespace meanwhile goes too
@@ -140,6 +142,23 @@ def drop(
 
         ns.manifest.mutate(remove)
     return plan
+
+
+def _require_not_renamed(snapshot, tables: list[Change], delimiter: str) -> None:
+    """A table renamed while we deleted its directory: exit 3, do not report it dropped.
+
+    The directory we deleted was then the old one a moving rename had copied from (the rename
+    refuses to commit once `_versions/` lost a file), so the renamed table is whole.
+    """
+    from lancens_cli.service.namespace import stale_rename_sources
+
+    for change in tables:
+        object_id = Identifier.parse(change.id, delimiter).object_id
+        owner = snapshot.locations().get(change.location)
+        if owner not in (None, object_id) or change.location in stale_rename_sources(snapshot):
+            raise TableNotFoundError(
+                f"table {change.id} no longer exists: another process renamed it meanwhile"
+            )
 
 
 def register(

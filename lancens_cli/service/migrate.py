@@ -18,6 +18,7 @@ from lancens_cli.models import (
     STATE_MISSING,
     STATE_NOT_LANCE,
     STATE_OK,
+    STATE_UNCOMMITTED,
     to_plain,
     validate_name,
 )
@@ -152,8 +153,20 @@ def plan_migration(
     states: dict[str, str],
     legacy: bool,
 ) -> list[MigrationItem]:
-    """Decide, per directory, whether it is registered now, already, or skipped (and why)."""
+    """Decide, per directory, whether it is registered now, already, or skipped (and why).
+
+    With `legacy`, `R/t` and `R/t.lance` may both claim the name `t`. Spec 000 names a root
+    table's directory `<name>.lance`, and directory listing (ours and the reference's) already
+    resolves `t` to `R/t.lance` (unless it is deregistered); so that one keeps the name, whatever
+    state it is in, and the legacy directory is skipped with the reason: registering it would
+    change what `t` reads.
+    """
     registered = snapshot.locations()
+    claimed = {
+        name: location
+        for name, location in candidates
+        if location.endswith(V1_SUFFIX) and states[location] != IGNORED
+    }
     items = []
     for name, location in candidates:
         state = states[location]
@@ -175,6 +188,14 @@ def plan_migration(
             reason = exc.message
         if reason is None and state == STATE_MISSING:
             reason = "directory vanished during the scan"
+        if reason is None and state == STATE_UNCOMMITTED:
+            reason = (
+                "holds only the data files of a table write that never committed (a killed "
+                "create, or a copy in progress); `lancens check --fix` deletes it once older "
+                "than the grace period"
+            )
+        if reason is None and legacy_dir and claimed.get(name, location) != location:
+            reason = f"name taken by {claimed[name]!r}, the <name>.lance directory spec 000 uses"
         existing = snapshot.get(name) if reason is None else None
         if existing is not None:
             if existing["object_type"] == KIND_TABLE:
@@ -223,7 +244,7 @@ def migrate_v1(
             for item in chunk:
                 if item.location in taken:
                     item.status = ALREADY  # registered meanwhile (e.g. a concurrent migrate)
-                elif snapshot.get(item.name) is not None:
+                elif edit.has(item.name):
                     item.status, item.reason = SKIPPED, "name taken meanwhile"
                 else:
                     item.status = MIGRATED

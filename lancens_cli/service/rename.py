@@ -15,11 +15,18 @@ several steps; each is journaled in the manifest so that a rerun after a crash c
 
 At every point exactly one name resolves to the data. A move that would break another table
 reading this one through a base path (a shallow clone) is refused unless `force`.
+
+A drop (or another rename) may run at the same time. So every commit's plan re-checks that the
+old name still resolves to the same directory and that the directory's `_versions/` lost
+nothing since the rename began (a drop deletes `_versions/` first); a move also refuses a
+version added meanwhile, which its copy would miss. The loser exits 3 or 4 and removes the
+copy it made: a dropped table never comes back under the new name.
 """
 
 from __future__ import annotations
 
 import json
+from typing import NoReturn
 
 from lancens_cli.errors import (
     ConcurrentModificationError,
@@ -42,7 +49,7 @@ from lancens_cli.store.manifest import (
     decode_properties,
     encode_properties,
 )
-from lancens_cli.store.tables import table_state, v1_location, v2_location
+from lancens_cli.store.tables import VERSIONS_DIR, table_state, v1_location, v2_location
 
 
 def rename(
@@ -79,14 +86,25 @@ def rename(
     if intent is None or intent.get("to") != new.object_id:
         refuse_taken(ns, new, snapshot)
     moves = len(old.parts) == 1 and ref.location == v1_location(old.name) and not keep_location
+    versions = _versions(ns, ref.location)
     if not moves:
         change = Change("rename", KIND_TABLE, old.display(delimiter), ref.location, dry_run)
         change.detail = f"-> {new.display(delimiter)}"
+
+        def swap(snapshot: ManifestSnapshot, edit: ManifestEdit) -> None:
+            _require_same(ns, snapshot, old, ref.location, versions, exact=False)
+            _swap_rows(ns, snapshot, edit, old, new, ref.location, None)
+
         if not dry_run:
-            ns.manifest.mutate(lambda s, e: _swap_rows(ns, s, e, old, new, ref.location, None))
+            ns.manifest.mutate(swap)
         return ChangeSet([change], dry_run)
 
     target = intent["location"] if intent and intent.get("to") == new.object_id else None
+    if versions is None and (target is None or table_state(ns.storage, target) != "ok"):
+        raise TableNotFoundError(
+            f"the directory of table {old.display(delimiter)} ({ref.location}) is gone (dropped "
+            f"meanwhile?); `lancens drop {old.display(delimiter)} --yes` removes what is left"
+        )
     change = Change(
         "rename", KIND_TABLE, old.display(delimiter), target or "<hash>_" + new.object_id
     )
@@ -106,8 +124,50 @@ def rename(
             result.dependents,
             "use --keep-location to rename it without moving its directory",
         )
-    change.location = _move_table(ns, old, new, ref, target)
+    change.location = _move_table(ns, old, new, ref, target, versions)
     return result
+
+
+def _versions(ns: Namespace, location: str) -> frozenset[str] | None:
+    """The files of `<location>/_versions/`, or None when the directory itself is gone."""
+    if not ns.storage.exists(location):
+        return None
+    return frozenset(path for path, _ in ns.storage.walk_files(f"{location}/{VERSIONS_DIR}"))
+
+
+def _require_same(
+    ns: Namespace,
+    snapshot: ManifestSnapshot,
+    old: Identifier,
+    location: str,
+    versions: frozenset[str] | None,
+    *,
+    exact: bool,
+) -> None:
+    """Inside a commit's plan: `old` is still the table at `location` the rename began with.
+
+    A drop deletes the data first (`_versions/` before anything else) and the row second, so a
+    table being dropped shows here as a row whose versions went missing. `exact` (a move) also
+    refuses versions added meanwhile: the copy made before would not hold them.
+    """
+    ref = ns.find_table(old, snapshot)
+    if ref is None:
+        raise TableNotFoundError(
+            f"table {old.display()} no longer exists: another process dropped or renamed it "
+            "meanwhile; nothing was renamed"
+        )
+    now = _versions(ns, location)
+    if ref.location != location:
+        changed = True
+    elif exact:
+        changed = now != versions
+    else:
+        changed = versions is not None and (now is None or not versions <= now)
+    if changed:
+        raise ConcurrentModificationError(
+            f"table {old.display()} was changed by another process while it was being renamed "
+            "(dropped, rewritten or written to); nothing was renamed"
+        )
 
 
 def rename_intent(row: dict | None) -> dict | None:
@@ -158,12 +218,18 @@ def _swap_rows(
 
 
 def _move_table(
-    ns: Namespace, old: Identifier, new: Identifier, ref: TableRef, target: str | None
+    ns: Namespace,
+    old: Identifier,
+    new: Identifier,
+    ref: TableRef,
+    target: str | None,
+    versions: frozenset[str] | None,
 ) -> str:
     source = ref.location
     target = target or v2_location(new.object_id)
 
     def record_intent(snapshot: ManifestSnapshot, edit: ManifestEdit) -> str:
+        _require_same(ns, snapshot, old, source, versions, exact=True)
         row = snapshot.get(old.object_id)
         current = rename_intent(row)
         if current and current.get("to") == new.object_id:
@@ -184,16 +250,21 @@ def _move_table(
         return target
 
     target = ns.manifest.mutate(record_intent)
-    if ns.storage.exists(source):
-        ns.storage.copy_tree(source, target)
-        # Branches reach the main table through its absolute location (spec 002): the copy's
-        # manifests must name the new directory before any name points at it.
-        relocate_table(ns.storage, target, spellings(ns.storage, source), ns.storage.uri(target))
-    elif table_state(ns.storage, target) != "ok":
-        raise ConcurrentModificationError(
-            f"neither {source!r} nor {target!r} holds the table; run `lancens check`"
-        )
-    leftover = source if ns.storage.exists(source) else None
+    try:
+        if versions is not None:
+            ns.storage.copy_tree(source, target)
+            # Branches reach the main table through its absolute location (spec 002): the
+            # copy's manifests must name the new directory before any name points at it.
+            relocate_table(
+                ns.storage, target, spellings(ns.storage, source), ns.storage.uri(target)
+            )
+        elif table_state(ns.storage, target) != "ok":  # checked before the intent: gone since
+            raise TableNotFoundError(f"neither {source!r} nor {target!r} holds the table")
+    except (OSError, TableNotFoundError):
+        if versions is not None and _versions(ns, source) == versions:
+            raise  # not a drop: a storage failure, reported as such; a rerun resumes the copy
+        _withdraw(ns, old, new, source, target)  # the source lost files: a drop is running
+    leftover = source if versions is not None else None
 
     def swap(snapshot: ManifestSnapshot, edit: ManifestEdit) -> None:
         current = rename_intent(snapshot.get(old.object_id))
@@ -201,12 +272,55 @@ def _move_table(
             raise ConcurrentModificationError(
                 f"the rename of {old.display()} was changed by another process"
             )
+        _require_same(ns, snapshot, old, source, versions, exact=True)
         _swap_rows(ns, snapshot, edit, old, new, target, leftover)
 
-    ns.manifest.mutate(swap)
+    try:
+        ns.manifest.mutate(swap)
+    except (TableNotFoundError, ConcurrentModificationError):
+        if versions is None:
+            raise  # the copy may be the only one left: a rerun uses it
+        _withdraw(ns, old, new, source, target)
     if leftover:
         _delete_leftover(ns, new, leftover)
     return target
+
+
+def _withdraw(
+    ns: Namespace, old: Identifier, new: Identifier, source: str, target: str
+) -> NoReturn:
+    """Undo a move that lost to a drop (or a writer): remove its copy and its journal, and fail.
+
+    Left behind, the complete copy in `<hash>_<new id>` would be an orphan that `check --fix`
+    registers under the new name. The journal was committed after checking the source, and a
+    drop may have deleted the source between that check and the commit (it then found no row
+    to remove): left in the row, it would list a table that is gone and advise a rename that
+    cannot complete. So a journaling row whose directory is gone goes (the drop removes it
+    too, or meant to), and otherwise only the journal goes. A rerun of the rename starts afresh.
+    """
+    ns.storage.delete_tree(target)
+
+    def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> None:
+        row = snapshot.get(old.object_id)
+        intent = rename_intent(row)
+        if not intent or intent.get("to") != new.object_id or intent.get("location") != target:
+            return
+        if not ns.storage.exists(source):
+            edit.remove(old.object_id)
+        else:
+            properties = _without(decode_properties(row["metadata"]), RENAME_INTENT_KEY)
+            edit.replace(old.object_id, metadata=encode_properties(properties))
+
+    ns.manifest.mutate(plan)
+    if not ns.storage.exists(source):
+        raise TableNotFoundError(
+            f"table {old.display()} no longer exists: another process dropped it while it was "
+            "being renamed; nothing was renamed"
+        )
+    raise ConcurrentModificationError(
+        f"table {old.display()} was changed by another process while it was being renamed "
+        "(dropped, rewritten or written to); nothing was renamed"
+    )
 
 
 def _delete_leftover(ns: Namespace, new: Identifier, leftover: str) -> None:

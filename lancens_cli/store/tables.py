@@ -22,8 +22,9 @@ from lancens_cli.models import (
     STATE_MISSING,
     STATE_NOT_LANCE,
     STATE_OK,
+    STATE_UNCOMMITTED,
 )
-from lancens_cli.store.storage import Storage
+from lancens_cli.store.storage import DirEntry, Storage
 
 V1_SUFFIX = ".lance"
 RESERVED_MARKER = ".lance-reserved"
@@ -60,6 +61,8 @@ def table_state(storage: Storage, location: str) -> str:
         return STATE_MISSING if not storage.exists(location) else STATE_NOT_LANCE
     if RESERVED_MARKER in {c.name for c in children}:
         return STATE_DECLARED
+    if uncommitted_write(storage, location, children) is not None:
+        return STATE_UNCOMMITTED
     return STATE_NOT_LANCE
 
 
@@ -67,15 +70,21 @@ def table_state(storage: Storage, location: str) -> str:
 _WRITE_DIRS = ("data", "_transactions", VERSIONS_DIR)
 
 
-def uncommitted_write(storage: Storage, location: str) -> list[str] | None:
+def uncommitted_write(
+    storage: Storage, location: str, children: list[DirEntry] | None = None
+) -> list[str] | None:
     """The files of a table write that never committed, or None if the directory is more.
 
-    A process killed while it writes a table leaves data files (and perhaps a transaction
-    file) but no `_versions/*.manifest`. Nobody can have seen such a table, so `create` may
-    write over it. Anything else there (a marker, a file of the user's, a committed version)
-    makes the directory something to keep, and None is returned.
+    The one test of "debris of a write" that `ls`, `create`, `check` and `migrate-v1` share. A
+    process killed while it writes a table leaves data files (and perhaps a transaction file)
+    but no `_versions/*.manifest`; a copy in progress (`rsync -a`, data before `_versions/`)
+    looks the same. Nobody can have read such a table, yet only `check --fix` may delete it,
+    once it is older than the grace period: `create` never writes over it. Anything else there
+    (a marker, a file of the user's, a committed version) makes the directory something to
+    keep, and None is returned. `children` saves a listing the caller already made.
     """
-    children = storage.list_dir(location)
+    if children is None:
+        children = storage.list_dir(location)
     if not children or any(not c.is_dir or c.name not in _WRITE_DIRS for c in children):
         return None
     files = []
@@ -114,6 +123,11 @@ def open_table(storage: Storage, location: str, version: int | str | None = None
         if state == STATE_DECLARED:
             raise InvalidTableStateError(
                 f"table at {location!r} is declared but has no data yet"
+            ) from None
+        if state == STATE_UNCOMMITTED:
+            raise InvalidTableStateError(
+                f"{location!r} is not a Lance table: it holds only the data files of a table "
+                "write that never committed (a killed create, or a copy in progress)"
             ) from None
         if state == STATE_NOT_LANCE:
             raise InvalidTableStateError(
