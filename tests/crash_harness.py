@@ -646,6 +646,27 @@ def kill_after(root: Root, argv: list[str], delay: float) -> tuple[int | None, s
         return None, ""
 
 
+def interrupt_after(root: Root, argv: list[str], delay: float) -> tuple[int, str]:
+    """Run the command, send SIGINT (Ctrl-C) after `delay` seconds; (exit code, stderr).
+
+    The process must then stop by itself: a negative code is a death by signal (an abort).
+    """
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lancens_cli", *root.args, *argv],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=_env(),
+        text=True,
+    )
+    try:
+        _, err = proc.communicate(timeout=delay)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    return proc.returncode, err
+
+
 @dataclass
 class Trial:
     delay: float
@@ -690,7 +711,16 @@ def _describe(state: dict, template_files: set[str]) -> str:
     )
 
 
-def run_trials(scenario: Scenario, place: Place, template: Path, kills: int, seed: int) -> Outcome:
+def run_trials(
+    scenario: Scenario,
+    place: Place,
+    template: Path,
+    kills: int,
+    seed: int,
+    *,
+    sigint: bool = False,
+) -> Outcome:
+    """Kill the command `kills` times (or, with `sigint`, interrupt it as Ctrl-C does)."""
     template_files = local_files(template)
     prints = Fingerprints()
     # The command's runtime, measured once in a cold process on a fresh copy (which also
@@ -713,10 +743,28 @@ def run_trials(scenario: Scenario, place: Place, template: Path, kills: int, see
     for number in range(kills):
         delay = rng.uniform(*KILL_WINDOW) * runtime
         root = place.copy(template, f"{scenario.name}-{number}")
-        code, err = kill_after(root, scenario.argv, delay)
+        if sigint:
+            code, err = interrupt_after(root, scenario.argv, delay)
+        else:
+            code, err = kill_after(root, scenario.argv, delay)
         problems = []
         state = inspect_state(root, place.files(root), prints, place.namespace(root))
-        if code is not None:
+        if sigint and code == 130:
+            # Ctrl-C: the command stops before its first irrevocable change, having removed
+            # what it staged, or finishes that change; never anything in between.
+            if state["files"] == template_files:
+                phase = UNTOUCHED
+            elif is_complete(scenario, root, state):
+                phase = COMPLETE
+            else:
+                phase = PARTIAL
+                problems.append("interrupted (130) but left a half-done state")
+            if "lancens: interrupted" not in err:
+                problems.append(f"exit 130 without saying so: {err.strip()[-300:]}")
+        elif sigint and code != 0:
+            phase = EXITED
+            problems.append(f"SIGINT gave exit {code} (expected 130): {err.strip()[-300:]}")
+        elif code is not None:
             phase = EXITED
             if code != 0:
                 problems.append(f"the uninterrupted run exited {code}: {err.strip()[-300:]}")

@@ -141,12 +141,18 @@ class _NoPandas:
 def main() -> None:
     import os
 
+    from lancens_cli import interrupt
+
+    interrupt.install_for_process()  # Ctrl-C from start-up on: see lancens_cli/interrupt.py
+
     # Lance logs warnings such as "No existing dataset ... will be created" to stderr; our
     # stderr carries only our own messages unless the user asks for Lance's.
     os.environ.setdefault("LANCE_LOG", "error")
     if _command_name(sys.argv[1:]) in _PANDAS_FREE and "pandas" not in sys.modules:
         sys.meta_path.insert(0, _NoPandas())
-    sys.exit(_run_app(sys.argv[1:]))
+    code = _run_app(sys.argv[1:])
+    interrupt.exiting()
+    sys.exit(code)
 
 
 def _run_app(argv: list[str]) -> int:
@@ -156,6 +162,7 @@ def _run_app(argv: list[str]) -> int:
     except ImportError:  # pragma: no cover - older Typer on Click
         from click import exceptions as click_errors
 
+    from lancens_cli import interrupt
     from lancens_cli.errors import ExitCode, InvalidInputError
     from lancens_cli.output import emit_error
 
@@ -175,4 +182,11 @@ def _run_app(argv: list[str]) -> int:
     except typer.Abort:
         sys.stderr.write("lancens: aborted\n")
         return ExitCode.ERROR
-    return code if isinstance(code, int) else ExitCode.OK
+    except KeyboardInterrupt:  # outside a command (parsing options, --help)
+        sys.stderr.write("lancens: interrupted\n")
+        return ExitCode.INTERRUPTED
+    code = code if isinstance(code, int) else ExitCode.OK
+    if code == ExitCode.OK and interrupt.pending():  # a Ctrl-C no command saw
+        sys.stderr.write("lancens: interrupted\n")
+        return ExitCode.INTERRUPTED
+    return code

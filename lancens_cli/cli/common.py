@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from lancens_cli import interrupt
 from lancens_cli.errors import ExitCode, LancensError, RefusedError
 
 _PANEL = "Namespace options"
@@ -220,15 +221,27 @@ def confirm_destruction(what: str, yes: bool) -> None:
         raise RefusedError(
             f"{what}: refusing to destroy data without --yes (stdin is not a terminal)"
         )
-    if not typer.confirm(f"{what}?", default=False, err=True):
+    with interrupt.immediate():  # waiting on the user: Ctrl-C stops at once
+        confirmed = typer.confirm(f"{what}?", default=False, err=True)
+    if not confirmed:
         raise RefusedError(f"{what}: not confirmed")
 
 
 def run(body: Callable[[], Any]) -> Any:
     """Run a command body, turning every failure into one line on stderr and an exit code."""
+    with interrupt.deferred():
+        result = _run(body)
+        if interrupt.pending():  # Ctrl-C after the last safe point: the change is complete
+            sys.stderr.write("lancens: interrupted (after the command had finished)\n")
+            raise typer.Exit(ExitCode.INTERRUPTED)
+        return result
+
+
+def _run(body: Callable[[], Any]) -> Any:
     from lancens_cli.output import emit_error
 
     try:
+        interrupt.checkpoint()
         return body()
     except LancensError as error:
         if SESSION.debug:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from lancens_cli import interrupt
 from lancens_cli.errors import ConcurrentModificationError, ManifestError, lance_message
 from lancens_cli.models import MANIFEST_TABLE, OBJECT_ID_DELIMITER
 from lancens_cli.store.storage import Storage
@@ -295,6 +296,7 @@ class ManifestStore:
         """
         attempt = landed = 0
         while attempt <= self.retries:
+            interrupt.checkpoint()  # Ctrl-C before a commit: the caller's clean-up runs
             snapshot = self.read()
             edit = ManifestEdit(snapshot)
             result = plan(snapshot, edit)
@@ -306,11 +308,13 @@ class ManifestStore:
                 # and the rows follow. A crash in between leaves the metadata, which a rerun
                 # of the same plan finds already there.
                 if self._commit_metadata(snapshot, edit):
+                    interrupt.mark_durable()
                     landed += 1
                     if landed > _METADATA_COMMITS:
                         raise ManifestError("__manifest metadata keeps changing; giving up")
                     continue
             elif self._try_commit(snapshot, edit.build()):
+                interrupt.mark_durable()
                 if self.build_indexes:
                     self.create_indexes()
                 return result

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from lancens_cli import interrupt
 from lancens_cli.config import NamespaceConfig, parse_bool
 from lancens_cli.errors import ConfigError, InvalidInputError, StorageUnavailableError
 
@@ -269,6 +270,7 @@ class Storage:
     def delete_tree(self, rel: str) -> None:
         """Remove a directory and everything below it; absent is fine (reruns)."""
         check_relative(rel)
+        interrupt.mark_durable()  # no way back: a Ctrl-C from here on lets the command finish
         if self.is_local:
             path = self._path(rel)
             if os.path.isdir(path) and not os.path.islink(path):
