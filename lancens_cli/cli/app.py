@@ -38,20 +38,12 @@ def _version(value: bool) -> None:
 
 
 def _global_options(
-    delimiter: Annotated[
-        str, typer.Option("--delimiter", help="Separator of identifier parts on the command line.")
-    ] = ".",
-    commit_retries: Annotated[
-        int | None,
-        typer.Option("--commit-retries", min=0, help="Retries of a conflicting manifest commit."),
-    ] = None,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")] = False,
     version: Annotated[
         bool | None,
         typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
     ] = None,
 ) -> None:
-    SESSION.merge(delimiter=delimiter, commit_retries=commit_retries, debug=debug)
+    """Options of the program itself; the shared ones are in common.common_parameters()."""
 
 
 def _callback(**values) -> None:
