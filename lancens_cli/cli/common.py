@@ -274,7 +274,12 @@ def confirm_destruction(what: str, yes: bool) -> None:
             f"{what}: refusing to destroy data without --yes (stdin is not a terminal)"
         )
     with interrupt.immediate():  # waiting on the user: Ctrl-C stops at once
-        confirmed = typer.confirm(f"{what}?", default=False, err=True)
+        try:
+            confirmed = typer.confirm(f"{what}?", default=False, err=True)
+        except typer.Abort:  # Click's word for Ctrl-C (and end of input) at a prompt
+            if interrupt.pending():
+                raise interrupt.Interrupted from None
+            raise
     if not confirmed:
         raise RefusedError(f"{what}: not confirmed")
 

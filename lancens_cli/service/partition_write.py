@@ -27,7 +27,7 @@ from lancens_cli.errors import (
     RefusedError,
     lance_message,
 )
-from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE
+from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Identifier
 from lancens_cli.partition.spec import PartitionSpec
 from lancens_cli.service.create import namespace_row, table_row
 from lancens_cli.service.namespace import Namespace
@@ -101,7 +101,7 @@ class PartitionWrite:
                 t.rows.num_rows,
                 t.version,
                 "created" if t.created else "appended",
-                t.table_id.replace("$", "."),
+                Identifier.from_object_id(t.table_id).display(),
             ]
             for t in self.partitions
         ]
