@@ -109,7 +109,9 @@ class PartialFailureError(LancensError):
 
 def lance_message(exc: BaseException) -> str:
     """The first line of a (Lance) error, without the Rust source locations it carries."""
-    text = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = str(exc).splitlines()[0] if str(exc).strip() else "no details"
+    # an error of a Python input stream Lance read: its message, not the traceback that follows
+    text = text.split(" Detail: Python exception")[0]
     return _RUST_LOCATION.sub("", text).strip()
 
 
