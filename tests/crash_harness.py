@@ -53,6 +53,9 @@ from lancens_cli.store.tables import DEREGISTERED_MARKER, table_state, v2_locati
 
 GONE = "gone"  # no loadable table at the location (missing, or no manifest left)
 KILL_WINDOW = (0.3, 1.0)  # kill delays, as fractions of the command's cold runtime
+# SIGINT delays: earlier, since a Ctrl-C near the end finds the work done (and a loaded
+# machine stretches the measured runtime)
+SIGINT_WINDOW = (0.05, 0.75)
 
 # Phases a kill can land in (relative to the command's effect).
 UNTOUCHED = "untouched"  # nothing on storage changed yet (start-up, reading)
@@ -741,7 +744,7 @@ def run_trials(
     outcome = Outcome(scenario.name, scenario.command, place.kind, runtime, seed)
     rng = random.Random(seed)
     for number in range(kills):
-        delay = rng.uniform(*KILL_WINDOW) * runtime
+        delay = rng.uniform(*(SIGINT_WINDOW if sigint else KILL_WINDOW)) * runtime
         root = place.copy(template, f"{scenario.name}-{number}")
         if sigint:
             code, err = interrupt_after(root, scenario.argv, delay)

@@ -212,9 +212,10 @@ def test_sigint_during_a_partitioned_write(tmp_path):
     for trial in range(SIGINTS):
         root = _partitioned_root(tmp_path / f"t{trial}", schema, first)
         before = sorted(published_rows(root)["id"].to_pylist())
+        dirs_before = {p.name for p in root.local_path.iterdir()}
         complete = sorted(before + list(range(10_000, 10_000 + rows)))
         proc = write(root)
-        time.sleep(rng.uniform(0.3, 1.0) * runtime)
+        time.sleep(rng.uniform(0.05, 0.75) * runtime)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
         assert proc.returncode in (0, 130), (trial, proc.returncode, err)
@@ -222,6 +223,8 @@ def test_sigint_during_a_partitioned_write(tmp_path):
         assert ids in (before, complete), f"trial {trial}: {len(ids)} rows published"
         if proc.returncode == 0:
             assert ids == complete
+        if ids == before:  # stopped before publishing: the partition tables it made are gone
+            assert {p.name for p in root.local_path.iterdir()} == dirs_before, trial
         check = run_cli(*root.args, "check")
         assert check.exit_code == 0, (trial, check.stdout + check.stderr)
         if ids == before:
