@@ -1,5 +1,6 @@
-"""Kill `lancens` with SIGKILL at random moments, rerun the same command, and prove the namespace
-consistent: the machinery behind tests/test_crash.py.
+"""Kill `lancens` with SIGKILL (or interrupt it with SIGINT, as Ctrl-C does) at random moments,
+rerun the same command, and prove the namespace consistent: the machinery behind
+tests/test_crash.py.
 
 A *scenario* is one command on one prepared namespace (built once per test as a local template,
 then copied for every trial: a directory copy locally, an upload to a fresh prefix on S3). A

@@ -13,6 +13,12 @@ LANCENS_CRASH_KILLS (default 50) is the number of kills per command, over local 
 (70 % local: 35 + 15 by default); a command with two variants splits them. LANCENS_CRASH_SEED
 changes the delays.
 With -s (and without xdist, e.g. `-p no:xdist`) a summary per scenario and per command is printed.
+
+Ctrl-C: the same scenarios (create, migrate-v1, rename; local roots) and a partitioned `write`
+get SIGINT instead, in [0.05, 0.75] x the cold runtime. The process must exit 130 by itself (0
+only if it had finished), never die of a signal or abort, and leave exactly the state before the
+command or its finished effect; then the rerun completes and `check` is clean.
+LANCENS_SIGINT_TRIALS (default 5) is the number of interrupts per scenario (30 in all).
 """
 
 from __future__ import annotations
