@@ -114,6 +114,30 @@ def _catalog(root: Root) -> None:
     ok(root, "create", "table", "sales.t", "--declare")
 
 
+def _files(root: Root) -> set[str]:
+    from lancens_cli.config import NamespaceConfig
+    from lancens_cli.service.namespace import Namespace
+
+    storage = Namespace(NamespaceConfig.from_properties(root.properties)).storage
+    return {name for name, _ in storage.walk_files("")}
+
+
+def test_deleted_versions_on_s3(s3_root):
+    from lancens_cli.config import NamespaceConfig
+    from lancens_cli.service.namespace import Namespace
+
+    _catalog(s3_root)
+    Namespace(NamespaceConfig.from_properties(s3_root.properties)).storage.delete_tree(
+        "__manifest/_versions"
+    )
+    before = _files(s3_root)
+    for args in (["ls"], ["create", "namespace", "other"], ["check"]):
+        result = run_cli(*s3_root.args, *args)
+        assert result.exit_code == 1, (args, result.stderr)
+        assert "has no _versions/" in result.stderr + result.stdout
+    assert _files(s3_root) == before
+
+
 def test_deleted_versions_is_unreadable_for_every_command(local_root):
     _catalog(local_root)
     for path in (local_root.local_path / "__manifest" / "_versions").iterdir():
