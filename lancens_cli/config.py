@@ -129,6 +129,11 @@ class NamespaceConfig:
                 raise ConfigError(f"unknown configuration key {key!r}")
         if "root" not in values or values["root"] in (None, ""):
             raise ConfigError("no root given: use --root, LANCENS_ROOT or a profile")
+        if not isinstance(values["root"], str):
+            raise ConfigError(
+                f"root: expected a string (a path or URI), got {type(values['root']).__name__} "
+                f"{values['root']!r}"
+            )
         config = cls(root=normalize_root(str(values["root"]), cwd), storage_options=storage)
         for key in _BOOL_KEYS:
             if key in values:

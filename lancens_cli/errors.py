@@ -109,5 +109,25 @@ class PartialFailureError(LancensError):
 
 def lance_message(exc: BaseException) -> str:
     """The first line of a (Lance) error, without the Rust source locations it carries."""
-    text = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = str(exc).splitlines()[0] if str(exc).strip() else "no details"
+    # an error of a Python input stream Lance read: its message, not the traceback that follows
+    text = text.split(" Detail: Python exception")[0]
     return _RUST_LOCATION.sub("", text).strip()
+
+
+def describe_exception(exc: BaseException) -> str:
+    """An unexpected failure in words: what failed and on which path, never a class name."""
+    if isinstance(exc, OSError) and (exc.strerror or exc.filename):
+        what = (exc.strerror or "input/output error").rstrip(".")
+        what = what[0].lower() + what[1:]
+        paths = [str(p) for p in (exc.filename, exc.filename2) if p]
+        return f"storage error: {what}" + (f" ({' -> '.join(paths)})" if paths else "")
+    if isinstance(exc, OverflowError):
+        return f"a number is out of range: {lance_message(exc)}"
+    if isinstance(exc, MemoryError):
+        return "out of memory"
+    if isinstance(exc, RecursionError):
+        return "the input is nested too deeply"
+    if not str(exc).strip():
+        return "an unexpected internal failure (rerun with --debug for the details)"
+    return lance_message(exc)

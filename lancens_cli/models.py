@@ -91,11 +91,30 @@ class Identifier:
     def child(self, name: str) -> Identifier:
         return Identifier((*self.parts, name))
 
-    def display(self, delimiter: str = ".") -> str:
-        return delimiter.join(self.parts)
+    def display(self, delimiter: str | None = None) -> str:
+        """The identifier as the command line writes it (`--delimiter`, else `.`).
+
+        A part that contains the delimiter is shown in double quotes (`sales."a.b"`), so that
+        it cannot be read as two parts.
+        """
+        delimiter = delimiter or DISPLAY["delimiter"]
+        return delimiter.join(_quoted(part, delimiter) for part in self.parts)
 
     def is_ancestor_of(self, other: Identifier) -> bool:
         return len(other.parts) > len(self.parts) and other.parts[: len(self.parts)] == self.parts
+
+
+DISPLAY = {"delimiter": "."}  # the invocation's --delimiter, for every message and output
+
+
+def set_display_delimiter(delimiter: str) -> None:
+    DISPLAY["delimiter"] = delimiter or "."
+
+
+def _quoted(part: str, delimiter: str) -> str:
+    if delimiter in part:
+        return '"' + part.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return part
 
 
 def to_plain(value: Any) -> Any:

@@ -143,7 +143,9 @@ def schema_from_json(value: Any) -> Any:
         raise
     except (TypeError, ValueError, OverflowError, pa.ArrowException) as exc:
         # values pyarrow itself refuses (a 2**31 length, a numeric time zone, ...)
-        raise _fail(f"{type(exc).__name__}: {exc}") from None
+        from lancens_cli.errors import describe_exception
+
+        raise _fail(describe_exception(exc)) from None
 
 
 def _schema_from_json(value: Any) -> Any:

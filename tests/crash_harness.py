@@ -1,5 +1,6 @@
-"""Kill `lancens` with SIGKILL at random moments, rerun the same command, and prove the namespace
-consistent: the machinery behind tests/test_crash.py.
+"""Kill `lancens` with SIGKILL (or interrupt it with SIGINT, as Ctrl-C does) at random moments,
+rerun the same command, and prove the namespace consistent: the machinery behind
+tests/test_crash.py.
 
 A *scenario* is one command on one prepared namespace (built once per test as a local template,
 then copied for every trial: a directory copy locally, an upload to a fresh prefix on S3). A
@@ -57,6 +58,9 @@ from lancens_cli.store.tables import DEREGISTERED_MARKER, table_state, v2_locati
 
 GONE = "gone"  # no loadable table at the location (missing, or no manifest left)
 KILL_WINDOW = (0.3, 1.0)  # kill delays, as fractions of the command's cold runtime
+# SIGINT delays: earlier, since a Ctrl-C near the end finds the work done (and a loaded
+# machine stretches the measured runtime)
+SIGINT_WINDOW = (0.05, 0.75)
 
 # Phases a kill can land in (relative to the command's effect).
 UNTOUCHED = "untouched"  # nothing on storage changed yet (start-up, reading)
@@ -655,6 +659,27 @@ def kill_after(root: Root, argv: list[str], delay: float) -> tuple[int | None, s
         return None, ""
 
 
+def interrupt_after(root: Root, argv: list[str], delay: float) -> tuple[int, str]:
+    """Run the command, send SIGINT (Ctrl-C) after `delay` seconds; (exit code, stderr).
+
+    The process must then stop by itself: a negative code is a death by signal (an abort).
+    """
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lancens_cli", *root.args, *argv],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=_env(),
+        text=True,
+    )
+    try:
+        _, err = proc.communicate(timeout=delay)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    return proc.returncode, err
+
+
 @dataclass
 class Trial:
     delay: float
@@ -699,7 +724,16 @@ def _describe(state: dict, template_files: set[str]) -> str:
     )
 
 
-def run_trials(scenario: Scenario, place: Place, template: Path, kills: int, seed: int) -> Outcome:
+def run_trials(
+    scenario: Scenario,
+    place: Place,
+    template: Path,
+    kills: int,
+    seed: int,
+    *,
+    sigint: bool = False,
+) -> Outcome:
+    """Kill the command `kills` times (or, with `sigint`, interrupt it as Ctrl-C does)."""
     template_files = local_files(template)
     prints = Fingerprints()
     # The command's runtime, measured once in a cold process on a fresh copy (which also
@@ -720,12 +754,30 @@ def run_trials(scenario: Scenario, place: Place, template: Path, kills: int, see
     outcome = Outcome(scenario.name, scenario.command, place.kind, runtime, seed)
     rng = random.Random(seed)
     for number in range(kills):
-        delay = rng.uniform(*KILL_WINDOW) * runtime
+        delay = rng.uniform(*(SIGINT_WINDOW if sigint else KILL_WINDOW)) * runtime
         root = place.copy(template, f"{scenario.name}-{number}")
-        code, err = kill_after(root, scenario.argv, delay)
+        if sigint:
+            code, err = interrupt_after(root, scenario.argv, delay)
+        else:
+            code, err = kill_after(root, scenario.argv, delay)
         problems = []
         state = inspect_state(root, place.files(root), prints, place.namespace(root))
-        if code is not None:
+        if sigint and code == 130:
+            # Ctrl-C: the command stops before its first irrevocable change, having removed
+            # what it staged, or finishes that change; never anything in between.
+            if state["files"] == template_files:
+                phase = UNTOUCHED
+            elif is_complete(scenario, root, state):
+                phase = COMPLETE
+            else:
+                phase = PARTIAL
+                problems.append("interrupted (130) but left a half-done state")
+            if "lancens: interrupted" not in err:
+                problems.append(f"exit 130 without saying so: {err.strip()[-300:]}")
+        elif sigint and code != 0:
+            phase = EXITED
+            problems.append(f"SIGINT gave exit {code} (expected 130): {err.strip()[-300:]}")
+        elif code is not None:
             phase = EXITED
             if code != 0:
                 problems.append(f"the uninterrupted run exited {code}: {err.strip()[-300:]}")

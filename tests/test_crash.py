@@ -13,6 +13,12 @@ LANCENS_CRASH_KILLS (default 50) is the number of kills per command, over local 
 (70 % local: 35 + 15 by default); a command with two variants splits them. LANCENS_CRASH_SEED
 changes the delays.
 With -s (and without xdist, e.g. `-p no:xdist`) a summary per scenario and per command is printed.
+
+Ctrl-C: the same scenarios (create, migrate-v1, rename; local roots) and a partitioned `write`
+get SIGINT instead, in [0.05, 0.75] x the cold runtime. The process must exit 130 by itself (0
+only if it had finished), never die of a signal or abort, and leave exactly the state before the
+command or its finished effect; then the rerun completes and `check` is clean.
+LANCENS_SIGINT_TRIALS (default 5) is the number of interrupts per scenario (30 in all).
 """
 
 from __future__ import annotations
@@ -142,3 +148,91 @@ def test_kill_and_rerun(name, kind, data_dir, trial_dir, tmp_path, request):
     _OUTCOMES.append(outcome)
     print("\n" + outcome.summary())
     assert not any(t.problems for t in outcome.trials), failure_report(outcome)
+
+
+# --- Ctrl-C -------------------------------------------------------------------------------------
+# SIGINT at random moments: the process must exit 130 by itself every time (never a death by
+# signal or an abort), leaving either exactly the state before the command or its finished
+# effect; then the rerun completes and `check` is clean. Local roots only, to keep it short.
+
+SIGINTS = int(os.environ.get("LANCENS_SIGINT_TRIALS", "5"))  # per scenario below
+SIGINT_CASES = ["create-root", "create-child", "migrate-v1", "rename-v1", "rename-v2"]
+
+
+@pytest.mark.parametrize("name", SIGINT_CASES)
+def test_sigint_and_rerun(name, data_dir, trial_dir, tmp_path):
+    scenario = scenarios(data_dir, "local")[name]
+    place = Place("local", trial_dir)
+    template = tmp_path / "template"
+    prepare(scenario, template)
+    seed = zlib.crc32(f"sigint-{name}-{SEED}".encode()) % 100_000
+    outcome = run_trials(scenario, place, template, SIGINTS, seed, sigint=True)
+    print("\nSIGINT " + outcome.summary())
+    assert not any(t.problems for t in outcome.trials), failure_report(outcome)
+
+
+def _partitioned_root(path: Path, schema: Path, first: Path):
+    from conftest import Root, invoke
+    from test_partitioned import SPEC1
+
+    path.mkdir()
+    root = Root(str(path), {}, path)
+    setup = invoke(*root.args, "add-partition-spec", "--schema", str(schema), *SPEC1)
+    assert setup.exit_code == 0, setup.stderr
+    assert invoke(*root.args, "write", "--from", str(first)).exit_code == 0
+    return root
+
+
+def test_sigint_during_a_partitioned_write(tmp_path):
+    """`write` interrupted: all of its rows published or none, no partition table left behind
+    that no row references (`check` clean), and the rerun publishes every row exactly once."""
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import pyarrow.parquet as pq
+    from conftest import invoke, run_cli
+    from test_partitioned import events, published_rows
+
+    schema, first, big = (tmp_path / n for n in ("schema.parquet", "first.parquet", "big.parquet"))
+    pq.write_table(events(1), schema)
+    pq.write_table(events(2000, seed=1), first)
+    rows = 300_000
+    pq.write_table(events(rows, seed=2, start=10_000), big)
+
+    def write(root) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", "lancens_cli", *root.args, "write", "--from", str(big)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    timing = _partitioned_root(tmp_path / "timing", schema, first)
+    start = time.monotonic()
+    assert write(timing).wait() == 0
+    runtime = time.monotonic() - start
+    rng = random.Random(SEED)
+    for trial in range(SIGINTS):
+        root = _partitioned_root(tmp_path / f"t{trial}", schema, first)
+        before = sorted(published_rows(root)["id"].to_pylist())
+        dirs_before = {p.name for p in root.local_path.iterdir()}
+        complete = sorted(before + list(range(10_000, 10_000 + rows)))
+        proc = write(root)
+        time.sleep(rng.uniform(0.05, 0.75) * runtime)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode in (0, 130), (trial, proc.returncode, err)
+        ids = sorted(published_rows(root)["id"].to_pylist())
+        assert ids in (before, complete), f"trial {trial}: {len(ids)} rows published"
+        if proc.returncode == 0:
+            assert ids == complete
+        if ids == before:  # stopped before publishing: the partition tables it made are gone
+            assert {p.name for p in root.local_path.iterdir()} == dirs_before, trial
+        check = run_cli(*root.args, "check")
+        assert check.exit_code == 0, (trial, check.stdout + check.stderr)
+        if ids == before:
+            assert invoke(*root.args, "write", "--from", str(big)).exit_code == 0
+            assert sorted(published_rows(root)["id"].to_pylist()) == complete

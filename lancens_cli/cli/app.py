@@ -38,20 +38,12 @@ def _version(value: bool) -> None:
 
 
 def _global_options(
-    delimiter: Annotated[
-        str, typer.Option("--delimiter", help="Separator of identifier parts on the command line.")
-    ] = ".",
-    commit_retries: Annotated[
-        int | None,
-        typer.Option("--commit-retries", min=0, help="Retries of a conflicting manifest commit."),
-    ] = None,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")] = False,
     version: Annotated[
         bool | None,
         typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
     ] = None,
 ) -> None:
-    SESSION.merge(delimiter=delimiter, commit_retries=commit_retries, debug=debug)
+    """Options of the program itself; the shared ones are in common.common_parameters()."""
 
 
 def _callback(**values) -> None:
@@ -143,12 +135,18 @@ class _NoPandas:
 def main() -> None:
     import os
 
+    from lancens_cli import interrupt
+
+    interrupt.install_for_process()  # Ctrl-C from start-up on: see lancens_cli/interrupt.py
+
     # Lance logs warnings such as "No existing dataset ... will be created" to stderr; our
     # stderr carries only our own messages unless the user asks for Lance's.
     os.environ.setdefault("LANCE_LOG", "error")
     if _command_name(sys.argv[1:]) in _PANDAS_FREE and "pandas" not in sys.modules:
         sys.meta_path.insert(0, _NoPandas())
-    sys.exit(_run_app(sys.argv[1:]))
+    code = _run_app(sys.argv[1:])
+    interrupt.exiting()
+    sys.exit(code)
 
 
 def _run_app(argv: list[str]) -> int:
@@ -158,6 +156,7 @@ def _run_app(argv: list[str]) -> int:
     except ImportError:  # pragma: no cover - older Typer on Click
         from click import exceptions as click_errors
 
+    from lancens_cli import interrupt
     from lancens_cli.errors import ExitCode, InvalidInputError
     from lancens_cli.output import emit_error
 
@@ -177,4 +176,11 @@ def _run_app(argv: list[str]) -> int:
     except typer.Abort:
         sys.stderr.write("lancens: aborted\n")
         return ExitCode.ERROR
-    return code if isinstance(code, int) else ExitCode.OK
+    except KeyboardInterrupt:  # outside a command (parsing options, --help)
+        sys.stderr.write("lancens: interrupted\n")
+        return ExitCode.INTERRUPTED
+    code = code if isinstance(code, int) else ExitCode.OK
+    if code == ExitCode.OK and interrupt.pending():  # a Ctrl-C no command saw
+        sys.stderr.write("lancens: interrupted\n")
+        return ExitCode.INTERRUPTED
+    return code

@@ -1,9 +1,9 @@
 """What every command shares: the configuration options, the session, error handling.
 
-The options that choose the namespace (`--root`, `-s`, `--profile`, ...) and the output mode
-(`--json`) are accepted both before the command (`lancens --root R ls`) and after it
+Every global option (`--root`, `-s`, `--profile`, `--commit-retries`, `--json`, `--delimiter`,
+`--debug`, ...) is accepted both before the command (`lancens --root R ls`) and after it
 (`lancens ls --root R`); `command()` adds them to each command's signature so they are declared
-once.
+once. `run()` gives every command the same handling of errors and of Ctrl-C.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from typing import Annotated, Any
 
 import typer
 
+from lancens_cli import interrupt
 from lancens_cli.errors import ExitCode, LancensError, RefusedError
 
 _PANEL = "Namespace options"
+_OUTPUT = "Global options"
 
 
 @dataclass
@@ -38,7 +40,16 @@ class Session:
     debug: bool = False
     _namespace: Any = None
 
+    def __post_init__(self) -> None:
+        from lancens_cli.models import set_display_delimiter
+
+        set_display_delimiter(self.delimiter)
+
     def merge(self, **values: Any) -> None:
+        from lancens_cli.models import set_display_delimiter
+
+        if values.get("delimiter") is not None:
+            set_display_delimiter(values["delimiter"])
         for key, value in values.items():
             if key == "storage":
                 self.storage = [*self.storage, *(value or [])]
@@ -181,16 +192,58 @@ def common_parameters() -> list[inspect.Parameter]:
             ],
         ),
         opt(
+            "commit_retries",
+            Annotated[
+                int | None,
+                typer.Option(
+                    "--commit-retries",
+                    min=0,
+                    help="Retries of a conflicting manifest commit (commit_retries).",
+                    rich_help_panel=_PANEL,
+                ),
+            ],
+        ),
+        opt(
             "json",
             Annotated[
                 bool,
-                typer.Option("--json", help="Print one JSON document.", rich_help_panel=_PANEL),
+                typer.Option("--json", help="Print one JSON document.", rich_help_panel=_OUTPUT),
+            ],
+        ),
+        opt(
+            "delimiter",
+            Annotated[
+                str | None,
+                typer.Option(
+                    "--delimiter",
+                    help="Separator of identifier parts on the command line and in output "
+                    "(default '.').",
+                    rich_help_panel=_OUTPUT,
+                ),
+            ],
+        ),
+        opt(
+            "debug",
+            Annotated[
+                bool,
+                typer.Option("--debug", help="Show tracebacks of errors.", rich_help_panel=_OUTPUT),
             ],
         ),
     ]
 
 
-COMMON_NAMES = ("root", "manifest", "dir_listing", "indexes", "storage", "profile", "json")
+COMMON_NAMES = (
+    "root",
+    "manifest",
+    "dir_listing",
+    "indexes",
+    "storage",
+    "profile",
+    "commit_retries",
+    "json",
+    "delimiter",
+    "debug",
+)
 
 
 def command(app: typer.Typer, name: str, **kwargs: Any) -> Callable:
@@ -220,15 +273,32 @@ def confirm_destruction(what: str, yes: bool) -> None:
         raise RefusedError(
             f"{what}: refusing to destroy data without --yes (stdin is not a terminal)"
         )
-    if not typer.confirm(f"{what}?", default=False, err=True):
+    with interrupt.immediate():  # waiting on the user: Ctrl-C stops at once
+        try:
+            confirmed = typer.confirm(f"{what}?", default=False, err=True)
+        except typer.Abort:  # Click's word for Ctrl-C (and end of input) at a prompt
+            if interrupt.pending():
+                raise interrupt.Interrupted from None
+            raise
+    if not confirmed:
         raise RefusedError(f"{what}: not confirmed")
 
 
 def run(body: Callable[[], Any]) -> Any:
     """Run a command body, turning every failure into one line on stderr and an exit code."""
+    with interrupt.deferred():
+        result = _run(body)
+        if interrupt.pending():  # Ctrl-C after the last safe point: the change is complete
+            sys.stderr.write("lancens: interrupted (after the command had finished)\n")
+            raise typer.Exit(ExitCode.INTERRUPTED)
+        return result
+
+
+def _run(body: Callable[[], Any]) -> Any:
     from lancens_cli.output import emit_error
 
     try:
+        interrupt.checkpoint()
         return body()
     except LancensError as error:
         if SESSION.debug:
@@ -250,8 +320,9 @@ def run(body: Callable[[], Any]) -> Any:
         if SESSION.debug:
             _print_traceback()
         from lancens_cli.errors import LancensError as Base
+        from lancens_cli.errors import describe_exception
 
-        wrapped = Base(f"{type(error).__name__}: {error}")
+        wrapped = Base(describe_exception(error))
         emit_error(wrapped, json_mode=SESSION.json, secrets=SESSION.secrets())
         raise typer.Exit(ExitCode.ERROR) from None
 

@@ -123,7 +123,9 @@ class Namespace:
             row = snapshot.get(ident.object_id)
             if row is not None:
                 raise InvalidInputError(f"{ident.display()} is a table, not a namespace")
-            raise NamespaceNotFoundError(f"namespace {ident.display()} does not exist")
+            raise NamespaceNotFoundError(
+                f"namespace {ident.display()} does not exist{delimiter_hint(snapshot)}"
+            )
 
     def find_table(self, ident: Identifier, snapshot: ManifestSnapshot) -> TableRef | None:
         """Manifest first, then the root `<name>.lance` directory."""
@@ -161,7 +163,9 @@ class Namespace:
             row = snapshot.get(ident.object_id)
             if row is not None and row["object_type"] == KIND_NAMESPACE:
                 raise InvalidInputError(f"{ident.display()} is a namespace, not a table")
-            raise TableNotFoundError(f"table {ident.display()} does not exist")
+            raise TableNotFoundError(
+                f"table {ident.display()} does not exist{delimiter_hint(snapshot)}"
+            )
         return ref
 
     def kind_of(self, ident: Identifier, snapshot: ManifestSnapshot) -> str | None:
@@ -204,3 +208,19 @@ def init_root(ns: Namespace):
         raise NamespaceNotFoundError(f"bucket of {ns.storage.root_uri} does not exist")
     ns.storage.ensure_root()
     return ChangeSet([Change("create", KIND_NAMESPACE, "(root)", ns.storage.root_uri)])
+
+
+def delimiter_hint(snapshot: ManifestSnapshot) -> str:
+    """For a not-found error: a name here contains the separator, so say how to reach it."""
+    from lancens_cli.models import DISPLAY, OBJECT_ID_DELIMITER
+
+    delimiter = DISPLAY["delimiter"]
+    if not snapshot.exists:
+        return ""
+    for object_id in snapshot.table.column("object_id").to_pylist():
+        if any(delimiter in part for part in object_id.split(OBJECT_ID_DELIMITER)):
+            return (
+                f" (some names here contain {delimiter!r}, shown in quotes by `ls`; to name "
+                "them, choose another separator with --delimiter, e.g. --delimiter /)"
+            )
+    return ""

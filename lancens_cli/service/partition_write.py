@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lancens_cli import interrupt
 from lancens_cli.errors import (
     ConcurrentModificationError,
     InvalidInputError,
@@ -27,7 +28,7 @@ from lancens_cli.errors import (
     RefusedError,
     lance_message,
 )
-from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE
+from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Identifier
 from lancens_cli.partition.spec import PartitionSpec
 from lancens_cli.service.create import namespace_row, table_row
 from lancens_cli.service.namespace import Namespace
@@ -101,7 +102,7 @@ class PartitionWrite:
                 t.rows.num_rows,
                 t.version,
                 "created" if t.created else "appended",
-                t.table_id.replace("$", "."),
+                Identifier.from_object_id(t.table_id).display(),
             ]
             for t in self.partitions
         ]
@@ -440,6 +441,11 @@ def write_partitioned(ns: Namespace, data: Any) -> PartitionWrite:
             _require_created_tables(ns.storage, touches)
             result.manifest_version = ns.manifest.mutate(_publish(layout, spec, touches))
             break
+        except interrupt.Interrupted:  # Ctrl-C before the publishing commit: ours go
+            for touch in touches:
+                if touch.created and touch.written_to:
+                    ns.storage.delete_tree(touch.written_to)
+            raise
         except _Rebase as rebase:
             result.rebases += 1
             pending = rebase.touches if rebase.from_manifest else list(touches)

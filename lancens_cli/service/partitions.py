@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lancens_cli.errors import InvalidInputError, ManifestError
-from lancens_cli.models import MANIFEST_TABLE
+from lancens_cli.models import MANIFEST_TABLE, Identifier
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioning import READ_COLUMNS, PartitionLayout, layout_from_metadata
 from lancens_cli.store.manifest import KNOWN_READER_FLAGS, READER_FLAGS_KEY
@@ -109,7 +109,7 @@ def select_partitions(ns: Namespace, where: str | None) -> PartitionSelection:
             continue
         matches.append(
             PartitionMatch(
-                table=row["object_id"].replace("$", "."),
+                table=Identifier.from_object_id(row["object_id"]).display(),
                 spec_version=spec.id,
                 location=row["location"],
                 read_version=row.get("read_version"),

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from lancens_cli import interrupt
 from lancens_cli.errors import ConcurrentModificationError, ManifestError, lance_message
 from lancens_cli.models import MANIFEST_TABLE, OBJECT_ID_DELIMITER
 from lancens_cli.store.storage import Storage
@@ -253,7 +254,49 @@ class ManifestStore:
         return self.storage.uri(MANIFEST_TABLE)
 
     def exists(self) -> bool:
-        return self.storage.exists(f"{MANIFEST_TABLE}/_versions")
+        """Whether there is a manifest to open; ManifestError when one is there but damaged.
+
+        A `__manifest` that exists but has no version is never taken for an absent one: that
+        would hide the catalog, and the next commit would start a new one over it. The one
+        exception is what a first commit leaves when it dies before its version lands: data
+        files only, or with transaction files of version 0 younger than a minute (a rerun).
+        """
+        if self.storage.exists(f"{MANIFEST_TABLE}/_versions"):
+            return True
+        if not self.storage.exists(MANIFEST_TABLE):
+            return False
+        if not self.storage.is_dir(MANIFEST_TABLE):
+            raise ManifestError(
+                f"__manifest cannot be read: {self.uri} is not a directory; nothing was changed "
+                "(move it aside if it is not the catalog)"
+            )
+        transactions = [
+            name for name, _ in self.storage.walk_files(f"{MANIFEST_TABLE}/_transactions")
+        ]
+        if not transactions or self._first_commit_in_flight(transactions):
+            return False
+        data = sum(1 for _ in self.storage.walk_files(f"{MANIFEST_TABLE}/data"))
+        raise ManifestError(
+            f"__manifest cannot be read: {self.uri} has no _versions/ (deleted or damaged) but "
+            f"records {len(transactions)} commit(s); nothing was changed. Its {data} data "
+            "file(s) in __manifest/data still hold the catalog rows: restore "
+            "__manifest/_versions/ from a backup, or move __manifest aside and register the "
+            "tables again (`lancens migrate-v1` for <name>.lance directories, `lancens "
+            "register` for the others; lance.file.LanceFileReader reads the old rows)"
+        )
+
+    def _first_commit_in_flight(self, transactions: list[str]) -> bool:
+        """Only transaction files of version-0 commits, each younger than a minute."""
+        from datetime import UTC, datetime, timedelta
+
+        if not all(name.startswith("0-") for name in transactions):
+            return False
+        now = datetime.now(UTC)
+        for name in transactions:
+            changed = self.storage.modified(f"{MANIFEST_TABLE}/_transactions/{name}")
+            if changed is None or now - changed > timedelta(minutes=1):
+                return False
+        return True
 
     def open_dataset(self) -> Any:
         """The Lance dataset, or None when the manifest has not been created yet."""
@@ -295,6 +338,7 @@ class ManifestStore:
         """
         attempt = landed = 0
         while attempt <= self.retries:
+            interrupt.checkpoint()  # Ctrl-C before a commit: the caller's clean-up runs
             snapshot = self.read()
             edit = ManifestEdit(snapshot)
             result = plan(snapshot, edit)
@@ -306,11 +350,13 @@ class ManifestStore:
                 # and the rows follow. A crash in between leaves the metadata, which a rerun
                 # of the same plan finds already there.
                 if self._commit_metadata(snapshot, edit):
+                    interrupt.mark_durable()
                     landed += 1
                     if landed > _METADATA_COMMITS:
                         raise ManifestError("__manifest metadata keeps changing; giving up")
                     continue
             elif self._try_commit(snapshot, edit.build()):
+                interrupt.mark_durable()
                 if self.build_indexes:
                     self.create_indexes()
                 return result

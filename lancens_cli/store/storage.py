@@ -15,8 +15,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from lancens_cli import interrupt
 from lancens_cli.config import NamespaceConfig, parse_bool
-from lancens_cli.errors import ConfigError, InvalidInputError, StorageUnavailableError
+from lancens_cli.errors import (
+    ConfigError,
+    InvalidInputError,
+    StorageUnavailableError,
+    describe_exception,
+    lance_message,
+)
 
 # Lance (object_store) option names -> what fsspec's S3 and GCS file systems call them.
 _S3_KEYS = {
@@ -143,17 +150,23 @@ class Storage:
         except FileNotFoundError:
             raise
         except PermissionError as exc:
-            raise StorageUnavailableError(f"access denied at {self.root_uri}: {exc}") from None
+            raise StorageUnavailableError(
+                f"access denied at {self.root_uri}: {exc.strerror or exc}"
+            ) from None
         except OSError as exc:
-            raise StorageUnavailableError(f"storage error at {self.root_uri}: {exc}") from None
+            raise StorageUnavailableError(
+                f"at {self.root_uri}: {describe_exception(exc)}"
+            ) from None
         except Exception as exc:  # botocore / aiohttp errors have no common base
             raise StorageUnavailableError(
-                f"storage at {self.root_uri} did not answer: {type(exc).__name__}: {exc}"
+                f"storage at {self.root_uri} did not answer: {lance_message(exc)}"
             ) from None
 
     # --- queries ------------------------------------------------------------------------
     def root_exists(self) -> bool:
         if self.is_local:
+            if os.path.lexists(self._root_path) and not os.path.isdir(self._root_path):
+                raise ConfigError(f"root {self.root_uri} is not a directory")
             return os.path.isdir(self._root_path)
         bucket = self._path().split("/", 1)[0]
         try:  # `info`, not `exists`: a bucket that does not answer must not read as missing
@@ -190,6 +203,16 @@ class Storage:
             return bool(self._remote(self.fs.exists, self._path(rel)))
         except FileNotFoundError:
             return False
+
+    def is_dir(self, rel: str) -> bool:
+        """Whether `rel` is a directory (on an object store: a prefix with objects below)."""
+        if self.is_local:
+            return os.path.isdir(self._path(rel))
+        try:
+            info = self._remote(self.fs.info, self._path(rel))
+        except FileNotFoundError:
+            return False
+        return info.get("type") == "directory"
 
     def walk_files(self, rel: str) -> Iterator[tuple[str, int]]:
         """Every file below `rel` as (path relative to `rel`, size)."""
@@ -247,7 +270,12 @@ class Storage:
     # --- changes ------------------------------------------------------------------------
     def ensure_root(self) -> None:
         if self.is_local:
-            os.makedirs(self._root_path, exist_ok=True)
+            try:
+                os.makedirs(self._root_path, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):  # a file on the way
+                raise ConfigError(
+                    f"root {self.root_uri}: a file is in the way of the directory"
+                ) from None
 
     def write_text(self, rel: str, text: str) -> None:
         if self.is_local:
@@ -288,6 +316,7 @@ class Storage:
     def delete_tree(self, rel: str) -> None:
         """Remove a directory and everything below it; absent is fine (reruns)."""
         check_relative(rel)
+        interrupt.mark_durable()  # no way back: a Ctrl-C from here on lets the command finish
         if self.is_local:
             path = self._path(rel)
             if os.path.isdir(path) and not os.path.islink(path):

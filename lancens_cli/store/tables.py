@@ -10,6 +10,7 @@ import secrets
 from collections.abc import Iterator
 from typing import Any
 
+from lancens_cli import interrupt
 from lancens_cli.errors import (
     InvalidInputError,
     InvalidTableStateError,
@@ -194,6 +195,8 @@ def write_new_table(
     uri = storage.uri(location)
     options = storage.lance_options
     fragments: list[Any] = []
+    if hasattr(data, "read_next_batch"):
+        data = interrupt.batches_until_interrupted(data)
     try:
         if exclusive or not hasattr(data, "read_next_batch"):
             fragments = lance.fragment.write_fragments(
@@ -203,9 +206,15 @@ def write_new_table(
             # A shared directory: write in bounded chunks so that, should the input fail
             # half-way, we know every file we wrote and remove those alone.
             for chunk in _chunks(data):
+                interrupt.checkpoint()
                 fragments += lance.fragment.write_fragments(
                     chunk, uri, schema=schema, storage_options=options
                 )
+        interrupt.checkpoint()  # Ctrl-C: the write ends here, before anything is committed
+    except interrupt.Interrupted:
+        _delete_fragment_files(storage, location, fragments)
+        _discard_failed_write(storage, location, exclusive)
+        raise
     except (ValueError, OSError, RuntimeError, pa_errors()) as exc:
         _delete_fragment_files(storage, location, fragments)
         _discard_failed_write(storage, location, exclusive)
