@@ -487,3 +487,55 @@ def test_rename_and_drop_as_racing_processes(tmp_path):
             assert {f["code"] for f in report["findings"]} <= {"staged_manifest_file"}, where
         shutil.rmtree(path)
     print(f"\nrename/drop race: {RACE_ROUNDS} rounds, won by {outcomes}")
+
+
+def test_a_rename_landing_before_the_drops_delete_keeps_the_renamed_data(
+    local_root, parquet, monkeypatch
+):
+    """The drop looked `sales.t` up; a rename of it commits before the drop deletes anything.
+    The drop's marking commit finds the row moved: it exits 3 and deletes nothing, so the
+    renamed table (same directory, new name) stays whole."""
+    assert lns(local_root, "create", "namespace", "sales").exit_code == 0
+    assert lns(local_root, "create", "table", "sales.t", "--from", parquet).exit_code == 0
+    location = rows(local_root)["sales$t"]
+    real_mutate = ManifestStore.mutate
+    renamed = []
+
+    def rename_first(self, plan):
+        if not renamed:
+            renamed.append(run_cli(*local_root.args, "rename", "sales.t", "sales.t2"))
+        return real_mutate(self, plan)
+
+    monkeypatch.setattr(ManifestStore, "mutate", rename_first)
+    result = lns(local_root, "drop", "sales.t", "--yes")
+    monkeypatch.undo()
+    assert renamed and renamed[0].exit_code == 0, renamed[0].stderr
+    assert result.exit_code == 3, (result.exit_code, result.stderr)
+    assert rows(local_root) == {"sales$t2": location}
+    table = lance.dataset(str(local_root.local_path / location)).to_table()
+    assert table.num_rows == pq.read_table(parquet).num_rows
+    assert lns(local_root, "check").exit_code == 0
+
+
+def test_a_rename_after_the_drops_mark_is_refused(local_root, parquet, monkeypatch):
+    """The drop's mark landed first: a rename arriving while the data is deleted exits 4 and
+    changes nothing; the drop completes and nothing of `sales.t` is left."""
+    assert lns(local_root, "create", "namespace", "sales").exit_code == 0
+    assert lns(local_root, "create", "table", "sales.t", "--from", parquet).exit_code == 0
+    location = rows(local_root)["sales$t"]
+    real_delete = Storage.delete_tree
+    renamed = []
+
+    def rename_then_delete(self, path):
+        if not renamed:
+            renamed.append(run_cli(*local_root.args, "rename", "sales.t", "sales.t2"))
+        return real_delete(self, path)
+
+    monkeypatch.setattr(Storage, "delete_tree", rename_then_delete)
+    result = lns(local_root, "drop", "sales.t", "--yes")
+    monkeypatch.undo()
+    assert renamed and renamed[0].exit_code == 4, (renamed[0].exit_code, renamed[0].stderr)
+    assert "being dropped" in renamed[0].stderr
+    assert result.exit_code == 0, result.stderr
+    assert rows(local_root) == {} and not (local_root.local_path / location).exists()
+    assert lns(local_root, "check").exit_code == 0

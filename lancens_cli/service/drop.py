@@ -24,8 +24,13 @@ from lancens_cli.models import (
 )
 from lancens_cli.service.create import refuse_taken, table_row
 from lancens_cli.service.dependents import attach, outside_dependents, refuse
-from lancens_cli.service.namespace import Namespace
-from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
+from lancens_cli.service.namespace import DROPPING_KEY, Namespace
+from lancens_cli.store.manifest import (
+    ManifestEdit,
+    ManifestSnapshot,
+    decode_properties,
+    encode_properties,
+)
 from lancens_cli.store.storage import check_relative
 from lancens_cli.store.tables import (
     DEREGISTERED_MARKER,
@@ -121,6 +126,8 @@ def drop(
     ns.require_writable(ns.snapshot())  # never delete data the manifest would keep pointing at
     tables = [c for c in plan.changes if c.kind == KIND_TABLE and c.location]
     if not keep_data:
+        if ns.config.manifest_enabled:
+            _mark_dropping(ns, tables, delimiter)
         for change in tables:
             ns.storage.delete_tree(change.location)
     else:
@@ -142,6 +149,41 @@ def drop(
 
         ns.manifest.mutate(remove)
     return plan
+
+
+def _mark_dropping(ns: Namespace, tables: list[Change], delimiter: str) -> None:
+    """One commit that marks every table row about to lose its data, before anything is deleted.
+
+    A rename commits compare-and-swap too, and refuses a marked row: so either the rename landed
+    first (the row moved: this drop exits 3 and deletes nothing, the renamed table is whole) or
+    the mark did (the rename exits 4). Without it, a rename landing between this drop's look-up
+    and its delete would lose the renamed table's data. A killed drop leaves the mark; its rerun
+    finishes the drop.
+    """
+    wanted = {Identifier.parse(c.id, delimiter).object_id: c for c in tables}
+
+    def mark(snapshot: ManifestSnapshot, edit: ManifestEdit) -> None:
+        for object_id, change in wanted.items():
+            row = snapshot.get(object_id)
+            if row is None:
+                if snapshot.locations().get(change.location) not in (None, object_id):
+                    raise TableNotFoundError(
+                        f"table {change.id} no longer exists: another process renamed it "
+                        "meanwhile; nothing was dropped"
+                    )
+                continue  # known from its directory only (or dropped meanwhile)
+            if row["location"] != change.location:
+                raise TableNotFoundError(
+                    f"table {change.id} changed its location meanwhile (renamed?); "
+                    "nothing was dropped"
+                )
+            properties = decode_properties(row["metadata"])
+            if DROPPING_KEY not in properties:
+                properties[DROPPING_KEY] = "true"
+                edit.replace(object_id, metadata=encode_properties(properties))
+
+    if wanted:
+        ns.manifest.mutate(mark)
 
 
 def _require_not_renamed(snapshot, tables: list[Change], delimiter: str) -> None:

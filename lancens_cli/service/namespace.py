@@ -37,6 +37,8 @@ from lancens_cli.store.tables import V1_SUFFIX, is_deregistered, v1_location
 # Table-row metadata keys we use for crash-safe renames (see service/rename.py).
 RENAME_INTENT_KEY = "lancens.rename_to"
 RENAMED_FROM_KEY = "lancens.renamed_from"
+# Set on a table row in the commit before drop deletes its data (see service/drop.py).
+DROPPING_KEY = "lancens.dropping"
 
 
 @dataclass

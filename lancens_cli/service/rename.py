@@ -37,6 +37,7 @@ from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Change, ChangeSet, Id
 from lancens_cli.service.create import refuse_taken, table_row
 from lancens_cli.service.dependents import attach, outside_dependents, refuse
 from lancens_cli.service.namespace import (
+    DROPPING_KEY,
     RENAME_INTENT_KEY,
     RENAMED_FROM_KEY,
     Namespace,
@@ -155,6 +156,11 @@ def _require_same(
         raise TableNotFoundError(
             f"table {old.display()} no longer exists: another process dropped or renamed it "
             "meanwhile; nothing was renamed"
+        )
+    if ref.row is not None and DROPPING_KEY in decode_properties(ref.row.get("metadata")):
+        raise ConcurrentModificationError(
+            f"table {old.display()} is being dropped by another process (or a drop was "
+            f"interrupted: rerun `lancens drop {old.display()} --yes`); nothing was renamed"
         )
     now = _versions(ns, location)
     if ref.location != location:
