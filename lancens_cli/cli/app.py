@@ -81,6 +81,7 @@ def _register_commands() -> None:
         migrate,
         partition_spec,
         partitions,
+        prune,
         register,
         rename,
         write,
@@ -106,6 +107,7 @@ _PANDAS_FREE = frozenset(
         "add-partition-spec",
         "join-plan",
         "write",
+        "prune",
     )
 )
 _VALUE_OPTIONS = frozenset(
