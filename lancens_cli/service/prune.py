@@ -36,6 +36,7 @@ same `older_than` so Lance re-checks the age.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -45,6 +46,12 @@ from typing import Any
 from lancens_cli.errors import LancensError, lance_message
 from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE, Identifier
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.prune_compact import (
+    Compaction,
+    CompactionBudget,
+    compact_table,
+    publish_compacted,
+)
 from lancens_cli.service.prune_lease import acquire
 from lancens_cli.service.prune_policy import PrunePolicy
 from lancens_cli.service.prune_protect import (
@@ -111,6 +118,7 @@ class PruneReport:
     manifest: TableResult | None = None
     debris: list[DebrisResult] = field(default_factory=list)
     compacted: list[dict[str, Any]] = field(default_factory=list)
+    compacted_published_in: int | None = None  # the __manifest version publishing them
 
     @property
     def failed(self) -> list[TableResult]:
@@ -170,6 +178,7 @@ class PruneReport:
             "tables": [t.to_json() for t in self.tables],
             "debris": [d.__dict__ for d in self.debris],
             "compacted": self.compacted,
+            "compacted_published_in": self.compacted_published_in,
         }
 
 
@@ -210,6 +219,8 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
     states, unreadable = _read_states(ns, every, parallel)
     dependents = clone_dependents(list(states.values()))
     advance = progress(len(scope)) if progress else (lambda: None)
+    budget = CompactionBudget()
+    lock = threading.Lock()
 
     def one(item: tuple[str, str | None]) -> TableResult:
         location, object_id = item
@@ -222,6 +233,11 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
             clone_versions = clone_needed_versions(ns.storage, state, clones) if clones else {}
             plan = plan_table(state, pins, policy, clone_versions, now)
             _execute(ns, plan, policy, dry_run, result)
+            if compact:
+                with lock:
+                    allowed = budget.take()
+                if allowed:
+                    _compact(ns, location, object_id, pins, dry_run, budget, lock)
         except LancensError as exc:
             result.status, result.error = "failed", exc.message
         except Exception as exc:  # one table's failure must not stop the others
@@ -231,9 +247,14 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
 
     with ThreadPoolExecutor(max_workers=parallel) as pool:
         report.tables = list(pool.map(one, scope))
+    if budget.done:
+        version = None if dry_run else publish_compacted(ns, budget.done)
+        report.compacted = [c.to_json() for c in budget.done]
+        if version is not None:
+            report.compacted_published_in = version
     if not any(not i.is_root for i in idents):
         report.debris = _debris(ns, policy, dry_run, delimiter)
-    if manifest_plan is not None:
+    if manifest_plan is not None and not any(not i.is_root for i in idents):
         report.manifest = TableResult(None, MANIFEST_TABLE)
         try:
             _execute(ns, manifest_plan, policy, dry_run, report.manifest)
@@ -357,6 +378,22 @@ def _maintain_manifest(ns: Namespace, indexes: bool) -> list[dict[str, Any]]:
         built = ns.manifest.create_indexes()
         done.append({"table": MANIFEST_TABLE, "indexes_rebuilt": built})
     return done
+
+
+def _compact(ns, location, object_id, pins, dry_run, budget, lock) -> None:
+    if dry_run:
+        import lance
+
+        ds = lance.dataset(ns.storage.uri(location), storage_options=ns.storage.lance_options)
+        fragments = len(ds.get_fragments())
+        if fragments > 1:
+            with lock:
+                budget.done.append(Compaction(location, object_id, ds.version))
+        return
+    done = compact_table(ns, location, object_id, pins)
+    if done is not None:
+        with lock:
+            budget.done.append(done)
 
 
 # --- one table --------------------------------------------------------------------------------
