@@ -25,7 +25,7 @@ def parse_duration(text: str, option: str) -> timedelta:
 
 def show_duration(value: timedelta) -> str:
     seconds = int(value.total_seconds())
-    for unit, size in (("w", 7 * 86400), ("d", 86400), ("h", 3600), ("m", 60)):
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds and seconds % size == 0:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"

@@ -151,7 +151,7 @@ def _fragment_files(fragment: Any, base_ids: set[int] | None = None) -> set[str]
     files = {f"data/{f.path}" for f in fragment.files if base_ids is None or f.base_id in base_ids}
     deletion = fragment.deletion_file
     if deletion is not None and (base_ids is None or deletion.base_id in base_ids):
-        files.add(f"deletion:{deletion.fragment_id}:{deletion.read_version}:{deletion.id}")
+        files.add(f"deletion:{fragment.id}:{deletion.read_version}:{deletion.id}")
     return files
 
 
