@@ -389,8 +389,14 @@ def test_prune_on_s3(s3_root, tmp_path):
     from lancens_cli.service.prune_lease import acquire
     from lancens_cli.store.storage import Storage
 
+    from lancens_cli.service.prune_lease import _create_exclusive
+
     props = {"root": s3_root.uri}
     storage = Storage(resolve_config(props, opts, None))
+    assert _create_exclusive(storage, "probe/once", "first")
+    assert not _create_exclusive(storage, "probe/once", "second")  # If-None-Match: * honoured
+    assert storage.fs.cat_file(storage._path("probe/once")) == b"first"
+    storage.delete_file("probe/once")
     lease = acquire(storage)
     try:
         assert prune(s3_root, *FAST, "--yes").exit_code == 4
