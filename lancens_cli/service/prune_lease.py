@@ -41,14 +41,20 @@ def _create_exclusive(storage: Storage, rel: str, text: str) -> bool:
         return True
     target = storage._path(rel)
     try:
-        storage._remote(storage.fs.pipe_file, target, text.encode("utf-8"), mode="create")
+        storage.fs.pipe_file(target, text.encode("utf-8"), mode="create")
         return True
     except FileExistsError:
         return False
-    except Exception as exc:  # S3 answers 412 PreconditionFailed when the key exists
-        if "precondition" in str(exc).lower() or "412" in str(exc):
+    except Exception as exc:  # S3 answers 412 (a precondition failed) when the key exists
+        words = str(exc).lower().replace("-", "")
+        if "precondition" in words or "412" in words:
             return False
+        storage._remote(_raise, exc)  # the storage's own words for a transport failure
         raise
+
+
+def _raise(exc: Exception) -> None:
+    raise exc
 
 
 def _read(storage: Storage, rel: str) -> dict | None:
