@@ -18,13 +18,14 @@ so no protected version's files can go.
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from lancens_cli.service.prune_policy import PrunePolicy, show_duration
-from lancens_cli.store.storage import Storage
+from lancens_cli.store.storage import Storage, _modified
 from lancens_cli.store.tables import VERSIONS_DIR
 
 PIN_COLUMNS = ("read_version", "read_tag", "read_branch")
@@ -95,20 +96,63 @@ class TableState:
         return max(v.version for v in self.versions)
 
 
+def version_times(storage: Storage, location: str) -> dict[int, datetime]:
+    """Every version of a table with when its manifest was written: one listing of `_versions/`.
+
+    Reading each manifest for its timestamp (`ds.versions()`) costs one read per version; the
+    file's modification time is never earlier than the commit (a copy only makes it later, which
+    keeps a version longer), and Lance checks its own timestamp again before removing one.
+    """
+    found: dict[int, datetime] = {}
+    directory = f"{location}/{VERSIONS_DIR}"
+    if storage.is_local:
+        try:
+            with os.scandir(storage.uri(directory)) as entries:
+                items = [(e.name, e.stat().st_mtime) for e in entries if e.is_file()]
+        except FileNotFoundError:
+            return found
+        stamped = [(name, datetime.fromtimestamp(mtime, UTC)) for name, mtime in items]
+    else:
+        try:
+            infos = storage._remote(storage.fs.ls, storage._path(directory), detail=True)
+        except FileNotFoundError:
+            return found
+        now = datetime.now(UTC)
+        stamped = [(i["name"].rsplit("/", 1)[-1], _modified(i) or now) for i in infos]
+    for name, when in stamped:
+        version = _manifest_version(name)
+        if version is not None:
+            found[version] = when
+    return found
+
+
+def _manifest_version(name: str) -> int | None:
+    stem, dot, ext = name.partition(".")
+    if ext != "manifest" or not stem.isdigit():
+        return None
+    number = int(stem)
+    if len(stem) == 20 and number >= 1 << 63:  # V2 naming: u64::MAX - version, zero padded
+        return (1 << 64) - 1 - number
+    return number
+
+
 def read_table_state(storage: Storage, location: str, object_id: str | None) -> TableState:
-    """Versions, tags, branches and base paths of one table (a handful of small reads)."""
+    """Versions, tags, branches and base paths of one table (two listings and one read)."""
     import lance
 
+    times = version_times(storage, location)
     ds = lance.dataset(storage.uri(location), storage_options=storage.lance_options)
-    versions = [VersionInfo(int(v["version"]), as_utc(v["timestamp"])) for v in ds.versions()]
-    tags = {}
-    for name, tag in ds.tags.list().items():
-        if tag.get("branch") in (None, "main") and tag.get("version") is not None:
-            tags[name] = int(tag["version"])
-    branches = {}
-    for name, branch in ds.branches.list().items():
-        if branch.get("parent_branch") in (None, "main") and branch.get("parent_version"):
-            branches[name] = int(branch["parent_version"])
+    times.setdefault(ds.version, datetime.now(UTC))
+    versions = [VersionInfo(v, t) for v, t in sorted(times.items())]
+    tags: dict[str, int] = {}
+    branches: dict[str, int] = {}
+    if any(e.name.rsplit("/", 1)[-1] == "_refs" for e in storage.list_dir(location)):
+        for name, tag in ds.tags.list().items():
+            if tag.get("branch") in (None, "main") and tag.get("version") is not None:
+                tags[name] = int(tag["version"])
+        for name, branch in ds.branches.list().items():
+            if branch.get("parent_branch") in (None, "main") and branch.get("parent_version"):
+                branches[name] = int(branch["parent_version"])
     bases = []
     for base in ds.base_paths().values():
         rel = storage.relative(str(base.path).rstrip("/"))
