@@ -43,6 +43,7 @@ class Built:
     published: int  # its read_version
     dead_version: int
     staged: Path
+    uncommitted: Path  # a data file of plain.t no version references (a killed append)
     removable: list[int] = field(default_factory=list)  # versions of plain.t nobody needs
 
 
@@ -89,6 +90,10 @@ def build(root, tmp: Path) -> Built:
     part = next(r for r in table_rows if r.get("read_version") is not None)
     partition = path / part["location"]
     dead = lance.write_dataset(rows(500, 2), partition, mode="append").version
+    # A killed append to plain.t: its data file, no version.
+    known = set((table / "data").iterdir())
+    lance.fragment.write_fragments(pa.table({"a": pa.array([77], pa.int64())}), table)
+    (uncommitted,) = set((table / "data").iterdir()) - known
     # An abandoned table write and a staged __manifest file.
     data_file = next((table / "data").iterdir())
     (path / ABANDONED / "data").mkdir(parents=True)
@@ -103,6 +108,7 @@ def build(root, tmp: Path) -> Built:
         part["read_version"],
         dead,
         staged,
+        uncommitted,
         removable=[v for v in range(1, 20) if v not in (3, 5, 9)],
     )
 

@@ -58,6 +58,7 @@ def test_prune_keeps_every_reachable_version_and_removes_the_rest(local_root, bu
     assert built.dead_version > built.published
     assert not (built.path / ABANDONED).exists()
     assert not built.staged.exists()
+    assert not built.uncommitted.exists()
     manifest_versions = versions(built.path / "__manifest")
     assert manifest_versions == [max(manifest_versions)]  # --retain 1
 
@@ -89,6 +90,7 @@ def test_prune_keeps_every_reachable_version_and_removes_the_rest(local_root, bu
     assert totals["tables_failed"] == 0
     assert totals["versions_removed"] >= len(built.removable)
     assert totals["bytes_freed"] > 0
+    assert t["unreferenced_removed"] >= 1
     assert report["manifest"]["versions_removed"]
 
     # A second run finds nothing left to do.
@@ -106,6 +108,7 @@ def test_defaults_keep_young_versions_and_debris(local_root, built):
     assert report["totals"]["versions_removed"] == 0
     assert versions(built.table) == list(range(1, 21))
     assert (built.path / ABANDONED).exists() and built.staged.exists()
+    assert built.uncommitted.exists()
     assert {d["action"] for d in report["debris"]} == {"kept"}
     young = by_id(report)["plain$t"]["protected"]
     assert all(any("younger than 7d" in r for r in k["reasons"]) for k in young)

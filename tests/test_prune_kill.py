@@ -38,6 +38,7 @@ def _more_work(built, n: int) -> None:
         if lance.dataset(path).latest_version == row["read_version"]:
             lance.write_dataset(rows(10_000 + n * 10, 2), path, mode="append")
             break
+    lance.fragment.write_fragments(pa.table({"a": pa.array([n], pa.int64())}), built.table)
     ghost = built.path / f"0badc0{n % 256:02x}_plain$ghost{n}" / "data"
     ghost.mkdir(parents=True)
     source = next((built.table / "data").iterdir())

@@ -66,9 +66,11 @@ from lancens_cli.service.prune_protect import (
     read_table_state,
 )
 from lancens_cli.store.manifest import ManifestSnapshot
+from lancens_cli.store.storage import check_relative
 from lancens_cli.store.tables import VERSIONS_DIR
 
 MANIFEST_COMPACT_FRAGMENTS = 16  # compact __manifest when it has more fragments than this
+UNREFERENCED_BATCH = 1000  # unreferenced files removed per table and run; the rest next run
 DEBRIS_CODES = ("abandoned_table_write", "staged_manifest_file")
 
 
@@ -79,6 +81,7 @@ class TableResult:
     status: str = "nothing to do"
     versions_removed: list[int] = field(default_factory=list)
     unpublished_removed: list[int] = field(default_factory=list)
+    unreferenced_removed: int = 0  # files of writes that never committed, past the grace
     files_removed: int = 0
     bytes_freed: int = 0
     kept: list[dict[str, Any]] = field(default_factory=list)
@@ -92,6 +95,7 @@ class TableResult:
             "status": self.status,
             "versions_removed": self.versions_removed,
             "unpublished_removed": self.unpublished_removed,
+            "unreferenced_removed": self.unreferenced_removed,
             "files_removed": self.files_removed,
             "bytes_freed": self.bytes_freed,
             "protected": self.kept,
@@ -133,6 +137,7 @@ class PruneReport:
             "tables_failed": len(self.failed),
             "versions_removed": sum(len(t.versions_removed) for t in every),
             "unpublished_removed": sum(len(t.unpublished_removed) for t in every),
+            "unreferenced_removed": sum(t.unreferenced_removed for t in every),
             "files_removed": sum(t.files_removed for t in every),
             "bytes_freed": sum(t.bytes_freed for t in every),
             "versions_protected": sum(len(t.kept) for t in every),
@@ -230,9 +235,13 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
             if state is None:
                 raise unreadable.get(location) or LancensError("the table cannot be read")
             clones = dependents.get(location, [])
-            clone_versions = clone_needed_versions(ns.storage, state, clones) if clones else {}
+            read_by_clones: set[str] = set()
+            clone_versions = (
+                clone_needed_versions(ns.storage, state, clones, read_by_clones) if clones else {}
+            )
             plan = plan_table(state, pins, policy, clone_versions, now)
             _execute(ns, plan, policy, dry_run, result)
+            _sweep_unreferenced(ns, plan.location, policy, dry_run, result, read_by_clones)
             if compact:
                 with lock:
                     allowed = budget.take()
@@ -436,6 +445,56 @@ def _execute(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: Tabl
     if stats.failed_deletes:
         result.notes.append(f"{stats.failed_deletes} file(s) could not be deleted; rerun prune")
     if result.versions_removed or result.unpublished_removed:
+        result.status = "would prune" if dry_run else "pruned"
+
+
+def _sweep_unreferenced(
+    ns: Namespace,
+    location: str,
+    policy: PrunePolicy,
+    dry_run: bool,
+    result: TableResult,
+    read_by_clones: set[str],
+) -> None:
+    """Delete files no version references (a killed write's), once older than the grace.
+
+    Lance finds them (`explain_cleanup_old_versions(delete_unverified=True)` over the latest
+    version alone, which removes no version); we delete only those past our grace, one by one,
+    below the table's directory. Lance's own `delete_unverified=True` would take them at any
+    age, an in-flight write's too.
+    """
+    import lance
+
+    storage = ns.storage
+    ds = lance.dataset(storage.uri(location), storage_options=storage.lance_options)
+    explanation = ds.explain_cleanup_old_versions(
+        older_than=policy.older_than,
+        versions=[ds.latest_version],
+        delete_unverified=True,
+        error_if_tagged_old_versions=False,
+        include_files=True,
+        max_files=UNREFERENCED_BATCH,
+    )
+    base = (storage.uri(location) if storage.is_local else storage._path(location)).strip("/")
+    now = datetime.now(UTC)
+    for candidate in explanation.candidate_files:
+        path = candidate.path.strip("/")
+        if not candidate.unverified or not path.startswith(base + "/"):
+            continue  # nothing outside the table's directory, nothing a version references
+        inside = path[len(base) + 1 :]
+        if inside in read_by_clones:
+            continue  # a shallow clone reads it through its base path
+        rel = f"{location}/{inside}"
+        check_relative(rel)
+        changed = storage.modified(rel)
+        if changed is None or now - changed < policy.grace:
+            continue
+        if not dry_run:
+            storage.delete_file(rel)
+        result.unreferenced_removed += 1
+        result.files_removed += 1
+        result.bytes_freed += candidate.size_bytes
+    if result.unreferenced_removed and result.status == "nothing to do":
         result.status = "would prune" if dry_run else "pruned"
 
 

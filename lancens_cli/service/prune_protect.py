@@ -195,12 +195,15 @@ def _fragment_files(fragment: Any, base_ids: set[int] | None = None) -> set[str]
     files = {f"data/{f.path}" for f in fragment.files if base_ids is None or f.base_id in base_ids}
     deletion = fragment.deletion_file
     if deletion is not None and (base_ids is None or deletion.base_id in base_ids):
-        files.add(f"deletion:{fragment.id}:{deletion.read_version}:{deletion.id}")
+        files.add(deletion.path(fragment.id))
     return files
 
 
 def clone_needed_versions(
-    storage: Storage, source: TableState, clone_locations: list[str]
+    storage: Storage,
+    source: TableState,
+    clone_locations: list[str],
+    read_by_clones: set[str] | None = None,
 ) -> dict[int, str]:
     """The versions of `source` its shallow clones read files of (with the clone as reason).
 
@@ -209,6 +212,8 @@ def clone_needed_versions(
     source are gathered over all its versions; the source version holding exactly those files
     (else the newest holding all of them) stays. Should none hold them all (the clone's version
     was removed by another tool), every version sharing a file with the clone stays.
+    `read_by_clones` collects those files (paths relative to the source), which no sweep of
+    unreferenced files may touch.
     """
     import lance
 
@@ -240,6 +245,8 @@ def clone_needed_versions(
             view = clone_ds.checkout_version(int(info["version"]))
             for fragment in view.get_fragments():
                 wanted |= _fragment_files(fragment.metadata, ids)
+        if read_by_clones is not None:
+            read_by_clones |= wanted
         if not wanted:
             continue
         exact = [v for v, files in source_files.items() if files == wanted]
