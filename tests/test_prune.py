@@ -405,3 +405,25 @@ def test_prune_on_s3(s3_root, tmp_path):
     finally:
         lease.release()
     assert prune(s3_root, *FAST, "--yes").exit_code == 0
+
+
+def test_files_a_clone_reads_stay_when_no_source_version_references_them(local_root, tmp_path):
+    """Another tool removed the source version a clone was made from (its manifest only):
+    the files are unreferenced in the source, yet the clone reads them; prune keeps them."""
+    path = local_root.local_path
+    source = path / "src.lance"
+    lance.write_dataset(pa.table({"a": pa.array([1, 2], pa.int64())}), source)
+    lance.write_dataset(pa.table({"a": pa.array([3], pa.int64())}), source, mode="append")
+    lance.dataset(source).shallow_clone(str(path / "copy.lance"), 2)
+    expected = lance.dataset(path / "copy.lance").to_table()
+    lance.write_dataset(pa.table({"a": pa.array([9], pa.int64())}), source, mode="overwrite")
+    for version in (1, 2):
+        name = f"{(1 << 64) - 1 - version:020d}.manifest"
+        (source / "_versions" / name).unlink()
+    time.sleep(1.2)
+    result = prune(local_root, *FAST, "--yes", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert lance.dataset(path / "copy.lance").to_table().equals(expected)
+    clone = lance.dataset(path / "copy.lance")
+    read = [f.path for frag in clone.get_fragments() for f in frag.metadata.files]
+    assert read and all((source / "data" / name).exists() for name in read)
