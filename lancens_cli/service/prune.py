@@ -27,8 +27,9 @@ What Lance's `cleanup_old_versions` does, as measured on pylance 14.0.2:
   clones: a clone of an untagged version loses its files when the source's version goes.
   A clone's own cleanup never deletes its source's files.
 - `delete_unverified=True` deletes unreferenced files of any age, an in-flight write's too; we
-  never pass it. Unreferenced files of killed table writes go by Lance's own rule (older than
-  7 days) or, for whole never-committed table directories, by `check`'s grace.
+  never pass it to a cleanup. We ask `explain_cleanup_old_versions(delete_unverified=True)` over
+  the latest version alone (no version removed) which files no version references, and delete
+  those older than our grace ourselves; whole never-committed table directories go by `check`.
 
 We therefore decide per version ourselves and hand Lance only versions no reader needs, with the
 same `older_than` so Lance re-checks the age.
