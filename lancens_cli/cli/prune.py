@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
@@ -13,6 +17,48 @@ from lancens_cli.cli.common import SESSION, command, confirm_destruction
 
 def _default_parallel() -> int:
     return min(32, (os.cpu_count() or 2) * 4)  # I/O bound: more threads than cores
+
+
+@contextmanager
+def _progress() -> Iterator[Callable[[int], Callable[[int], None]]]:
+    """Tables done and bytes freed on stderr, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        yield lambda total: lambda freed: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        "tables, {task.fields[freed]} freed",
+        TimeRemainingColumn(),
+        console=Console(file=sys.stderr),
+        transient=True,
+    ) as bar:
+        lock = threading.Lock()
+
+        def start(total: int) -> Callable[[int], None]:
+            task = bar.add_task("pruning", total=total, freed="0 B")
+            freed = [0]
+
+            def advance(size: int) -> None:
+                with lock:
+                    freed[0] += size
+                    bar.update(task, advance=1, freed=_bytes(freed[0]))
+
+            return advance
+
+        yield start
+
+
+def _bytes(size: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
 
 
 @command(app, "prune")
@@ -52,7 +98,6 @@ def prune(
     Exit codes: 0 done or nothing to do, 4 another prune runs on this root, 5 refused by a
     safety rail, 6 some tables failed (the rest done).
     """
-    from lancens_cli.cli.progress import progress_bar
     from lancens_cli.errors import ExitCode
     from lancens_cli.output import message
     from lancens_cli.service.prune import prune as run_prune
@@ -74,7 +119,7 @@ def prune(
             f"older than {grace}",
             yes,
         )
-    with progress_bar("pruning tables") as start:
+    with _progress() as start:
         report = run_prune(
             ns,
             targets,

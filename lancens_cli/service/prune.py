@@ -201,7 +201,7 @@ def prune(
     indexes: bool = False,
     parallel: int = 8,
     delimiter: str = ".",
-    progress: Callable[[int], Callable[[], None]] | None = None,
+    progress: Callable[[int], Callable[[int], None]] | None = None,
 ) -> PruneReport:
     policy.check()
     ns.require_root()
@@ -224,7 +224,7 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
     manifest_plan, pins = _manifest_pins(ns, snapshot, policy, now, parallel)
     states, unreadable = _read_states(ns, every, parallel)
     dependents = clone_dependents(list(states.values()))
-    advance = progress(len(scope)) if progress else (lambda: None)
+    advance = progress(len(scope)) if progress else (lambda freed: None)
     budget = CompactionBudget()
     lock = threading.Lock()
 
@@ -252,7 +252,7 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
             result.status, result.error = "failed", exc.message
         except Exception as exc:  # one table's failure must not stop the others
             result.status, result.error = "failed", lance_message(exc)
-        advance()
+        advance(result.bytes_freed)
         return result
 
     with ThreadPoolExecutor(max_workers=parallel) as pool:
