@@ -427,3 +427,16 @@ def test_files_a_clone_reads_stay_when_no_source_version_references_them(local_r
     clone = lance.dataset(path / "copy.lance")
     read = [f.path for frag in clone.get_fragments() for f in frag.metadata.files]
     assert read and all((source / "data" / name).exists() for name in read)
+
+
+def test_a_table_that_never_loads_stops_every_version_removal(local_root, built):
+    """It may be a shallow clone of any table: without its base paths nothing is safe to go."""
+    other = next(p for p in built.path.iterdir() if p.name.endswith("more$u"))
+    for manifest in (other / "_versions").glob("*.manifest"):
+        manifest.write_bytes(b"not a manifest")
+    result = prune(local_root, *FAST, "--yes", "--json")
+    assert result.exit_code == 6, result.stderr
+    report = by_id(result.json())
+    assert report["more$u"]["status"] == "failed"
+    assert versions(built.table) == list(range(1, 21))
+    assert any("may be a shallow clone" in n for n in report["plain$t"]["notes"])

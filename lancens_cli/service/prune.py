@@ -62,6 +62,7 @@ from lancens_cli.service.prune_protect import (
     TableState,
     clone_dependents,
     clone_needed_versions,
+    fallback_bases,
     manifest_file,
     plan_table,
     read_table_state,
@@ -219,11 +220,22 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
     now = datetime.now(UTC)
     report = PruneReport(ns.storage.root_uri, policy, dry_run)
     snapshot = ns.snapshot()
-    scope = _tables_in_scope(ns, snapshot, idents)
     every = _all_tables(ns, snapshot)
+    scope = _tables_in_scope(ns, snapshot, idents, every)
     manifest_plan, pins = _manifest_pins(ns, snapshot, policy, now, parallel)
     states, unreadable = _read_states(ns, every, parallel)
-    dependents = clone_dependents(list(states.values()))
+    states_for_clones_only: dict[str, TableState] = {}
+    # A table that does not load may still read others through base paths: learn them from
+    # an older version, and if none loads, remove no version anywhere this run.
+    blind = []
+    for location in unreadable:
+        bases = fallback_bases(ns.storage, location)
+        if bases is None:
+            blind.append(location)
+        else:
+            states_for_clones_only[location] = TableState(location, None, [], {}, {}, bases)
+    dependents = clone_dependents([*states.values(), *states_for_clones_only.values()])
+    present = {location for location, _ in every}
     advance = progress(len(scope)) if progress else (lambda freed: None)
     budget = CompactionBudget()
     lock = threading.Lock()
@@ -232,9 +244,24 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
         location, object_id = item
         result = TableResult(object_id, location)
         try:
+            if location not in present:
+                result.notes.append("not a Lance table with versions (declared, empty or gone)")
+                advance(0)
+                return result
             state = states.get(location)
             if state is None:
                 raise unreadable.get(location) or LancensError("the table cannot be read")
+            if blind:
+                result.notes.append(
+                    f"no version removed: {', '.join(blind)} does not load and may be a shallow "
+                    "clone reading this table"
+                )
+                result.kept = [
+                    {"version": v.version, "reasons": ["clone map incomplete"]}
+                    for v in state.versions
+                ]
+                advance(0)
+                return result
             clones = dependents.get(location, [])
             read_by_clones: set[str] = set()
             clone_versions = (
@@ -277,10 +304,13 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
 
 
 def _tables_in_scope(
-    ns: Namespace, snapshot: ManifestSnapshot, idents: list[Identifier]
+    ns: Namespace,
+    snapshot: ManifestSnapshot,
+    idents: list[Identifier],
+    every: list[tuple[str, str | None]],
 ) -> list[tuple[str, str | None]]:
     if not idents or any(i.is_root for i in idents):
-        return _all_tables(ns, snapshot)
+        return every
     found: dict[str, str | None] = {}
     for ident in idents:
         kind = ns.kind_of(ident, snapshot)

@@ -153,12 +153,38 @@ def read_table_state(storage: Storage, location: str, object_id: str | None) -> 
         for name, branch in ds.branches.list().items():
             if branch.get("parent_branch") in (None, "main") and branch.get("parent_version"):
                 branches[name] = int(branch["parent_version"])
+    return TableState(
+        location, object_id, versions, tags, branches, _bases_inside(storage, location, ds)
+    )
+
+
+def fallback_bases(storage: Storage, location: str) -> list[str] | None:
+    """Base paths of a table whose latest version does not load, from an older version.
+
+    A shallow clone's base path does not change between its versions, so an older readable
+    version tells whether the table reads another one. None when no version loads: then the
+    table may be a clone of anything, and the caller must not remove what it might read.
+    """
+    import lance
+
+    for version in sorted(version_times(storage, location), reverse=True)[:5]:
+        try:
+            ds = lance.dataset(
+                storage.uri(location), version=version, storage_options=storage.lance_options
+            )
+            return _bases_inside(storage, location, ds)
+        except Exception:  # noqa: BLE001 - any failure: try the next older version
+            continue
+    return None
+
+
+def _bases_inside(storage: Storage, location: str, ds: Any) -> list[str]:
     bases = []
     for base in ds.base_paths().values():
         rel = storage.relative(str(base.path).rstrip("/"))
         if rel is not None and rel.split("/", 1)[0] != location.split("/", 1)[0]:
             bases.append(rel)
-    return TableState(location, object_id, versions, tags, branches, bases)
+    return bases
 
 
 def table_of_base(rel: str, locations: set[str]) -> str | None:
