@@ -159,6 +159,9 @@ def bench_s3(workdir: Path, n: int, n_versions: int) -> None:
 
     from lancens_cli.service.namespace import Namespace
 
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()

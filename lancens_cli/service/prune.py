@@ -235,7 +235,7 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
         else:
             states_for_clones_only[location] = TableState(location, None, [], {}, {}, bases)
     dependents = clone_dependents([*states.values(), *states_for_clones_only.values()])
-    present = {location for location, _ in every}
+    present = {*states, *unreadable}
     advance = progress(len(scope)) if progress else (lambda freed: None)
     budget = CompactionBudget()
     lock = threading.Lock()
@@ -333,12 +333,7 @@ def _all_tables(ns: Namespace, snapshot: ManifestSnapshot) -> list[tuple[str, st
             found[row["location"]] = row["object_id"]
     for name, location in ns.visible_dir_tables(snapshot).items():
         found.setdefault(location, name)
-    from lancens_cli.models import STATE_OK
-    from lancens_cli.store.tables import table_state
-
-    return sorted(
-        (loc, oid) for loc, oid in found.items() if table_state(ns.storage, loc) == STATE_OK
-    )
+    return sorted(found.items())
 
 
 def _read_states(ns: Namespace, tables, parallel: int):
@@ -348,7 +343,8 @@ def _read_states(ns: Namespace, tables, parallel: int):
     def read(item):
         location, object_id = item
         try:
-            return location, read_table_state(ns.storage, location, object_id), None
+            state = read_table_state(ns.storage, location, object_id)
+            return location, state, None if state else _NO_VERSIONS
         except Exception as exc:
             return location, None, LancensError(f"cannot read {location}: {lance_message(exc)}")
 
@@ -356,9 +352,12 @@ def _read_states(ns: Namespace, tables, parallel: int):
         for location, state, error in pool.map(read, tables):
             if state is not None:
                 states[location] = state
-            else:
+            elif error is not _NO_VERSIONS:
                 errors[location] = error
     return states, errors
+
+
+_NO_VERSIONS = LancensError("no versions")
 
 
 # --- __manifest -------------------------------------------------------------------------------
@@ -489,6 +488,9 @@ def _sweep_unreferenced(
 ) -> None:
     """Delete files no version references (a killed write's), once older than the grace.
 
+    Only when `data/` holds a file the latest version does not reference (else there is none
+    to find; unreferenced deletion and index files then go by Lance's own 7-day rule).
+
     Lance finds them (`explain_cleanup_old_versions(delete_unverified=True)` over the latest
     version alone, which removes no version); we delete only those past our grace, one by one,
     below the table's directory. Lance's own `delete_unverified=True` would take them at any
@@ -498,6 +500,10 @@ def _sweep_unreferenced(
 
     storage = ns.storage
     ds = lance.dataset(storage.uri(location), storage_options=storage.lance_options)
+    # The common case costs one listing: every data file is the latest version's.
+    latest = {f.path for fragment in ds.get_fragments() for f in fragment.metadata.files}
+    if {name for name, _size in storage.walk_files(f"{location}/data")} <= latest:
+        return
     explanation = ds.explain_cleanup_old_versions(
         older_than=policy.older_than,
         versions=[ds.latest_version],

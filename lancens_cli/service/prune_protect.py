@@ -136,11 +136,14 @@ def _manifest_version(name: str) -> int | None:
     return number
 
 
-def read_table_state(storage: Storage, location: str, object_id: str | None) -> TableState:
-    """Versions, tags, branches and base paths of one table (two listings and one read)."""
+def read_table_state(storage: Storage, location: str, object_id: str | None) -> TableState | None:
+    """Versions, tags, branches and base paths of one table (two listings and one read);
+    None when the directory holds no version (declared, empty, gone: nothing to prune)."""
     import lance
 
     times = version_times(storage, location)
+    if not times:
+        return None
     ds = lance.dataset(storage.uri(location), storage_options=storage.lance_options)
     times.setdefault(ds.version, datetime.now(UTC))
     versions = [VersionInfo(v, t) for v, t in sorted(times.items())]
