@@ -443,3 +443,48 @@ def test_a_table_that_never_loads_stops_every_version_removal(local_root, built)
     assert report["more$u"]["status"] == "failed"
     assert versions(built.table) == list(range(1, 21))
     assert any("may be a shallow clone" in n for n in report["plain$t"]["notes"])
+
+
+def test_retain_keeps_the_newest_n(local_root, built):
+    result = prune(local_root, *FAST, "--retain", "5", "--yes", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert versions(built.table) == [3, 5, 9, 16, 17, 18, 19, 20]
+    kept = {k["version"]: k["reasons"] for k in by_id(result.json())["plain$t"]["protected"]}
+    assert all("newest 5" in kept[v] for v in (16, 17, 18, 19, 20))
+
+
+def test_a_kept_manifest_version_protects_what_it_publishes(local_root, built):
+    """A tagged __manifest version (kept however old) still sends readers to an older
+    read_version of a partition table: that version stays, and reads the same."""
+    manifest = lance.dataset(str(built.path / "__manifest"))
+    current = {
+        r["location"]: r["read_version"]
+        for r in manifest.to_table(filter="read_version IS NOT NULL").to_pylist()
+    }
+    old_manifest, location, old_version = None, None, None
+    for info in manifest.versions():
+        view = manifest.checkout_version(info["version"])
+        if "read_version" not in view.schema.names:
+            continue
+        for row in view.to_table(filter="read_version IS NOT NULL").to_pylist():
+            if row["read_version"] < current.get(row["location"], 0):
+                old_manifest, location, old_version = (
+                    info["version"],
+                    row["location"],
+                    row["read_version"],
+                )
+                break
+        if old_manifest:
+            break
+    assert old_manifest is not None
+    manifest.tags.create("audit", old_manifest)
+    before = lance.dataset(built.path / location, version=old_version).to_table()
+    result = prune(local_root, *FAST, "--yes", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert old_version in versions(built.path / location)
+    assert lance.dataset(built.path / location, version=old_version).to_table().equals(before)
+    table = next(t for t in result.json()["tables"] if t["location"] == location)
+    reasons = {k["version"]: k["reasons"] for k in table["protected"]}
+    assert f"published read_version (__manifest v{old_manifest})" in reasons[old_version]
+    manifest_kept = {k["version"]: k["reasons"] for k in result.json()["manifest"]["protected"]}
+    assert "tag audit" in manifest_kept[old_manifest]
