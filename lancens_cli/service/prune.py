@@ -66,6 +66,7 @@ from lancens_cli.service.prune_protect import (
     manifest_file,
     plan_table,
     read_table_state,
+    version_times,
 )
 from lancens_cli.store.manifest import ManifestSnapshot
 from lancens_cli.store.storage import check_relative
@@ -268,8 +269,8 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
                 clone_needed_versions(ns.storage, state, clones, read_by_clones) if clones else {}
             )
             plan = plan_table(state, pins, policy, clone_versions, now)
-            _execute(ns, plan, policy, dry_run, result)
-            _sweep_unreferenced(ns, plan.location, policy, dry_run, result, read_by_clones)
+            ds = _execute(ns, plan, policy, dry_run, result)
+            _sweep_unreferenced(ns, plan.location, policy, dry_run, result, read_by_clones, ds)
             if compact:
                 with lock:
                     allowed = budget.take()
@@ -438,7 +439,8 @@ def _compact(ns, location, object_id, pins, dry_run, budget, lock) -> None:
 # --- one table --------------------------------------------------------------------------------
 
 
-def _execute(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: TableResult) -> None:
+def _execute(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: TableResult) -> Any:
+    """Remove the plan's unpublished and expired versions; the dataset handle used, if any."""
     import lance
 
     result.kept = [{"version": v, "reasons": r} for v, r in plan.protected.items()]
@@ -448,7 +450,7 @@ def _execute(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: Tabl
     if not plan.expire:
         if result.unpublished_removed:
             result.status = "would prune" if dry_run else "pruned"
-        return
+        return None
     ds = lance.dataset(ns.storage.uri(plan.location), storage_options=ns.storage.lance_options)
     arguments = {
         "older_than": policy.older_than,
@@ -462,7 +464,7 @@ def _execute(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: Tabl
     if dry_run:
         result.versions_removed = plan.expire[: stats.old_versions]
     else:
-        remaining = {int(v["version"]) for v in ds.versions()}
+        remaining = set(version_times(ns.storage, plan.location))
         result.versions_removed = [v for v in plan.expire if v not in remaining]
     result.files_removed += (
         stats.data_files_removed
@@ -476,6 +478,7 @@ def _execute(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: Tabl
         result.notes.append(f"{stats.failed_deletes} file(s) could not be deleted; rerun prune")
     if result.versions_removed or result.unpublished_removed:
         result.status = "would prune" if dry_run else "pruned"
+    return ds
 
 
 def _sweep_unreferenced(
@@ -485,6 +488,7 @@ def _sweep_unreferenced(
     dry_run: bool,
     result: TableResult,
     read_by_clones: set[str],
+    ds: Any = None,
 ) -> None:
     """Delete files no version references (a killed write's), once older than the grace.
 
@@ -499,7 +503,8 @@ def _sweep_unreferenced(
     import lance
 
     storage = ns.storage
-    ds = lance.dataset(storage.uri(location), storage_options=storage.lance_options)
+    if ds is None:
+        ds = lance.dataset(storage.uri(location), storage_options=storage.lance_options)
     # The common case costs one listing: every data file is the latest version's.
     latest = {f.path for fragment in ds.get_fragments() for f in fragment.metadata.files}
     if {name for name, _size in storage.walk_files(f"{location}/data")} <= latest:

@@ -114,7 +114,9 @@ def version_times(storage: Storage, location: str) -> dict[int, datetime]:
         stamped = [(name, datetime.fromtimestamp(mtime, UTC)) for name, mtime in items]
     else:
         try:
-            infos = storage._remote(storage.fs.ls, storage._path(directory), detail=True)
+            infos = storage._remote(
+                storage.fs.ls, storage._path(directory), detail=True, refresh=True
+            )
         except FileNotFoundError:
             return found
         now = datetime.now(UTC)
