@@ -488,3 +488,29 @@ def test_a_kept_manifest_version_protects_what_it_publishes(local_root, built):
     assert f"published read_version (__manifest v{old_manifest})" in reasons[old_version]
     manifest_kept = {k["version"]: k["reasons"] for k in result.json()["manifest"]["protected"]}
     assert "tag audit" in manifest_kept[old_manifest]
+
+
+def test_a_manifest_with_many_fragments_is_compacted_and_lists_the_same(local_root):
+    """A writer that appends rows (rather than rewriting) leaves one fragment per commit."""
+    from lancens_cli.store.manifest import manifest_schema
+
+    assert run_cli(*local_root.args, "create", "namespace", "first").exit_code == 0
+    uri = str(local_root.local_path / "__manifest")
+    for i in range(20):
+        row = {
+            "object_id": f"ns{i:02d}",
+            "object_type": "namespace",
+            "location": None,
+            "metadata": None,
+            "base_objects": None,
+        }
+        table = pa.Table.from_pylist([row], schema=manifest_schema())
+        lance.write_dataset(table, uri, mode="append")
+    assert len(lance.dataset(uri).get_fragments()) == 21
+    listed = run_cli(*local_root.args, "ls", "--json").json()
+    result = prune(local_root, "--yes", "--json")
+    assert result.exit_code == 0, result.stderr
+    compacted = [c for c in result.json()["compacted"] if c.get("table") == "__manifest"]
+    assert compacted and compacted[0]["fragments_before"] == 21
+    assert len(lance.dataset(uri).get_fragments()) == 1
+    assert run_cli(*local_root.args, "ls", "--json").json() == listed
