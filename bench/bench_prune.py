@@ -154,12 +154,12 @@ print(removed)
 
 def bench_s3(workdir: Path, n: int, n_versions: int) -> None:
     """The same comparison on a moto S3 server on loopback."""
+    import logging
+
     import boto3
     from moto.server import ThreadedMotoServer
 
     from lancens_cli.service.namespace import Namespace
-
-    import logging
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
