@@ -74,6 +74,7 @@ def _register_commands() -> None:
         migrate,
         partition_spec,
         partitions,
+        prune,
         register,
         rename,
         scan,
@@ -100,6 +101,7 @@ _PANDAS_FREE = frozenset(
         "add-partition-spec",
         "join-plan",
         "write",
+        "prune",
     )
 )
 _VALUE_OPTIONS = frozenset(

@@ -1,0 +1,290 @@
+#!/usr/bin/env python3
+"""`lancens prune` against a per-table loop of `cleanup_old_versions`, and `__manifest` upkeep.
+
+    python bench/bench_prune.py [--tables 500] [--versions 10] [--commits 500] [--workdir DIR]
+    python bench/bench_prune.py --tables 10000 --commits 10000 --s3-tables 1000  # issue sizes
+
+1. N root tables of V versions each (copies of one template table, registered in `__manifest`),
+   built twice. Cold processes, same retention (versions older than 1 s, the latest kept):
+   - ours: `lancens prune --older-than 1s --force --yes --json`
+   - loop: `python -c` opening each table and calling `cleanup_old_versions(older_than=1s)`,
+     one after the other (what a cron job without lancens does)
+   Both must remove the same number of versions.
+2. `__manifest` after C commits (one `create namespace` each): its files and bytes, and a cold
+   `lancens ls --json`, before and after `prune`.
+
+Prints figures; always exits 0. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (  # noqa: E402
+    ENV,
+    fmt_s,
+    lancens_cmd,
+    load_average,
+    print_table,
+    run_once,
+    table_name,
+    versions,
+)
+
+os.environ.setdefault("LANCE_LOG", "error")
+
+LOOP = """
+import sys, lance
+from datetime import timedelta
+removed = 0
+for line in open(sys.argv[1]):
+    ds = lance.dataset(line.strip())
+    stats = ds.cleanup_old_versions(older_than=timedelta(seconds=1),
+                                    error_if_tagged_old_versions=False)
+    removed += stats.old_versions
+print(removed)
+"""
+
+
+def template(workdir: Path, n_versions: int) -> Path:
+    import lance
+    import pyarrow as pa
+
+    path = workdir / f"template-{n_versions}" / "t.lance"
+    if not path.exists():
+        for i in range(n_versions):
+            data = pa.table({"id": pa.array([i] * 100, pa.int64()), "s": [f"v{i}"] * 100})
+            lance.write_dataset(data, path, mode="append" if i else "create")
+    return path
+
+
+def build_root(root: Path, source: Path, n: int) -> None:
+    from lancens_cli.service.namespace import Namespace
+
+    root.mkdir(parents=True)
+    for i in range(n):
+        shutil.copytree(source, root / f"{table_name(i)}.lance")
+    ns = Namespace.from_properties({"root": str(root)})
+
+    def plan(snapshot, edit):
+        for i in range(n):
+            name = table_name(i)
+            edit.add(
+                {
+                    "object_id": name,
+                    "object_type": "table",
+                    "location": f"{name}.lance",
+                    "metadata": None,
+                    "base_objects": None,
+                }
+            )
+
+    ns.manifest.mutate(plan)
+
+
+def tree_size(path: Path) -> tuple[int, int]:
+    files = size = 0
+    for dirpath, _dirs, names in os.walk(path):
+        for name in names:
+            files += 1
+            size += os.path.getsize(os.path.join(dirpath, name))
+    return files, size
+
+
+def bench_tables(workdir: Path, n: int, n_versions: int) -> None:
+    source = template(workdir, n_versions)
+    ours, loop = workdir / f"ours-{n}", workdir / f"loop-{n}"
+    started = time.perf_counter()
+    build_root(ours, source, n)
+    build_root(loop, source, n)
+    print(f"built 2 x {n} tables of {n_versions} versions in {time.perf_counter() - started:.1f} s")
+    listing = workdir / f"tables-{n}.txt"
+    listing.write_text("".join(f"{loop / f'{table_name(i)}.lance'}\n" for i in range(n)))
+    time.sleep(1.5)
+    cmd = [*lancens_cmd(), "--root", str(ours), "prune", "--older-than", "1s", "--force"]
+    wall_ours, cpu_ours, proc = run_once([*cmd, "--yes", "--json"])
+    report = json.loads(proc.stdout)
+    wall_loop, cpu_loop, loop_proc = run_once([sys.executable, "-c", LOOP, str(listing)])
+    removed_loop = int(loop_proc.stdout.strip())
+    removed_ours = report["totals"]["versions_removed"] - len(
+        report["manifest"]["versions_removed"] if report["manifest"] else []
+    )
+    print_table(
+        ["run", "wall", "cpu", "versions removed", "bytes freed"],
+        [
+            [
+                "lancens prune",
+                fmt_s(wall_ours),
+                fmt_s(cpu_ours),
+                removed_ours,
+                report["totals"]["bytes_freed"],
+            ],
+            ["cleanup_old_versions loop", fmt_s(wall_loop), fmt_s(cpu_loop), removed_loop, "-"],
+        ],
+    )
+    print(f"speed-up: {wall_loop / wall_ours:.2f}x (target >= 4x at 10,000 tables)")
+    if removed_loop != removed_ours:
+        print(f"WARNING: removed {removed_ours} (ours) vs {removed_loop} (loop)")
+    shutil.rmtree(ours)
+    shutil.rmtree(loop)
+
+
+LOOP_S3 = """
+import json, sys, lance
+from datetime import timedelta
+options = json.loads(sys.argv[2])
+removed = 0
+for line in open(sys.argv[1]):
+    ds = lance.dataset(line.strip(), storage_options=options)
+    stats = ds.cleanup_old_versions(older_than=timedelta(seconds=1),
+                                    error_if_tagged_old_versions=False)
+    removed += stats.old_versions
+print(removed)
+"""
+
+
+def bench_s3(workdir: Path, n: int, n_versions: int) -> None:
+    """The same comparison on a moto S3 server on loopback."""
+    import logging
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    from lancens_cli.service.namespace import Namespace
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    options = {
+        "endpoint": endpoint,
+        "region": "us-east-1",
+        "access_key_id": "bench",
+        "secret_access_key": "bench-secret",
+        "allow_http": "true",
+    }
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="bench",
+        aws_secret_access_key="bench-secret",
+    )
+    client.create_bucket(Bucket="bench")
+    source = template(workdir, n_versions)
+    files = [(p, p.relative_to(source).as_posix()) for p in source.rglob("*") if p.is_file()]
+    started = time.perf_counter()
+    for prefix in ("ours", "loop"):
+        for i in range(n):
+            for path, rel in files:
+                key = f"{prefix}/{table_name(i)}.lance/{rel}"
+                client.upload_file(str(path), "bench", key)
+        props = {"root": f"s3://bench/{prefix}"}
+        props.update({f"storage.{k}": v for k, v in options.items()})
+        ns = Namespace.from_properties(props)
+
+        def plan(snapshot, edit):
+            for i in range(n):
+                name = table_name(i)
+                edit.add(
+                    {
+                        "object_id": name,
+                        "object_type": "table",
+                        "location": f"{name}.lance",
+                        "metadata": None,
+                        "base_objects": None,
+                    }
+                )
+
+        ns.manifest.mutate(plan)
+    print(f"S3 (moto): built 2 x {n} tables in {time.perf_counter() - started:.1f} s")
+    listing = workdir / f"s3-tables-{n}.txt"
+    listing.write_text("".join(f"s3://bench/loop/{table_name(i)}.lance\n" for i in range(n)))
+    time.sleep(1.5)
+    storage = [arg for k, v in options.items() for arg in ("-s", f"{k}={v}")]
+    cmd = [*lancens_cmd(), "--root", "s3://bench/ours", *storage, "prune", "--older-than", "1s"]
+    wall_ours, cpu_ours, proc = run_once([*cmd, "--force", "--yes", "--json"])
+    report = json.loads(proc.stdout)
+    loop = [sys.executable, "-c", LOOP_S3, str(listing), json.dumps(options)]
+    wall_loop, cpu_loop, loop_proc = run_once(loop)
+    removed_ours = report["totals"]["versions_removed"] - len(
+        report["manifest"]["versions_removed"] if report["manifest"] else []
+    )
+    print_table(
+        ["S3 run", "wall", "cpu", "versions removed"],
+        [
+            ["lancens prune", fmt_s(wall_ours), fmt_s(cpu_ours), removed_ours],
+            ["cleanup_old_versions loop", fmt_s(wall_loop), fmt_s(cpu_loop), loop_proc.stdout],
+        ],
+    )
+    print(f"S3 speed-up: {wall_loop / wall_ours:.2f}x (target >= 4x at 1,000 tables)")
+    server.stop()
+
+
+def bench_manifest(workdir: Path, commits: int) -> None:
+    from lancens_cli.service.create import namespace_row
+    from lancens_cli.service.namespace import Namespace
+
+    root = workdir / f"manifest-{commits}"
+    root.mkdir()
+    ns = Namespace.from_properties({"root": str(root)})
+    started = time.perf_counter()
+    for i in range(commits):
+        ns.manifest.mutate(lambda snapshot, edit, i=i: edit.add(namespace_row(f"ns{i:06d}")))
+    print(f"{commits} __manifest commits in {time.perf_counter() - started:.1f} s")
+    ls = [*lancens_cmd(), "--root", str(root), "ls", "--json"]
+
+    def cold_ls() -> float:
+        run_once(ls)  # warm the page cache and bytecode once
+        return min(run_once(ls)[0] for _ in range(3))
+
+    files_before, bytes_before = tree_size(root / "__manifest")
+    ls_before = cold_ls()
+    time.sleep(1.5)
+    prune = [*lancens_cmd(), "--root", str(root), "prune", "--older-than", "1s", "--force"]
+    wall, _cpu, _proc = run_once([*prune, "--yes"])
+    files_after, bytes_after = tree_size(root / "__manifest")
+    ls_after = cold_ls()
+    print_table(
+        ["__manifest", "files", "bytes", "cold ls --json"],
+        [
+            ["before prune", files_before, bytes_before, fmt_s(ls_before)],
+            ["after prune", files_after, bytes_after, fmt_s(ls_after)],
+        ],
+    )
+    print(f"prune of __manifest took {fmt_s(wall)}")
+    shutil.rmtree(root)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", type=int, default=500)
+    parser.add_argument("--versions", type=int, default=10)
+    parser.add_argument("--commits", type=int, default=500)
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--s3-tables", type=int, default=0, help="also on moto S3 (e.g. 1000)")
+    args = parser.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-prune-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    print(versions())
+    print(load_average())
+    assert ENV  # cold processes run with the shared bench environment
+    bench_tables(workdir, args.tables, args.versions)
+    bench_manifest(workdir, args.commits)
+    if args.s3_tables:
+        bench_s3(workdir, args.s3_tables, args.versions)
+    print(load_average())
+
+
+if __name__ == "__main__":
+    main()

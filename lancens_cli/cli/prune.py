@@ -1,0 +1,139 @@
+"""`lancens prune`."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
+import typer
+
+from lancens_cli.cli.app import app
+from lancens_cli.cli.common import SESSION, command, confirm_destruction
+
+
+def _default_parallel() -> int:
+    return min(32, (os.cpu_count() or 2) * 4)  # I/O bound: more threads than cores
+
+
+@contextmanager
+def _progress() -> Iterator[Callable[[int], Callable[[int], None]]]:
+    """Tables done and bytes freed on stderr, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        yield lambda total: lambda freed: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        "tables, {task.fields[freed]} freed",
+        TimeRemainingColumn(),
+        console=Console(file=sys.stderr),
+        transient=True,
+    ) as bar:
+        lock = threading.Lock()
+
+        def start(total: int) -> Callable[[int], None]:
+            task = bar.add_task("pruning", total=total, freed="0 B")
+            freed = [0]
+
+            def advance(size: int) -> None:
+                with lock:
+                    freed[0] += size
+                    bar.update(task, advance=1, freed=_bytes(freed[0]))
+
+            return advance
+
+        yield start
+
+
+def _bytes(size: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
+@command(app, "prune")
+def prune(
+    idents: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[ID]...", help="Tables or namespaces to prune (default: all)."),
+    ] = None,
+    older_than: Annotated[
+        str, typer.Option("--older-than", help="Expire versions older than this (e.g. 7d, 24h).")
+    ] = "7d",
+    retain: Annotated[
+        int, typer.Option("--retain", min=1, help="Always keep the newest N versions.")
+    ] = 1,
+    grace: Annotated[
+        str,
+        typer.Option("--grace", help="Remove debris of dead writes older than this (e.g. 24h)."),
+    ] = "24h",
+    compact: Annotated[
+        bool, typer.Option("--compact", help="Also compact small fragments of tables.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show what would be removed; change nothing.")
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Allow --older-than or --grace under 1 hour.")
+    ] = False,
+    parallel: Annotated[
+        int | None,
+        typer.Option("--parallel", min=1, help="Tables processed at once (default: 4 x CPUs)."),
+    ] = None,
+) -> None:
+    """Expire old table and __manifest versions and remove debris, keeping every version a
+    reader can be sent to (published, tagged, branched, cloned, newest, young).
+
+    Exit codes: 0 done or nothing to do, 4 another prune runs on this root, 5 refused by a
+    safety rail, 6 some tables failed (the rest done).
+    """
+    from lancens_cli.errors import ExitCode
+    from lancens_cli.output import message
+    from lancens_cli.service.prune import prune as run_prune
+    from lancens_cli.service.prune_policy import PrunePolicy, parse_duration
+
+    policy = PrunePolicy(
+        older_than=parse_duration(older_than, "--older-than"),
+        retain=retain,
+        grace=parse_duration(grace, "--grace"),
+        force=force,
+    )
+    policy.check()
+    ns = SESSION.namespace
+    targets = [SESSION.ident(i) for i in idents or []]
+    if not dry_run:
+        ns.require_root()
+        confirm_destruction(
+            f"prune {ns.storage.root_uri}: delete versions older than {older_than} and debris "
+            f"older than {grace}",
+            yes,
+        )
+    with _progress() as start:
+        report = run_prune(
+            ns,
+            targets,
+            policy,
+            dry_run=dry_run,
+            compact=compact,
+            indexes=bool(SESSION.indexes),
+            parallel=parallel or _default_parallel(),
+            delimiter=SESSION.delimiter,
+            progress=start,
+        )
+    SESSION.emit(report)
+    message(report.title + ("; dry run: nothing changed" if dry_run else ""))
+    if report.failed:
+        names = ", ".join(t.object_id or t.location for t in report.failed)
+        message(f"{len(report.failed)} table(s) failed: {names}; rerun prune for them")
+        raise typer.Exit(ExitCode.PARTIAL)

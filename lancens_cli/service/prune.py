@@ -1,0 +1,605 @@
+"""`prune`: namespace-wide maintenance that never takes a version a reader can be sent to.
+
+One run, under the root's lease (service/prune_lease.py):
+
+1. read `__manifest`: its versions, which of them stay (the same retention as tables), and what
+   every kept version publishes (`read_version` / `read_tag` / `read_branch`);
+2. read every table's versions, tags, branches and base paths (in parallel), to know which
+   tables are shallow clones of which;
+3. per table (in parallel): decide what stays and why (service/prune_protect.py), remove a dead
+   write's unpublished versions of a partition table, then expire the rest with Lance;
+4. remove the debris `check` finds past the grace (never-committed table writes, staged
+   `__manifest` files); report orphan directories that hold tables, never delete them;
+5. expire `__manifest`'s own old versions, compact it when it has many fragments.
+
+What Lance's `cleanup_old_versions` does, as measured on pylance 14.0.2:
+
+- `versions=[...]` narrows the run to those versions: a version is removed only when it is in
+  the list AND passes `older_than` / `retain_versions` AND is neither the latest nor tagged nor
+  the start of a branch (Lance keeps what `referenced_branches` names). A listed version that
+  is younger than `older_than` stays.
+- Data, deletion and index files are removed only when no remaining version references them:
+  after removing versions 2, 4, 5, 6 of 20, every other version reads exactly as before.
+- A tagged version in `versions` raises with `error_if_tagged_old_versions=True` and is skipped
+  silently with `False`; we pass `False` and never list a tagged version anyway.
+- It knows nothing of `__manifest`: without `versions` it removes every old untagged version
+  except the latest, a partition table's published `read_version` included; nor of shallow
+  clones: a clone of an untagged version loses its files when the source's version goes.
+  A clone's own cleanup never deletes its source's files.
+- `delete_unverified=True` deletes unreferenced files of any age, an in-flight write's too; we
+  never pass it to a cleanup. We ask `explain_cleanup_old_versions(delete_unverified=True)` over
+  the latest version alone (no version removed) which files no version references, and delete
+  those older than our grace ourselves; whole never-committed table directories go by `check`.
+
+We therefore decide per version ourselves and hand Lance only versions no reader needs, with the
+same `older_than` so Lance re-checks the age.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from lancens_cli.errors import LancensError, lance_message
+from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE, Identifier
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.prune_compact import (
+    Compaction,
+    CompactionBudget,
+    compact_table,
+    publish_compacted,
+)
+from lancens_cli.service.prune_lease import acquire
+from lancens_cli.service.prune_policy import PrunePolicy
+from lancens_cli.service.prune_protect import (
+    PIN_COLUMNS,
+    Pins,
+    TablePlan,
+    TableState,
+    clone_dependents,
+    clone_needed_versions,
+    fallback_bases,
+    manifest_file,
+    plan_table,
+    read_table_state,
+    version_times,
+)
+from lancens_cli.store.manifest import ManifestSnapshot
+from lancens_cli.store.storage import check_relative
+from lancens_cli.store.tables import VERSIONS_DIR
+
+MANIFEST_COMPACT_FRAGMENTS = 16  # compact __manifest when it has more fragments than this
+UNREFERENCED_BATCH = 1000  # unreferenced files removed per table and run; the rest next run
+DEBRIS_CODES = ("abandoned_table_write", "staged_manifest_file")
+
+
+@dataclass
+class TableResult:
+    object_id: str | None
+    location: str
+    status: str = "nothing to do"
+    versions_removed: list[int] = field(default_factory=list)
+    unpublished_removed: list[int] = field(default_factory=list)
+    unreferenced_removed: int = 0  # files of writes that never committed, past the grace
+    files_removed: int = 0
+    bytes_freed: int = 0
+    kept: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "object_id": self.object_id,
+            "location": self.location,
+            "status": self.status,
+            "versions_removed": self.versions_removed,
+            "unpublished_removed": self.unpublished_removed,
+            "unreferenced_removed": self.unreferenced_removed,
+            "files_removed": self.files_removed,
+            "bytes_freed": self.bytes_freed,
+            "protected": self.kept,
+            "notes": self.notes,
+            "error": self.error,
+        }
+
+
+@dataclass
+class DebrisResult:
+    code: str
+    object: str | None
+    location: str | None
+    action: str  # deleted, would delete, kept (younger than the grace), reported
+    message: str
+
+
+@dataclass
+class PruneReport:
+    root: str
+    policy: PrunePolicy
+    dry_run: bool
+    tables: list[TableResult] = field(default_factory=list)
+    manifest: TableResult | None = None
+    debris: list[DebrisResult] = field(default_factory=list)
+    compacted: list[dict[str, Any]] = field(default_factory=list)
+    compacted_published_in: int | None = None  # the __manifest version publishing them
+
+    @property
+    def failed(self) -> list[TableResult]:
+        return [t for t in self.tables if t.status == "failed"] + (
+            [self.manifest] if self.manifest and self.manifest.status == "failed" else []
+        )
+
+    def totals(self) -> dict[str, int]:
+        every = [*self.tables, *([self.manifest] if self.manifest else [])]
+        return {
+            "tables": len(self.tables),
+            "tables_failed": len(self.failed),
+            "versions_removed": sum(len(t.versions_removed) for t in every),
+            "unpublished_removed": sum(len(t.unpublished_removed) for t in every),
+            "unreferenced_removed": sum(t.unreferenced_removed for t in every),
+            "files_removed": sum(t.files_removed for t in every),
+            "bytes_freed": sum(t.bytes_freed for t in every),
+            "versions_protected": sum(len(t.kept) for t in every),
+            "debris_removed": sum(1 for d in self.debris if d.action == "deleted"),
+        }
+
+    @property
+    def title(self) -> str:
+        t = self.totals()
+        verb = "would remove" if self.dry_run else "removed"
+        return (
+            f"prune: {verb} {t['versions_removed']} version(s), {t['files_removed']} file(s), "
+            f"{t['bytes_freed']} bytes"
+        )
+
+    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
+        header = ["table", "location", "status", "removed", "files", "bytes", "kept"]
+        rows = []
+        for t in [*([self.manifest] if self.manifest else []), *self.tables]:
+            kept = "; ".join(f"v{k['version']}: {', '.join(k['reasons'])}" for k in t.kept)
+            rows.append(
+                [
+                    t.object_id or "-",
+                    t.location,
+                    t.status + (f": {t.error}" if t.error else ""),
+                    len(t.versions_removed) + len(t.unpublished_removed),
+                    t.files_removed,
+                    t.bytes_freed,
+                    kept,
+                ]
+            )
+        for d in self.debris:
+            rows.append([d.object or "-", d.location, f"{d.action}: {d.code}", "", "", "", ""])
+        return header, rows
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "dry_run": self.dry_run,
+            "policy": self.policy.to_json(),
+            "totals": self.totals(),
+            "manifest": self.manifest.to_json() if self.manifest else None,
+            "tables": [t.to_json() for t in self.tables],
+            "debris": [d.__dict__ for d in self.debris],
+            "compacted": self.compacted,
+            "compacted_published_in": self.compacted_published_in,
+        }
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+
+def prune(
+    ns: Namespace,
+    idents: list[Identifier],
+    policy: PrunePolicy,
+    *,
+    dry_run: bool = False,
+    compact: bool = False,
+    indexes: bool = False,
+    parallel: int = 8,
+    delimiter: str = ".",
+    progress: Callable[[int], Callable[[int], None]] | None = None,
+) -> PruneReport:
+    policy.check()
+    ns.require_root()
+    lease = None if dry_run else acquire(ns.storage)
+    try:
+        return _run(
+            ns, idents, policy, dry_run, compact, indexes, max(1, parallel), delimiter, progress
+        )
+    finally:
+        if lease is not None:
+            lease.release()
+
+
+def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, progress):
+    now = datetime.now(UTC)
+    report = PruneReport(ns.storage.root_uri, policy, dry_run)
+    snapshot = ns.snapshot()
+    every = _all_tables(ns, snapshot)
+    scope = _tables_in_scope(ns, snapshot, idents, every)
+    manifest_plan, pins = _manifest_pins(ns, snapshot, policy, now, parallel)
+    states, unreadable = _read_states(ns, every, parallel)
+    states_for_clones_only: dict[str, TableState] = {}
+    # A table that does not load may still read others through base paths: learn them from
+    # an older version, and if none loads, remove no version anywhere this run.
+    blind = []
+    for location in unreadable:
+        bases = fallback_bases(ns.storage, location)
+        if bases is None:
+            blind.append(location)
+        else:
+            states_for_clones_only[location] = TableState(location, None, [], {}, {}, bases)
+    dependents = clone_dependents([*states.values(), *states_for_clones_only.values()])
+    present = {*states, *unreadable}
+    advance = progress(len(scope)) if progress else (lambda freed: None)
+    budget = CompactionBudget()
+    lock = threading.Lock()
+
+    def one(item: tuple[str, str | None]) -> TableResult:
+        location, object_id = item
+        result = TableResult(object_id, location)
+        try:
+            if location not in present:
+                result.notes.append("not a Lance table with versions (declared, empty or gone)")
+                advance(0)
+                return result
+            state = states.get(location)
+            if state is None:
+                raise unreadable.get(location) or LancensError("the table cannot be read")
+            if blind:
+                result.notes.append(
+                    f"no version removed: {', '.join(blind)} does not load and may be a shallow "
+                    "clone reading this table"
+                )
+                result.kept = [
+                    {"version": v.version, "reasons": ["clone map incomplete"]}
+                    for v in state.versions
+                ]
+                advance(0)
+                return result
+            clones = dependents.get(location, [])
+            read_by_clones: set[str] = set()
+            clone_versions = (
+                clone_needed_versions(ns.storage, state, clones, read_by_clones) if clones else {}
+            )
+            plan = plan_table(state, pins, policy, clone_versions, now)
+            ds = _execute(ns, plan, policy, dry_run, result)
+            _sweep_unreferenced(ns, plan.location, policy, dry_run, result, read_by_clones, ds)
+            if compact:
+                with lock:
+                    allowed = budget.take()
+                if allowed:
+                    _compact(ns, location, object_id, pins, dry_run, budget, lock)
+        except LancensError as exc:
+            result.status, result.error = "failed", exc.message
+        except Exception as exc:  # one table's failure must not stop the others
+            result.status, result.error = "failed", lance_message(exc)
+        advance(result.bytes_freed)
+        return result
+
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        report.tables = list(pool.map(one, scope))
+    if budget.done:
+        version = None if dry_run else publish_compacted(ns, budget.done)
+        report.compacted = [c.to_json() for c in budget.done]
+        if version is not None:
+            report.compacted_published_in = version
+    if not any(not i.is_root for i in idents):
+        report.debris = _debris(ns, policy, dry_run, delimiter)
+    if manifest_plan is not None and not any(not i.is_root for i in idents):
+        report.manifest = TableResult(None, MANIFEST_TABLE)
+        try:
+            _execute(ns, manifest_plan, policy, dry_run, report.manifest)
+            if not dry_run:
+                report.compacted += _maintain_manifest(ns, indexes)
+        except Exception as exc:
+            report.manifest.status = "failed"
+            report.manifest.error = getattr(exc, "message", None) or lance_message(exc)
+    return report
+
+
+def _tables_in_scope(
+    ns: Namespace,
+    snapshot: ManifestSnapshot,
+    idents: list[Identifier],
+    every: list[tuple[str, str | None]],
+) -> list[tuple[str, str | None]]:
+    if not idents or any(i.is_root for i in idents):
+        return every
+    found: dict[str, str | None] = {}
+    for ident in idents:
+        kind = ns.kind_of(ident, snapshot)
+        if kind == KIND_TABLE:
+            ref = ns.require_table(ident, snapshot)
+            found[ref.location] = ident.object_id
+            continue
+        ns.require_namespace(ident, snapshot)
+        for row in snapshot.children(ident.object_id, recursive=True):
+            if row["object_type"] == KIND_TABLE and row["location"]:
+                found[row["location"]] = row["object_id"]
+    return sorted(found.items())
+
+
+def _all_tables(ns: Namespace, snapshot: ManifestSnapshot) -> list[tuple[str, str | None]]:
+    """Every table of the root that is registered or visible by directory listing."""
+    found: dict[str, str | None] = {}
+    for row in snapshot.rows:
+        if row["object_type"] == KIND_TABLE and row["location"]:
+            found[row["location"]] = row["object_id"]
+    for name, location in ns.visible_dir_tables(snapshot).items():
+        found.setdefault(location, name)
+    return sorted(found.items())
+
+
+def _read_states(ns: Namespace, tables, parallel: int):
+    states: dict[str, TableState] = {}
+    errors: dict[str, LancensError] = {}
+
+    def read(item):
+        location, object_id = item
+        try:
+            state = read_table_state(ns.storage, location, object_id)
+            return location, state, None if state else _NO_VERSIONS
+        except Exception as exc:
+            return location, None, LancensError(f"cannot read {location}: {lance_message(exc)}")
+
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        for location, state, error in pool.map(read, tables):
+            if state is not None:
+                states[location] = state
+            elif error is not _NO_VERSIONS:
+                errors[location] = error
+    return states, errors
+
+
+_NO_VERSIONS = LancensError("no versions")
+
+
+# --- __manifest -------------------------------------------------------------------------------
+
+
+def _manifest_pins(ns: Namespace, snapshot: ManifestSnapshot, policy, now, parallel):
+    """The plan for `__manifest` itself and what each of its kept versions publishes."""
+    pins = Pins()
+    if not snapshot.exists:
+        return None, pins
+    state = read_table_state(ns.storage, MANIFEST_TABLE, None)
+    plan = plan_table(state, Pins(), policy, {}, now)
+    kept = [v for v in plan.protected if v <= snapshot.version] or [snapshot.version]
+    import lance
+
+    uri = ns.storage.uri(MANIFEST_TABLE)
+    options = ns.storage.lance_options
+
+    def read(version: int):
+        ds = lance.dataset(uri, version=version, storage_options=options)
+        columns = [c for c in PIN_COLUMNS if c in ds.schema.names]
+        if not columns:
+            return version, []
+        where = " OR ".join(f"{c} IS NOT NULL" for c in columns)
+        table = ds.to_table(columns=["location", *columns], filter=where)
+        return version, table.to_pylist()
+
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        for version, rows in pool.map(read, kept):
+            pins.add_rows(version, rows, current=version == snapshot.version)
+    # Versions committed after our snapshot are younger than any window and stay anyway.
+    return plan, pins
+
+
+def _maintain_manifest(ns: Namespace, indexes: bool) -> list[dict[str, Any]]:
+    """Compact `__manifest` when it has many fragments; rebuild its indexes on request.
+
+    Compaction is a Lance `Rewrite` commit: a manifest writer racing it sees a conflict and
+    re-plans on the new version (store/manifest.py), so no change is lost.
+    """
+    done = []
+    ds = ns.manifest.open_dataset()
+    if ds is None:
+        return done
+    fragments = len(ds.get_fragments())
+    if fragments > MANIFEST_COMPACT_FRAGMENTS:
+        metrics = ds.optimize.compact_files()
+        done.append(
+            {
+                "table": MANIFEST_TABLE,
+                "fragments_before": fragments,
+                "fragments_removed": metrics.fragments_removed,
+                "fragments_added": metrics.fragments_added,
+            }
+        )
+    if indexes:
+        built = ns.manifest.create_indexes()
+        done.append({"table": MANIFEST_TABLE, "indexes_rebuilt": built})
+    return done
+
+
+def _compact(ns, location, object_id, pins, dry_run, budget, lock) -> None:
+    if dry_run:
+        import lance
+
+        ds = lance.dataset(ns.storage.uri(location), storage_options=ns.storage.lance_options)
+        fragments = len(ds.get_fragments())
+        if fragments > 1:
+            with lock:
+                budget.done.append(Compaction(location, object_id, ds.version))
+        return
+    done = compact_table(ns, location, object_id, pins)
+    if done is not None:
+        with lock:
+            budget.done.append(done)
+
+
+# --- one table --------------------------------------------------------------------------------
+
+
+def _execute(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: TableResult) -> Any:
+    """Remove the plan's unpublished and expired versions; the dataset handle used, if any."""
+    import lance
+
+    result.kept = [{"version": v, "reasons": r} for v, r in plan.protected.items()]
+    result.notes = plan.notes
+    if plan.unpublished:
+        _drop_unpublished(ns, plan, dry_run, result)
+    if not plan.expire:
+        if result.unpublished_removed:
+            result.status = "would prune" if dry_run else "pruned"
+        return None
+    ds = lance.dataset(ns.storage.uri(plan.location), storage_options=ns.storage.lance_options)
+    arguments = {
+        "older_than": policy.older_than,
+        "versions": plan.expire,
+        "error_if_tagged_old_versions": False,
+    }
+    if dry_run:
+        stats = ds.explain_cleanup_old_versions(**arguments).stats
+    else:
+        stats = ds.cleanup_old_versions(**arguments)
+    if dry_run:
+        result.versions_removed = plan.expire[: stats.old_versions]
+    else:
+        remaining = set(version_times(ns.storage, plan.location))
+        result.versions_removed = [v for v in plan.expire if v not in remaining]
+    result.files_removed += (
+        stats.data_files_removed
+        + stats.transaction_files_removed
+        + stats.index_files_removed
+        + stats.deletion_files_removed
+        + stats.old_versions
+    )
+    result.bytes_freed += stats.bytes_removed
+    if stats.failed_deletes:
+        result.notes.append(f"{stats.failed_deletes} file(s) could not be deleted; rerun prune")
+    if result.versions_removed or result.unpublished_removed:
+        result.status = "would prune" if dry_run else "pruned"
+    return ds
+
+
+def _sweep_unreferenced(
+    ns: Namespace,
+    location: str,
+    policy: PrunePolicy,
+    dry_run: bool,
+    result: TableResult,
+    read_by_clones: set[str],
+    ds: Any = None,
+) -> None:
+    """Delete files no version references (a killed write's), once older than the grace.
+
+    Only when `data/` holds a file the latest version does not reference (else there is none
+    to find; unreferenced deletion and index files then go by Lance's own 7-day rule).
+
+    Lance finds them (`explain_cleanup_old_versions(delete_unverified=True)` over the latest
+    version alone, which removes no version); we delete only those past our grace, one by one,
+    below the table's directory. Lance's own `delete_unverified=True` would take them at any
+    age, an in-flight write's too.
+    """
+    import lance
+
+    storage = ns.storage
+    if ds is None:
+        ds = lance.dataset(storage.uri(location), storage_options=storage.lance_options)
+    # The common case costs one listing: every data file is the latest version's.
+    latest = {f.path for fragment in ds.get_fragments() for f in fragment.metadata.files}
+    if {name for name, _size in storage.walk_files(f"{location}/data")} <= latest:
+        return
+    explanation = ds.explain_cleanup_old_versions(
+        older_than=policy.older_than,
+        versions=[ds.latest_version],
+        delete_unverified=True,
+        error_if_tagged_old_versions=False,
+        include_files=True,
+        max_files=UNREFERENCED_BATCH,
+    )
+    base = (storage.uri(location) if storage.is_local else storage._path(location)).strip("/")
+    now = datetime.now(UTC)
+    for candidate in explanation.candidate_files:
+        path = candidate.path.strip("/")
+        if not candidate.unverified or not path.startswith(base + "/"):
+            continue  # nothing outside the table's directory, nothing a version references
+        inside = path[len(base) + 1 :]
+        if inside in read_by_clones:
+            continue  # a shallow clone reads it through its base path
+        rel = f"{location}/{inside}"
+        check_relative(rel)
+        changed = storage.modified(rel)
+        if changed is None or now - changed < policy.grace:
+            continue
+        if not dry_run:
+            storage.delete_file(rel)
+        result.unreferenced_removed += 1
+        result.files_removed += 1
+        result.bytes_freed += candidate.size_bytes
+    if result.unreferenced_removed and result.status == "nothing to do":
+        result.status = "would prune" if dry_run else "pruned"
+
+
+def _drop_unpublished(ns: Namespace, plan: TablePlan, dry_run: bool, result: TableResult) -> None:
+    """Remove a dead write's versions after the published one, newest first.
+
+    Just before each deletion the version must still be the table's newest: a write that
+    committed meanwhile is alive, and the tail stays.
+    """
+    import lance
+
+    uri = ns.storage.uri(plan.location)
+    sizes = dict(ns.storage.walk_files(f"{plan.location}/{VERSIONS_DIR}"))
+    for version in plan.unpublished:
+        path = manifest_file(ns.storage, plan.location, version)
+        if path is None:
+            continue
+        latest = lance.dataset(uri, storage_options=ns.storage.lance_options).latest_version
+        expected = plan.unpublished[0] if dry_run else version
+        if latest != expected:
+            result.notes.append(
+                f"version {latest} appeared during prune: unpublished versions left alone"
+            )
+            return
+        size = sizes.get(path.rsplit("/", 1)[1], 0)
+        if not dry_run:
+            ns.storage.delete_file(path)
+        result.unpublished_removed.append(version)
+        result.files_removed += 1
+        result.bytes_freed += size
+    if result.unpublished_removed:
+        result.notes.append(
+            f"unpublished version(s) {result.unpublished_removed} of a write that never "
+            "published them" + (" would be removed" if dry_run else " removed")
+        )
+
+
+# --- debris -----------------------------------------------------------------------------------
+
+
+def _debris(ns: Namespace, policy: PrunePolicy, dry_run: bool, delimiter: str):
+    """`check`'s findings about debris: deleted past the grace; orphan tables only reported."""
+    from lancens_cli.service import check as check_module
+
+    findings = check_module.CheckReport(ns.storage.root_uri, "")
+    snapshot = ns.snapshot()
+    check_module._check_orphans(ns, snapshot, findings, delimiter, policy.grace)
+    if snapshot.exists:
+        check_module._check_staged_files(ns, findings, policy.grace)
+    results = []
+    for finding in findings.findings:
+        if finding.code in DEBRIS_CODES and finding.fixable:
+            action = "would delete" if dry_run else "deleted"
+            if not dry_run:
+                if finding.code == "abandoned_table_write":
+                    ns.storage.delete_tree(finding.location)
+                else:
+                    ns.storage.delete_file(finding.location)
+        elif finding.code in DEBRIS_CODES:
+            action = "kept"
+        else:
+            action = "reported"
+        results.append(
+            DebrisResult(finding.code, finding.object, finding.location, action, finding.message)
+        )
+    return results

@@ -1,0 +1,124 @@
+"""`prune --compact`: merge small fragments, and publish compacted partition tables at once.
+
+A table readers reach through "latest" is compacted in place (Lance's `compact_files`, a
+`Rewrite` commit that concurrent appends rebase over). A partition table is read at the
+`read_version` `__manifest` publishes, so its compacted version means nothing until published:
+it is compacted only when its latest version is the published one (no write in flight), and
+every compacted partition table of the run is published in ONE `__manifest` commit through the
+partitioned write's own publish plan (service/partition_write.py), which re-checks that each
+table's `read_version` has not moved. A table whose `read_version` moved meanwhile keeps the
+writer's version; our compacted version stays unpublished and expires later like any other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.prune_protect import Pins
+
+MAX_TABLES_PER_RUN = 1000  # compaction rewrites data: bounded per run, the rest next time
+_PUBLISH_ROUNDS = 5
+
+
+@dataclass
+class Compaction:
+    location: str
+    object_id: str | None
+    before: int
+    after: int | None = None
+    fragments_removed: int = 0
+    fragments_added: int = 0
+    published: bool | None = None  # partition tables: whether __manifest now reads it
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.object_id or self.location,
+            "location": self.location,
+            "version_before": self.before,
+            "version_after": self.after,
+            "fragments_removed": self.fragments_removed,
+            "fragments_added": self.fragments_added,
+            "published": self.published,
+        }
+
+
+@dataclass
+class CompactionBudget:
+    left: int = MAX_TABLES_PER_RUN
+    done: list[Compaction] = field(default_factory=list)
+
+    def take(self) -> bool:
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return True
+
+
+def compact_table(ns: Namespace, location: str, object_id: str | None, pins: Pins):
+    """Compact one table; None when there was nothing to merge or it must not be touched."""
+    import lance
+
+    ds = lance.dataset(ns.storage.uri(location), storage_options=ns.storage.lance_options)
+    published = pins.current.get(location)
+    if published is not None and ds.version != published:
+        return None  # a write is in flight (or died): compacting its version would publish it
+    if len(ds.get_fragments()) < 2:
+        return None
+    before = ds.version
+    metrics = ds.optimize.compact_files()
+    if not metrics.fragments_removed:
+        return None
+    after = lance.dataset(ns.storage.uri(location), storage_options=ns.storage.lance_options)
+    result = Compaction(
+        location,
+        object_id,
+        before,
+        after.version,
+        metrics.fragments_removed,
+        metrics.fragments_added,
+    )
+    if published is not None:
+        result.published = False
+    return result
+
+
+def publish_compacted(ns: Namespace, compactions: list[Compaction]) -> int | None:
+    """Publish the compacted partition tables in one `__manifest` commit; its version."""
+    from lancens_cli.service import partition_write as pw
+    from lancens_cli.service.partitioning import layout_of
+
+    pending = [c for c in compactions if c.published is False and c.object_id]
+    if not pending:
+        return None
+    touches = {
+        c.object_id: pw.PartitionTouch(
+            values=(),
+            rows=None,
+            table_id=c.object_id,
+            location=c.location,
+            base_version=c.before,
+            version=c.after,
+        )
+        for c in pending
+    }
+    for _ in range(_PUBLISH_ROUNDS):
+        if not touches:
+            return None
+        snapshot = ns.snapshot()
+        layout = layout_of(snapshot)
+        if layout is None:
+            return None
+        try:
+            version = ns.manifest.mutate(
+                pw._publish(layout, layout.current, list(touches.values()))
+            )
+        except pw._Rebase as stale:  # a writer published these meanwhile: its version wins
+            for touch in stale.touches:
+                touches.pop(touch.table_id, None)
+            continue
+        for c in pending:
+            c.published = c.object_id in touches
+        return version
+    return None

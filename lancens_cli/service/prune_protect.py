@@ -1,0 +1,391 @@
+"""Which versions of which table must stay, and why (DESIGN decision 12).
+
+A version stays when a reader can be sent to it or when it is too young to judge:
+
+- `published`: a `read_version` (or the version of a `read_tag`) that the current `__manifest`
+  or any kept `__manifest` version publishes (spec 004: readers of a partitioned namespace go
+  to `read_version`, which is often not the latest);
+- `tag <name>`: every tagged version, however old (reported when older than the window);
+- `branch <name>`: the version a branch starts from (its manifest reads the parent's files);
+- `clone <location>`: a version whose files a shallow clone of the namespace reads through its
+  base path (spec 002);
+- `latest`, `retain`: the newest version and the newest `--retain` versions;
+- `younger than <window>`.
+
+Everything else older than the window is a candidate. Only candidates are ever handed to Lance,
+so no protected version's files can go.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from lancens_cli.service.prune_policy import PrunePolicy, show_duration
+from lancens_cli.store.storage import Storage, _modified
+from lancens_cli.store.tables import VERSIONS_DIR
+
+PIN_COLUMNS = ("read_version", "read_tag", "read_branch")
+
+
+def as_utc(value: Any) -> datetime:
+    """Lance gives version timestamps as naive local times."""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return datetime.fromtimestamp(float(value), UTC)
+
+
+@dataclass
+class Pins:
+    """What the kept `__manifest` versions publish, by table location."""
+
+    versions: dict[str, dict[int, set[int]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(set))
+    )  # location -> version -> manifest versions publishing it
+    tags: dict[str, dict[str, set[int]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(set))
+    )
+    branches: dict[str, dict[str, set[int]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(set))
+    )
+    current: dict[str, int] = field(default_factory=dict)  # location -> current read_version
+
+    def add_rows(self, manifest_version: int, rows: list[dict[str, Any]], current: bool) -> None:
+        for row in rows:
+            location = row.get("location")
+            if not location:
+                continue
+            version = row.get("read_version")
+            if version is not None:
+                self.versions[location][int(version)].add(manifest_version)
+                if current:
+                    self.current[location] = int(version)
+            if row.get("read_tag"):
+                self.tags[location][row["read_tag"]].add(manifest_version)
+            if row.get("read_branch"):
+                self.branches[location][row["read_branch"]].add(manifest_version)
+
+
+def _span(manifest_versions: set[int]) -> str:
+    low, high = min(manifest_versions), max(manifest_versions)
+    return f"__manifest v{low}" if low == high else f"__manifest v{low}..v{high}"
+
+
+@dataclass
+class VersionInfo:
+    version: int
+    timestamp: datetime
+
+
+@dataclass
+class TableState:
+    """One table as read at the start of its prune."""
+
+    location: str
+    object_id: str | None
+    versions: list[VersionInfo]
+    tags: dict[str, int]
+    branches: dict[str, int]  # branch -> the main-lineage version it starts from
+    bases: list[str]  # locations inside the root this table reads through base paths
+
+    @property
+    def latest(self) -> int:
+        return max(v.version for v in self.versions)
+
+
+def version_times(storage: Storage, location: str) -> dict[int, datetime]:
+    """Every version of a table with when its manifest was written: one listing of `_versions/`.
+
+    Reading each manifest for its timestamp (`ds.versions()`) costs one read per version; the
+    file's modification time is never earlier than the commit (a copy only makes it later, which
+    keeps a version longer), and Lance checks its own timestamp again before removing one.
+    """
+    found: dict[int, datetime] = {}
+    directory = f"{location}/{VERSIONS_DIR}"
+    if storage.is_local:
+        try:
+            with os.scandir(storage.uri(directory)) as entries:
+                items = [(e.name, e.stat().st_mtime) for e in entries if e.is_file()]
+        except FileNotFoundError:
+            return found
+        stamped = [(name, datetime.fromtimestamp(mtime, UTC)) for name, mtime in items]
+    else:
+        try:
+            infos = storage._remote(
+                storage.fs.ls, storage._path(directory), detail=True, refresh=True
+            )
+        except FileNotFoundError:
+            return found
+        now = datetime.now(UTC)
+        stamped = [(i["name"].rsplit("/", 1)[-1], _modified(i) or now) for i in infos]
+    for name, when in stamped:
+        version = _manifest_version(name)
+        if version is not None:
+            found[version] = when
+    return found
+
+
+def _manifest_version(name: str) -> int | None:
+    stem, dot, ext = name.partition(".")
+    if ext != "manifest" or not stem.isdigit():
+        return None
+    number = int(stem)
+    if len(stem) == 20 and number >= 1 << 63:  # V2 naming: u64::MAX - version, zero padded
+        return (1 << 64) - 1 - number
+    return number
+
+
+def read_table_state(storage: Storage, location: str, object_id: str | None) -> TableState | None:
+    """Versions, tags, branches and base paths of one table (two listings and one read);
+    None when the directory holds no version (declared, empty, gone: nothing to prune)."""
+    import lance
+
+    times = version_times(storage, location)
+    if not times:
+        return None
+    ds = lance.dataset(storage.uri(location), storage_options=storage.lance_options)
+    times.setdefault(ds.version, datetime.now(UTC))
+    versions = [VersionInfo(v, t) for v, t in sorted(times.items())]
+    tags: dict[str, int] = {}
+    branches: dict[str, int] = {}
+    if any(e.name.rsplit("/", 1)[-1] == "_refs" for e in storage.list_dir(location)):
+        for name, tag in ds.tags.list().items():
+            if tag.get("branch") in (None, "main") and tag.get("version") is not None:
+                tags[name] = int(tag["version"])
+        for name, branch in ds.branches.list().items():
+            if branch.get("parent_branch") in (None, "main") and branch.get("parent_version"):
+                branches[name] = int(branch["parent_version"])
+    return TableState(
+        location, object_id, versions, tags, branches, _bases_inside(storage, location, ds)
+    )
+
+
+def fallback_bases(storage: Storage, location: str) -> list[str] | None:
+    """Base paths of a table whose latest version does not load, from an older version.
+
+    A shallow clone's base path does not change between its versions, so an older readable
+    version tells whether the table reads another one. None when no version loads: then the
+    table may be a clone of anything, and the caller must not remove what it might read.
+    """
+    import lance
+
+    for version in sorted(version_times(storage, location), reverse=True)[:5]:
+        try:
+            ds = lance.dataset(
+                storage.uri(location), version=version, storage_options=storage.lance_options
+            )
+            return _bases_inside(storage, location, ds)
+        except Exception:  # noqa: BLE001 - any failure: try the next older version
+            continue
+    return None
+
+
+def _bases_inside(storage: Storage, location: str, ds: Any) -> list[str]:
+    bases = []
+    for base in ds.base_paths().values():
+        rel = storage.relative(str(base.path).rstrip("/"))
+        if rel is not None and rel.split("/", 1)[0] != location.split("/", 1)[0]:
+            bases.append(rel)
+    return bases
+
+
+def table_of_base(rel: str, locations: set[str]) -> str | None:
+    """The table a base path (relative to the root) points into: its location or a prefix.
+
+    A clone's base path is the source's root (or a branch's `tree/<name>` below it).
+    """
+    parts = rel.split("/")
+    for end in range(len(parts), 0, -1):
+        candidate = "/".join(parts[:end])
+        if candidate in locations:
+            return candidate
+    return None
+
+
+def clone_dependents(states: list[TableState]) -> dict[str, list[str]]:
+    """source location -> the locations of tables reading it through a base path.
+
+    A small local stand-in for the store-level "who points into this table" helper; the two
+    should become one.
+    """
+    locations = {s.location for s in states}
+    found: dict[str, list[str]] = defaultdict(list)
+    for state in states:
+        for base in state.bases:
+            source = table_of_base(base, locations)
+            if source is not None and source != state.location:
+                found[source].append(state.location)
+    return found
+
+
+def _fragment_files(fragment: Any, base_ids: set[int] | None = None) -> set[str]:
+    """The data and deletion files of one fragment (only those read through `base_ids`)."""
+    files = {f"data/{f.path}" for f in fragment.files if base_ids is None or f.base_id in base_ids}
+    deletion = fragment.deletion_file
+    if deletion is not None and (base_ids is None or deletion.base_id in base_ids):
+        files.add(deletion.path(fragment.id))
+    return files
+
+
+def clone_needed_versions(
+    storage: Storage,
+    source: TableState,
+    clone_locations: list[str],
+    read_by_clones: set[str] | None = None,
+) -> dict[int, str]:
+    """The versions of `source` its shallow clones read files of (with the clone as reason).
+
+    A clone reads, through its base path, files of the one source version it was cloned from
+    (later clone commits write into the clone). For each clone, the files it reads from the
+    source are gathered over all its versions; the source version holding exactly those files
+    (else the newest holding all of them) stays. Should none hold them all (the clone's version
+    was removed by another tool), every version sharing a file with the clone stays.
+    `read_by_clones` collects those files (paths relative to the source), which no sweep of
+    unreferenced files may touch.
+    """
+    import lance
+
+    options = storage.lance_options
+    source_uris = {
+        storage.uri(source.location).rstrip("/"),
+        f"{storage.root_uri}/{source.location}",
+    }
+    ds = lance.dataset(storage.uri(source.location), storage_options=options)
+    source_files = {
+        info.version: set().union(
+            *(
+                _fragment_files(f.metadata)
+                for f in ds.checkout_version(info.version).get_fragments()
+            )
+        )
+        for info in source.versions
+    }
+    needed: dict[int, str] = {}
+    for clone in clone_locations:
+        clone_ds = lance.dataset(storage.uri(clone), storage_options=options)
+        ids = {
+            bid
+            for bid, base in clone_ds.base_paths().items()
+            if str(base.path).rstrip("/") in source_uris
+        }
+        wanted: set[str] = set()
+        for info in clone_ds.versions():
+            view = clone_ds.checkout_version(int(info["version"]))
+            for fragment in view.get_fragments():
+                wanted |= _fragment_files(fragment.metadata, ids)
+        if read_by_clones is not None:
+            read_by_clones |= wanted
+        if not wanted:
+            continue
+        exact = [v for v, files in source_files.items() if files == wanted]
+        covering = [v for v, files in source_files.items() if wanted <= files]
+        if exact or covering:
+            version = max(exact or covering)
+            needed.setdefault(version, clone)
+            continue
+        for version, files in source_files.items():
+            if files & wanted:
+                needed.setdefault(version, clone)
+    return needed
+
+
+@dataclass
+class TablePlan:
+    """What stays of one table and why, and what goes."""
+
+    location: str
+    object_id: str | None
+    latest: int
+    protected: dict[int, list[str]]
+    expire: list[int]
+    unpublished: list[int]  # a dead write's versions after the published one, newest first
+    notes: list[str] = field(default_factory=list)
+
+
+def plan_table(
+    state: TableState,
+    pins: Pins,
+    policy: PrunePolicy,
+    clone_versions: dict[int, str],
+    now: datetime,
+) -> TablePlan:
+    by_version = {v.version: v for v in state.versions}
+    protected: dict[int, list[str]] = defaultdict(list)
+    notes: list[str] = []
+    window = show_duration(policy.older_than)
+    cutoff = now - policy.older_than
+    for version, publishers in pins.versions.get(state.location, {}).items():
+        protected[version].append(f"published read_version ({_span(publishers)})")
+        if version not in by_version:
+            notes.append(f"published version {version} no longer exists")
+    for name, publishers in pins.tags.get(state.location, {}).items():
+        if name in state.tags:
+            protected[state.tags[name]].append(f"published read_tag {name} ({_span(publishers)})")
+    for name, version in state.tags.items():
+        protected[version].append(f"tag {name}")
+        info = by_version.get(version)
+        if info is not None and info.timestamp < cutoff:
+            notes.append(f"tag {name} keeps version {version}, older than {window}")
+    for name, version in state.branches.items():
+        protected[version].append(f"branch {name} starts here")
+    for name, publishers in pins.branches.get(state.location, {}).items():
+        if name in state.branches:
+            protected[state.branches[name]].append(
+                f"published read_branch {name} ({_span(publishers)})"
+            )
+    for version, clone in clone_versions.items():
+        protected[version].append(f"shallow clone {clone} reads its files")
+    unpublished = _dead_tail(state, pins, policy, protected, now)
+    remaining = [v for v in sorted(by_version) if v not in unpublished]
+    if remaining:
+        protected[remaining[-1]].append("latest")
+        for version in remaining[-policy.retain :]:
+            protected[version].append(f"newest {policy.retain}")
+    for version in remaining:
+        if by_version[version].timestamp >= cutoff:
+            protected[version].append(f"younger than {window}")
+    expire = [v for v in remaining if v not in protected]
+    kept = {v: reasons for v, reasons in sorted(protected.items()) if v in by_version}
+    return TablePlan(
+        state.location, state.object_id, state.latest, kept, expire, unpublished, notes
+    )
+
+
+def _dead_tail(
+    state: TableState,
+    pins: Pins,
+    policy: PrunePolicy,
+    protected: dict[int, list[str]],
+    now: datetime,
+) -> list[int]:
+    """Versions after a partition table's published `read_version` that no write can publish.
+
+    A partitioned write commits the table first and publishes it in `__manifest` after; a
+    version after the published one is either a write on its way (young) or a dead one. Only
+    when every such version is older than the grace and none is tagged, branched or cloned is
+    the tail removed, newest first, so the table's latest version falls back to the published
+    one (what the next write would restore anyway).
+    """
+    published = pins.current.get(state.location)
+    if published is None:
+        return []
+    tail = sorted((v for v in state.versions if v.version > published), key=lambda v: -v.version)
+    if not tail or any(now - v.timestamp < policy.grace for v in tail):
+        return []
+    if any(v.version in protected for v in tail):
+        return []
+    if published not in {v.version for v in state.versions}:
+        return []
+    return [v.version for v in tail]
+
+
+def manifest_file(storage: Storage, location: str, version: int) -> str | None:
+    """The `_versions/` file of one version (V2 naming inverts the number, V1 does not)."""
+    names = {e.name.rsplit("/", 1)[-1] for e in storage.list_dir(f"{location}/{VERSIONS_DIR}")}
+    for name in (f"{(1 << 64) - 1 - version:020d}.manifest", f"{version}.manifest"):
+        if name in names:
+            return f"{location}/{VERSIONS_DIR}/{name}"
+    return None
