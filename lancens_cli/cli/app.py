@@ -75,6 +75,7 @@ def _register_commands() -> None:
         create,
         describe,
         drop,
+        ingest,
         init,
         join_plan,
         ls,
