@@ -398,14 +398,24 @@ def _check_staged_files(ns: Namespace, report: CheckReport, grace: timedelta) ->
 def _check_unreferenced_data(
     ns: Namespace, snapshot: ManifestSnapshot, report: CheckReport, grace: timedelta, delimiter
 ) -> None:
-    """Data files in a table that no version references: what the tasks of a Spark write
-    (`ingest`, the `lancens` data source) leave in existing tables when the driver dies
-    before it commits them. Past the grace, `--fix` deletes them."""
+    """Data files in a partition table that no version references: what the tasks of a
+    Spark write (`ingest`, the `lancens` data source) leave in existing partition tables when
+    the driver dies before it commits them. Past the grace, `--fix` deletes them.
+
+    Only partition tables: their data directories are written by partitioned writers alone.
+    Any other table's unreferenced files may be another tool's, and are never touched.
+    """
+    spec_namespaces = _spec_namespaces(snapshot)
     tables = [
         row
         for row in snapshot.rows
-        if row["object_type"] == KIND_TABLE and row.get("location")
+        if row["object_type"] == KIND_TABLE
+        and row.get("location")
+        and row["object_id"].split("$", 1)[0] in spec_namespaces
+        and "$" in row["object_id"]
     ]
+    if not tables:
+        return
 
     def scan(row: dict) -> tuple[dict, list[tuple[str, bool]]]:
         try:
