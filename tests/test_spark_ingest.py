@@ -360,3 +360,51 @@ def _file_names(root: Path) -> list[str]:
     return [
         os.path.relpath(os.path.join(d, n), root) for d, _, names in os.walk(root) for n in names
     ]
+
+
+def _writer_tasks(root, table: pa.Table, parts: int = 2):
+    """The data source's driver and task code, called directly (no Spark job): a writer made
+    from one snapshot and the commit messages of `parts` tasks."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from lancens_cli.pipeline.options import SourceOptions
+    from lancens_cli.pipeline.write import LancensWriter
+
+    opts = SourceOptions.parse({"root": root.uri})
+    writer = LancensWriter(opts, from_arrow_schema(table.schema), False)
+    size = -(-table.num_rows // parts)
+    messages = [
+        writer.write(iter(table.slice(i * size, size).to_batches())) for i in range(parts)
+    ]
+    return writer, messages
+
+
+def test_new_partition_a_concurrent_writer_created_first_keeps_every_row(partitioned, tmp_path):
+    from lancens_cli.service.namespace import Namespace
+    from lancens_cli.service.partition_write import write_partitioned
+
+    ours = events(400, seed=30)
+    writer, messages = _writer_tasks(partitioned, ours)
+    # meanwhile `write` creates the same partitions (its rows have other ids)
+    theirs = events(300, seed=31, start=1000)
+    write_partitioned(Namespace.from_properties(partitioned.properties), theirs)
+    created_by_them = {r["location"] for r in table_rows(partitioned)}
+    writer.commit(messages)
+    assert published_ids(partitioned) == sorted([*range(400), *range(1000, 1300)])
+    assert_rows_in_their_partitions(partitioned)
+    # our partitions went into their tables; our losing directories are gone
+    locations = {r["location"] for r in table_rows(partitioned)}
+    assert created_by_them <= locations
+    on_disk = {p.name for p in partitioned.local_path.iterdir() if p.name != "__manifest"}
+    assert on_disk == locations
+    assert ok(partitioned, "--json", "check").json()["healthy"]
+
+
+def test_abort_removes_what_the_tasks_wrote(partitioned, tmp_path):
+    ok(partitioned, "write", "--from", write_parquet(tmp_path, "a.parquet", events(300, seed=32)))
+    before = tree_snapshot(partitioned.local_path)
+    writer, messages = _writer_tasks(partitioned, events(500, seed=33, start=5000))
+    assert tree_snapshot(partitioned.local_path) != before  # fragments and new directories
+    writer.abort([messages[0], None])  # the second task "failed": its message is missing
+    writer.abort(messages)
+    assert tree_snapshot(partitioned.local_path) == before

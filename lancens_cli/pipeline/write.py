@@ -324,11 +324,11 @@ def _clean_up(plan: WritePlan, entries: list[dict[str, Any]]) -> None:
     try:
         published = set(ns.snapshot().locations()) if ns.config.manifest_enabled else set()
     except Exception:
-        published = None  # cannot tell what is published: delete only unshared files
-    keep = published if published is not None else set()
-    delete_written(storage, [e for e in entries if e["location"] not in keep])
+        published = None  # cannot tell what is published: leave the directories be
+    delete_written(storage, entries)  # never published: no reader can need them
     if published is None:
         return
+    keep = published
     shared = plan.create and plan.location and plan.location not in keep
     if shared and not any(True for _ in storage.walk_files(plan.location)):
         storage.delete_tree(plan.location)  # the `<name>.lance` our tasks started, now empty
