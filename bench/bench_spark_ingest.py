@@ -125,11 +125,11 @@ def _processes(root: int) -> list[tuple[int, str]]:
         if "java" in cmd.split(" ", 1)[0]:
             role = "spark driver (JVM)"
         elif "pyspark.daemon" in cmd:
-            role = "python worker daemon"
-        elif "lancens_cli" in cmd or cmd.split(" ")[0].endswith("lancens"):
+            role = "python worker (max, daemon and its forks)"
+        elif "/bin/lancens " in cmd or "lancens_cli" in cmd:
             role = "lancens write process"
         elif "python" in cmd:
-            role = "python worker (max)"
+            role = "other python"
         else:
             role = "other"
         found.append((pid, role))
@@ -163,6 +163,7 @@ def published_rows(root: Path) -> int:
 
 
 def partitioned_root(path: Path, data: Path) -> None:
+    path.mkdir(parents=True)
     subprocess.run(
         [*lancens_cmd(), "--root", str(path), "add-partition-spec", "--schema", str(data), *SPEC],
         env=ENV,
@@ -189,6 +190,7 @@ def main() -> None:
     for name in ("ingest", "write"):
         partitioned_root(workdir / name, data)
 
+    os.environ.setdefault("LANCE_LOG", "error")  # as the CLI does
     poller = MemoryPoller()
     poller.start()
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"

@@ -254,6 +254,9 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(local_root, tmp_path, 
     assert "NULL" in errors[0] or "nullable" in errors[0]
     missing = invoke(*local_root.args, "ingest", str(tmp_path / "nope.parquet"), *MASTER)
     assert missing.exit_code == 2 and "does not exist" in missing.stderr
+    good_path = write_parquet(tmp_path, "good.parquet", good)
+    inside = invoke(*local_root.args, "ingest", good_path, "--into", "v1.x.dataset", *MASTER)
+    assert inside.exit_code == 2 and "partitioned namespace" in inside.stderr
     assert tree_snapshot(local_root.local_path) == before
 
 

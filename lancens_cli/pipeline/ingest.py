@@ -281,9 +281,12 @@ def target_schema(ns: Any, into: Any) -> tuple[str, Any]:
 
         _, layout = partitioned_target(ns)
         return "partitioned", layout.schema
+    from lancens_cli.pipeline.write import refuse_partition_table
     from lancens_cli.store.tables import open_table
 
+    ns.require_root()
     snapshot = ns.snapshot()
+    refuse_partition_table(snapshot, into)
     ref = ns.find_table(into, snapshot)
     if ref is None:
         ns.require_namespace(into.parent, snapshot)

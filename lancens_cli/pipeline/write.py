@@ -120,6 +120,7 @@ def _plan_plain(
 
     ns.require_root()
     snapshot = ns.snapshot()
+    refuse_partition_table(snapshot, ident)
     ref = ns.find_table(ident, snapshot)
     if ref is not None:
         dataset = open_table(ns.storage, ref.location)
@@ -141,6 +142,22 @@ def _plan_plain(
     return WritePlan(
         opts.properties(), job_id, arrow_schema(spark_schema), location=location, create=True
     )
+
+
+def refuse_partition_table(snapshot: Any, ident: Any) -> None:
+    """A table below a spec-version namespace is a partition: its rows go in through the
+    partitioned write (`save()` with no identifier), which keeps them in their partition."""
+    from lancens_cli.errors import InvalidInputError
+    from lancens_cli.service.partitioning import layout_of
+
+    layout = layout_of(snapshot) if snapshot.exists else None
+    if layout is None or ident.is_root:
+        return
+    if ident.parts[0] in {spec.namespace for spec in layout.specs}:
+        raise InvalidInputError(
+            f"{ident.display()} is inside the partitioned namespace's {ident.parts[0]}: write "
+            "into the root (no identifier), and the rows go to their partitions"
+        )
 
 
 def arrow_schema(spark_schema: Any) -> Any:

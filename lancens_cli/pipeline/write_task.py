@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 _BASE36 = "abcdefghijklmnopqrstuvwxyz0123456789"
 CHUNK_ROWS = 1 << 20  # rows of input a task splits and writes at once
 CHUNK_BYTES = 128 << 20
+WRITERS = 4  # partition tables a task writes at once
 
 
 @dataclass
@@ -109,11 +112,13 @@ class _Written:
 
     def __init__(self) -> None:
         self.entries: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
 
     def add(self, key: str, entry: dict[str, Any], fragments: list[Any], rows: int) -> None:
-        found = self.entries.setdefault(key, {**entry, "fragments": [], "rows": 0})
-        found["fragments"] += [f.to_json() for f in fragments]
-        found["rows"] += rows
+        with self._lock:
+            found = self.entries.setdefault(key, {**entry, "fragments": [], "rows": 0})
+            found["fragments"] += [f.to_json() for f in fragments]
+            found["rows"] += rows
 
     def to_text(self) -> str:
         return json.dumps(list(self.entries.values()))
@@ -166,29 +171,43 @@ def _write_plain(plan: WritePlan, storage: Any, chunk: list[Any], written: _Writ
 
 
 def _write_partitioned(plan: WritePlan, storage: Any, chunk: list[Any], written: _Written) -> None:
-    from lancens_cli.service.partition_write import TABLE_NAME, split_by_partition, value_key
+    from lancens_cli.service.partition_write import split_by_partition
 
     table = _table(plan, chunk)
-    for touch in split_by_partition(table, plan.spec, plan.schema):
-        parent, path, new = plan.spec.namespace, [], False
-        for value in touch.values:
-            child = None if new else plan.children.get((parent, value_key(value)))
-            if child is None:
-                new = True
-                child = f"{parent}${plan.child_name(parent, value)}"
-            path.append(child)
-            parent = child
-        table_id = f"{parent}${TABLE_NAME}"
-        location = plan.tables.get(table_id) or plan.new_location(table_id)
-        entry = {
-            "table_id": table_id,
-            "location": location,
-            "created": table_id not in plan.tables,
-            "path": path,
-            "values": [encode_value(v) for v in touch.values],
-        }
-        fragments = _write_fragments(storage, location, touch.rows, plan.schema)
-        written.add(table_id, entry, fragments, touch.rows.num_rows)
+    placed = [_place(plan, touch) for touch in split_by_partition(table, plan.spec, plan.schema)]
+
+    def write(item: tuple[Any, dict[str, Any]]) -> None:
+        touch, entry = item
+        fragments = _write_fragments(storage, entry["location"], touch.rows, plan.schema)
+        written.add(entry["table_id"], entry, fragments, touch.rows.num_rows)
+
+    # Partition tables side by side, as `write` does: Lance encodes and writes outside the GIL.
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        for _ in pool.map(write, placed):
+            pass
+
+
+def _place(plan: WritePlan, touch: Any) -> tuple[Any, dict[str, Any]]:
+    """The partition's table: the existing one, or the job's directory for a new one."""
+    from lancens_cli.service.partition_write import TABLE_NAME, value_key
+
+    parent, path, new = plan.spec.namespace, [], False
+    for value in touch.values:
+        child = None if new else plan.children.get((parent, value_key(value)))
+        if child is None:
+            new = True
+            child = f"{parent}${plan.child_name(parent, value)}"
+        path.append(child)
+        parent = child
+    table_id = f"{parent}${TABLE_NAME}"
+    entry = {
+        "table_id": table_id,
+        "location": plan.tables.get(table_id) or plan.new_location(table_id),
+        "created": table_id not in plan.tables,
+        "path": path,
+        "values": [encode_value(v) for v in touch.values],
+    }
+    return touch, entry
 
 
 def delete_written(storage: Any, entries: list[dict[str, Any]]) -> None:
