@@ -411,3 +411,20 @@ def test_abort_removes_what_the_tasks_wrote(partitioned, tmp_path):
     writer.abort([messages[0], None])  # the second task "failed": its message is missing
     writer.abort(messages)
     assert tree_snapshot(partitioned.local_path) == before
+
+
+def test_commit_after_a_spec_change_publishes_nothing(partitioned, tmp_path):
+    def tables_only(tree: dict) -> set[str]:
+        return {k for k in tree if not k.startswith("__manifest")}
+
+    ok(partitioned, "write", "--from", write_parquet(tmp_path, "a.parquet", events(200, seed=34)))
+    before = tree_snapshot(partitioned.local_path)
+    writer, messages = _writer_tasks(partitioned, events(300, seed=35, start=1000))
+    ok(partitioned, "add-partition-spec", "--field", "country")
+    version = manifest_version(partitioned)
+    with pytest.raises(Exception, match="was added during the job"):
+        writer.commit(messages)
+    writer.abort(messages)  # Spark aborts after a failed commit
+    assert manifest_version(partitioned) == version
+    assert tables_only(tree_snapshot(partitioned.local_path)) == tables_only(before)
+    assert published_ids(partitioned) == list(range(200))

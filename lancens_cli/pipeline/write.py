@@ -342,7 +342,7 @@ def _clean_up(plan: WritePlan, entries: list[dict[str, Any]]) -> None:
         published = set(ns.snapshot().locations()) if ns.config.manifest_enabled else set()
     except Exception:
         published = None  # cannot tell what is published: leave the directories be
-    delete_written(storage, entries)  # never published: no reader can need them
+    delete_written(storage, _unreferenced(storage, entries))
     if published is None:
         return
     keep = published
@@ -352,3 +352,35 @@ def _clean_up(plan: WritePlan, entries: list[dict[str, Any]]) -> None:
     for entry in storage.list_dir():
         if entry.is_dir and entry.name.startswith(plan.prefix + "_") and entry.name not in keep:
             storage.delete_tree(entry.name)
+
+
+def _unreferenced(storage: Any, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries' fragments that no version of their table references.
+
+    A commit that failed half-way (Spark then also calls `abort()`) may have committed some
+    partition tables already: those versions are unpublished, and the next write sets them
+    aside, but their files stay, so that every version of the table remains readable.
+    """
+    from lancens_cli.store.tables import VERSIONS_DIR, open_table
+
+    tracked: dict[str, set[str]] = {}
+    kept = []
+    for entry in entries:
+        location = entry["location"]
+        if location not in tracked:
+            tracked[location] = set()
+            if storage.exists(f"{location}/{VERSIONS_DIR}"):
+                try:
+                    files = open_table(storage, location).tracked_files().read_all()
+                    tracked[location] = set(files.column("path").to_pylist())
+                except Exception:
+                    tracked[location] = {"*"}  # unreadable: delete nothing of it
+        if "*" in tracked[location]:
+            continue
+        fragments = [
+            f
+            for f in entry.get("fragments", [])
+            if not any(f"data/{d['path']}" in tracked[location] for d in f.get("files", []))
+        ]
+        kept.append({**entry, "fragments": fragments})
+    return kept
