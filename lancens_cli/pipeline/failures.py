@@ -13,22 +13,22 @@ import re
 from lancens_cli.errors import ExitCode, LancensError
 
 _MARK = "LANCENS-ERROR"
-_FOUND = re.compile(_MARK + r"\[(\d+)\] ([^\n]*)")
+_FOUND = re.compile(_MARK + r"\[(\d+):?(\w*)\] ([^\n]*)")
 
 
 class PipelineError(RuntimeError):
     """A lancens error raised inside a Spark worker, carried as text."""
 
-    def __init__(self, message: str, exit_code: int = ExitCode.ERROR) -> None:
-        super().__init__(f"{_MARK}[{exit_code}] {message}")
+    def __init__(self, message: str, exit_code: int = ExitCode.ERROR, kind: str = "") -> None:
+        super().__init__(f"{_MARK}[{exit_code}:{kind}] {message}")
 
 
 def carried(exc: BaseException) -> PipelineError:
-    """The worker-side form of any exception (ours keep their message and exit code)."""
+    """The worker-side form of any exception (ours keep their message, class and exit code)."""
     if isinstance(exc, PipelineError):
         return exc
     if isinstance(exc, LancensError):
-        return PipelineError(exc.message, exc.exit_code)
+        return PipelineError(" ".join(exc.message.split()), exc.exit_code, type(exc).__name__)
     return PipelineError(f"{type(exc).__name__}: {exc}".splitlines()[0])
 
 
@@ -40,10 +40,19 @@ class SurfacedError(LancensError):
         self.exit_code = exit_code
 
 
-def surfaced(exc: BaseException) -> SurfacedError | None:
-    """Our error inside a Spark exception, if there is one (the last, the root cause)."""
+def surfaced(exc: BaseException) -> LancensError | None:
+    """Our error inside a Spark exception, if there is one (the last, the root cause), as
+    the class it was raised as."""
+    from lancens_cli import errors
+
     found = _FOUND.findall(str(exc))
     if not found:
         return None
-    code, message = found[-1]
+    code, kind, message = found[-1]
+    cls = getattr(errors, kind, None) if kind else None
+    if isinstance(cls, type) and issubclass(cls, LancensError) and cls.exit_code == int(code):
+        try:
+            return cls(message.strip())
+        except TypeError:
+            pass
     return SurfacedError(message.strip(), int(code))
