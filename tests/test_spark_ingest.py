@@ -250,10 +250,17 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(local_root, tmp_path, 
         assert result.exit_code == 2, (name, result.stderr)
         errors = [line for line in result.stderr.splitlines() if line.startswith("lancens: error")]
         assert len(errors) == 1 and "Traceback" not in result.stderr, (name, result.stderr)
+        assert len(result.stderr.strip().splitlines()) <= 2, result.stderr  # note + error
         assert tree_snapshot(local_root.local_path) == before, name
     assert "NULL" in errors[0] or "nullable" in errors[0]
     missing = invoke(*local_root.args, "ingest", str(tmp_path / "nope.parquet"), *MASTER)
     assert missing.exit_code == 2 and "does not exist" in missing.stderr
+    unparseable = tmp_path / "bad.csv"
+    unparseable.write_text("id,event_date,country,customer_id\nx1,2024-01-01,US,3\n")
+    result = invoke(*local_root.args, "ingest", str(unparseable), *MASTER)
+    assert result.exit_code == 2 and "cannot be read" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) <= 2  # the progress note and the error
+    assert tree_snapshot(local_root.local_path) == before
     good_path = write_parquet(tmp_path, "good.parquet", good)
     inside = invoke(*local_root.args, "ingest", good_path, "--into", "v1.x.dataset", *MASTER)
     assert inside.exit_code == 2 and "partitioned namespace" in inside.stderr
@@ -330,6 +337,16 @@ def test_real_process_ingest_and_killed_driver(partitioned, tmp_path):
     assert done.exit_code == 0, done.stderr
     assert done.json()["rows"] == 200
     before = tree_snapshot(partitioned.local_path)
+
+    # a job that fails in its tasks: one line, no JVM stack trace, nothing changed
+    unparseable = tmp_path / "bad.csv"
+    unparseable.write_text("id,event_date,country,customer_id\n1,2024-01-01,US,3\nx,y,z,w\n")
+    failed = run_cli(*partitioned.args, "ingest", str(unparseable), env=env)
+    assert failed.exit_code == 2, failed.stderr
+    lines = failed.stderr.splitlines()
+    assert len([line for line in lines if line.startswith("lancens: error")]) == 1
+    assert not [line for line in lines if line.startswith("\tat ") or "Exception" in line], lines
+    assert tree_snapshot(partitioned.local_path) == before
     version = manifest_version(partitioned)
 
     inputs = tmp_path / "many"
@@ -356,7 +373,8 @@ def test_real_process_ingest_and_killed_driver(partitioned, tmp_path):
     debris = set(tree_snapshot(partitioned.local_path)) - known
     assert debris  # it was killed mid-job
     ok(partitioned, "check", "--fix", "--grace-minutes", "0")
-    assert tree_snapshot(partitioned.local_path) == before
+    after = tree_snapshot(partitioned.local_path)
+    assert after == before, sorted(set(after) ^ set(before))
 
 
 def _file_names(root: Path) -> list[str]:

@@ -68,6 +68,7 @@ def ingest(
         mode=mode,
         dry_run=dry_run,
         delimiter=SESSION.delimiter,
+        debug=SESSION.debug,
     )
     SESSION.emit(result)
     message(f"{result.summary()} (Spark start {result.spark_start_seconds:.1f} s)")

@@ -15,8 +15,11 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -304,6 +307,7 @@ def ingest(
     mode: str = "append",
     dry_run: bool = False,
     delimiter: str = ".",
+    debug: bool = False,
 ) -> IngestResult:
     from lancens_cli.pipeline.write import check_columns
 
@@ -319,13 +323,14 @@ def ingest(
     result.spark_start_seconds = spark_start
     began = time.monotonic()
     try:
-        frame = source_frame(spark, sources, schema, storage)
-        if schema is not None:
-            check_columns(frame.schema, schema)
-        if dry_run:
-            _dry_run(frame, ns, into, schema, result)
-        else:
-            _write(frame, ns, into, mode, delimiter, result)
+        with quiet_job(spark, debug):
+            frame = source_frame(spark, sources, schema, storage)
+            if schema is not None:
+                check_columns(frame.schema, schema)
+            if dry_run:
+                _dry_run(frame, ns, into, schema, result)
+            else:
+                _write(frame, ns, into, mode, delimiter, result)
     except LancensError:
         raise
     except Exception as exc:
@@ -334,17 +339,41 @@ def ingest(
     return result
 
 
+# Spark error classes that mean the input is at fault (exit 2).
+_INPUT_ERRORS = re.compile(
+    r"\[((?:MALFORMED|CANNOT_PARSE|CAST_INVALID_INPUT|PATH_NOT_FOUND|UNABLE_TO_INFER|"
+    r"INVALID_JSON|FAILED_READ_FILE)[A-Z_.]*)\]([^\n]*)"
+)
+
+
 def spark_failure(exc: BaseException) -> LancensError:
-    """A failed Spark job as one line: ours with its exit code, else Spark's first line."""
+    """A failed Spark job as one line: ours with its exit code, else the input's fault as
+    Spark names it, else Spark's first line."""
     from lancens_cli.pipeline.failures import surfaced
 
     ours = surfaced(exc)
     if ours is not None:
         return ours
+    found = _INPUT_ERRORS.search(str(exc))
+    if found:
+        detail = " ".join(found.group(2).split())[:300]
+        return InvalidInputError(f"the input cannot be read: [{found.group(1)}] {detail}")
     text = next((line.strip() for line in str(exc).splitlines() if line.strip()), repr(exc))
-    if any(word in text for word in ("MALFORMED", "CANNOT_PARSE", "PATH_NOT_FOUND", "CAST")):
-        return InvalidInputError(f"the input cannot be read: {text[:400]}")
     return LancensError(f"the Spark job failed: {text[:400]}")
+
+
+@contextmanager
+def quiet_job(spark: Any, debug: bool) -> Iterator[None]:
+    """No JVM stack traces on the user's terminal while the job fails: the command reports
+    the failure in one line (`--debug` keeps Spark's logging)."""
+    if debug:
+        yield
+        return
+    spark.sparkContext.setLogLevel("OFF")
+    try:
+        yield
+    finally:
+        spark.sparkContext.setLogLevel("ERROR")
 
 
 def _write(frame: Any, ns: Any, into: Any, mode: str, delimiter: str, result: IngestResult):
