@@ -446,3 +446,24 @@ def test_commit_after_a_spec_change_publishes_nothing(partitioned, tmp_path):
     assert manifest_version(partitioned) == version
     assert tables_only(tree_snapshot(partitioned.local_path)) == tables_only(before)
     assert published_ids(partitioned) == list(range(200))
+
+
+def test_check_removes_unreferenced_data_files_of_partition_tables_only(local_root, tmp_path):
+    ok(local_root, "add-partition-spec", "--schema", schema_file(tmp_path), *SPEC)
+    ok(local_root, "write", "--from", write_parquet(tmp_path, "a.parquet", events(100, seed=40)))
+    plain = write_parquet(tmp_path, "p.parquet", events(10, seed=41))
+    ok(local_root, "create", "table", "plain", "--from", plain)
+    before = tree_snapshot(local_root.local_path)
+    row = next(r for r in table_rows(local_root) if r["object_id"].startswith("v1$"))
+    table_dir = local_root.local_path / row["location"]
+    # a dead task's fragment, and the staging file of a data file killed half-way
+    lance.fragment.write_fragments(events(5, seed=42), str(table_dir))
+    (table_dir / "data" / "half-written.lance#1").write_bytes(b"LANC")
+    (local_root.local_path / "plain.lance" / "data" / "users-file.lance").write_bytes(b"x")
+    young = invoke(*local_root.args, "--json", "check")
+    codes = [f["code"] for f in young.json()["findings"]]
+    assert codes == ["unreferenced_data_file", "unreferenced_data_file"]
+    assert not any(f["fixable"] for f in young.json()["findings"])
+    ok(local_root, "check", "--fix", "--grace-minutes", "0")
+    after = tree_snapshot(local_root.local_path)
+    assert set(after) - set(before) == {"plain.lance/data/users-file.lance"}  # not a partition's
