@@ -67,6 +67,7 @@ def _register_commands() -> None:
         create,
         describe,
         drop,
+        ingest,
         init,
         join,
         join_plan,

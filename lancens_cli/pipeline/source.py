@@ -36,6 +36,11 @@ class LancensDataSource(DataSource):
         return LancensReader(self._options(READ_OPTIONS), schema)
 
     def writer(self, schema: Any, overwrite: bool) -> Any:
-        from lancens_cli.pipeline.write import LancensWriter
+        from lancens_cli.pipeline.failures import carried
+        from lancens_cli.pipeline.write import WRITE_OPTIONS, LancensWriter
 
-        return LancensWriter(self._options(), schema, overwrite)
+        try:
+            opts = SourceOptions.parse(self.options, WRITE_OPTIONS)
+        except Exception as exc:
+            raise carried(exc) from None
+        return LancensWriter(opts, schema, overwrite)

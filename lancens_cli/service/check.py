@@ -14,6 +14,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from lancens_cli.errors import InvalidInputError, LancensError, ManifestError
 from lancens_cli.models import (
@@ -43,6 +44,7 @@ from lancens_cli.store.tables import (
     V1_SUFFIX,
     is_deregistered,
     is_v2_location,
+    open_table,
     table_state,
     uncommitted_write,
     v2_location_object_id,
@@ -142,6 +144,7 @@ def check(
         _check_orphans(ns, snapshot, report, delimiter, grace)
         if snapshot.exists:
             _check_staged_files(ns, report, grace)
+            _check_unreferenced_data(ns, snapshot, report, grace, delimiter)
     if fix and not dry_run:
         _apply_fixes(ns, report, grace)
     return report
@@ -400,7 +403,11 @@ def _registrable(ns: Namespace, snapshot: ManifestSnapshot, object_id: str | Non
 
 def _staged_files(ns: Namespace, grace: timedelta) -> list[tuple[str, bool]]:
     """__manifest data files no version references, with whether they are past the grace."""
-    ds = ns.manifest.open_dataset()
+    return _untracked_data(ns.manifest.open_dataset(), grace)
+
+
+def _untracked_data(ds: Any, grace: timedelta) -> list[tuple[str, bool]]:
+    """A table's data files no version references, with whether they are past the grace."""
     tracked = set(ds.tracked_files().read_all().column("path").to_pylist())
     now = datetime.now(UTC)
     staged = []
@@ -422,6 +429,61 @@ def _check_staged_files(ns: Namespace, report: CheckReport, grace: timedelta) ->
             + ("" if expired else f" (younger than {grace}; may belong to a commit in flight)"),
             fixable=expired,
         )
+
+
+def _check_unreferenced_data(
+    ns: Namespace, snapshot: ManifestSnapshot, report: CheckReport, grace: timedelta, delimiter
+) -> None:
+    """Data files in a partition table that no version references: what the tasks of a
+    Spark write (`ingest`, the `lancens` data source) leave in existing partition tables when
+    the driver dies before it commits them. Past the grace, `--fix` deletes them.
+
+    Only partition tables: their data directories are written by partitioned writers alone.
+    Any other table's unreferenced files may be another tool's, and are never touched.
+    """
+    spec_namespaces = _spec_namespaces(snapshot)
+    tables = [
+        row
+        for row in snapshot.rows
+        if row["object_type"] == KIND_TABLE
+        and row.get("location")
+        and row["object_id"].split("$", 1)[0] in spec_namespaces
+        and "$" in row["object_id"]
+    ]
+    if not tables:
+        return
+
+    def scan(row: dict) -> tuple[dict, list[tuple[str, bool]]]:
+        location = row["location"]
+        try:
+            dataset = open_table(ns.storage, location)
+            tracked = set(dataset.tracked_files().read_all().column("path").to_pylist())
+        except (LancensError, OSError, ValueError, RuntimeError):
+            return row, []  # reported by the table checks
+        # our own listing, not Lance's: it also shows the staging file of a write killed
+        # half-way through a data file (Lance's listing leaves those out)
+        now = datetime.now(UTC)
+        found = []
+        for path, _size in ns.storage.walk_files(f"{location}/data"):
+            if f"data/{path}" in tracked:
+                continue
+            modified = ns.storage.modified(f"{location}/data/{path}")
+            found.append((f"data/{path}", modified is not None and now - modified > grace))
+        return row, found
+
+    workers = 4 if ns.storage.is_local else 16
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for row, files in pool.map(scan, tables):
+            for path, expired in files:
+                report.add(
+                    "unreferenced_data_file",
+                    Identifier.from_object_id(row["object_id"]).display(delimiter),
+                    f"{row['location']}/{path}",
+                    "a data file no table version references (a write that died before "
+                    "its commit)"
+                    + ("" if expired else f" (younger than {grace}; may be a write in flight)"),
+                    fixable=expired,
+                )
 
 
 def _apply_fixes(ns: Namespace, report: CheckReport, grace: timedelta) -> None:
@@ -456,7 +518,7 @@ def _apply_fixes(ns: Namespace, report: CheckReport, grace: timedelta) -> None:
             ns.storage.delete_tree(finding.location)
             finding.fixed = True
             finding.message += "; deleted"
-        if finding.fixable and finding.code == "staged_manifest_file":
+        if finding.fixable and finding.code in ("staged_manifest_file", "unreferenced_data_file"):
             ns.storage.delete_file(finding.location)
             finding.fixed = True
             finding.message += "; deleted"

@@ -181,6 +181,23 @@ def create_table(
             raise TableAlreadyExistsError(f"table {ident.display()} already exists") from None
         owned = True  # we committed version 1: the table is ours
 
+    return register_new_table(ns, ident, location, properties, owned=owned)
+
+
+def register_new_table(
+    ns: Namespace,
+    ident: Identifier,
+    location: str,
+    properties: dict[str, str] | None = None,
+    *,
+    owned: bool = True,
+) -> ChangeSet:
+    """The manifest commit of a table whose version 1 is written: it re-checks the name.
+
+    A loser removes the directory it wrote when it `owned` it (and a racer did not declare
+    that very directory). `create table` and the Spark data source's `.save("ns.table")` of
+    a new table both end here.
+    """
     change = Change("create", KIND_TABLE, ident.display(), location)
     if not ns.config.manifest_enabled:
         return ChangeSet([change])

@@ -54,7 +54,7 @@ class PartitionTouch:
     """One partition a write touched."""
 
     values: tuple[Any, ...]
-    rows: Any  # the pyarrow Table of its rows
+    rows: Any  # the pyarrow Table of its rows; None when tasks wrote `fragments` (Spark)
     path: list[str] = field(default_factory=list)  # namespace object ids, one per level
     table_id: str = ""
     location: str = ""
@@ -63,6 +63,13 @@ class PartitionTouch:
     created: bool = False
     fragments: Any = None  # written data files, reused when a commit is redone
     written_to: str | None = None  # the new table already written, if any
+    num_rows: int = 0  # the row count when `rows` is None
+    overwrite: bool = False  # replace the partition's rows instead of appending
+    schema: Any = None  # the table schema, for commits of pre-written fragments
+
+    @property
+    def row_count(self) -> int:
+        return self.rows.num_rows if self.rows is not None else self.num_rows
 
 
 @dataclass
@@ -86,7 +93,7 @@ class PartitionWrite:
                     "table": t.table_id,
                     "location": t.location,
                     "values": {f: _plain(v) for f, v in zip(self.fields, t.values, strict=True)},
-                    "rows": t.rows.num_rows,
+                    "rows": t.row_count,
                     "read_version": t.version,
                     "created": t.created,
                 }
@@ -99,9 +106,9 @@ class PartitionWrite:
         rows = [
             [
                 *(_plain(v) for v in t.values),
-                t.rows.num_rows,
+                t.row_count,
                 t.version,
-                "created" if t.created else "appended",
+                "created" if t.created else ("replaced" if t.overwrite else "appended"),
                 Identifier.from_object_id(t.table_id).display(),
             ]
             for t in self.partitions
@@ -261,6 +268,9 @@ def _commit_append(
 ) -> int:
     """Append the touch's fragments on top of its base version; returns the new version.
 
+    With `touch.overwrite` the commit is an Overwrite instead: the partition then holds only
+    the touch's rows (a dynamic partition overwrite).
+
     Versions after the base were never published: they are set aside with a Restore of the
     base first, but only once `published` (a fresh look at `__manifest`) confirms the base is
     still the published version; otherwise the touch is rebased. Each commit is
@@ -295,9 +305,14 @@ def _commit_append(
                 touch.fragments = lance.fragment.write_fragments(
                     touch.rows, uri, schema=touch.rows.schema, storage_options=options
                 )
+            operation = (
+                lance.LanceOperation.Overwrite(touch.schema or touch.rows.schema, touch.fragments)
+                if touch.overwrite
+                else lance.LanceOperation.Append(touch.fragments)
+            )
             done = lance.LanceDataset.commit(
                 uri,
-                lance.LanceOperation.Append(touch.fragments),
+                operation,
                 read_version=latest,
                 max_retries=0,
                 storage_options=options,
@@ -325,11 +340,47 @@ def _write_table(
             f"{touch.location}/{VERSIONS_DIR}"
         ):
             return  # written in an earlier round, still unpublished and still ours
-        dataset = write_new_table(storage, touch.location, touch.rows, exclusive=True)
+        if touch.fragments is not None:  # written by Spark tasks: commit version 1 of them
+            dataset = commit_new_table(storage, touch.location, touch.fragments, touch.schema)
+        else:
+            dataset = write_new_table(storage, touch.location, touch.rows, exclusive=True)
         touch.version = dataset.version
         touch.written_to = touch.location
     else:
         touch.version = _commit_append(storage, touch, published)
+
+
+def commit_new_table(storage: Storage, location: str, fragments: list[Any], schema: Any) -> Any:
+    """Version 1 of a table whose data files are written already (put-if-not-exists)."""
+    import lance
+
+    try:
+        return lance.LanceDataset.commit(
+            storage.uri(location),
+            lance.LanceOperation.Overwrite(schema, fragments),
+            read_version=None,
+            max_retries=0,
+            storage_options=storage.lance_options,
+            enable_v2_manifest_paths=True,
+        )
+    except (ValueError, OSError, RuntimeError) as exc:
+        raise InvalidTableStateError(
+            f"cannot commit table at {location!r}: {lance_message(exc)}"
+        ) from None
+
+
+def _read_back(storage: Storage, touch: PartitionTouch) -> Any:
+    """The rows of a touch that only has pre-written fragments, to write them elsewhere.
+
+    Needed when our new partition table lost to one a concurrent writer published first:
+    the rows then go to the winner's table (rare; the partition's rows are held meanwhile).
+    """
+    import lance
+
+    uri = storage.uri(touch.location)
+    if not storage.exists(f"{touch.location}/{VERSIONS_DIR}"):
+        commit_new_table(storage, touch.location, touch.fragments, touch.schema)
+    return lance.dataset(uri, version=1, storage_options=storage.lance_options).to_table()
 
 
 def _write_tables(
@@ -363,6 +414,7 @@ def _published_version(ns: Namespace) -> Callable[[PartitionTouch], Any]:
 
 
 def _prepare(
+    storage: Storage,
     touch: PartitionTouch,
     spec: PartitionSpec,
     snapshot: ManifestSnapshot,
@@ -389,12 +441,16 @@ def _prepare(
     row = snapshot.get(table_id)
     if row is not None and row["object_type"] == KIND_TABLE:
         if touch.created and touch.location != row["location"]:
+            if touch.rows is None:
+                touch.rows = _read_back(storage, touch)
             touch.fragments = None  # our new table lost to another writer's: write there
         touch.created = False
         touch.location = row["location"]
         touch.base_version = row.get("read_version")
     else:
         if not touch.created or touch.table_id != table_id:
+            if touch.rows is None:  # pre-written fragments elsewhere: hold their rows
+                touch.rows = _read_back(storage, touch)
             touch.location = v2_location(table_id)
             touch.fragments = None
         touch.created = True
@@ -407,6 +463,16 @@ def _prepare(
 
 def write_partitioned(ns: Namespace, data: Any) -> PartitionWrite:
     """Write rows into the partitioned namespace at the root (one manifest commit)."""
+    snapshot, layout = partitioned_target(ns)
+    spec = layout.current
+    table = conform(data, layout.schema)
+    touches = split_by_partition(table, spec, layout.schema)
+    result = PartitionWrite(spec.id, table.num_rows, touches, [f.field_id for f in spec.fields])
+    return commit_touches(ns, snapshot, layout, result)
+
+
+def partitioned_target(ns: Namespace) -> tuple[ManifestSnapshot, PartitionLayout]:
+    """The snapshot and layout of a partitioned root a write may go into (or why not)."""
     ns.require_manifest("a partitioned namespace")
     ns.require_root()
     snapshot = ns.snapshot()
@@ -417,23 +483,39 @@ def write_partitioned(ns: Namespace, data: Any) -> PartitionWrite:
         )
     ns.require_writable(snapshot)
     _require_intact(snapshot, layout)
+    return snapshot, layout
+
+
+def commit_touches(
+    ns: Namespace,
+    snapshot: ManifestSnapshot,
+    layout: PartitionLayout,
+    result: PartitionWrite,
+    fresh: dict[tuple[str, Any], str] | None = None,
+) -> PartitionWrite:
+    """The one commit path of partitioned writes (`write` and the Spark data source).
+
+    Each touch goes to its partition table (a compare-and-swap commit of its rows or of the
+    fragments already written for it, or version 1 of a new table), then every new
+    `read_version` is published in one `__manifest` commit; a touched partition that changed
+    meanwhile is rebased. `fresh` names the new partition namespaces a caller chose already,
+    by (parent object id, value key), so that pre-written new tables keep their directory.
+    """
     spec = layout.current
-    table = conform(data, layout.schema)
-    touches = split_by_partition(table, spec, layout.schema)
-    result = PartitionWrite(spec.id, table.num_rows, touches, [f.field_id for f in spec.fields])
+    touches = result.partitions
     if not touches:
         return result
     if _pin_unversioned(ns, snapshot, spec):
         snapshot = ns.snapshot()
     pending = touches
     abandoned: list[str] = []
-    fresh: dict[tuple[str, Any], str] = {}
+    fresh = {} if fresh is None else fresh
     published = _published_version(ns)
     for _ in range(_REBASES):
         index = _LevelIndex(snapshot, spec)
         for touch in pending:
             before = touch.location if touch.created else None
-            _prepare(touch, spec, snapshot, index, fresh)
+            _prepare(ns.storage, touch, spec, snapshot, index, fresh)
             if before and before != touch.location:
                 abandoned.append(before)
         try:
@@ -455,6 +537,11 @@ def write_partitioned(ns: Namespace, data: Any) -> PartitionWrite:
     for location in abandoned:
         ns.storage.delete_tree(location)  # new tables that lost to a concurrent writer's
     return result
+
+
+def value_key(value: Any) -> Any:
+    """How `fresh` and the level index key a partition value (its type counts)."""
+    return _key(value)
 
 
 def _require_intact(snapshot: ManifestSnapshot, layout: PartitionLayout) -> None:

@@ -1,0 +1,74 @@
+"""`lancens ingest`: files into a partitioned namespace (or a table) through Spark."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from lancens_cli.cli.app import app
+from lancens_cli.cli.common import SESSION, command
+from lancens_cli.cli.spark_options import ConfOption, MasterOption
+
+
+@command(app, "ingest")
+def ingest(
+    sources: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="SOURCE...",
+            help="Files, directories or globs: local paths, s3://bucket/..., gs://bucket/...",
+            show_default=False,
+        ),
+    ],
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", help="parquet, csv (with a header), json (lines) or orc."),
+    ] = None,
+    into: Annotated[
+        str | None,
+        typer.Option(
+            "--into",
+            metavar="ID",
+            help="Write into this table (created when missing) instead of the partitioned root.",
+        ),
+    ] = None,
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode",
+            help="append, or overwrite: replace the partitions (or the table) the input touches.",
+        ),
+    ] = "append",
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Read and check every row and count the partitions; write nothing."
+        ),
+    ] = False,
+    master: MasterOption = None,
+    conf: ConfOption = None,
+) -> None:
+    """Read files with Spark and write them into the partitioned namespace at the root (or a
+    table): tasks write each partition's fragments, the driver publishes them all in one
+    __manifest commit. A failed job publishes nothing."""
+    from lancens_cli.cli.spark_options import spark_session
+    from lancens_cli.output import message
+    from lancens_cli.pipeline.ingest import ingest as run
+
+    ident = SESSION.ident(into) if into is not None else None
+    if not SESSION.json:
+        message("ingest: starting Spark")
+    result = run(
+        lambda: spark_session(master, conf),
+        SESSION.namespace,
+        sources,
+        fmt=fmt,
+        into=ident,
+        mode=mode,
+        dry_run=dry_run,
+        delimiter=SESSION.delimiter,
+        debug=SESSION.debug,
+    )
+    SESSION.emit(result)
+    message(f"{result.summary()} (Spark start {result.spark_start_seconds:.1f} s)")

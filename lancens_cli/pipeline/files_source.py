@@ -1,0 +1,113 @@
+"""`lancens_files`: Parquet, CSV, JSON lines or ORC files on S3 / GCS, read by Spark tasks.
+
+Spark's own readers reach object stores through the Hadoop connectors (hadoop-aws and its
+jars), which a pip-installed tool does not have. The driver lists the files (fsspec, with the
+namespace's storage options) and gives the list to this small Python data source; each task
+reads its file with pyarrow through the same fsspec filesystem and yields Arrow batches.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from lancens_cli.pipeline.options import STORAGE_PREFIX
+
+
+class FilePartition(InputPartition):
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
+class FilesDataSource(DataSource):
+    """Options: `files` (JSON list of `bucket/key` paths), `format`, `base` (`s3://bucket`),
+    `storage.<key>`; the schema is given by the caller (`.schema(...)`)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "lancens_files"
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        options = {str(k): str(v) for k, v in dict(self.options).items()}
+        storage = {
+            k[len(STORAGE_PREFIX) :]: v for k, v in options.items() if k.startswith(STORAGE_PREFIX)
+        }
+        return FilesReader(
+            json.loads(options["files"]), options["format"], options["base"], storage, schema
+        )
+
+
+class FilesReader(DataSourceReader):
+    def __init__(
+        self, files: list[str], fmt: str, base: str, storage: dict[str, str], schema: Any
+    ) -> None:
+        self.files, self.fmt, self.base, self.storage = files, fmt, base, storage
+        self.schema = schema
+
+    def partitions(self) -> list[InputPartition]:
+        return [FilePartition(path) for path in self.files]
+
+    def read(self, partition: Any) -> Iterator[Any]:
+        from lancens_cli.pipeline.failures import carried
+        from lancens_cli.pipeline.write import arrow_schema
+
+        target = arrow_schema(self.schema)
+        try:
+            fs = remote_fs(self.base, self.storage)
+            with fs.open(partition.path, "rb") as handle:
+                for batch in read_batches(handle, self.fmt, target):
+                    yield _conform(batch, target)
+        except Exception as exc:
+            raise carried(exc) from None
+
+
+def remote_fs(base: str, storage: dict[str, str]) -> Any:
+    """The fsspec filesystem of `s3://bucket` or `gs://bucket` with these storage options."""
+    from lancens_cli.service.namespace import Namespace
+
+    properties: dict[str, Any] = {"root": base}
+    properties.update({f"{STORAGE_PREFIX}{k}": v for k, v in storage.items()})
+    return Namespace.from_properties(properties).storage.fs
+
+
+def read_batches(handle: Any, fmt: str, target: Any | None) -> Iterator[Any]:
+    """Record batches of one file (CSV and JSON columns parsed as the target's types)."""
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        yield from pq.ParquetFile(handle).iter_batches()
+    elif fmt == "orc":
+        import pyarrow.orc as orc
+
+        reader = orc.ORCFile(handle)
+        for stripe in range(reader.nstripes):
+            yield reader.read_stripe(stripe)
+    elif fmt == "csv":
+        import pyarrow.csv as pcsv
+
+        types = {f.name: f.type for f in target} if target is not None else None
+        yield from pcsv.open_csv(handle, convert_options=pcsv.ConvertOptions(column_types=types))
+    else:
+        import pyarrow.json as pjson
+
+        explicit = target if target is not None else None
+        options = pjson.ParseOptions(explicit_schema=explicit) if explicit is not None else None
+        yield from pjson.read_json(handle, parse_options=options).to_batches()
+
+
+def _conform(batch: Any, target: Any) -> Any:
+    """The batch with exactly Spark's columns and types (missing columns are NULL)."""
+    import pyarrow as pa
+
+    columns = []
+    for f in target:
+        if f.name in batch.schema.names:
+            column = batch.column(f.name)
+            columns.append(column if column.type == f.type else column.cast(f.type))
+        else:
+            columns.append(pa.nulls(batch.num_rows, f.type))
+    return pa.RecordBatch.from_arrays(columns, schema=target)

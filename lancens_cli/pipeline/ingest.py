@@ -1,0 +1,458 @@
+"""`lancens ingest`: files into a partitioned namespace (or one table) through Spark.
+
+Sources are files, directories or globs. Local ones are read with Spark's own readers; `s3://`
+and `gs://` ones are listed on the driver and read by the tasks with pyarrow
+(`files_source.py`), because Spark's Hadoop connectors are not part of a pip install. The
+DataFrame is then written through the `lancens` data source: tasks write fragments, the driver
+publishes them in one `__manifest` commit. What can be refused before the job (missing sources,
+unknown columns, types of another kind, missing non-nullable columns) is refused before it
+starts; what only the rows show (NULLs in a non-nullable column, unparseable values) fails the
+job, which then publishes nothing and removes the files its tasks wrote.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from lancens_cli.errors import InvalidInputError, LancensError
+
+FORMATS = ("parquet", "csv", "json", "orc")
+_EXTENSIONS = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".json": "json",
+    ".jsonl": "json",
+    ".ndjson": "json",
+    ".orc": "orc",
+}
+_REMOTE = ("s3://", "gs://")
+
+
+@dataclass
+class Sources:
+    """The input files: local paths for Spark's readers, or one bucket's object paths."""
+
+    fmt: str
+    paths: list[str]
+    base: str | None = None  # `s3://bucket` for remote sources
+
+
+@dataclass
+class IngestResult:
+    sources: list[str]
+    fmt: str
+    target: str
+    mode: str
+    rows: int = 0
+    partitions: list[dict[str, Any]] = field(default_factory=list)
+    manifest_version: int | None = None
+    table_version: int | None = None
+    seconds: float = 0.0
+    spark_start_seconds: float = 0.0
+    dry_run: bool = False
+    title = "ingest"
+
+    @property
+    def created(self) -> int:
+        return sum(1 for p in self.partitions if p.get("created"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sources": self.sources,
+            "format": self.fmt,
+            "target": self.target,
+            "mode": self.mode,
+            "rows": self.rows,
+            "partitions_touched": len(self.partitions),
+            "partitions_created": self.created,
+            "manifest_version": self.manifest_version,
+            "table_version": self.table_version,
+            "seconds": round(self.seconds, 3),
+            "spark_start_seconds": round(self.spark_start_seconds, 3),
+            "dry_run": self.dry_run,
+            "partitions": self.partitions,
+        }
+
+    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
+        header = ["target", "mode", "rows", "partitions", "created", "manifest_version", "seconds"]
+        version = self.manifest_version if self.table_version is None else self.table_version
+        row = [
+            self.target,
+            ("would " if self.dry_run else "") + self.mode,
+            self.rows,
+            len(self.partitions),
+            self.created,
+            version,
+            round(self.seconds, 2),
+        ]
+        return header, [row]
+
+    def summary(self) -> str:
+        verb = "would write" if self.dry_run else "wrote"
+        where = (
+            f"{len(self.partitions)} partition(s) ({self.created} new)"
+            if self.target == "partitioned"
+            else f"table {self.target}"
+        )
+        version = (
+            f", __manifest version {self.manifest_version}"
+            if self.manifest_version is not None and not self.dry_run
+            else ""
+        )
+        return f"{verb} {self.rows} row(s) into {where}{version} in {self.seconds:.1f} s"
+
+
+# --- sources -----------------------------------------------------------------------------------
+
+
+def format_of(path: str) -> str | None:
+    return _EXTENSIONS.get(os.path.splitext(path)[1].lower())
+
+
+def _visible(name: str) -> bool:
+    base = os.path.basename(name.rstrip("/"))
+    return not base.startswith((".", "_"))
+
+
+def resolve_sources(
+    sources: list[str], fmt: str | None, storage: dict[str, str] | None = None
+) -> Sources:
+    """The files behind the arguments (globs expanded, directories walked), and their format."""
+    if not sources:
+        raise InvalidInputError("give at least one SOURCE file, directory or glob")
+    if fmt is not None and fmt not in FORMATS:
+        raise InvalidInputError(f"unknown --format {fmt!r} (use {', '.join(FORMATS)})")
+    remote = [s for s in sources if s.startswith(_REMOTE)]
+    if remote and len(remote) != len(sources):
+        raise InvalidInputError("sources must all be local or all on one object store")
+    if remote:
+        return _remote_sources(sources, fmt, storage or {})
+    files: list[str] = []
+    for source in sources:
+        if source.startswith("file://"):
+            source = source[len("file://") :]
+        if glob.has_magic(source):
+            found = sorted(p for p in glob.glob(source) if os.path.isfile(p))
+            if not found:
+                raise InvalidInputError(f"no file matches {source}")
+            files += found
+        elif os.path.isdir(source):
+            found = sorted(
+                os.path.join(d, n)
+                for d, _, names in os.walk(source)
+                for n in names
+                if _visible(n) and (fmt is not None or format_of(n))
+            )
+            if not found:
+                raise InvalidInputError(f"directory {source} holds no input file")
+            files += found
+        elif os.path.isfile(source):
+            files.append(source)
+        else:
+            raise InvalidInputError(f"source {source} does not exist")
+    return Sources(_format(files, fmt), [os.path.abspath(f) for f in files])
+
+
+def _format(files: list[str], fmt: str | None) -> str:
+    if fmt is not None:
+        return fmt
+    kinds = {format_of(f) for f in files}
+    if None in kinds:
+        raise InvalidInputError(
+            f"cannot tell the format of the sources from their names; use --format "
+            f"({', '.join(FORMATS)})"
+        )
+    if len(kinds) > 1:
+        raise InvalidInputError(f"the sources mix formats ({', '.join(sorted(kinds))})")
+    return kinds.pop()
+
+
+def _remote_sources(sources: list[str], fmt: str | None, storage: dict[str, str]) -> Sources:
+    from lancens_cli.pipeline.files_source import remote_fs
+
+    scheme, _, rest = sources[0].partition("://")
+    bucket = rest.split("/", 1)[0]
+    base = f"{scheme}://{bucket}"
+    if any(not s.startswith(base + "/") and s != base for s in sources):
+        raise InvalidInputError("remote sources must all be in one bucket")
+    fs = remote_fs(base, storage)
+    files: list[str] = []
+    for source in sources:
+        path = source.split("://", 1)[1]
+        if glob.has_magic(path):
+            found = sorted(p for p in fs.glob(path) if fs.isfile(p))
+        elif fs.isdir(path):
+            found = sorted(p for p in fs.find(path) if _visible(p))
+            found = [p for p in found if fmt is not None or format_of(p)]
+        elif fs.exists(path):
+            found = [path]
+        else:
+            raise InvalidInputError(f"source {source} does not exist")
+        if not found:
+            raise InvalidInputError(f"no file matches {source}")
+        files += found
+    return Sources(_format(files, fmt), files, base)
+
+
+# --- the DataFrame -----------------------------------------------------------------------------
+
+
+def source_frame(spark: Any, sources: Sources, target: Any, storage: dict[str, str]) -> Any:
+    """A DataFrame over the sources; CSV and JSON columns typed as the target's."""
+    if sources.base is not None:
+        return _remote_frame(spark, sources, target, storage)
+    reader = spark.read.format(sources.fmt)
+    if sources.fmt == "csv":
+        names = _csv_header(sources.paths[0])
+        reader = reader.option("header", "true").option("mode", "FAILFAST")
+        if target is None:
+            reader = reader.option("inferSchema", "true")
+        else:
+            reader = reader.schema(_struct(names, target))
+    elif sources.fmt == "json" and target is not None:
+        names = spark.read.json(sources.paths).columns  # inference pass: the keys present
+        reader = reader.option("mode", "FAILFAST").schema(_struct(names, target))
+    return reader.load(sources.paths)
+
+
+def _csv_header(path: str) -> list[str]:
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as handle:
+        return next(csv.reader(handle), [])
+
+
+def _struct(names: list[str], target: Any) -> Any:
+    """Spark columns for `names`: the target's types, strings for columns it has not (those
+    are refused by name before the job)."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField, StructType
+
+    types = {f.name: f.type for f in target}
+    return StructType(
+        [StructField(n, from_arrow_type(types.get(n, pa.string())), True) for n in names]
+    )
+
+
+def _remote_frame(spark: Any, sources: Sources, target: Any, storage: dict[str, str]) -> Any:
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from lancens_cli.pipeline.files_source import FilesDataSource, read_batches, remote_fs
+
+    fs = remote_fs(sources.base, storage)
+    with fs.open(sources.paths[0], "rb") as handle:
+        if sources.fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            schema = pq.ParquetFile(handle).schema_arrow
+        else:
+            first = next(read_batches(handle, sources.fmt, None), None)
+            schema = first.schema if first is not None else pa.schema([])
+    if target is not None and sources.fmt in ("csv", "json"):
+        types = {f.name: f.type for f in target}
+        schema = pa.schema([pa.field(f.name, types.get(f.name, f.type)) for f in schema])
+    schema = pa.schema([pa.field(f.name, f.type, True) for f in schema])
+    spark.dataSource.register(FilesDataSource)
+    reader = spark.read.format("lancens_files").schema(from_arrow_schema(schema))
+    reader = reader.option("files", json.dumps(sources.paths)).option("format", sources.fmt)
+    reader = reader.option("base", sources.base)
+    for key, value in storage.items():
+        reader = reader.option(f"storage.{key}", value)
+    return reader.load()
+
+
+# --- the job -----------------------------------------------------------------------------------
+
+
+def target_schema(ns: Any, into: Any) -> tuple[str, Any]:
+    """What the rows go into: ("partitioned", namespace schema) or (table, its schema or None
+    for a table the job creates)."""
+    if into is None:
+        from lancens_cli.service.partition_write import partitioned_target
+
+        _, layout = partitioned_target(ns)
+        return "partitioned", layout.schema
+    from lancens_cli.pipeline.write import refuse_partition_table
+    from lancens_cli.store.tables import open_table
+
+    ns.require_root()
+    snapshot = ns.snapshot()
+    refuse_partition_table(snapshot, into)
+    ref = ns.find_table(into, snapshot)
+    if ref is None:
+        ns.require_namespace(into.parent, snapshot)
+        return into.display(), None
+    return into.display(), open_table(ns.storage, ref.location).schema
+
+
+def ingest(
+    spark_factory: Any,
+    ns: Any,
+    sources_text: list[str],
+    *,
+    fmt: str | None = None,
+    into: Any = None,
+    mode: str = "append",
+    dry_run: bool = False,
+    delimiter: str = ".",
+    debug: bool = False,
+) -> IngestResult:
+    from lancens_cli.pipeline.write import check_columns
+
+    if mode not in ("append", "overwrite"):
+        raise InvalidInputError(f"--mode {mode!r}: use append or overwrite")
+    storage = dict(ns.config.storage_options)
+    sources = resolve_sources(sources_text, fmt, storage)
+    target, schema = target_schema(ns, into)
+    started = time.monotonic()
+    spark = spark_factory()
+    spark_start = time.monotonic() - started
+    result = IngestResult(sources_text, sources.fmt, target, mode, dry_run=dry_run)
+    result.spark_start_seconds = spark_start
+    began = time.monotonic()
+    try:
+        with quiet_job(spark, debug):
+            frame = source_frame(spark, sources, schema, storage)
+            if schema is not None:
+                check_columns(frame.schema, schema)
+            if dry_run:
+                _dry_run(frame, ns, into, schema, result)
+            else:
+                _write(frame, ns, into, mode, delimiter, result)
+    except LancensError:
+        raise
+    except Exception as exc:
+        raise spark_failure(exc) from None
+    result.seconds = time.monotonic() - began
+    return result
+
+
+# Spark error classes that mean the input is at fault (exit 2).
+_INPUT_ERRORS = re.compile(
+    r"\[((?:MALFORMED|CANNOT_PARSE|CAST_INVALID_INPUT|PATH_NOT_FOUND|UNABLE_TO_INFER|"
+    r"INVALID_JSON|FAILED_READ_FILE)[A-Z_.]*)\]([^\n]*)"
+)
+
+
+def spark_failure(exc: BaseException) -> LancensError:
+    """A failed Spark job as one line: ours with its exit code, else the input's fault as
+    Spark names it, else Spark's first line."""
+    from lancens_cli.pipeline.failures import surfaced
+
+    ours = surfaced(exc)
+    if ours is not None:
+        return ours
+    found = _INPUT_ERRORS.search(str(exc))
+    if found:
+        detail = " ".join(found.group(2).split())[:300]
+        return InvalidInputError(f"the input cannot be read: [{found.group(1)}] {detail}")
+    text = next((line.strip() for line in str(exc).splitlines() if line.strip()), repr(exc))
+    return LancensError(f"the Spark job failed: {text[:400]}")
+
+
+@contextmanager
+def quiet_job(spark: Any, debug: bool) -> Iterator[None]:
+    """No JVM stack traces on the user's terminal while the job fails: the command reports
+    the failure in one line (`--debug` keeps Spark's logging)."""
+    if debug:
+        yield
+        return
+    spark.sparkContext.setLogLevel("OFF")
+    try:
+        yield
+    finally:
+        spark.sparkContext.setLogLevel("ERROR")
+
+
+def _write(frame: Any, ns: Any, into: Any, mode: str, delimiter: str, result: IngestResult):
+    handle, report_path = tempfile.mkstemp(prefix="lancens-ingest-", suffix=".json")
+    os.close(handle)
+    try:
+        writer = frame.write.format("lancens").mode(mode).option("root", ns.config.root)
+        for key, value in ns.config.storage_options.items():
+            writer = writer.option(f"storage.{key}", value)
+        writer = writer.option("report", report_path).option("delimiter", delimiter)
+        if into is None:
+            writer.save()
+        else:
+            writer.save(into.display(delimiter))
+        with open(report_path, encoding="utf-8") as report_file:
+            text = report_file.read()
+    finally:
+        os.unlink(report_path)
+    report = json.loads(text) if text else {}
+    result.rows = int(report.get("rows", 0))
+    if into is None:
+        result.partitions = report.get("partitions", [])
+        result.manifest_version = report.get("manifest_version")
+    else:
+        result.table_version = report.get("version")
+        result.partitions = []
+        if report.get("created"):
+            result.mode = "create"
+
+
+def _dry_run(frame: Any, ns: Any, into: Any, schema: Any, result: IngestResult) -> None:
+    """Every row conformed and split as the write would (so bad rows fail here too); the
+    partitions they would touch, and which are new. Nothing is written."""
+    if into is not None or schema is None:
+        result.rows = frame.count()
+        return
+    from lancens_cli.service.partition_write import _LevelIndex, partitioned_target
+
+    snapshot, layout = partitioned_target(ns)
+    spec = layout.current
+    counted = frame.mapInArrow(
+        _partition_counter(layout.schema, spec), "key string, rows long"
+    ).groupBy("key").sum("rows")
+    index = _LevelIndex(snapshot, spec)
+    from lancens_cli.pipeline.write_task import decode_value
+    from lancens_cli.service.partition_write import PartitionTouch, _locate
+
+    fields = [f.field_id for f in spec.fields]
+    for key, rows in counted.collect():
+        values = tuple(decode_value(v) for v in json.loads(key))
+        found = _locate(PartitionTouch(values, None), spec, index)
+        exists = found[-1] is not None and f"{found[-1]}$dataset" in snapshot
+        result.rows += int(rows)
+        result.partitions.append(
+            {
+                "values": dict(zip(fields, json.loads(key), strict=True)),
+                "rows": int(rows),
+                "created": not exists,
+            }
+        )
+    result.partitions.sort(key=lambda p: json.dumps(p["values"], sort_keys=True))
+
+
+def _partition_counter(schema: Any, spec: Any) -> Any:
+    def count(batches: Any) -> Any:
+        import pyarrow as pa
+
+        from lancens_cli.pipeline.failures import carried
+        from lancens_cli.pipeline.write_task import encode_value
+        from lancens_cli.service.partition_write import conform, split_by_partition
+
+        try:
+            for batch in batches:
+                table = conform(pa.Table.from_batches([batch]), schema)
+                touches = split_by_partition(table, spec, schema)
+                keys = [json.dumps([encode_value(v) for v in t.values]) for t in touches]
+                rows = [t.rows.num_rows for t in touches]
+                yield pa.RecordBatch.from_pydict({"key": keys, "rows": rows})
+        except Exception as exc:
+            raise carried(exc) from None
+
+    return count

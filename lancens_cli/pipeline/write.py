@@ -1,0 +1,386 @@
+"""Writes through the `lancens` data source: `df.write.format("lancens")...save()`.
+
+`save()` with no identifier writes into the partitioned namespace at the root; `save("ns.t")`
+writes a plain table (created when missing, else appended to or overwritten). The writer is
+made on the driver from one `__manifest` snapshot, its tasks write fragments
+(`write_task.py`), and `commit()` on the driver commits them through the same path
+`lancens write` takes (`service.partition_write.commit_touches`): each partition table's
+commit, then one `__manifest` commit. `mode("overwrite")` replaces the contents of the
+partitions the job touches only. A failed or aborted job publishes nothing and removes the
+files its tasks wrote; a killed driver publishes nothing (`check --fix` removes its debris).
+
+Options beyond the data source's own: `report` (a local path: `commit()` writes what it
+committed there as JSON, for `lancens ingest`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+
+from lancens_cli.pipeline.options import SourceOptions
+from lancens_cli.pipeline.write_task import WritePlan
+
+WRITE_OPTIONS = frozenset(("report",))
+
+
+@dataclass
+class LancensCommitMessage(WriterCommitMessage):
+    """One task's written fragments, as JSON text (it must pickle)."""
+
+    payload: str
+
+
+class LancensWriter(DataSourceArrowWriter):
+    """Tasks write fragments, the driver commits them in one `__manifest` commit."""
+
+    def __init__(self, opts: SourceOptions, schema: Any, overwrite: bool) -> None:
+        from lancens_cli.pipeline.failures import carried
+
+        self.opts = opts
+        self.overwrite = overwrite
+        try:
+            self.plan = _plan(opts, schema, overwrite)
+        except Exception as exc:
+            raise carried(exc) from None
+
+    def write(self, iterator: Any) -> LancensCommitMessage:
+        from lancens_cli.pipeline.write_task import run_task
+
+        return LancensCommitMessage(run_task(self.plan, iterator))
+
+    def commit(self, messages: list[Any]) -> None:
+        from lancens_cli.pipeline.failures import carried
+
+        entries = _entries(messages)
+        try:
+            if self.plan.spec is None:
+                report = _commit_plain(self.opts, self.plan, entries)
+            else:
+                report = _commit_partitioned(self.opts, self.plan, entries)
+        except BaseException as exc:
+            _clean_up(self.plan, entries)
+            raise carried(exc) from None
+        path = self.opts.extra.get("report")
+        if path:
+            try:
+                with open(path, "w", encoding="utf-8") as handle:
+                    json.dump(report, handle)
+            except OSError:
+                pass  # committed all the same; only the summary is lost
+
+    def abort(self, messages: list[Any]) -> None:
+        _clean_up(self.plan, _entries(messages))
+
+
+def _entries(messages: list[Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for message in messages or []:
+        if isinstance(message, LancensCommitMessage):
+            found += json.loads(message.payload)
+    return found
+
+
+# --- planning (driver, when the writer is made) ----------------------------------------------
+
+
+def _plan(opts: SourceOptions, spark_schema: Any, overwrite: bool) -> WritePlan:
+    import secrets
+
+    ns = opts.namespace()
+    job_id = secrets.token_hex(16)
+    ident = opts.ident()
+    if ident is None:
+        from lancens_cli.service.partition_write import _LevelIndex, partitioned_target
+
+        snapshot, layout = partitioned_target(ns)
+        check_columns(spark_schema, layout.schema)
+        spec = layout.current
+        prefix = spec.namespace + "$"
+        tables = {
+            row["object_id"]: row["location"]
+            for row in snapshot.rows
+            if row["object_type"] == "table" and row["object_id"].startswith(prefix)
+        }
+        children = _LevelIndex(snapshot, spec).children
+        return WritePlan(
+            opts.properties(), job_id, layout.schema, spec, children, tables, None, overwrite
+        )
+    return _plan_plain(opts, ns, ident, spark_schema, job_id, overwrite)
+
+
+def _plan_plain(
+    opts: SourceOptions, ns: Any, ident: Any, spark_schema: Any, job_id: str, overwrite: bool
+) -> WritePlan:
+    from lancens_cli.service.create import new_table_location
+    from lancens_cli.store.tables import is_v2_location, open_table
+
+    ns.require_root()
+    snapshot = ns.snapshot()
+    refuse_partition_table(snapshot, ident)
+    ref = ns.find_table(ident, snapshot)
+    if ref is not None:
+        dataset = open_table(ns.storage, ref.location)
+        check_columns(spark_schema, dataset.schema)
+        return WritePlan(
+            opts.properties(), job_id, dataset.schema, location=ref.location, overwrite=overwrite
+        )
+    if ident.is_root:
+        from lancens_cli.errors import InvalidInputError
+
+        raise InvalidInputError("a table needs a name")
+    ns.require_namespace(ident.parent, snapshot)
+    if len(ident.parts) > 1:
+        ns.require_manifest("a table in a child namespace")
+    ns.require_writable(snapshot)
+    location = new_table_location(ns, ident, snapshot)
+    if is_v2_location(location):
+        location = f"{job_id[:8]}_{ident.object_id}"
+    return WritePlan(
+        opts.properties(), job_id, arrow_schema(spark_schema), location=location, create=True
+    )
+
+
+def refuse_partition_table(snapshot: Any, ident: Any) -> None:
+    """A table below a spec-version namespace is a partition: its rows go in through the
+    partitioned write (`save()` with no identifier), which keeps them in their partition."""
+    from lancens_cli.errors import InvalidInputError
+    from lancens_cli.service.partitioning import layout_of
+
+    layout = layout_of(snapshot) if snapshot.exists else None
+    if layout is None or ident.is_root:
+        return
+    if ident.parts[0] in {spec.namespace for spec in layout.specs}:
+        raise InvalidInputError(
+            f"{ident.display()} is inside the partitioned namespace's {ident.parts[0]}: write "
+            "into the root (no identifier), and the rows go to their partitions"
+        )
+
+
+def arrow_schema(spark_schema: Any) -> Any:
+    """The Arrow schema Spark hands the writer for rows of this Spark schema."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(spark_schema, timezone="UTC")
+
+
+def check_columns(spark_schema: Any, target: Any) -> None:
+    """Refuse, before any task runs, input the target cannot take (unknown or missing
+    non-nullable columns, types of another kind)."""
+    from lancens_cli.errors import InvalidInputError
+
+    names = set(target.names)
+    given = {f.name: f for f in arrow_schema(spark_schema)}
+    unknown = [n for n in given if n not in names]
+    if unknown:
+        raise InvalidInputError(f"the input has columns the target schema has not: {unknown}")
+    for f in target:
+        if f.name not in given:
+            if not f.nullable:
+                raise InvalidInputError(f"the input lacks the non-nullable column {f.name!r}")
+            continue
+        have = given[f.name].type
+        if _kind(have) != _kind(f.type):
+            raise InvalidInputError(f"column {f.name!r} is {have}, the target has {f.type}")
+
+
+def _kind(arrow_type: Any) -> str:
+    import pyarrow.types as t
+
+    checks = (
+        ("integer", t.is_integer),
+        ("number", t.is_floating),
+        ("number", t.is_decimal),
+        ("string", lambda x: t.is_string(x) or t.is_large_string(x)),
+        ("binary", lambda x: t.is_binary(x) or t.is_large_binary(x)),
+        ("boolean", t.is_boolean),
+        ("date", t.is_date),
+        ("timestamp", t.is_timestamp),
+    )
+    for name, check in checks:
+        if check(arrow_type):
+            return name
+    return str(arrow_type)
+
+
+# --- commits (driver) --------------------------------------------------------------------------
+
+
+def _commit_partitioned(
+    opts: SourceOptions, plan: WritePlan, entries: list[dict[str, Any]]
+) -> dict[str, Any]:
+    from lance.fragment import FragmentMetadata
+
+    from lancens_cli.errors import ConcurrentModificationError
+    from lancens_cli.pipeline.write_task import decode_value
+    from lancens_cli.service.partition_write import (
+        PartitionTouch,
+        PartitionWrite,
+        commit_touches,
+        partitioned_target,
+        value_key,
+    )
+
+    ns = opts.namespace()
+    snapshot, layout = partitioned_target(ns)
+    spec = layout.current
+    if spec.id != plan.spec.id:
+        raise ConcurrentModificationError(
+            f"partition spec v{spec.id} was added during the job (its rows were split by "
+            f"v{plan.spec.id}); nothing was published: run the job again"
+        )
+    merged: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        found = merged.setdefault(entry["table_id"], {**entry, "fragments": [], "rows": 0})
+        found["fragments"] += entry["fragments"]
+        found["rows"] += entry["rows"]
+    touches = []
+    fresh: dict[tuple[str, Any], str] = {}
+    for entry in merged.values():
+        values = tuple(decode_value(v) for v in entry["values"])
+        touch = PartitionTouch(
+            values,
+            None,
+            path=list(entry["path"]),
+            table_id=entry["table_id"],
+            location=entry["location"],
+            created=entry["created"],
+            fragments=[FragmentMetadata.from_json(json.dumps(f)) for f in entry["fragments"]],
+            num_rows=entry["rows"],
+            overwrite=plan.overwrite,
+            schema=layout.schema,
+        )
+        if touch.created:
+            parent = spec.namespace
+            for value, object_id in zip(values, touch.path, strict=True):
+                if object_id not in snapshot:
+                    fresh[(parent, value_key(value))] = object_id
+                parent = object_id
+        touches.append(touch)
+    rows = sum(t.num_rows for t in touches)
+    result = PartitionWrite(spec.id, rows, touches, [f.field_id for f in spec.fields])
+    commit_touches(ns, snapshot, layout, result, fresh)
+    return {
+        "target": "partitioned",
+        "mode": "overwrite" if plan.overwrite else "append",
+        **result.to_json(),
+    }
+
+
+def _commit_plain(
+    opts: SourceOptions, plan: WritePlan, entries: list[dict[str, Any]]
+) -> dict[str, Any]:
+    import lance
+    from lance.fragment import FragmentMetadata
+
+    from lancens_cli.errors import InvalidTableStateError, lance_message
+    from lancens_cli.service.create import register_new_table
+    from lancens_cli.service.partition_write import commit_new_table
+
+    ns = opts.namespace()
+    ident = opts.ident()
+    fragments = [
+        FragmentMetadata.from_json(json.dumps(f)) for e in entries for f in e["fragments"]
+    ]
+    rows = sum(e["rows"] for e in entries)
+    snapshot = ns.snapshot()
+    ref = ns.find_table(ident, snapshot)
+    report: dict[str, Any] = {
+        "target": "table",
+        "table": ident.display(opts.delimiter),
+        "location": plan.location,
+        "rows": rows,
+    }
+    if plan.create:
+        from lancens_cli.store.tables import VERSIONS_DIR
+
+        if ref is not None and ns.storage.exists(f"{ref.location}/{VERSIONS_DIR}"):
+            from lancens_cli.errors import TableAlreadyExistsError
+
+            raise TableAlreadyExistsError(f"table {ident.display()} was created during the job")
+        dataset = commit_new_table(ns.storage, plan.location, fragments, plan.schema)
+        register_new_table(ns, ident, plan.location)
+        report.update(mode="create", version=dataset.version, created=True)
+        return report
+    if ref is None or ref.location != plan.location:
+        from lancens_cli.errors import TableNotFoundError
+
+        raise TableNotFoundError(f"table {ident.display()} was dropped or moved during the job")
+    uri = ns.storage.uri(plan.location)
+    operation = (
+        lance.LanceOperation.Overwrite(plan.schema, fragments)
+        if plan.overwrite
+        else lance.LanceOperation.Append(fragments)
+    )
+    try:
+        latest = lance.dataset(uri, storage_options=ns.storage.lance_options).version
+        dataset = lance.LanceDataset.commit(
+            uri, operation, read_version=latest, storage_options=ns.storage.lance_options
+        )
+    except (ValueError, OSError, RuntimeError) as exc:
+        raise InvalidTableStateError(
+            f"cannot commit to table {ident.display()}: {lance_message(exc)}"
+        ) from None
+    report.update(
+        mode="overwrite" if plan.overwrite else "append", version=dataset.version, created=False
+    )
+    return report
+
+
+def _clean_up(plan: WritePlan, entries: list[dict[str, Any]]) -> None:
+    """Remove what the job's tasks wrote: their data files, and the job's new table
+    directories that nothing published."""
+    from lancens_cli.pipeline.write_task import delete_written
+    from lancens_cli.service.namespace import Namespace
+
+    ns = Namespace.from_properties(plan.root_properties)
+    storage = ns.storage
+    try:
+        published = set(ns.snapshot().locations()) if ns.config.manifest_enabled else set()
+    except Exception:
+        published = None  # cannot tell what is published: leave the directories be
+    delete_written(storage, _unreferenced(storage, entries))
+    if published is None:
+        return
+    keep = published
+    shared = plan.create and plan.location and plan.location not in keep
+    if shared and not any(True for _ in storage.walk_files(plan.location)):
+        storage.delete_tree(plan.location)  # the `<name>.lance` our tasks started, now empty
+    for entry in storage.list_dir():
+        if entry.is_dir and entry.name.startswith(plan.prefix + "_") and entry.name not in keep:
+            storage.delete_tree(entry.name)
+
+
+def _unreferenced(storage: Any, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries' fragments that no version of their table references.
+
+    A commit that failed half-way (Spark then also calls `abort()`) may have committed some
+    partition tables already: those versions are unpublished, and the next write sets them
+    aside, but their files stay, so that every version of the table remains readable.
+    """
+    from lancens_cli.store.tables import VERSIONS_DIR, open_table
+
+    tracked: dict[str, set[str]] = {}
+    kept = []
+    for entry in entries:
+        location = entry["location"]
+        if location not in tracked:
+            tracked[location] = set()
+            if storage.exists(f"{location}/{VERSIONS_DIR}"):
+                try:
+                    files = open_table(storage, location).tracked_files().read_all()
+                    tracked[location] = set(files.column("path").to_pylist())
+                except Exception:
+                    tracked[location] = {"*"}  # unreadable: delete nothing of it
+        if "*" in tracked[location]:
+            continue
+        fragments = [
+            f
+            for f in entry.get("fragments", [])
+            if not any(f"data/{d['path']}" in tracked[location] for d in f.get("files", []))
+        ]
+        kept.append({**entry, "fragments": fragments})
+    return kept

@@ -1,0 +1,218 @@
+"""What one Spark task of a `lancens` write does (on an executor).
+
+The task conforms its Arrow batches to the target schema, splits them by the current partition
+spec (the same code `lancens write` runs), and writes Lance fragments into the partition
+tables, a bounded chunk at a time, so a worker holds at most one chunk of its input split.
+Nothing is committed here: the fragments travel to the driver in the commit message. A task
+that fails removes the files it wrote before it fails.
+
+New partitions get their table directory from the job id and the partition values alone, so
+every task writing the same new partition writes into the same directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+_BASE36 = "abcdefghijklmnopqrstuvwxyz0123456789"
+CHUNK_ROWS = 1 << 20  # rows of input a task splits and writes at once
+CHUNK_BYTES = 128 << 20
+WRITERS = 4  # partition tables a task writes at once
+
+
+@dataclass
+class WritePlan:
+    """What the driver resolved when the writer was made; pickled to every task."""
+
+    root_properties: dict[str, Any]
+    job_id: str  # 32 hex digits; its first 8 prefix every new table directory of the job
+    schema: Any  # the pyarrow schema rows are conformed to
+    spec: Any = None  # the current PartitionSpec (None: a plain table)
+    children: dict[tuple[str, Any], str] = field(default_factory=dict)  # level index
+    tables: dict[str, str] = field(default_factory=dict)  # partition table id -> location
+    location: str | None = None  # a plain table's directory
+    overwrite: bool = False
+    create: bool = False  # a plain table this job creates
+
+    @property
+    def prefix(self) -> str:
+        return self.job_id[:8]
+
+    def new_location(self, object_id: str) -> str:
+        """The V2 `<8 hex>_<object id>` directory of a table this job creates."""
+        return f"{self.prefix}_{object_id}"
+
+    def child_name(self, parent: str, value: Any) -> str:
+        """A new partition namespace's 16-character base36 name, the same in every task."""
+        text = f"{self.job_id}\0{parent}\0{type(value).__name__}\0{value!r}"
+        number = int.from_bytes(hashlib.sha256(text.encode()).digest()[:16], "big")
+        chars = []
+        for _ in range(16):
+            number, digit = divmod(number, 36)
+            chars.append(_BASE36[digit])
+        return "".join(chars)
+
+
+def encode_value(value: Any) -> Any:
+    """A partition value as JSON (dates and times keep their type)."""
+    import datetime as dt
+    import decimal
+
+    if isinstance(value, dt.datetime):
+        return {"datetime": value.isoformat()}
+    if isinstance(value, dt.date):
+        return {"date": value.isoformat()}
+    if isinstance(value, bytes):
+        return {"bytes": value.hex()}
+    if isinstance(value, decimal.Decimal):
+        return {"decimal": str(value)}
+    return value
+
+
+def decode_value(value: Any) -> Any:
+    import datetime as dt
+    import decimal
+
+    if not isinstance(value, dict):
+        return value
+    kind, text = next(iter(value.items()))
+    if kind == "datetime":
+        return dt.datetime.fromisoformat(text)
+    if kind == "date":
+        return dt.date.fromisoformat(text)
+    if kind == "bytes":
+        return bytes.fromhex(text)
+    return decimal.Decimal(text)
+
+
+def _chunks(batches: Iterator[Any]) -> Iterator[list[Any]]:
+    pending: list[Any] = []
+    rows = size = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        pending.append(batch)
+        rows += batch.num_rows
+        size += batch.nbytes
+        if rows >= CHUNK_ROWS or size >= CHUNK_BYTES:
+            yield pending
+            pending, rows, size = [], 0, 0
+    if pending:
+        yield pending
+
+
+class _Written:
+    """The fragments one task wrote, by table; JSON for the commit message."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, key: str, entry: dict[str, Any], fragments: list[Any], rows: int) -> None:
+        with self._lock:
+            found = self.entries.setdefault(key, {**entry, "fragments": [], "rows": 0})
+            found["fragments"] += [f.to_json() for f in fragments]
+            found["rows"] += rows
+
+    def to_text(self) -> str:
+        return json.dumps(list(self.entries.values()))
+
+
+def run_task(plan: WritePlan, batches: Iterator[Any]) -> str:
+    """Write the task's rows as fragments; the commit message's JSON text."""
+    from lancens_cli.pipeline.failures import carried
+
+    written = _Written()
+    storage = _storage(plan)
+    try:
+        for chunk in _chunks(batches):
+            if plan.spec is None:
+                _write_plain(plan, storage, chunk, written)
+            else:
+                _write_partitioned(plan, storage, chunk, written)
+    except BaseException as exc:
+        delete_written(storage, json.loads(written.to_text()))
+        raise carried(exc) from None
+    return written.to_text()
+
+
+def _storage(plan: WritePlan) -> Any:
+    from lancens_cli.service.namespace import Namespace
+
+    return Namespace.from_properties(plan.root_properties).storage
+
+
+def _table(plan: WritePlan, chunk: list[Any]) -> Any:
+    import pyarrow as pa
+
+    from lancens_cli.service.partition_write import conform
+
+    return conform(pa.Table.from_batches(chunk), plan.schema)
+
+
+def _write_fragments(storage: Any, location: str, rows: Any, schema: Any) -> list[Any]:
+    import lance
+
+    return lance.fragment.write_fragments(
+        rows, storage.uri(location), schema=schema, storage_options=storage.lance_options
+    )
+
+
+def _write_plain(plan: WritePlan, storage: Any, chunk: list[Any], written: _Written) -> None:
+    table = _table(plan, chunk)
+    fragments = _write_fragments(storage, plan.location, table, plan.schema)
+    written.add(plan.location, {"location": plan.location}, fragments, table.num_rows)
+
+
+def _write_partitioned(plan: WritePlan, storage: Any, chunk: list[Any], written: _Written) -> None:
+    from lancens_cli.service.partition_write import split_by_partition
+
+    table = _table(plan, chunk)
+    placed = [_place(plan, touch) for touch in split_by_partition(table, plan.spec, plan.schema)]
+
+    def write(item: tuple[Any, dict[str, Any]]) -> None:
+        touch, entry = item
+        fragments = _write_fragments(storage, entry["location"], touch.rows, plan.schema)
+        written.add(entry["table_id"], entry, fragments, touch.rows.num_rows)
+
+    # Partition tables side by side, as `write` does: Lance encodes and writes outside the GIL.
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        for _ in pool.map(write, placed):
+            pass
+
+
+def _place(plan: WritePlan, touch: Any) -> tuple[Any, dict[str, Any]]:
+    """The partition's table: the existing one, or the job's directory for a new one."""
+    from lancens_cli.service.partition_write import TABLE_NAME, value_key
+
+    parent, path, new = plan.spec.namespace, [], False
+    for value in touch.values:
+        child = None if new else plan.children.get((parent, value_key(value)))
+        if child is None:
+            new = True
+            child = f"{parent}${plan.child_name(parent, value)}"
+        path.append(child)
+        parent = child
+    table_id = f"{parent}${TABLE_NAME}"
+    entry = {
+        "table_id": table_id,
+        "location": plan.tables.get(table_id) or plan.new_location(table_id),
+        "created": table_id not in plan.tables,
+        "path": path,
+        "values": [encode_value(v) for v in touch.values],
+    }
+    return touch, entry
+
+
+def delete_written(storage: Any, entries: list[dict[str, Any]]) -> None:
+    """Remove the data files the entries list (a failed task's, an aborted job's)."""
+    for entry in entries:
+        for fragment in entry.get("fragments", []):
+            for data_file in fragment.get("files", []):
+                storage.delete_file(f"{entry['location']}/data/{data_file['path']}")

@@ -1,0 +1,469 @@
+"""`lancens ingest` and writes through the `lancens` Spark data source, on a real local Spark.
+
+Rows are read back with pylance at the versions `__manifest` publishes; the reference
+`DirectoryNamespace` opens every partition table; failures (a failing task, a killed driver,
+bad input) publish nothing and leave no files once `check --fix` has run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import lance
+import lance_namespace as ln
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+from conftest import invoke, run_cli, tree_snapshot
+from lance.namespace import DirectoryNamespace
+
+pytestmark = pytest.mark.spark
+
+SPEC = ["--field", "year(event_date) as event_year", "--field", "bucket(8, customer_id) as cb"]
+MASTER = ["--master", "local[2]"]
+# Iceberg's golden value: murmur3_32 of the long 34 is 2017239379 (spec, Appendix B)
+GOLDEN_BUCKET_34 = (2017239379 & 0x7FFFFFFF) % 8
+
+
+def events(n: int, seed: int = 0, start: int = 0) -> pa.Table:
+    rng = random.Random(seed)
+    return pa.table(
+        {
+            "id": pa.array(range(start, start + n), pa.int64()),
+            "event_date": pa.array(
+                [dt.date(2023, 6, 1) + dt.timedelta(days=rng.randrange(700)) for _ in range(n)],
+                pa.date32(),
+            ),
+            "country": pa.array([rng.choice(["US", "DE", None]) for _ in range(n)], pa.string()),
+            "customer_id": pa.array([rng.randrange(100) for _ in range(n)], pa.int64()),
+        }
+    )
+
+
+def schema_file(tmp_path: Path, nullable_id: bool = True) -> str:
+    schema = events(1).schema
+    if not nullable_id:
+        schema = schema.set(0, schema.field(0).with_nullable(False))
+    path = tmp_path / "schema.parquet"
+    pq.write_table(pa.Table.from_batches([], schema), path)
+    return str(path)
+
+
+def ok(root, *args):
+    result = invoke(*root.args, *args)
+    assert result.exit_code == 0, result.stderr
+    return result
+
+
+@pytest.fixture
+def partitioned(local_root, tmp_path, spark):
+    ok(local_root, "add-partition-spec", "--schema", schema_file(tmp_path), *SPEC)
+    return local_root
+
+
+def write_parquet(tmp_path: Path, name: str, table: pa.Table) -> str:
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path)
+    return str(path)
+
+
+def table_rows(root) -> list[dict]:
+    ds = lance.dataset(str(root.local_path / "__manifest"))
+    rows = ds.to_table(filter="object_type = 'table'").to_pylist()
+    return sorted(rows, key=lambda r: r["object_id"])
+
+
+def manifest_version(root) -> int:
+    return lance.dataset(str(root.local_path / "__manifest")).version
+
+
+def published(root) -> dict[str, pa.Table]:
+    """Each partition table's rows at the read_version `__manifest` publishes."""
+    found = {}
+    for row in table_rows(root):
+        if row["object_id"].startswith("v1$"):
+            ds = lance.dataset(str(root.local_path / row["location"]), version=row["read_version"])
+            found[row["object_id"]] = (row, ds.to_table())
+    return found
+
+
+def published_ids(root) -> list[int]:
+    return sorted(i for _, t in published(root).values() for i in t.column("id").to_pylist())
+
+
+def assert_rows_in_their_partitions(root) -> None:
+    """Every row lies in the partition its transforms give; the reference opens each table."""
+    from lancens_cli.partition.murmur import bucket_of, hash_array
+
+    reference = DirectoryNamespace(**{**root.properties, "dir_listing_enabled": "false"})
+    seen_golden = False
+    for object_id, (row, rows) in published(root).items():
+        years = {d.year for d in rows.column("event_date").to_pylist()}
+        assert years == {row["partition_field_event_year"]}
+        buckets = set(bucket_of(hash_array(rows.column("customer_id")), 8).to_pylist())
+        assert buckets == {row["partition_field_cb"]}
+        if 34 in rows.column("customer_id").to_pylist():
+            assert row["partition_field_cb"] == GOLDEN_BUCKET_34
+            seen_golden = True
+        described = reference.describe_table(ln.DescribeTableRequest(id=object_id.split("$")))
+        opened = lance.dataset(described.location, version=row["read_version"])
+        assert opened.count_rows() == rows.num_rows
+    assert seen_golden
+
+
+def test_ingest_reads_back_in_the_right_partitions(partitioned, tmp_path):
+    source = events(3000, seed=1)
+    path = write_parquet(tmp_path, "in/a.parquet", source)
+    before = manifest_version(partitioned)
+    result = ok(partitioned, "--json", "ingest", path, *MASTER)
+    report = result.json()
+    assert report["rows"] == 3000
+    assert (
+        report["partitions_touched"] == report["partitions_created"] == len(table_rows(partitioned))
+    )
+    assert report["manifest_version"] == manifest_version(partitioned) == before + 1
+    assert published_ids(partitioned) == list(range(3000))
+    assert_rows_in_their_partitions(partitioned)
+    check = ok(partitioned, "--json", "check")
+    assert check.json()["healthy"]
+
+
+def test_append_twice_is_the_union_and_overwrite_replaces_touched_partitions(partitioned, tmp_path):
+    first = write_parquet(tmp_path, "a.parquet", events(2000, seed=2))
+    second = write_parquet(tmp_path, "b.parquet", events(2000, seed=3, start=2000))
+    ok(partitioned, "ingest", first, *MASTER)
+    ok(partitioned, "ingest", second, *MASTER)
+    assert published_ids(partitioned) == list(range(4000))
+    assert_rows_in_their_partitions(partitioned)
+    before = {oid: t for oid, (_, t) in published(partitioned).items()}
+
+    # an overwrite with rows of 2024 only: the 2024 partitions hold just them, the rest stay
+    replacement = events(500, seed=4, start=10_000)
+    keep = [d.year == 2024 for d in replacement.column("event_date").to_pylist()]
+    replacement = replacement.filter(pa.array(keep))
+    path = write_parquet(tmp_path, "c.parquet", replacement)
+    report = ok(partitioned, "--json", "ingest", path, "--mode", "overwrite", *MASTER).json()
+    assert report["mode"] == "overwrite"
+    after = published(partitioned)
+    for object_id, (row, rows) in after.items():
+        if row["partition_field_event_year"] == 2024:
+            assert all(i >= 10_000 for i in rows.column("id").to_pylist())
+        else:
+            assert rows.equals(before[object_id]), object_id
+    new_ids = sorted(replacement.column("id").to_pylist())
+    assert [i for i in published_ids(partitioned) if i >= 10_000] == new_ids
+    untouched = [
+        t for t in before.values() if 2024 not in {d.year for d in t["event_date"].to_pylist()}
+    ]
+    assert sum(t.num_rows for t in untouched) + len(new_ids) == len(published_ids(partitioned))
+    assert_rows_in_their_partitions(partitioned)
+
+
+def test_csv_json_directories_globs_and_dry_run(partitioned, tmp_path):
+    data = events(600, seed=5)
+    csv_dir = tmp_path / "csv"
+    csv_dir.mkdir()
+    for i in range(2):
+        pcsv.write_csv(data.slice(i * 300, 300), csv_dir / f"part-{i}.csv")
+    json_path = tmp_path / "rows.jsonl"
+    more = events(200, seed=6, start=600)
+    json_path.write_text(
+        "".join(
+            json.dumps({k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in r.items()})
+            + "\n"
+            for r in more.to_pylist()
+        )
+    )
+    before = tree_snapshot(partitioned.local_path)
+    dry = ok(partitioned, "--json", "ingest", str(csv_dir), "--dry-run", *MASTER).json()
+    assert dry["dry_run"] and dry["rows"] == 600 and dry["partitions_created"] > 0
+    assert tree_snapshot(partitioned.local_path) == before
+    report = ok(partitioned, "--json", "ingest", str(csv_dir), *MASTER).json()
+    assert report["rows"] == 600 and report["partitions_touched"] == dry["partitions_touched"]
+    ok(partitioned, "ingest", str(tmp_path / "*.jsonl"), "--format", "json", *MASTER)
+    assert published_ids(partitioned) == list(range(800))
+    assert_rows_in_their_partitions(partitioned)
+
+
+def test_plain_table_create_append_overwrite(partitioned, tmp_path):
+    path = write_parquet(tmp_path, "t.parquet", events(100, seed=7))
+    created = ok(partitioned, "--json", "ingest", path, "--into", "plain", *MASTER).json()
+    assert created["mode"] == "create" and created["rows"] == 100
+    ok(partitioned, "ingest", path, "--into", "plain", *MASTER)
+    described = ok(partitioned, "--json", "describe", "plain").json()
+    assert described["details"]["rows"] == 200
+    ok(partitioned, "ingest", path, "--into", "plain", "--mode", "overwrite", *MASTER)
+    described = ok(partitioned, "--json", "describe", "plain").json()
+    assert described["details"]["rows"] == 100 and described["details"]["version"] == 3
+    ids = [r["object_id"] for r in table_rows(partitioned)]
+    assert "plain" in ids
+    reference = DirectoryNamespace(**{**partitioned.properties, "dir_listing_enabled": "false"})
+    assert reference.describe_table(ln.DescribeTableRequest(id=["plain"])).location
+
+
+def test_failed_task_publishes_nothing_and_leaves_no_files(partitioned, tmp_path, spark):
+    from pyspark.sql.functions import udf
+    from pyspark.sql.types import LongType
+
+    ok(partitioned, "ingest", write_parquet(tmp_path, "a.parquet", events(500, seed=8)), *MASTER)
+    before = tree_snapshot(partitioned.local_path)
+    version = manifest_version(partitioned)
+
+    @udf(LongType())
+    def explode(value):
+        if value == 1234:
+            raise ValueError("injected task failure")
+        return value
+
+    frame = spark.read.parquet(write_parquet(tmp_path, "b.parquet", events(2000, seed=9)))
+    frame = frame.repartition(4).withColumn("id", explode("id") + 1000)
+    with pytest.raises(Exception, match="injected task failure"):
+        frame.write.format("lancens").option("root", partitioned.uri).mode("append").save()
+    assert manifest_version(partitioned) == version
+    ok(partitioned, "check", "--fix", "--grace-minutes", "0")
+    assert tree_snapshot(partitioned.local_path) == before
+
+
+def test_bad_input_is_one_line_exit_2_and_changes_nothing(local_root, tmp_path, spark):
+    ok(local_root, "add-partition-spec", "--schema", schema_file(tmp_path, False), *SPEC)
+    good = events(50, seed=10)
+    cases = {
+        "mismatch": good.set_column(0, "id", pa.array([str(i) for i in range(50)])),
+        "unknown": good.append_column("extra", pa.array(range(50))),
+        "null": good.set_column(0, "id", pa.array([None, *range(1, 50)], pa.int64())),
+    }
+    before = tree_snapshot(local_root.local_path)
+    for name, table in cases.items():
+        path = write_parquet(tmp_path, f"{name}.parquet", table)
+        result = invoke(*local_root.args, "ingest", path, *MASTER)
+        assert result.exit_code == 2, (name, result.stderr)
+        errors = [line for line in result.stderr.splitlines() if line.startswith("lancens: error")]
+        assert len(errors) == 1 and "Traceback" not in result.stderr, (name, result.stderr)
+        assert len(result.stderr.strip().splitlines()) <= 2, result.stderr  # note + error
+        assert tree_snapshot(local_root.local_path) == before, name
+    assert "NULL" in errors[0] or "nullable" in errors[0]
+    missing = invoke(*local_root.args, "ingest", str(tmp_path / "nope.parquet"), *MASTER)
+    assert missing.exit_code == 2 and "does not exist" in missing.stderr
+    unparseable = tmp_path / "bad.csv"
+    unparseable.write_text("id,event_date,country,customer_id\nx1,2024-01-01,US,3\n")
+    result = invoke(*local_root.args, "ingest", str(unparseable), *MASTER)
+    assert result.exit_code == 2 and "cannot be read" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) <= 2  # the progress note and the error
+    assert tree_snapshot(local_root.local_path) == before
+    good_path = write_parquet(tmp_path, "good.parquet", good)
+    inside = invoke(*local_root.args, "ingest", good_path, "--into", "v1.x.dataset", *MASTER)
+    assert inside.exit_code == 2 and "partitioned namespace" in inside.stderr
+    assert tree_snapshot(local_root.local_path) == before
+
+
+@pytest.mark.s3
+def test_ingest_on_s3(s3_root, tmp_path, spark, moto_endpoint):
+    import boto3
+    from conftest import S3_KEY, S3_SECRET
+
+    ok(s3_root, "add-partition-spec", "--schema", schema_file(tmp_path), *SPEC)
+    local = write_parquet(tmp_path, "a.parquet", events(400, seed=11))
+    report = ok(s3_root, "--json", "ingest", local, *MASTER).json()
+    assert report["rows"] == 400
+    bucket = s3_root.uri.split("/")[2]
+    client = boto3.client(
+        "s3",
+        endpoint_url=moto_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id=S3_KEY,
+        aws_secret_access_key=S3_SECRET,
+    )
+    client.upload_file(
+        write_parquet(tmp_path, "b.parquet", events(300, seed=12, start=400)),
+        bucket,
+        "input/b.parquet",
+    )
+    remote = ok(s3_root, "--json", "ingest", f"s3://{bucket}/input/", *MASTER).json()
+    assert remote["rows"] == 300
+    ns = DirectoryNamespace(**{**s3_root.properties, "dir_listing_enabled": "false"})
+    ids = []
+    options = s3_root.storage_options
+    for row in invoke(*s3_root.args, "--json", "partitions").json()["partitions"]:
+        location = ns.describe_table(ln.DescribeTableRequest(id=row["table"].split("."))).location
+        ds = lance.dataset(location, version=row["read_version"], storage_options=options)
+        ids += ds.to_table(columns=["id"]).column("id").to_pylist()
+    assert sorted(ids) == list(range(700))
+
+
+@pytest.mark.slow
+def test_concurrent_write_loses_nothing(partitioned, tmp_path, spark):
+    path = write_parquet(tmp_path, "big.parquet", events(20_000, seed=13))
+    extra = [
+        write_parquet(tmp_path, f"w{i}.parquet", events(300, seed=20 + i, start=100_000 + i * 300))
+        for i in range(3)
+    ]
+    failures = []
+
+    def writes():
+        for item in extra:
+            result = run_cli(*partitioned.args, "write", "--from", item)
+            if result.exit_code != 0:
+                failures.append(result.stderr)
+
+    thread = threading.Thread(target=writes)
+    thread.start()
+    frame = spark.read.parquet(path).repartition(8)
+    for _ in range(3):
+        frame.write.format("lancens").option("root", partitioned.uri).mode("append").save()
+        frame = frame.withColumn("id", frame["id"] + 20_000)
+    thread.join()
+    assert not failures
+    expected = sorted([*range(60_000), *range(100_000, 100_900)])
+    assert published_ids(partitioned) == expected
+    assert_rows_in_their_partitions(partitioned)
+
+
+@pytest.mark.slow
+def test_real_process_ingest_and_killed_driver(partitioned, tmp_path):
+    path = write_parquet(tmp_path, "a.parquet", events(200, seed=14))
+    env = {"LANCENS_SPARK_MASTER": "local[2]"}
+    done = run_cli(*partitioned.args, "--json", "ingest", path, env=env)
+    assert done.exit_code == 0, done.stderr
+    assert done.json()["rows"] == 200
+    before = tree_snapshot(partitioned.local_path)
+
+    # a job that fails in its tasks: one line, no JVM stack trace, nothing changed
+    unparseable = tmp_path / "bad.csv"
+    unparseable.write_text("id,event_date,country,customer_id\n1,2024-01-01,US,3\nx,y,z,w\n")
+    failed = run_cli(*partitioned.args, "ingest", str(unparseable), env=env)
+    assert failed.exit_code == 2, failed.stderr
+    lines = failed.stderr.splitlines()
+    assert len([line for line in lines if line.startswith("lancens: error")]) == 1
+    assert not [line for line in lines if line.startswith("\tat ") or "Exception" in line], lines
+    assert tree_snapshot(partitioned.local_path) == before
+    version = manifest_version(partitioned)
+
+    inputs = tmp_path / "many"
+    for i in range(40):
+        write_parquet(tmp_path, f"many/{i}.parquet", events(5000, seed=100 + i, start=i * 5000))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lancens_cli", *partitioned.args, "ingest", str(inputs)],
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    known = set(tree_snapshot(partitioned.local_path))
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            if set(_file_names(partitioned.local_path)) - known:
+                break  # tasks are writing fragments
+            time.sleep(0.02)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert manifest_version(partitioned) == version
+    debris = set(tree_snapshot(partitioned.local_path)) - known
+    assert debris  # it was killed mid-job
+    ok(partitioned, "check", "--fix", "--grace-minutes", "0")
+    after = tree_snapshot(partitioned.local_path)
+    assert after == before, sorted(set(after) ^ set(before))
+
+
+def _file_names(root: Path) -> list[str]:
+    return [
+        os.path.relpath(os.path.join(d, n), root) for d, _, names in os.walk(root) for n in names
+    ]
+
+
+def _writer_tasks(root, table: pa.Table, parts: int = 2):
+    """The data source's driver and task code, called directly (no Spark job): a writer made
+    from one snapshot and the commit messages of `parts` tasks."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from lancens_cli.pipeline.options import SourceOptions
+    from lancens_cli.pipeline.write import LancensWriter
+
+    opts = SourceOptions.parse({"root": root.uri})
+    writer = LancensWriter(opts, from_arrow_schema(table.schema), False)
+    size = -(-table.num_rows // parts)
+    messages = [
+        writer.write(iter(table.slice(i * size, size).to_batches())) for i in range(parts)
+    ]
+    return writer, messages
+
+
+def test_new_partition_a_concurrent_writer_created_first_keeps_every_row(partitioned, tmp_path):
+    from lancens_cli.service.namespace import Namespace
+    from lancens_cli.service.partition_write import write_partitioned
+
+    ours = events(400, seed=30)
+    writer, messages = _writer_tasks(partitioned, ours)
+    # meanwhile `write` creates the same partitions (its rows have other ids)
+    theirs = events(300, seed=31, start=1000)
+    write_partitioned(Namespace.from_properties(partitioned.properties), theirs)
+    created_by_them = {r["location"] for r in table_rows(partitioned)}
+    writer.commit(messages)
+    assert published_ids(partitioned) == sorted([*range(400), *range(1000, 1300)])
+    assert_rows_in_their_partitions(partitioned)
+    # our partitions went into their tables; our losing directories are gone
+    locations = {r["location"] for r in table_rows(partitioned)}
+    assert created_by_them <= locations
+    on_disk = {p.name for p in partitioned.local_path.iterdir() if p.name != "__manifest"}
+    assert on_disk == locations
+    assert ok(partitioned, "--json", "check").json()["healthy"]
+
+
+def test_abort_removes_what_the_tasks_wrote(partitioned, tmp_path):
+    ok(partitioned, "write", "--from", write_parquet(tmp_path, "a.parquet", events(300, seed=32)))
+    before = tree_snapshot(partitioned.local_path)
+    writer, messages = _writer_tasks(partitioned, events(500, seed=33, start=5000))
+    assert tree_snapshot(partitioned.local_path) != before  # fragments and new directories
+    writer.abort([messages[0], None])  # the second task "failed": its message is missing
+    writer.abort(messages)
+    assert tree_snapshot(partitioned.local_path) == before
+
+
+def test_commit_after_a_spec_change_publishes_nothing(partitioned, tmp_path):
+    def tables_only(tree: dict) -> set[str]:
+        return {k for k in tree if not k.startswith("__manifest")}
+
+    ok(partitioned, "write", "--from", write_parquet(tmp_path, "a.parquet", events(200, seed=34)))
+    before = tree_snapshot(partitioned.local_path)
+    writer, messages = _writer_tasks(partitioned, events(300, seed=35, start=1000))
+    ok(partitioned, "add-partition-spec", "--field", "country")
+    version = manifest_version(partitioned)
+    with pytest.raises(Exception, match="was added during the job"):
+        writer.commit(messages)
+    writer.abort(messages)  # Spark aborts after a failed commit
+    assert manifest_version(partitioned) == version
+    assert tables_only(tree_snapshot(partitioned.local_path)) == tables_only(before)
+    assert published_ids(partitioned) == list(range(200))
+
+
+def test_check_removes_unreferenced_data_files_of_partition_tables_only(local_root, tmp_path):
+    ok(local_root, "add-partition-spec", "--schema", schema_file(tmp_path), *SPEC)
+    ok(local_root, "write", "--from", write_parquet(tmp_path, "a.parquet", events(100, seed=40)))
+    plain = write_parquet(tmp_path, "p.parquet", events(10, seed=41))
+    ok(local_root, "create", "table", "plain", "--from", plain)
+    before = tree_snapshot(local_root.local_path)
+    row = next(r for r in table_rows(local_root) if r["object_id"].startswith("v1$"))
+    table_dir = local_root.local_path / row["location"]
+    # a dead task's fragment, and the staging file of a data file killed half-way
+    lance.fragment.write_fragments(events(5, seed=42), str(table_dir))
+    (table_dir / "data" / "half-written.lance#1").write_bytes(b"LANC")
+    (local_root.local_path / "plain.lance" / "data" / "users-file.lance").write_bytes(b"x")
+    young = invoke(*local_root.args, "--json", "check")
+    codes = [f["code"] for f in young.json()["findings"]]
+    assert codes == ["unreferenced_data_file", "unreferenced_data_file"]
+    assert not any(f["fixable"] for f in young.json()["findings"])
+    ok(local_root, "check", "--fix", "--grace-minutes", "0")
+    after = tree_snapshot(local_root.local_path)
+    assert set(after) - set(before) == {"plain.lance/data/users-file.lance"}  # not a partition's
