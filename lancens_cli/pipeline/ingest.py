@@ -414,9 +414,11 @@ def _dry_run(frame: Any, ns: Any, into: Any, schema: Any, result: IngestResult) 
 
     snapshot, layout = partitioned_target(ns)
     spec = layout.current
-    counted = frame.mapInArrow(
-        _partition_counter(layout.schema, spec), "key string, rows long"
-    ).groupBy("key").sum("rows")
+    counted = (
+        frame.mapInArrow(_partition_counter(layout.schema, spec), "key string, rows long")
+        .groupBy("key")
+        .sum("rows")
+    )
     index = _LevelIndex(snapshot, spec)
     from lancens_cli.pipeline.write_task import decode_value
     from lancens_cli.service.partition_write import PartitionTouch, _locate

@@ -282,9 +282,7 @@ def _commit_plain(
 
     ns = opts.namespace()
     ident = opts.ident()
-    fragments = [
-        FragmentMetadata.from_json(json.dumps(f)) for e in entries for f in e["fragments"]
-    ]
+    fragments = [FragmentMetadata.from_json(json.dumps(f)) for e in entries for f in e["fragments"]]
     rows = sum(e["rows"] for e in entries)
     snapshot = ns.snapshot()
     ref = ns.find_table(ident, snapshot)
@@ -295,14 +293,15 @@ def _commit_plain(
         "rows": rows,
     }
     if plan.create:
-        from lancens_cli.store.tables import VERSIONS_DIR
+        from lancens_cli.store.tables import VERSIONS_DIR, v1_location
 
         if ref is not None and ns.storage.exists(f"{ref.location}/{VERSIONS_DIR}"):
             from lancens_cli.errors import TableAlreadyExistsError
 
             raise TableAlreadyExistsError(f"table {ident.display()} was created during the job")
         dataset = commit_new_table(ns.storage, plan.location, fragments, plan.schema)
-        register_new_table(ns, ident, plan.location)
+        shared = plan.location == v1_location(ident.name)
+        register_new_table(ns, ident, plan.location, exclusive=not shared, written=dataset)
         report.update(mode="create", version=dataset.version, created=True)
         return report
     if ref is None or ref.location != plan.location:

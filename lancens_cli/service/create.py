@@ -181,7 +181,9 @@ def create_table(
             raise TableAlreadyExistsError(f"table {ident.display()} already exists") from None
         owned = True  # we committed version 1: the table is ours
 
-    return register_new_table(ns, ident, location, properties, owned=owned)
+    return register_new_table(
+        ns, ident, location, properties, owned=owned, exclusive=exclusive, written=written
+    )
 
 
 def register_new_table(
@@ -191,11 +193,15 @@ def register_new_table(
     properties: dict[str, str] | None = None,
     *,
     owned: bool = True,
+    exclusive: bool = True,
+    written: Any = None,
 ) -> ChangeSet:
     """The manifest commit of a table whose version 1 is written: it re-checks the name.
 
-    A loser removes the directory it wrote when it `owned` it (and a racer did not declare
-    that very directory). `create table` and the Spark data source's `.save("ns.table")` of
+    A loser removes what it wrote when it `owned` it (and a racer did not declare that very
+    directory): the whole directory when it was `exclusive` to us (a random V2 name), else only
+    the files of its own version 1 (`written`, the dataset it committed in a shared
+    `<name>.lance`). `create table` and the Spark data source's `.save("ns.table")` of
     a new table both end here.
     """
     change = Change("create", KIND_TABLE, ident.display(), location)
