@@ -274,14 +274,32 @@ def confirm_destruction(what: str, yes: bool) -> None:
             f"{what}: refusing to destroy data without --yes (stdin is not a terminal)"
         )
     with interrupt.immediate():  # waiting on the user: Ctrl-C stops at once
-        try:
-            confirmed = typer.confirm(f"{what}?", default=False, err=True)
-        except typer.Abort:  # Click's word for Ctrl-C (and end of input) at a prompt
-            if interrupt.pending():
-                raise interrupt.Interrupted from None
-            raise
+        confirmed = _ask_yes_no(f"{what}? [y/N]: ")
     if not confirmed:
         raise RefusedError(f"{what}: not confirmed")
+
+
+def _ask_yes_no(question: str) -> bool:
+    """A y/N question on the terminal that Ctrl-C always interrupts.
+
+    The answer is awaited in short `select` rounds rather than one blocking read: a SIGINT
+    the kernel hands to one of Lance's native threads does not interrupt the main thread's
+    read, but Python runs our handler as soon as the main thread runs Python again.
+    """
+    import select
+
+    sys.stderr.write(question)
+    sys.stderr.flush()
+    while True:
+        interrupt.checkpoint(force=True)
+        ready, _, _ = select.select([sys.stdin], [], [], 0.2)
+        if ready:
+            break
+    answer = sys.stdin.readline()
+    if not answer:  # end of input: no answer is no
+        sys.stderr.write("\n")
+        return False
+    return answer.strip().lower() in ("y", "yes")
 
 
 def run(body: Callable[[], Any]) -> Any:
