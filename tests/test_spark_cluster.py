@@ -67,6 +67,7 @@ def test_ingest_and_scan_on_a_standalone_cluster(spark_cluster, tmp_path):
     path = tmp_path / "events.parquet"
     pq.write_table(source, path)
     root = str(tmp_path / "events")
+    assert run_cli("--root", root, "init").exit_code == 0
     spec = run_cli(
         "--root", root, "add-partition-spec", "--schema", str(path),
         "--field", "region", "--field", "bucket(4, id) as b",
