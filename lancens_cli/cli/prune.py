@@ -120,6 +120,11 @@ def prune(
         force=force,
     )
     policy.check()
+    spark = _wants_spark(master, conf)
+    if spark:
+        from lancens_cli.pipeline.session import require_pyspark
+
+        require_pyspark()  # before any question or change: exit 2 with the install hint
     ns = SESSION.namespace
     targets = [SESSION.ident(i) for i in idents or []]
     if not dry_run:
@@ -129,7 +134,7 @@ def prune(
             f"older than {grace}",
             yes,
         )
-    tasks = _spark_tables(master, conf)
+    tasks = _spark_tables(master, conf) if spark else None
     with _progress() as start:
         report = run_prune(
             ns,
@@ -151,26 +156,28 @@ def prune(
         raise typer.Exit(ExitCode.PARTIAL)
 
 
-def _spark_tables(master: str | None, conf: list[str] | None):
-    """The Spark runner when Spark was asked for (flags or the profile's `[spark]`), else None.
+def _wants_spark(master: str | None, conf: list[str] | None) -> bool:
+    """Spark was asked for: `--master`, `--conf`, or the profile's `[spark]` table.
 
     `LANCENS_SPARK_MASTER` alone does not send a prune to Spark: it only says where Spark runs
     when a command runs Spark.
     """
     import os
 
-    if master is None and not conf:
-        from lancens_cli.config import load_spark_profile
+    if master is not None or conf:
+        return True
+    from lancens_cli.config import load_spark_profile
 
-        profile = load_spark_profile(SESSION.profile or os.environ.get("LANCENS_PROFILE"))
-        if not profile:
-            return None
+    return bool(load_spark_profile(SESSION.profile or os.environ.get("LANCENS_PROFILE")))
+
+
+def _spark_tables(master: str | None, conf: list[str] | None):
+    """The runner that sends the per-table work to Spark tasks."""
     from lancens_cli.cli.spark_options import spark_session
     from lancens_cli.output import message
+    from lancens_cli.pipeline.prune_tasks import SparkTables
 
     message("prune: starting Spark")
     spark = spark_session(master, conf)
     message(f"prune: per-table work as Spark tasks on {spark.sparkContext.master}")
-    from lancens_cli.pipeline.prune_tasks import SparkTables
-
     return SparkTables(spark)
