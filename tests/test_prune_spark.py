@@ -95,6 +95,7 @@ def test_spark_prune_gives_the_local_result(spark, twins):
 
     by_threads = invoke(*local.args, "prune", *FAST, "--yes", "--json")
     assert by_threads.exit_code == 0, by_threads.stderr
+    assert "Spark" not in by_threads.stderr  # LANCENS_SPARK_MASTER alone does not ask for Spark
     by_spark = invoke(*remote.args, "prune", *FAST, "--yes", "--json", *SPARK)
     assert by_spark.exit_code == 0, by_spark.stderr
     assert "Spark tasks on local[2]" in by_spark.stderr
@@ -155,6 +156,21 @@ def test_a_table_failing_in_a_task_exits_6_and_the_rest_is_done(spark, tmp_path)
     assert tables["plain$t"]["status"] == "pruned"
     assert versions(built.table) == [3, 5, 9, 20]
     assert result.json()["manifest"]["status"] != "failed"  # the driver finished its part
+
+
+def test_a_profiles_spark_table_sends_prune_to_spark(spark, tmp_path, monkeypatch):
+    root = _root(tmp_path, "ns")
+    built = build(root, tmp_path)
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'[profiles.big]\nroot = "{root.uri}"\n[profiles.big.spark]\nmaster = "local[2]"\n'
+    )
+    monkeypatch.setenv("LANCENS_CONFIG", str(config))
+    time.sleep(1.2)
+    result = invoke("--profile", "big", "prune", *FAST, "--yes", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert "Spark tasks on local[2]" in result.stderr
+    assert versions(built.table) == [3, 5, 9, 20]
 
 
 _WITHOUT_PYSPARK = """
