@@ -16,6 +16,7 @@ import time
 
 import lance
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from conftest import Root, invoke, tree_snapshot
 from prune_namespace import ABANDONED, assert_same, build, reachable, versions
@@ -171,6 +172,38 @@ def test_a_profiles_spark_table_sends_prune_to_spark(spark, tmp_path, monkeypatc
     assert result.exit_code == 0, result.stderr
     assert "Spark tasks on local[2]" in result.stderr
     assert versions(built.table) == [3, 5, 9, 20]
+
+
+@pytest.mark.s3
+def test_spark_prune_on_s3(spark, s3_root, tmp_path):
+    """The tasks open the tables with the root's storage options, shipped with the work."""
+    opts = s3_root.storage_options
+    data = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"a": pa.array([0], pa.int64())}), data)
+    assert invoke(*s3_root.args, "create", "namespace", "n").exit_code == 0
+    for name in ("n.t", "n.u"):
+        assert invoke(*s3_root.args, "create", "table", name, "--from", str(data)).exit_code == 0
+    manifest = lance.dataset(f"{s3_root.uri}/__manifest", storage_options=opts)
+    locations = {r["object_id"]: r["location"] for r in manifest.to_table().to_pylist()}
+    uris = {oid: f"{s3_root.uri}/{locations[oid]}" for oid in ("n$t", "n$u")}
+    for uri in uris.values():
+        for i in range(1, 5):
+            lance.write_dataset(
+                pa.table({"a": pa.array([i], pa.int64())}), uri, mode="append", storage_options=opts
+            )
+    lance.dataset(uris["n$t"], storage_options=opts).tags.create("keep", 2)
+    latest = {oid: lance.dataset(u, storage_options=opts).to_table() for oid, u in uris.items()}
+    time.sleep(1.2)
+    result = invoke(*s3_root.args, "prune", *FAST, "--yes", "--json", *SPARK)
+    assert result.exit_code == 0, result.stderr
+    tables = {t["object_id"]: t for t in result.json()["tables"]}
+    assert sorted(tables["n$t"]["versions_removed"]) == [1, 3, 4]
+    assert sorted(tables["n$u"]["versions_removed"]) == [1, 2, 3, 4]
+    for oid, uri in uris.items():
+        ds = lance.dataset(uri, storage_options=opts)
+        assert [v["version"] for v in ds.versions()] == ([2, 5] if oid == "n$t" else [5])
+        assert ds.to_table().equals(latest[oid])
+    assert invoke(*s3_root.args, "check").exit_code == 0
 
 
 _WITHOUT_PYSPARK = """
