@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import Root, invoke, tree_snapshot
-from prune_namespace import ABANDONED, assert_same, build, reachable, versions
+from prune_namespace import ABANDONED, assert_same, build, reachable, rows, versions
 
 pytestmark = pytest.mark.spark
 
@@ -172,6 +172,40 @@ def test_a_profiles_spark_table_sends_prune_to_spark(spark, tmp_path, monkeypatc
     assert result.exit_code == 0, result.stderr
     assert "Spark tasks on local[2]" in result.stderr
     assert versions(built.table) == [3, 5, 9, 20]
+
+
+def test_spark_compact_publishes_what_the_tasks_compacted(spark, tmp_path):
+    """Tasks compact partition tables; the driver publishes them in one `__manifest` commit."""
+    root = _root(tmp_path, "ns")
+    data = tmp_path / "rows.parquet"
+    pq.write_table(rows(0), data)
+    spec = invoke(*root.args, "add-partition-spec", "--schema", str(data), "--field", "country")
+    assert spec.exit_code == 0, spec.stderr
+    for start in (0, 10, 20):
+        pq.write_table(rows(start), data)
+        assert invoke(*root.args, "write", "--from", str(data)).exit_code == 0
+    before = lance.dataset(str(root.local_path / "__manifest")).version
+
+    def published():
+        manifest = lance.dataset(str(root.local_path / "__manifest"))
+        found = {}
+        for row in manifest.to_table(filter="object_type = 'table'").to_pylist():
+            ds = lance.dataset(str(root.local_path / row["location"]), version=row["read_version"])
+            found[row["object_id"]] = (ds.to_table().sort_by("id"), len(ds.get_fragments()))
+        return found
+
+    old = published()
+    assert all(fragments == 3 for _, fragments in old.values())
+    result = invoke(*root.args, "prune", "--compact", "--yes", "--json", *SPARK)
+    assert result.exit_code == 0, result.stderr
+    report = result.json()
+    assert len(report["compacted"]) == len(old)
+    assert all(c["published"] for c in report["compacted"])
+    assert report["compacted_published_in"] == before + 1
+    new = published()
+    for key, (table, _) in old.items():
+        assert new[key][0].equals(table)
+        assert new[key][1] == 1
 
 
 @pytest.mark.s3
