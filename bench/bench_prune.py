@@ -3,6 +3,7 @@
 
     python bench/bench_prune.py [--tables 500] [--versions 10] [--commits 500] [--workdir DIR]
     python bench/bench_prune.py --tables 10000 --commits 10000 --s3-tables 1000  # issue sizes
+    python bench/bench_prune.py --tables 300 --commits 0 --spark-master 'local[2]'
 
 1. N root tables of V versions each (copies of one template table, registered in `__manifest`),
    built twice. Cold processes, same retention (versions older than 1 s, the latest kept):
@@ -10,6 +11,8 @@
    - loop: `python -c` opening each table and calling `cleanup_old_versions(older_than=1s)`,
      one after the other (what a cron job without lancens does)
    Both must remove the same number of versions.
+   With `--spark-master URL`, a third copy is pruned with `--master URL` (the per-table work
+   as Spark tasks; the cold process starts Spark too) and must remove as many versions.
 2. `__manifest` after C commits (one `create namespace` each): its files and bytes, and a cold
    `lancens ls --json`, before and after `prune`.
 
@@ -136,6 +139,29 @@ def bench_tables(workdir: Path, n: int, n_versions: int) -> None:
         print(f"WARNING: removed {removed_ours} (ours) vs {removed_loop} (loop)")
     shutil.rmtree(ours)
     shutil.rmtree(loop)
+
+
+def bench_spark(workdir: Path, n: int, n_versions: int, master: str) -> None:
+    """Local threads against Spark tasks on the same kind of root (both cold processes)."""
+    source = template(workdir, n_versions)
+    roots = {"threads": workdir / f"threads-{n}", "spark": workdir / f"spark-{n}"}
+    for root in roots.values():
+        build_root(root, source, n)
+    time.sleep(1.5)
+    rows = []
+    removed = {}
+    for name, root in roots.items():
+        cmd = [*lancens_cmd(), "--root", str(root), "prune", "--older-than", "1s", "--force"]
+        extra = ["--master", master] if name == "spark" else []
+        wall, cpu, proc = run_once([*cmd, "--yes", "--json", *extra])
+        report = json.loads(proc.stdout)
+        removed[name] = report["totals"]["versions_removed"]
+        rows.append([f"prune ({name})", fmt_s(wall), fmt_s(cpu), removed[name]])
+    print_table(["run", "wall", "cpu (processes reaped)", "versions removed"], rows)
+    if removed["threads"] != removed["spark"]:
+        print(f"WARNING: removed {removed['threads']} (threads) vs {removed['spark']} (spark)")
+    for root in roots.values():
+        shutil.rmtree(root)
 
 
 LOOP_S3 = """
@@ -273,6 +299,7 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=500)
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--s3-tables", type=int, default=0, help="also on moto S3 (e.g. 1000)")
+    parser.add_argument("--spark-master", default=None, help="also prune with --master URL")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-prune-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -280,7 +307,10 @@ def main() -> None:
     print(load_average())
     assert ENV  # cold processes run with the shared bench environment
     bench_tables(workdir, args.tables, args.versions)
-    bench_manifest(workdir, args.commits)
+    if args.commits:
+        bench_manifest(workdir, args.commits)
+    if args.spark_master:
+        bench_spark(workdir, args.tables, args.versions, args.spark_master)
     if args.s3_tables:
         bench_s3(workdir, args.s3_tables, args.versions)
     print(load_average())

@@ -144,7 +144,9 @@ def test_bash_completion_script_completes_commands():
     assert proc.stdout.split() == ["create", "table"], proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("args", [["--help"], ["ls", "--help"], ["create", "table", "--help"]])
+@pytest.mark.parametrize(
+    "args", [["--help"], ["ls", "--help"], ["create", "table", "--help"], ["prune", "--help"]]
+)
 def test_help_does_not_import_heavy_modules(args):
     probe = (
         "import json, sys\n"

@@ -13,6 +13,7 @@ import typer
 
 from lancens_cli.cli.app import app
 from lancens_cli.cli.common import SESSION, command, confirm_destruction
+from lancens_cli.cli.spark_options import ConfOption, MasterOption
 
 
 def _default_parallel() -> int:
@@ -89,11 +90,20 @@ def prune(
     ] = False,
     parallel: Annotated[
         int | None,
-        typer.Option("--parallel", min=1, help="Tables processed at once (default: 4 x CPUs)."),
+        typer.Option(
+            "--parallel",
+            min=1,
+            help="Tables processed at once (default: 4 x CPUs); with Spark, per task.",
+        ),
     ] = None,
+    master: MasterOption = None,
+    conf: ConfOption = None,
 ) -> None:
     """Expire old table and __manifest versions and remove debris, keeping every version a
     reader can be sent to (published, tagged, branched, cloned, newest, young).
+
+    With --master (or --conf, or a profile's [spark] settings) the per-table work runs as
+    Spark tasks, one per group of tables; the rest stays on this machine.
 
     Exit codes: 0 done or nothing to do, 4 another prune runs on this root, 5 refused by a
     safety rail, 6 some tables failed (the rest done).
@@ -110,6 +120,11 @@ def prune(
         force=force,
     )
     policy.check()
+    spark = _wants_spark(master, conf)
+    if spark:
+        from lancens_cli.pipeline.session import require_pyspark
+
+        require_pyspark()  # before any question or change: exit 2 with the install hint
     ns = SESSION.namespace
     targets = [SESSION.ident(i) for i in idents or []]
     if not dry_run:
@@ -119,6 +134,7 @@ def prune(
             f"older than {grace}",
             yes,
         )
+    tasks = _spark_tables(master, conf) if spark else None
     with _progress() as start:
         report = run_prune(
             ns,
@@ -130,6 +146,7 @@ def prune(
             parallel=parallel or _default_parallel(),
             delimiter=SESSION.delimiter,
             progress=start,
+            tasks=tasks,
         )
     SESSION.emit(report)
     message(report.title + ("; dry run: nothing changed" if dry_run else ""))
@@ -137,3 +154,30 @@ def prune(
         names = ", ".join(t.object_id or t.location for t in report.failed)
         message(f"{len(report.failed)} table(s) failed: {names}; rerun prune for them")
         raise typer.Exit(ExitCode.PARTIAL)
+
+
+def _wants_spark(master: str | None, conf: list[str] | None) -> bool:
+    """Spark was asked for: `--master`, `--conf`, or the profile's `[spark]` table.
+
+    `LANCENS_SPARK_MASTER` alone does not send a prune to Spark: it only says where Spark runs
+    when a command runs Spark.
+    """
+    import os
+
+    if master is not None or conf:
+        return True
+    from lancens_cli.config import load_spark_profile
+
+    return bool(load_spark_profile(SESSION.profile or os.environ.get("LANCENS_PROFILE")))
+
+
+def _spark_tables(master: str | None, conf: list[str] | None):
+    """The runner that sends the per-table work to Spark tasks."""
+    from lancens_cli.cli.spark_options import spark_session
+    from lancens_cli.output import message
+    from lancens_cli.pipeline.prune_tasks import SparkTables
+
+    message("prune: starting Spark")
+    spark = spark_session(master, conf)
+    message(f"prune: per-table work as Spark tasks on {spark.sparkContext.master}")
+    return SparkTables(spark)

@@ -6,8 +6,10 @@ One run, under the root's lease (service/prune_lease.py):
    every kept version publishes (`read_version` / `read_tag` / `read_branch`);
 2. read every table's versions, tags, branches and base paths (in parallel), to know which
    tables are shallow clones of which;
-3. per table (in parallel): decide what stays and why (service/prune_protect.py), remove a dead
-   write's unpublished versions of a partition table, then expire the rest with Lance;
+3. per table (in parallel): decide what stays and why (service/prune_protect.py); then run each
+   table's plan (service/prune_table.py: remove a dead write's unpublished versions of a
+   partition table, expire the rest with Lance, sweep files no version references, compact),
+   in this process's threads or, with `--master`, as Spark tasks (pipeline/prune_tasks.py);
 4. remove the debris `check` finds past the grace (never-committed table writes, staged
    `__manifest` files); report orphan directories that hold tables, never delete them;
 5. expire `__manifest`'s own old versions, compact it when it has many fragments.
@@ -37,7 +39,6 @@ same `older_than` so Lance re-checks the age.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -47,64 +48,30 @@ from typing import Any
 from lancens_cli.errors import LancensError, lance_message
 from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE, Identifier
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.prune_compact import (
-    Compaction,
-    CompactionBudget,
-    compact_table,
-    publish_compacted,
-)
+from lancens_cli.service.prune_compact import Compaction, CompactionBudget, publish_compacted
 from lancens_cli.service.prune_lease import acquire
 from lancens_cli.service.prune_policy import PrunePolicy
 from lancens_cli.service.prune_protect import (
     PIN_COLUMNS,
     Pins,
-    TablePlan,
     TableState,
     clone_dependents,
     clone_needed_versions,
     fallback_bases,
-    manifest_file,
     plan_table,
     read_table_state,
-    version_times,
 )
+from lancens_cli.service.prune_table import TableResult, TableWork, execute_plan, run_table
 from lancens_cli.store.manifest import ManifestSnapshot
-from lancens_cli.store.storage import check_relative
-from lancens_cli.store.tables import VERSIONS_DIR
 
 MANIFEST_COMPACT_FRAGMENTS = 16  # compact __manifest when it has more fragments than this
-UNREFERENCED_BATCH = 1000  # unreferenced files removed per table and run; the rest next run
 DEBRIS_CODES = ("abandoned_table_write", "staged_manifest_file")
 
-
-@dataclass
-class TableResult:
-    object_id: str | None
-    location: str
-    status: str = "nothing to do"
-    versions_removed: list[int] = field(default_factory=list)
-    unpublished_removed: list[int] = field(default_factory=list)
-    unreferenced_removed: int = 0  # files of writes that never committed, past the grace
-    files_removed: int = 0
-    bytes_freed: int = 0
-    kept: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "object_id": self.object_id,
-            "location": self.location,
-            "status": self.status,
-            "versions_removed": self.versions_removed,
-            "unpublished_removed": self.unpublished_removed,
-            "unreferenced_removed": self.unreferenced_removed,
-            "files_removed": self.files_removed,
-            "bytes_freed": self.bytes_freed,
-            "protected": self.kept,
-            "notes": self.notes,
-            "error": self.error,
-        }
+# (ns, works, policy, dry_run, parallel, advance) -> (result, compaction) per work, in order
+TableRunner = Callable[
+    [Namespace, list[TableWork], PrunePolicy, bool, int, Callable[[int], None]],
+    list[tuple[TableResult, Compaction | None]],
+]
 
 
 @dataclass
@@ -204,20 +171,32 @@ def prune(
     parallel: int = 8,
     delimiter: str = ".",
     progress: Callable[[int], Callable[[int], None]] | None = None,
+    tasks: TableRunner | None = None,
 ) -> PruneReport:
+    """One run over the root; `tasks` runs the per-table work elsewhere (Spark: pipeline/
+    prune_tasks.py), by default this process's thread pool (`run_locally`)."""
     policy.check()
     ns.require_root()
     lease = None if dry_run else acquire(ns.storage)
     try:
         return _run(
-            ns, idents, policy, dry_run, compact, indexes, max(1, parallel), delimiter, progress
+            ns,
+            idents,
+            policy,
+            dry_run,
+            compact,
+            indexes,
+            max(1, parallel),
+            delimiter,
+            progress,
+            tasks,
         )
     finally:
         if lease is not None:
             lease.release()
 
 
-def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, progress):
+def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, progress, tasks):
     now = datetime.now(UTC)
     report = PruneReport(ns.storage.root_uri, policy, dry_run)
     snapshot = ns.snapshot()
@@ -238,16 +217,14 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
     dependents = clone_dependents([*states.values(), *states_for_clones_only.values()])
     present = {*states, *unreadable}
     advance = progress(len(scope)) if progress else (lambda freed: None)
-    budget = CompactionBudget()
-    lock = threading.Lock()
 
-    def one(item: tuple[str, str | None]) -> TableResult:
+    def plan(item: tuple[str, str | None]) -> TableResult | TableWork:
+        """The table's work, or its result when there is nothing to run (or it failed)."""
         location, object_id = item
         result = TableResult(object_id, location)
         try:
             if location not in present:
                 result.notes.append("not a Lance table with versions (declared, empty or gone)")
-                advance(0)
                 return result
             state = states.get(location)
             if state is None:
@@ -261,30 +238,35 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
                     {"version": v.version, "reasons": ["clone map incomplete"]}
                     for v in state.versions
                 ]
-                advance(0)
                 return result
             clones = dependents.get(location, [])
             read_by_clones: set[str] = set()
             clone_versions = (
                 clone_needed_versions(ns.storage, state, clones, read_by_clones) if clones else {}
             )
-            plan = plan_table(state, pins, policy, clone_versions, now)
-            ds = _execute(ns, plan, policy, dry_run, result)
-            _sweep_unreferenced(ns, plan.location, policy, dry_run, result, read_by_clones, ds)
-            if compact:
-                with lock:
-                    allowed = budget.take()
-                if allowed:
-                    _compact(ns, location, object_id, pins, dry_run, budget, lock)
+            table_plan = plan_table(state, pins, policy, clone_versions, now)
+            return TableWork(table_plan, read_by_clones, published=pins.current.get(location))
         except LancensError as exc:
             result.status, result.error = "failed", exc.message
         except Exception as exc:  # one table's failure must not stop the others
             result.status, result.error = "failed", lance_message(exc)
-        advance(result.bytes_freed)
         return result
 
     with ThreadPoolExecutor(max_workers=parallel) as pool:
-        report.tables = list(pool.map(one, scope))
+        planned = list(pool.map(plan, scope))
+    works = [(i, p) for i, p in enumerate(planned) if isinstance(p, TableWork)]
+    budget = CompactionBudget()
+    for _, work in works:
+        work.compact = compact and budget.take()
+    for p in planned:
+        if isinstance(p, TableResult):
+            advance(p.bytes_freed)
+    done = (tasks or run_locally)(ns, [w for _, w in works], policy, dry_run, parallel, advance)
+    for (index, _), (result, compaction) in zip(works, done, strict=True):
+        planned[index] = result
+        if compaction is not None:
+            budget.done.append(compaction)
+    report.tables = planned
     if budget.done:
         version = None if dry_run else publish_compacted(ns, budget.done)
         report.compacted = [c.to_json() for c in budget.done]
@@ -295,13 +277,32 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
     if manifest_plan is not None and not any(not i.is_root for i in idents):
         report.manifest = TableResult(None, MANIFEST_TABLE)
         try:
-            _execute(ns, manifest_plan, policy, dry_run, report.manifest)
+            execute_plan(ns, manifest_plan, policy, dry_run, report.manifest)
             if not dry_run:
                 report.compacted += _maintain_manifest(ns, indexes)
         except Exception as exc:
             report.manifest.status = "failed"
             report.manifest.error = getattr(exc, "message", None) or lance_message(exc)
     return report
+
+
+def run_locally(
+    ns: Namespace,
+    works: list[TableWork],
+    policy: PrunePolicy,
+    dry_run: bool,
+    parallel: int,
+    advance: Callable[[int], None],
+) -> list[tuple[TableResult, Compaction | None]]:
+    """The per-table work in this process, `parallel` tables at a time, in `works`' order."""
+
+    def one(work: TableWork) -> tuple[TableResult, Compaction | None]:
+        done = run_table(ns, work, policy, dry_run)
+        advance(done[0].bytes_freed)
+        return done
+
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        return list(pool.map(one, works))
 
 
 def _tables_in_scope(
@@ -418,160 +419,6 @@ def _maintain_manifest(ns: Namespace, indexes: bool) -> list[dict[str, Any]]:
         built = ns.manifest.create_indexes()
         done.append({"table": MANIFEST_TABLE, "indexes_rebuilt": built})
     return done
-
-
-def _compact(ns, location, object_id, pins, dry_run, budget, lock) -> None:
-    if dry_run:
-        import lance
-
-        ds = lance.dataset(ns.storage.uri(location), storage_options=ns.storage.lance_options)
-        fragments = len(ds.get_fragments())
-        if fragments > 1:
-            with lock:
-                budget.done.append(Compaction(location, object_id, ds.version))
-        return
-    done = compact_table(ns, location, object_id, pins)
-    if done is not None:
-        with lock:
-            budget.done.append(done)
-
-
-# --- one table --------------------------------------------------------------------------------
-
-
-def _execute(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: TableResult) -> Any:
-    """Remove the plan's unpublished and expired versions; the dataset handle used, if any."""
-    import lance
-
-    result.kept = [{"version": v, "reasons": r} for v, r in plan.protected.items()]
-    result.notes = plan.notes
-    if plan.unpublished:
-        _drop_unpublished(ns, plan, dry_run, result)
-    if not plan.expire:
-        if result.unpublished_removed:
-            result.status = "would prune" if dry_run else "pruned"
-        return None
-    ds = lance.dataset(ns.storage.uri(plan.location), storage_options=ns.storage.lance_options)
-    arguments = {
-        "older_than": policy.older_than,
-        "versions": plan.expire,
-        "error_if_tagged_old_versions": False,
-    }
-    if dry_run:
-        stats = ds.explain_cleanup_old_versions(**arguments).stats
-    else:
-        stats = ds.cleanup_old_versions(**arguments)
-    if dry_run:
-        result.versions_removed = plan.expire[: stats.old_versions]
-    else:
-        remaining = set(version_times(ns.storage, plan.location))
-        result.versions_removed = [v for v in plan.expire if v not in remaining]
-    result.files_removed += (
-        stats.data_files_removed
-        + stats.transaction_files_removed
-        + stats.index_files_removed
-        + stats.deletion_files_removed
-        + stats.old_versions
-    )
-    result.bytes_freed += stats.bytes_removed
-    if stats.failed_deletes:
-        result.notes.append(f"{stats.failed_deletes} file(s) could not be deleted; rerun prune")
-    if result.versions_removed or result.unpublished_removed:
-        result.status = "would prune" if dry_run else "pruned"
-    return ds
-
-
-def _sweep_unreferenced(
-    ns: Namespace,
-    location: str,
-    policy: PrunePolicy,
-    dry_run: bool,
-    result: TableResult,
-    read_by_clones: set[str],
-    ds: Any = None,
-) -> None:
-    """Delete files no version references (a killed write's), once older than the grace.
-
-    Only when `data/` holds a file the latest version does not reference (else there is none
-    to find; unreferenced deletion and index files then go by Lance's own 7-day rule).
-
-    Lance finds them (`explain_cleanup_old_versions(delete_unverified=True)` over the latest
-    version alone, which removes no version); we delete only those past our grace, one by one,
-    below the table's directory. Lance's own `delete_unverified=True` would take them at any
-    age, an in-flight write's too.
-    """
-    import lance
-
-    storage = ns.storage
-    if ds is None:
-        ds = lance.dataset(storage.uri(location), storage_options=storage.lance_options)
-    # The common case costs one listing: every data file is the latest version's.
-    latest = {f.path for fragment in ds.get_fragments() for f in fragment.metadata.files}
-    if {name for name, _size in storage.walk_files(f"{location}/data")} <= latest:
-        return
-    explanation = ds.explain_cleanup_old_versions(
-        older_than=policy.older_than,
-        versions=[ds.latest_version],
-        delete_unverified=True,
-        error_if_tagged_old_versions=False,
-        include_files=True,
-        max_files=UNREFERENCED_BATCH,
-    )
-    base = (storage.uri(location) if storage.is_local else storage._path(location)).strip("/")
-    now = datetime.now(UTC)
-    for candidate in explanation.candidate_files:
-        path = candidate.path.strip("/")
-        if not candidate.unverified or not path.startswith(base + "/"):
-            continue  # nothing outside the table's directory, nothing a version references
-        inside = path[len(base) + 1 :]
-        if inside in read_by_clones:
-            continue  # a shallow clone reads it through its base path
-        rel = f"{location}/{inside}"
-        check_relative(rel)
-        changed = storage.modified(rel)
-        if changed is None or now - changed < policy.grace:
-            continue
-        if not dry_run:
-            storage.delete_file(rel)
-        result.unreferenced_removed += 1
-        result.files_removed += 1
-        result.bytes_freed += candidate.size_bytes
-    if result.unreferenced_removed and result.status == "nothing to do":
-        result.status = "would prune" if dry_run else "pruned"
-
-
-def _drop_unpublished(ns: Namespace, plan: TablePlan, dry_run: bool, result: TableResult) -> None:
-    """Remove a dead write's versions after the published one, newest first.
-
-    Just before each deletion the version must still be the table's newest: a write that
-    committed meanwhile is alive, and the tail stays.
-    """
-    import lance
-
-    uri = ns.storage.uri(plan.location)
-    sizes = dict(ns.storage.walk_files(f"{plan.location}/{VERSIONS_DIR}"))
-    for version in plan.unpublished:
-        path = manifest_file(ns.storage, plan.location, version)
-        if path is None:
-            continue
-        latest = lance.dataset(uri, storage_options=ns.storage.lance_options).latest_version
-        expected = plan.unpublished[0] if dry_run else version
-        if latest != expected:
-            result.notes.append(
-                f"version {latest} appeared during prune: unpublished versions left alone"
-            )
-            return
-        size = sizes.get(path.rsplit("/", 1)[1], 0)
-        if not dry_run:
-            ns.storage.delete_file(path)
-        result.unpublished_removed.append(version)
-        result.files_removed += 1
-        result.bytes_freed += size
-    if result.unpublished_removed:
-        result.notes.append(
-            f"unpublished version(s) {result.unpublished_removed} of a write that never "
-            "published them" + (" would be removed" if dry_run else " removed")
-        )
 
 
 # --- debris -----------------------------------------------------------------------------------

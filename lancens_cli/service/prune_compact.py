@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.prune_protect import Pins
 
 MAX_TABLES_PER_RUN = 1000  # compaction rewrites data: bounded per run, the rest next time
 _PUBLISH_ROUNDS = 5
@@ -56,12 +55,14 @@ class CompactionBudget:
         return True
 
 
-def compact_table(ns: Namespace, location: str, object_id: str | None, pins: Pins):
-    """Compact one table; None when there was nothing to merge or it must not be touched."""
+def compact_table(ns: Namespace, location: str, object_id: str | None, published: int | None):
+    """Compact one table; None when there was nothing to merge or it must not be touched.
+
+    `published` is the `read_version` the current `__manifest` gives a partition table (None
+    for any other table)."""
     import lance
 
     ds = lance.dataset(ns.storage.uri(location), storage_options=ns.storage.lance_options)
-    published = pins.current.get(location)
     if published is not None and ds.version != published:
         return None  # a write is in flight (or died): compacting its version would publish it
     if len(ds.get_fragments()) < 2:

@@ -1,0 +1,313 @@
+"""One table's prune work, the same whether a thread of the driver or a Spark task runs it.
+
+The driver decides what stays of every table and why (service/prune.py, prune_protect.py) and
+hands each table over as a `TableWork`: its plan, the files shallow clones read, whether to
+compact it. `run_table` then removes the dead write's unpublished versions, expires the plan's
+versions with Lance, sweeps files no version references past the grace and compacts; it reads
+no `__manifest` and needs nothing but the root's storage. `run_group` is that work for a list of
+tables as plain data (dicts, lists, numbers, strings), which is what a Spark task receives and
+returns (pipeline/prune_tasks.py); the local run calls `run_table` from its thread pool.
+
+Lance is imported only inside the functions: a Spark worker is forked from a daemon, and Lance
+is not fork-safe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from lancens_cli.config import NamespaceConfig
+from lancens_cli.errors import LancensError, lance_message
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.prune_compact import Compaction, compact_table
+from lancens_cli.service.prune_policy import PrunePolicy
+from lancens_cli.service.prune_protect import TablePlan, manifest_file, version_times
+from lancens_cli.store.storage import check_relative
+from lancens_cli.store.tables import VERSIONS_DIR
+
+UNREFERENCED_BATCH = 1000  # unreferenced files removed per table and run; the rest next run
+
+
+@dataclass
+class TableResult:
+    object_id: str | None
+    location: str
+    status: str = "nothing to do"
+    versions_removed: list[int] = field(default_factory=list)
+    unpublished_removed: list[int] = field(default_factory=list)
+    unreferenced_removed: int = 0  # files of writes that never committed, past the grace
+    files_removed: int = 0
+    bytes_freed: int = 0
+    kept: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "object_id": self.object_id,
+            "location": self.location,
+            "status": self.status,
+            "versions_removed": self.versions_removed,
+            "unpublished_removed": self.unpublished_removed,
+            "unreferenced_removed": self.unreferenced_removed,
+            "files_removed": self.files_removed,
+            "bytes_freed": self.bytes_freed,
+            "protected": self.kept,
+            "notes": self.notes,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TableResult:
+        """Back from `to_json` (a Spark task returns its results as plain dicts)."""
+        return cls(
+            data["object_id"],
+            data["location"],
+            data["status"],
+            list(data["versions_removed"]),
+            list(data["unpublished_removed"]),
+            data["unreferenced_removed"],
+            data["files_removed"],
+            data["bytes_freed"],
+            list(data["protected"]),
+            list(data["notes"]),
+            data["error"],
+        )
+
+
+@dataclass
+class TableWork:
+    """What the driver hands over for one table: everything `run_table` needs besides storage."""
+
+    plan: TablePlan
+    read_by_clones: set[str] = field(default_factory=set)  # files no sweep may touch
+    compact: bool = False
+    published: int | None = None  # the current read_version of a partition table
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "plan": dataclasses.asdict(self.plan),
+            "read_by_clones": sorted(self.read_by_clones),
+            "compact": self.compact,
+            "published": self.published,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TableWork:
+        return cls(
+            TablePlan(**data["plan"]),
+            set(data["read_by_clones"]),
+            data["compact"],
+            data["published"],
+        )
+
+
+def run_table(
+    ns: Namespace, work: TableWork, policy: PrunePolicy, dry_run: bool
+) -> tuple[TableResult, Compaction | None]:
+    """Prune one table as planned; a failure is the table's result, never an exception."""
+    plan = work.plan
+    result = TableResult(plan.object_id, plan.location)
+    compaction = None
+    try:
+        ds = execute_plan(ns, plan, policy, dry_run, result)
+        _sweep_unreferenced(ns, plan.location, policy, dry_run, result, work.read_by_clones, ds)
+        if work.compact:
+            compaction = _compact(ns, plan.location, plan.object_id, work.published, dry_run)
+    except LancensError as exc:
+        result.status, result.error = "failed", exc.message
+    except Exception as exc:  # one table's failure must not stop the others
+        result.status, result.error = "failed", lance_message(exc)
+    return result, compaction
+
+
+def job_settings(ns: Namespace, policy: PrunePolicy, dry_run: bool, parallel: int) -> dict:
+    """What every group of a run shares, as plain data."""
+    return {
+        "config": dataclasses.asdict(ns.config),
+        "policy": {
+            "older_than": policy.older_than.total_seconds(),
+            "retain": policy.retain,
+            "grace": policy.grace.total_seconds(),
+            "force": policy.force,
+        },
+        "dry_run": dry_run,
+        "parallel": parallel,
+    }
+
+
+def run_group(job: dict[str, Any], group: list[tuple[int, dict[str, Any]]]) -> list[dict]:
+    """A group of tables as plain data in and out: `(index, TableWork.to_json())` pairs in,
+    `{"index", "result", "compaction"}` dicts out, the tables run `job["parallel"]` at a time."""
+    ns = Namespace(NamespaceConfig(**job["config"]))
+    raw = job["policy"]
+    policy = PrunePolicy(
+        older_than=timedelta(seconds=raw["older_than"]),
+        retain=raw["retain"],
+        grace=timedelta(seconds=raw["grace"]),
+        force=raw["force"],
+    )
+
+    def one(item: tuple[int, dict[str, Any]]) -> dict[str, Any]:
+        index, work = item
+        result, compaction = run_table(ns, TableWork.from_json(work), policy, job["dry_run"])
+        return {
+            "index": index,
+            "result": result.to_json(),
+            "compaction": dataclasses.asdict(compaction) if compaction else None,
+        }
+
+    with ThreadPoolExecutor(max_workers=max(1, int(job["parallel"]))) as pool:
+        return list(pool.map(one, group))
+
+
+def compaction_from_json(data: dict[str, Any] | None) -> Compaction | None:
+    return Compaction(**data) if data else None
+
+
+def _compact(ns, location, object_id, published, dry_run) -> Compaction | None:
+    if dry_run:
+        import lance
+
+        ds = lance.dataset(ns.storage.uri(location), storage_options=ns.storage.lance_options)
+        return Compaction(location, object_id, ds.version) if len(ds.get_fragments()) > 1 else None
+    return compact_table(ns, location, object_id, published)
+
+
+def execute_plan(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: TableResult) -> Any:
+    """Remove the plan's unpublished and expired versions; the dataset handle used, if any."""
+    import lance
+
+    result.kept = [{"version": v, "reasons": r} for v, r in plan.protected.items()]
+    result.notes = plan.notes
+    if plan.unpublished:
+        _drop_unpublished(ns, plan, dry_run, result)
+    if not plan.expire:
+        if result.unpublished_removed:
+            result.status = "would prune" if dry_run else "pruned"
+        return None
+    ds = lance.dataset(ns.storage.uri(plan.location), storage_options=ns.storage.lance_options)
+    arguments = {
+        "older_than": policy.older_than,
+        "versions": plan.expire,
+        "error_if_tagged_old_versions": False,
+    }
+    if dry_run:
+        stats = ds.explain_cleanup_old_versions(**arguments).stats
+    else:
+        stats = ds.cleanup_old_versions(**arguments)
+    if dry_run:
+        result.versions_removed = plan.expire[: stats.old_versions]
+    else:
+        remaining = set(version_times(ns.storage, plan.location))
+        result.versions_removed = [v for v in plan.expire if v not in remaining]
+    result.files_removed += (
+        stats.data_files_removed
+        + stats.transaction_files_removed
+        + stats.index_files_removed
+        + stats.deletion_files_removed
+        + stats.old_versions
+    )
+    result.bytes_freed += stats.bytes_removed
+    if stats.failed_deletes:
+        result.notes.append(f"{stats.failed_deletes} file(s) could not be deleted; rerun prune")
+    if result.versions_removed or result.unpublished_removed:
+        result.status = "would prune" if dry_run else "pruned"
+    return ds
+
+
+def _sweep_unreferenced(
+    ns: Namespace,
+    location: str,
+    policy: PrunePolicy,
+    dry_run: bool,
+    result: TableResult,
+    read_by_clones: set[str],
+    ds: Any = None,
+) -> None:
+    """Delete files no version references (a killed write's), once older than the grace.
+
+    Only when `data/` holds a file the latest version does not reference (else there is none
+    to find; unreferenced deletion and index files then go by Lance's own 7-day rule).
+
+    Lance finds them (`explain_cleanup_old_versions(delete_unverified=True)` over the latest
+    version alone, which removes no version); we delete only those past our grace, one by one,
+    below the table's directory. Lance's own `delete_unverified=True` would take them at any
+    age, an in-flight write's too.
+    """
+    import lance
+
+    storage = ns.storage
+    if ds is None:
+        ds = lance.dataset(storage.uri(location), storage_options=storage.lance_options)
+    # The common case costs one listing: every data file is the latest version's.
+    latest = {f.path for fragment in ds.get_fragments() for f in fragment.metadata.files}
+    if {name for name, _size in storage.walk_files(f"{location}/data")} <= latest:
+        return
+    explanation = ds.explain_cleanup_old_versions(
+        older_than=policy.older_than,
+        versions=[ds.latest_version],
+        delete_unverified=True,
+        error_if_tagged_old_versions=False,
+        include_files=True,
+        max_files=UNREFERENCED_BATCH,
+    )
+    base = (storage.uri(location) if storage.is_local else storage._path(location)).strip("/")
+    now = datetime.now(UTC)
+    for candidate in explanation.candidate_files:
+        path = candidate.path.strip("/")
+        if not candidate.unverified or not path.startswith(base + "/"):
+            continue  # nothing outside the table's directory, nothing a version references
+        inside = path[len(base) + 1 :]
+        if inside in read_by_clones:
+            continue  # a shallow clone reads it through its base path
+        rel = f"{location}/{inside}"
+        check_relative(rel)
+        changed = storage.modified(rel)
+        if changed is None or now - changed < policy.grace:
+            continue
+        if not dry_run:
+            storage.delete_file(rel)
+        result.unreferenced_removed += 1
+        result.files_removed += 1
+        result.bytes_freed += candidate.size_bytes
+    if result.unreferenced_removed and result.status == "nothing to do":
+        result.status = "would prune" if dry_run else "pruned"
+
+
+def _drop_unpublished(ns: Namespace, plan: TablePlan, dry_run: bool, result: TableResult) -> None:
+    """Remove a dead write's versions after the published one, newest first.
+
+    Just before each deletion the version must still be the table's newest: a write that
+    committed meanwhile is alive, and the tail stays.
+    """
+    import lance
+
+    uri = ns.storage.uri(plan.location)
+    sizes = dict(ns.storage.walk_files(f"{plan.location}/{VERSIONS_DIR}"))
+    for version in plan.unpublished:
+        path = manifest_file(ns.storage, plan.location, version)
+        if path is None:
+            continue
+        latest = lance.dataset(uri, storage_options=ns.storage.lance_options).latest_version
+        expected = plan.unpublished[0] if dry_run else version
+        if latest != expected:
+            result.notes.append(
+                f"version {latest} appeared during prune: unpublished versions left alone"
+            )
+            return
+        size = sizes.get(path.rsplit("/", 1)[1], 0)
+        if not dry_run:
+            ns.storage.delete_file(path)
+        result.unpublished_removed.append(version)
+        result.files_removed += 1
+        result.bytes_freed += size
+    if result.unpublished_removed:
+        result.notes.append(
+            f"unpublished version(s) {result.unpublished_removed} of a write that never "
+            "published them" + (" would be removed" if dry_run else " removed")
+        )
