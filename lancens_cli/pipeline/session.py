@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,7 +168,11 @@ def spark_session(settings: SparkSettings) -> Any:
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:
-        spark = builder.getOrCreate()
+        with warnings.catch_warnings():
+            # Lance warns on any fork once imported; the JVM gateway is forked and exec'd at
+            # once and never runs Lance (Python workers come from Spark's own daemon).
+            warnings.filterwarnings("ignore", message="lance is not fork-safe")
+            spark = builder.getOrCreate()
     except Exception as exc:  # the JVM did not start: one line, the trace only with --debug
         raise LancensError(f"Spark did not start on {settings.master}: {_first_line(exc)}") from exc
     spark.sparkContext.setLogLevel("INFO" if settings.debug else "ERROR")
