@@ -105,6 +105,29 @@ def test_ctrl_c_at_a_prompt_stops_at_once(local_root):
     assert "t\ttable" in invoke(*local_root.args, "ls").stdout  # nothing was dropped
 
 
+@pytest.mark.parametrize("answer, code", [(b"y\n", 0), (b"n\n", 5), (b"\n", 5)])
+def test_the_drop_prompt_takes_an_answer(local_root, answer, code):
+    """On a terminal, drop asks; `y` drops, anything else (or Enter) refuses with exit 5."""
+    ok(local_root, "create", "table", "t", "--declare")
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvpe(
+            sys.executable,
+            [sys.executable, "-m", "lancens_cli", *local_root.args, "drop", "t"],
+            {**os.environ, "LANCE_LOG": "error"},
+        )
+    seen = b""
+    while b"[y/N]" not in seen:
+        seen += os.read(fd, 1024)
+    os.write(fd, answer)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == code, seen
+    listed = "t\ttable" in invoke(*local_root.args, "ls").stdout
+    assert listed == (code != 0)
+
+
 # --- a damaged __manifest --------------------------------------------------------------------
 
 
