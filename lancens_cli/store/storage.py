@@ -154,9 +154,8 @@ class Storage:
                 f"access denied at {self.root_uri}: {exc.strerror or exc}"
             ) from None
         except OSError as exc:
-            raise StorageUnavailableError(
-                f"at {self.root_uri}: {describe_exception(exc)}"
-            ) from None
+            detail = describe_exception(exc).removeprefix("storage error: ")
+            raise StorageUnavailableError(f"storage error at {self.root_uri}: {detail}") from None
         except Exception as exc:  # botocore / aiohttp errors have no common base
             raise StorageUnavailableError(
                 f"storage at {self.root_uri} did not answer: {lance_message(exc)}"
