@@ -25,6 +25,7 @@ from lancens_cli.models import (
 from lancens_cli.service.create import refuse_taken, table_row
 from lancens_cli.service.dependents import attach, outside_dependents, refuse
 from lancens_cli.service.namespace import DROPPING_KEY, Namespace
+from lancens_cli.service.namespace import stale_rename_sources as renamed_away
 from lancens_cli.store.manifest import (
     ManifestEdit,
     ManifestSnapshot,
@@ -166,12 +167,17 @@ def _mark_dropping(ns: Namespace, tables: list[Change], delimiter: str) -> None:
         for object_id, change in wanted.items():
             row = snapshot.get(object_id)
             if row is None:
-                if snapshot.locations().get(change.location) not in (None, object_id):
+                moved = snapshot.locations().get(change.location) not in (None, object_id)
+                if (
+                    moved
+                    or change.location in renamed_away(snapshot)
+                    or not ns.storage.exists(change.location)
+                ):
                     raise TableNotFoundError(
-                        f"table {change.id} no longer exists: another process renamed it "
-                        "meanwhile; nothing was dropped"
+                        f"table {change.id} no longer exists: another process renamed or "
+                        "dropped it meanwhile; nothing was dropped"
                     )
-                continue  # known from its directory only (or dropped meanwhile)
+                continue  # known from its directory only
             if row["location"] != change.location:
                 raise TableNotFoundError(
                     f"table {change.id} changed its location meanwhile (renamed?); "
