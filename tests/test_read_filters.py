@@ -11,12 +11,9 @@ from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 import pytest
+from pyspark.sql import datasource as ds
 
-pytest.importorskip("pyspark")
-
-from pyspark.sql import datasource as ds  # noqa: E402
-
-from lancens_cli.partition.predicate import (  # noqa: E402
+from lancens_cli.partition.predicate import (
     FALSE,
     TRUE,
     And,
@@ -28,8 +25,8 @@ from lancens_cli.partition.predicate import (  # noqa: E402
     evaluate,
     to_sql,
 )
-from lancens_cli.pipeline.read import conform_batch  # noqa: E402
-from lancens_cli.pipeline.read_filters import translate, without_columns  # noqa: E402
+from lancens_cli.pipeline.read import conform_batch
+from lancens_cli.pipeline.read_filters import translate, without_columns
 
 SCHEMA = pa.schema(
     [
