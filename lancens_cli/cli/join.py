@@ -8,6 +8,7 @@ import typer
 
 from lancens_cli.cli.app import app
 from lancens_cli.cli.common import SESSION, command
+from lancens_cli.cli.join_plan import JoinKeys, LeftRoot, RightRoot
 from lancens_cli.cli.spark_options import ConfOption, MasterOption
 
 DEFAULT_LIMIT = 20
@@ -15,20 +16,9 @@ DEFAULT_LIMIT = 20
 
 @command(app, "join")
 def join(
-    left_root: Annotated[
-        str, typer.Argument(metavar="LEFT_ROOT", help="The left partitioned namespace.")
-    ],
-    right_root: Annotated[
-        str, typer.Argument(metavar="RIGHT_ROOT", help="The right partitioned namespace.")
-    ],
-    on: Annotated[
-        list[str],
-        typer.Option(
-            "--on",
-            metavar="'l.COL = r.COL'",
-            help="A join key: a left column equal to a right column. Repeatable.",
-        ),
-    ] = ...,  # type: ignore[assignment]
+    left_root: LeftRoot,
+    right_root: RightRoot,
+    on: JoinKeys = ...,  # type: ignore[assignment]
     how: Annotated[str, typer.Option("--how", help="inner or left (outer).")] = "inner",
     columns: Annotated[
         list[str] | None,

@@ -10,6 +10,22 @@ import typer
 from lancens_cli.cli.app import app
 from lancens_cli.cli.common import SESSION, command
 
+# The two namespaces and the keys, as `join-plan` and `join` both take them.
+LeftRoot = Annotated[
+    str, typer.Argument(metavar="LEFT_ROOT", help="The left partitioned namespace.")
+]
+RightRoot = Annotated[
+    str, typer.Argument(metavar="RIGHT_ROOT", help="The right partitioned namespace.")
+]
+JoinKeys = Annotated[
+    list[str],
+    typer.Option(
+        "--on",
+        metavar="'l.COL = r.COL'",
+        help="A join key: a left column equal to a right column. Repeatable.",
+    ),
+]
+
 
 def _namespace_for(root: str) -> Any:
     """A namespace at `root` with this invocation's storage options, profile and flags.
@@ -22,20 +38,9 @@ def _namespace_for(root: str) -> Any:
 
 @command(app, "join-plan")
 def join_plan(
-    left_root: Annotated[
-        str, typer.Argument(metavar="LEFT_ROOT", help="The left partitioned namespace.")
-    ],
-    right_root: Annotated[
-        str, typer.Argument(metavar="RIGHT_ROOT", help="The right partitioned namespace.")
-    ],
-    on: Annotated[
-        list[str],
-        typer.Option(
-            "--on",
-            metavar="'l.COL = r.COL'",
-            help="A join key: a left column equal to a right column. Repeatable.",
-        ),
-    ] = ...,  # type: ignore[assignment]
+    left_root: LeftRoot,
+    right_root: RightRoot,
+    on: JoinKeys = ...,  # type: ignore[assignment]
     all_versions: Annotated[
         bool,
         typer.Option(
