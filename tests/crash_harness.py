@@ -824,12 +824,15 @@ def _rerun(scenario: Scenario, root: Root, place: Place, state: dict, problems: 
     debris = scenario.debris and (
         table_state(state["ns"].storage, scenario.debris) == STATE_UNCOMMITTED
     )
+    # On S3 a killed process's last upload may land after the kill-time listing: the files
+    # the refused rerun must leave alone are those there just before it runs.
+    before = place.files(root)
     rerun = invoke(*root.args, *scenario.argv)
     if not debris:
         return rerun, False
     if rerun.exit_code != 4 or "check --fix" not in rerun.stderr:
         problems.append(f"rerun over debris exited {rerun.exit_code}: {rerun.stderr.strip()}")
-    if place.files(root) != state["files"]:
+    if place.files(root) != before:
         problems.append("the rerun refused over debris changed files")
     fix = invoke(*root.args, "check", "--fix", "--grace-minutes", "0")
     if fix.exit_code != 0:
