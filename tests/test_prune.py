@@ -514,3 +514,35 @@ def test_a_manifest_with_many_fragments_is_compacted_and_lists_the_same(local_ro
     assert compacted and compacted[0]["fragments_before"] == 21
     assert len(lance.dataset(uri).get_fragments()) == 1
     assert run_cli(*local_root.args, "ls", "--json").json() == listed
+
+
+def test_a_table_dropped_during_prune_is_gone_not_failed(local_root, built):
+    """`drop` lands between prune's plan and its per-table work: the table is reported `gone`,
+    the run is not a failure, and every other table is pruned as usual."""
+    from datetime import timedelta
+
+    from lancens_cli.service.namespace import Namespace
+    from lancens_cli.service.prune import prune as prune_root
+    from lancens_cli.service.prune import run_locally
+    from lancens_cli.service.prune_policy import PrunePolicy
+
+    other = next(p for p in built.path.iterdir() if p.name.endswith("more$u"))
+    lance.write_dataset(pa.table({"a": pa.array([7], pa.int64())}), other, mode="append")
+    time.sleep(1.1)
+
+    def drop_then_run(*args):
+        dropped = run_cli(*local_root.args, "drop", "more.u", "--yes")
+        assert dropped.exit_code == 0, dropped.stderr
+        return run_locally(*args)
+
+    ns = Namespace.from_properties({"root": local_root.uri})
+    policy = PrunePolicy(
+        older_than=timedelta(seconds=1), retain=1, grace=timedelta(seconds=1), force=True
+    )
+    report = prune_root(ns, [], policy, tasks=drop_then_run)
+    by_table = {t.object_id: t for t in report.tables}
+    assert by_table["more$u"].status == "gone", by_table["more$u"]
+    assert report.failed == []
+    assert by_table["plain$t"].status == "pruned"
+    assert versions(built.table) == [3, 5, 9, 20]
+    assert not other.exists()

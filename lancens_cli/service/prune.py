@@ -61,7 +61,13 @@ from lancens_cli.service.prune_protect import (
     plan_table,
     read_table_state,
 )
-from lancens_cli.service.prune_table import TableResult, TableWork, execute_plan, run_table
+from lancens_cli.service.prune_table import (
+    TableResult,
+    TableWork,
+    execute_plan,
+    record_failure,
+    run_table,
+)
 from lancens_cli.store.manifest import ManifestSnapshot
 
 MANIFEST_COMPACT_FRAGMENTS = 16  # compact __manifest when it has more fragments than this
@@ -246,10 +252,8 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
             )
             table_plan = plan_table(state, pins, policy, clone_versions, now)
             return TableWork(table_plan, read_by_clones, published=pins.current.get(location))
-        except LancensError as exc:
-            result.status, result.error = "failed", exc.message
         except Exception as exc:  # one table's failure must not stop the others
-            result.status, result.error = "failed", lance_message(exc)
+            record_failure(ns, result, exc)
         return result
 
     with ThreadPoolExecutor(max_workers=parallel) as pool:

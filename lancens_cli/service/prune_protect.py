@@ -25,6 +25,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lancens_cli.service.prune_policy import PrunePolicy, show_duration
+from lancens_cli.store.base_paths import base_path_strings, split_manifest_file
+from lancens_cli.store.inspect import version_from_manifest_name
 from lancens_cli.store.storage import Storage, _modified
 from lancens_cli.store.tables import VERSIONS_DIR
 
@@ -97,13 +99,19 @@ class TableState:
 
 
 def version_times(storage: Storage, location: str) -> dict[int, datetime]:
-    """Every version of a table with when its manifest was written: one listing of `_versions/`.
+    """Every version of a table with when its manifest was written (one listing)."""
+    return {version: when for version, (_name, when) in version_files(storage, location).items()}
 
-    Reading each manifest for its timestamp (`ds.versions()`) costs one read per version; the
-    file's modification time is never earlier than the commit (a copy only makes it later, which
-    keeps a version longer), and Lance checks its own timestamp again before removing one.
+
+def version_files(storage: Storage, location: str) -> dict[int, tuple[str, datetime]]:
+    """Every version of a table: its `_versions/` file name and when it was written.
+
+    One listing of `_versions/`. Reading each manifest for its timestamp (`ds.versions()`) costs
+    one read per version; the file's modification time is never earlier than the commit (a copy
+    only makes it later, which keeps a version longer), and Lance checks its own timestamp again
+    before removing one.
     """
-    found: dict[int, datetime] = {}
+    found: dict[int, tuple[str, datetime]] = {}
     directory = f"{location}/{VERSIONS_DIR}"
     if storage.is_local:
         try:
@@ -122,45 +130,63 @@ def version_times(storage: Storage, location: str) -> dict[int, datetime]:
         now = datetime.now(UTC)
         stamped = [(i["name"].rsplit("/", 1)[-1], _modified(i) or now) for i in infos]
     for name, when in stamped:
-        version = _manifest_version(name)
+        version = version_from_manifest_name(name)
         if version is not None:
-            found[version] = when
+            found[version] = (name, when)
     return found
 
 
-def _manifest_version(name: str) -> int | None:
-    stem, dot, ext = name.partition(".")
-    if ext != "manifest" or not stem.isdigit():
-        return None
-    number = int(stem)
-    if len(stem) == 20 and number >= 1 << 63:  # V2 naming: u64::MAX - version, zero padded
-        return (1 << 64) - 1 - number
-    return number
-
-
 def read_table_state(storage: Storage, location: str, object_id: str | None) -> TableState | None:
-    """Versions, tags, branches and base paths of one table (two listings and one read);
-    None when the directory holds no version (declared, empty, gone: nothing to prune)."""
-    import lance
+    """Versions, tags, branches and base paths of one table; None when the directory holds no
+    version (declared, empty, gone: nothing to prune).
 
-    times = version_times(storage, location)
-    if not times:
+    Two listings and one file read: the base paths come from the latest manifest's protobuf
+    (store/base_paths.py), so the table is opened with Lance only when it has tags or branches
+    (`_refs/`) or a manifest we do not parse. The per-table work opens it once, to expire.
+    """
+    files = version_files(storage, location)
+    if not files:
         return None
-    ds = lance.dataset(storage.uri(location), storage_options=storage.lance_options)
-    times.setdefault(ds.version, datetime.now(UTC))
-    versions = [VersionInfo(v, t) for v, t in sorted(times.items())]
+    versions = [VersionInfo(v, when) for v, (_name, when) in sorted(files.items())]
     tags: dict[str, int] = {}
     branches: dict[str, int] = {}
-    if any(e.name.rsplit("/", 1)[-1] == "_refs" for e in storage.list_dir(location)):
-        for name, tag in ds.tags.list().items():
-            if tag.get("branch") in (None, "main") and tag.get("version") is not None:
-                tags[name] = int(tag["version"])
-        for name, branch in ds.branches.list().items():
-            if branch.get("parent_branch") in (None, "main") and branch.get("parent_version"):
-                branches[name] = int(branch["parent_version"])
-    return TableState(
-        location, object_id, versions, tags, branches, _bases_inside(storage, location, ds)
-    )
+    has_refs = any(e.name.rsplit("/", 1)[-1] == "_refs" for e in storage.list_dir(location))
+    bases = None if has_refs else _latest_bases(storage, location, files[versions[-1].version][0])
+    if bases is None:
+        import lance
+
+        ds = lance.dataset(storage.uri(location), storage_options=storage.lance_options)
+        bases = _bases_inside(storage, location, ds)
+        if ds.version not in files:
+            versions.append(VersionInfo(ds.version, datetime.now(UTC)))
+            versions.sort(key=lambda v: v.version)
+        if has_refs:
+            tags, branches = _refs(ds)
+    return TableState(location, object_id, versions, tags, branches, bases)
+
+
+def _refs(ds: Any) -> tuple[dict[str, int], dict[str, int]]:
+    """Tags of the main lineage, and the main-lineage version each branch starts from."""
+    tags: dict[str, int] = {}
+    branches: dict[str, int] = {}
+    for name, tag in ds.tags.list().items():
+        if tag.get("branch") in (None, "main") and tag.get("version") is not None:
+            tags[name] = int(tag["version"])
+    for name, branch in ds.branches.list().items():
+        if branch.get("parent_branch") in (None, "main") and branch.get("parent_version"):
+            branches[name] = int(branch["parent_version"])
+    return tags, branches
+
+
+def _latest_bases(storage: Storage, location: str, manifest_name: str) -> list[str] | None:
+    """The base paths into the root that the latest manifest names, read from its protobuf;
+    None when the file does not parse (the caller then asks Lance)."""
+    try:
+        data = storage.read_bytes(f"{location}/{VERSIONS_DIR}/{manifest_name}")
+        paths = base_path_strings(split_manifest_file(data)[1])
+    except (OSError, ValueError):
+        return None
+    return _inside(storage, location, paths)
 
 
 def fallback_bases(storage: Storage, location: str) -> list[str] | None:
@@ -184,9 +210,14 @@ def fallback_bases(storage: Storage, location: str) -> list[str] | None:
 
 
 def _bases_inside(storage: Storage, location: str, ds: Any) -> list[str]:
+    return _inside(storage, location, [str(base.path) for base in ds.base_paths().values()])
+
+
+def _inside(storage: Storage, location: str, paths: list[str]) -> list[str]:
+    """The base paths that point into another location of the root, relative to the root."""
     bases = []
-    for base in ds.base_paths().values():
-        rel = storage.relative(str(base.path).rstrip("/"))
+    for path in paths:
+        rel = storage.relative(path.rstrip("/"))
         if rel is not None and rel.split("/", 1)[0] != location.split("/", 1)[0]:
             bases.append(rel)
     return bases

@@ -118,11 +118,28 @@ def run_table(
         _sweep_unreferenced(ns, plan.location, policy, dry_run, result, work.read_by_clones, ds)
         if work.compact:
             compaction = _compact(ns, plan.location, plan.object_id, work.published, dry_run)
-    except LancensError as exc:
-        result.status, result.error = "failed", exc.message
     except Exception as exc:  # one table's failure must not stop the others
-        result.status, result.error = "failed", lance_message(exc)
+        record_failure(ns, result, exc)
     return result, compaction
+
+
+def record_failure(ns: Namespace, result: TableResult, exc: Exception) -> None:
+    """A table whose work raised: `gone` when a drop or rename took it meanwhile (not a failure
+    of prune: nothing is left to do), else `failed` with the reason in words."""
+    if _gone(ns, result.location):
+        result.status = "gone"
+        result.notes.append("the table was dropped or moved during prune: nothing left to do")
+    else:
+        result.status = "failed"
+        result.error = exc.message if isinstance(exc, LancensError) else lance_message(exc)
+
+
+def _gone(ns: Namespace, location: str) -> bool:
+    """Whether the table's directory lost its versions (a drop or a rename since the plan)."""
+    try:
+        return not ns.storage.exists(f"{location}/{VERSIONS_DIR}")
+    except Exception:  # noqa: BLE001 - cannot tell: report the failure as it is
+        return False
 
 
 def job_settings(ns: Namespace, policy: PrunePolicy, dry_run: bool, parallel: int) -> dict:
@@ -202,7 +219,9 @@ def execute_plan(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: 
         stats = ds.cleanup_old_versions(**arguments)
     if dry_run:
         result.versions_removed = plan.expire[: stats.old_versions]
-    else:
+    elif stats.old_versions == len(plan.expire):
+        result.versions_removed = list(plan.expire)
+    else:  # Lance kept some (younger by its own clock): which, the listing tells
         remaining = set(version_times(ns.storage, plan.location))
         result.versions_removed = [v for v in plan.expire if v not in remaining]
     result.files_removed += (
@@ -258,6 +277,7 @@ def _sweep_unreferenced(
     )
     base = (storage.uri(location) if storage.is_local else storage._path(location)).strip("/")
     now = datetime.now(UTC)
+    doomed = []
     for candidate in explanation.candidate_files:
         path = candidate.path.strip("/")
         if not candidate.unverified or not path.startswith(base + "/"):
@@ -270,11 +290,12 @@ def _sweep_unreferenced(
         changed = storage.modified(rel)
         if changed is None or now - changed < policy.grace:
             continue
-        if not dry_run:
-            storage.delete_file(rel)
+        doomed.append(rel)
         result.unreferenced_removed += 1
         result.files_removed += 1
         result.bytes_freed += candidate.size_bytes
+    if not dry_run:
+        storage.delete_files(doomed)
     if result.unreferenced_removed and result.status == "nothing to do":
         result.status = "would prune" if dry_run else "pruned"
 

@@ -312,6 +312,19 @@ class Storage:
         with contextlib.suppress(FileNotFoundError):
             self._remote(self.fs.rm_file, self._path(rel))
 
+    def delete_files(self, rels: list[str]) -> None:
+        """Remove files; absent ones are fine. On an object store one batched request per
+        thousand keys (s3fs and gcsfs batch `rm` of a list), not one request per file."""
+        for rel in rels:
+            check_relative(rel)
+        if self.is_local:
+            for rel in rels:
+                self.delete_file(rel)
+            return
+        if rels:
+            with contextlib.suppress(FileNotFoundError):
+                self._remote(self.fs.rm, [self._path(rel) for rel in rels])
+
     def delete_tree(self, rel: str) -> None:
         """Remove a directory and everything below it; absent is fine (reruns)."""
         check_relative(rel)
