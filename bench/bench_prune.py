@@ -15,6 +15,8 @@
    as Spark tasks; the cold process starts Spark too) and must remove as many versions.
 2. `__manifest` after C commits (one `create namespace` each): its files and bytes, and a cold
    `lancens ls --json`, before and after `prune`.
+3. With `--memory-tables N[,M...]`: peak resident memory of `lancens prune` over N synthetic
+   one-version tables (hard links of one template table, all registered), nothing to remove.
 
 Prints figures; always exits 0. Not a test.
 """
@@ -71,11 +73,17 @@ def template(workdir: Path, n_versions: int) -> Path:
 
 
 def build_root(root: Path, source: Path, n: int) -> None:
-    from lancens_cli.service.namespace import Namespace
 
     root.mkdir(parents=True)
     for i in range(n):
         shutil.copytree(source, root / f"{table_name(i)}.lance")
+    build_root_rows(root, n)
+
+
+def build_root_rows(root: Path, n: int) -> None:
+    """Register `<name>.lance` directories 0..n-1 in `__manifest`, in one commit."""
+    from lancens_cli.service.namespace import Namespace
+
     ns = Namespace.from_properties({"root": str(root)})
 
     def plan(snapshot, edit):
@@ -257,6 +265,39 @@ def bench_s3(workdir: Path, n: int, n_versions: int) -> None:
     server.stop()
 
 
+PEAK = """
+import resource, subprocess, sys
+proc = subprocess.run(sys.argv[1:], capture_output=True)
+if proc.returncode:
+    sys.exit(proc.stderr.decode()[-2000:])
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def bench_memory(workdir: Path, sizes: list[int]) -> None:
+    """Peak RSS of a prune over many one-version tables (kept: nothing to remove)."""
+    source = template(workdir, 1)
+    files = [p for p in source.rglob("*") if p.is_file()]
+    rows = []
+    for n in sizes:
+        root = workdir / f"memory-{n}"
+        started = time.perf_counter()
+        for i in range(n):
+            target = root / f"{table_name(i)}.lance"
+            for path in files:
+                link = target / path.relative_to(source)
+                link.parent.mkdir(parents=True, exist_ok=True)
+                os.link(path, link)
+        build_root_rows(root, n)
+        print(f"built {n} one-version tables in {time.perf_counter() - started:.1f} s")
+        cmd = [*lancens_cmd(), "--root", str(root), "prune", "--older-than", "1s", "--force"]
+        wall, _cpu, proc = run_once([sys.executable, "-c", PEAK, *cmd, "--yes", "--json"])
+        peak_mib = int(proc.stdout.strip()) / 1024
+        rows.append([n, fmt_s(wall), f"{peak_mib:.0f} MiB", f"{peak_mib * 1024 * 1024 / n:.0f}"])
+        shutil.rmtree(root)
+    print_table(["tables", "prune wall", "peak RSS", "bytes per table"], rows)
+
+
 def bench_manifest(workdir: Path, commits: int) -> None:
     from lancens_cli.service.create import namespace_row
     from lancens_cli.service.namespace import Namespace
@@ -300,6 +341,9 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--s3-tables", type=int, default=0, help="also on moto S3 (e.g. 1000)")
     parser.add_argument("--spark-master", default=None, help="also prune with --master URL")
+    parser.add_argument(
+        "--memory-tables", default="", help="peak RSS at these sizes, e.g. 10000,100000"
+    )
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-prune-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -313,6 +357,8 @@ def main() -> None:
         bench_spark(workdir, args.tables, args.versions, args.spark_master)
     if args.s3_tables:
         bench_s3(workdir, args.s3_tables, args.versions)
+    if args.memory_tables:
+        bench_memory(workdir, [int(n) for n in args.memory_tables.split(",")])
     print(load_average())
 
 
