@@ -70,7 +70,8 @@ def parse_changes(
     adds: list[str], renames: list[str], drops: list[str], widens: list[str]
 ) -> list[Change]:
     """The changes, in the order: drops, renames, widenings, adds (so a dropped or renamed
-    name may be taken by an added column in the same command)."""
+    name may be taken by an added column in the same command). None at all: only bring the
+    partition tables to the current schema."""
     changes = [Change("drop", _name(d, f"--drop {d!r}")) for d in drops]
     for text in renames:
         old, new = _pair(text, "--rename", "old=new")
@@ -85,8 +86,6 @@ def parse_changes(
         changes.append(
             Change("add", _name(parts[0], f"--add {text!r}"), _type(parts[1], f"--add {text!r}"))
         )
-    if not changes:
-        raise InvalidInputError("give at least one of --add, --rename, --drop, --widen")
     return changes
 
 

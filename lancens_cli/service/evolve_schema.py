@@ -331,3 +331,43 @@ def _publish(
     after = ns.snapshot().version
     result.manifest_commits += max(after - before, 0)
     return version
+
+
+def check_table_schemas(
+    storage: Storage, snapshot: ManifestSnapshot, layout: PartitionLayout, report: Any
+) -> None:
+    """`check`: a published partition table whose columns are not the namespace schema's.
+
+    A table of an earlier generation (an evolution killed before its publish) is still read
+    through the schema; one of no generation was changed by another tool.
+    """
+    from lancens_cli.partition.schema_evolution import generation_of
+    from lancens_cli.store.tables import open_published
+
+    history = history_from_metadata(snapshot.metadata)
+    rows = partition_tables(snapshot, layout)
+
+    def table_schema(row: dict[str, Any]) -> Any:
+        try:
+            return open_published(storage, row).schema
+        except InvalidTableStateError:
+            return None  # the table checks report an unreadable table
+
+    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
+        schemas = list(pool.map(table_schema, rows))
+    for row, schema in zip(rows, schemas, strict=True):
+        if schema is None or shape(schema) == shape(layout.schema):
+            continue
+        known = generation_of(schema, layout.schema, history) is not None
+        columns = ", ".join(f"{n} {t}" for n, t in shape(schema))
+        report.add(
+            "partition_schema_behind" if known else "partition_schema_differs",
+            row["object_id"],
+            row["location"],
+            f"partition table columns ({columns}) are not the namespace schema's; "
+            + (
+                "an earlier generation: `lancens evolve-schema` (no options) brings it"
+                if known
+                else "changed outside lancens: readers match its columns by name"
+            ),
+        )
