@@ -165,7 +165,9 @@ def _read_piece(ns: Any, piece: Piece, target: Any) -> Iterator[Any]:
     if piece.branch:
         dataset = dataset.checkout_version((piece.branch, piece.version))
     present = set(dataset.schema.names)
-    columns = [f.name for f in target if f.name in present]
+    sources = dict(piece.renamed)  # a table of an earlier schema generation
+    held = {f.name: sources.get(f.name, f.name) for f in target}
+    columns = [held[f.name] for f in target if held[f.name] in present]
     fragments = [dataset.get_fragment(i) for i in piece.fragments]
     scanner = dataset.scanner(
         columns=columns,
@@ -174,8 +176,11 @@ def _read_piece(ns: Any, piece: Piece, target: Any) -> Iterator[Any]:
         batch_size=BATCH_ROWS,
         with_row_id=not columns,  # a scan needs a column to count rows by
     )
+    back = {held[f.name]: f.name for f in target if held[f.name] in present}
     for batch in scanner.to_batches():
         if batch.num_rows:
+            if sources:
+                batch = batch.rename_columns([back.get(n, n) for n in batch.schema.names])
             yield conform_batch(batch, target)
 
 

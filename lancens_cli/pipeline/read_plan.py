@@ -20,6 +20,8 @@ from lancens_cli.partition.predicate import (
     TRUE,
     And,
     Node,
+    Not,
+    Or,
     columns_of,
     flatten,
     parse,
@@ -44,6 +46,9 @@ class Piece:
     rows: int
     filter: str | None
     spec_version: int | None = None
+    # source columns whose table column has another name (an earlier schema generation);
+    # None: the table lacks the column, it reads as NULL
+    renamed: tuple[tuple[str, str | None], ...] = ()
 
 
 class LancensSlice(InputPartition):
@@ -79,8 +84,9 @@ def plan_slices(
     ns.require_root()
     ident = opts.ident()
     targets = _partition_targets(ns, nodes) if ident is None else [_table_target(ns, ident, nodes)]
+    history = _schema_history(ns) if ident is None else None
     with ThreadPoolExecutor(max_workers=_OPENERS) as pool:
-        found = list(pool.map(lambda t: _pieces(ns, t, schema), targets))
+        found = list(pool.map(lambda t: _pieces(ns, t, schema, history), targets))
     return _group([p for pieces in found for p in pieces], pushed)
 
 
@@ -117,12 +123,25 @@ def _table_target(ns: Any, ident: Any, nodes: list[Node]) -> _Target:
     return _Target(ident.display(), ref.location, row, None if node is None else to_sql(node), None)
 
 
-def _pieces(ns: Any, target: _Target, schema: Any) -> list[Piece]:
+def _schema_history(ns: Any) -> list[Any]:
+    """Earlier namespace schemas: how a partition table not yet evolved is read through it."""
+    from lancens_cli.partition.schema_evolution import history_from_metadata
+
+    dataset = ns.manifest.open_dataset()
+    return history_from_metadata(dict(dataset.metadata or {})) if dataset is not None else []
+
+
+def _pieces(ns: Any, target: _Target, schema: Any, history: list[Any] | None) -> list[Piece]:
+    from lancens_cli.partition.schema_evolution import column_sources
     from lancens_cli.store.tables import open_published, published_version
 
     dataset = open_published(ns.storage, target.row)
     branch = _branch(dataset, published_version(target.row))
-    condition = _filter_for(target.filter, dataset.schema, schema)
+    renamed: tuple[tuple[str, str | None], ...] = ()
+    if history is not None:
+        sources = column_sources(dataset.schema, schema, history)
+        renamed = tuple((name, src) for name, src in sources.items() if src != name)
+    condition = _filter_for(target.filter, dataset.schema, schema, dict(renamed))
     if condition is FALSE:
         return []
     piece = Piece(
@@ -134,6 +153,7 @@ def _pieces(ns: Any, target: _Target, schema: Any) -> list[Piece]:
         rows=0,
         filter=condition,
         spec_version=target.spec_version,
+        renamed=renamed,
     )
     pieces = []
     for fragment in dataset.get_fragments():
@@ -153,19 +173,37 @@ def _branch(dataset: Any, target: Any) -> str | None:
     return None
 
 
-def _filter_for(text: str | None, table_schema: Any, schema: Any) -> Any:
-    """The Lance filter for one table: columns it lacks read as NULL (FALSE: skip it)."""
+def _filter_for(
+    text: str | None, table_schema: Any, schema: Any, renamed: dict[str, str | None] | None = None
+) -> Any:
+    """The Lance filter for one table: columns it lacks read as NULL (FALSE: skip it), a
+    column it holds under an earlier name is filtered by that name."""
     if text is None:
         return None
+    renamed = renamed or {}
     names = set(table_schema.names)
     node = parse(text, schema)
-    missing = {c for c in columns_of(node) if c not in names}
-    if not missing:
+    missing = {c for c in columns_of(node) if renamed.get(c, c) not in names}
+    if not missing and not renamed:
         return text
     folded = without_columns(node, missing)
+    if renamed and folded not in (FALSE, TRUE):
+        folded = _rename_columns(folded, {k: v for k, v in renamed.items() if v})
     if folded == FALSE:
         return FALSE
     return None if folded == TRUE else to_sql(folded)
+
+
+def _rename_columns(node: Node, names: dict[str, str]) -> Node:
+    """`node` with its columns named as the table names them."""
+    if isinstance(node, And | Or):
+        return type(node)(tuple(_rename_columns(i, names) for i in node.items))
+    if isinstance(node, Not):
+        return Not(_rename_columns(node.item, names))
+    column = getattr(node, "column", None)
+    if column in names:
+        return replace(node, column=names[column])
+    return node
 
 
 def _group(pieces: list[Piece], pushed: tuple[str, ...]) -> list[LancensSlice]:

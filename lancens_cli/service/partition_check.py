@@ -73,6 +73,9 @@ def check_partitions(ns: Namespace, snapshot: ManifestSnapshot, report: Any) -> 
             )
     if not missing:
         _check_inheritance(snapshot, layout, report)
+    from lancens_cli.service.evolve_schema import check_table_schemas
+
+    check_table_schemas(ns.storage, snapshot, layout, report)
 
 
 def _check_inheritance(snapshot: ManifestSnapshot, layout: PartitionLayout, report: Any) -> None:

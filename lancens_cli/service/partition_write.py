@@ -29,6 +29,7 @@ from lancens_cli.errors import (
     lance_message,
 )
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Identifier
+from lancens_cli.partition.schema import schema_to_text
 from lancens_cli.partition.spec import PartitionSpec
 from lancens_cli.service.create import namespace_row, table_row
 from lancens_cli.service.namespace import Namespace
@@ -523,7 +524,7 @@ def commit_touches(
             _require_created_tables(ns.storage, touches)
             result.manifest_version = ns.manifest.mutate(_publish(layout, spec, touches))
             break
-        except interrupt.Interrupted:  # Ctrl-C before the publishing commit: ours go
+        except (interrupt.Interrupted, ConcurrentModificationError):  # unpublished: ours go
             for touch in touches:
                 if touch.created and touch.written_to:
                     ns.storage.delete_tree(touch.written_to)
@@ -608,6 +609,11 @@ def _publish(layout: PartitionLayout, spec: PartitionSpec, touches: list[Partiti
     def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> int:
         index = _LevelIndex(snapshot, spec)
         now = layout_of(snapshot) or layout  # a spec added meanwhile brings its columns
+        if schema_to_text(now.schema) != schema_to_text(layout.schema):
+            raise ConcurrentModificationError(
+                "the namespace schema changed during the write (evolve-schema); nothing was "
+                "published: rerun the write"
+            )
         edit.add_columns(manifest_columns(now.fields))
         stale = []
         for touch in touches:

@@ -1,0 +1,373 @@
+"""`evolve-schema`: change the namespace schema and bring every partition table to it.
+
+Order of work, so that a process killed anywhere leaves a state readers can read:
+
+1. every partition table gets a new, unpublished version at the new schema (Lance
+   `drop_columns` / `alter_columns` / `add_columns`, metadata-only except a widening cast),
+   built on its published `read_version` (later unpublished versions are set aside with a
+   `Restore` first, as `write` does);
+2. through the `__manifest` compare-and-swap path: the new `schema` (and the old one appended
+   to the schema history) in a metadata commit, then every table's new `read_version` in ONE
+   row commit. The history lets a reader match a table not yet brought to its generation and
+   read it through the new schema by field id (renamed columns by id, missing ones NULL).
+
+A change already in place is a no-op, so a rerun after a kill (or `evolve-schema` with the same
+arguments) finishes what is left: a table whose published version is at the current schema is
+done, any other is brought again. A partition that a `write` published meanwhile is brought
+again from its new version; a `write` that planned under the old schema is refused at its
+publish (exit 4) instead of publishing rows in the old shape.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from lancens_cli.errors import (
+    ConcurrentModificationError,
+    InvalidInputError,
+    InvalidTableStateError,
+    RefusedError,
+    lance_message,
+)
+from lancens_cli.models import KIND_TABLE, Identifier
+from lancens_cli.partition.schema import schema_to_text
+from lancens_cli.partition.schema_evolution import (
+    HISTORY_KEY,
+    Change,
+    Evolution,
+    TableSteps,
+    evolve,
+    history_from_metadata,
+    history_text,
+    shape,
+    table_steps,
+)
+from lancens_cli.partition.spec import SCHEMA_KEY
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.partitioning import PartitionLayout, layout_of
+from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
+from lancens_cli.store.storage import Storage
+
+_WORKERS = 4  # partition tables altered at once (Lance commits spend their time in I/O)
+_ATTEMPTS = 20  # tries per table when another writer commits to it meanwhile
+_ROUNDS = 20  # publish rounds when partitions changed under us
+
+
+@dataclass
+class Brought:
+    """One partition table's new version at the target schema (not published until step 2)."""
+
+    table_id: str
+    location: str
+    base_version: int | None
+    version: int | None = None
+
+
+@dataclass
+class SchemaEvolution:
+    """The result of `evolve-schema` (the same for --dry-run and for the real thing)."""
+
+    changes: list[tuple[Change, str]]
+    schema: Any
+    tables: int = 0  # partition tables brought to the schema (to be, with --dry-run)
+    up_to_date: int = 0  # partition tables already at it
+    manifest_commits: int = 0
+    manifest_version: int = 0
+    dry_run: bool = False
+    title = "schema evolution"
+
+    def to_json(self) -> dict[str, Any]:
+        from lancens_cli.schema_json import schema_to_json
+
+        return {
+            "changes": [{"change": c.text(), "outcome": o} for c, o in self.changes],
+            "schema": schema_to_json(self.schema),
+            "tables_brought": self.tables,
+            "tables_up_to_date": self.up_to_date,
+            "manifest_commits": self.manifest_commits,
+            "manifest_version": self.manifest_version,
+            "dry_run": self.dry_run,
+        }
+
+    def table_rows(self) -> tuple[list[str], list[list[str]]]:
+        return ["change", "outcome"], [[c.text(), o] for c, o in self.changes]
+
+    def summary(self) -> str:
+        would = "would be " if self.dry_run else ""
+        return (
+            f"{self.tables} partition table(s) {would}brought to the schema, "
+            f"{self.up_to_date} already at it; {self.manifest_commits} __manifest commit(s)"
+        )
+
+
+def partition_tables(snapshot: ManifestSnapshot, layout: PartitionLayout) -> list[dict[str, Any]]:
+    """The `__manifest` rows of every partition table, of every spec version."""
+    prefixes = tuple(spec.namespace + "$" for spec in layout.specs)
+    return [
+        row
+        for row in snapshot.rows
+        if row["object_type"] == KIND_TABLE and row["object_id"].startswith(prefixes)
+    ]
+
+
+def _require_main(row: dict[str, Any]) -> None:
+    if row.get("read_tag") is not None or row.get("read_branch") is not None:
+        name = Identifier.from_object_id(row["object_id"]).display()
+        raise RefusedError(
+            f"partition table {name} is published by a tag or branch; evolve-schema brings "
+            "only tables published by read_version"
+        )
+
+
+def _plan(snapshot: ManifestSnapshot, changes: list[Change]) -> tuple[PartitionLayout, Evolution]:
+    layout = layout_of(snapshot)
+    if layout is None:
+        raise InvalidInputError(
+            "the root is not a partitioned namespace: run `lancens add-partition-spec` first"
+        )
+    history = history_from_metadata(snapshot.metadata)
+    return layout, evolve(layout.schema, history, changes, layout.current)
+
+
+def evolve_schema(
+    ns: Namespace, changes: list[Change], *, dry_run: bool = False
+) -> SchemaEvolution:
+    ns.require_manifest("a partitioned namespace")
+    ns.require_root()
+    snapshot = ns.snapshot()
+    layout, evolution = _plan(snapshot, changes)
+    ns.require_writable(snapshot)
+    history = history_from_metadata(snapshot.metadata)
+    if evolution.changed:
+        history = [*history, layout.schema]
+    rows = partition_tables(snapshot, layout)
+    for row in rows:
+        _require_main(row)
+    result = SchemaEvolution(evolution.outcomes, evolution.schema, dry_run=dry_run)
+    brought: dict[str, Brought] = {}
+    pending = _behind(ns.storage, rows, evolution.schema, brought)
+    result.up_to_date = len(rows) - len(pending)
+    result.tables = len(pending)
+    if dry_run:
+        result.manifest_version = snapshot.version
+        return result
+    texts = (schema_to_text(layout.schema), schema_to_text(evolution.schema))
+    for _ in range(_ROUNDS):
+        _bring_all(ns.storage, pending, evolution.schema, history, brought)
+        try:
+            result.manifest_version = _publish(ns, texts, history, brought, result)
+            return result
+        except _Stale as stale:
+            pending = stale.rows
+    raise ConcurrentModificationError("partitions kept changing under evolve-schema; gave up")
+
+
+class _Stale(Exception):
+    """Partition tables written or added since they were brought; bring them again."""
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        super().__init__(len(rows))
+        self.rows = rows
+
+
+def _behind(
+    storage: Storage, rows: list[dict[str, Any]], schema: Any, brought: dict[str, Brought]
+) -> list[dict[str, Any]]:
+    """The rows whose published table is not at `schema` yet; the others go to `brought`
+    as they are (their published version is their version at the schema)."""
+    from lancens_cli.store.tables import open_published
+
+    def at_target(row: dict[str, Any]) -> bool:
+        return shape(open_published(storage, row).schema) == shape(schema)
+
+    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
+        done = list(pool.map(at_target, rows))
+    for row, ok in zip(rows, done, strict=True):
+        if ok:
+            version = row.get("read_version")
+            brought[row["object_id"]] = Brought(row["object_id"], row["location"], version, version)
+    return [row for row, ok in zip(rows, done, strict=True) if not ok]
+
+
+def _bring_all(
+    storage: Storage,
+    rows: list[dict[str, Any]],
+    schema: Any,
+    history: list[Any],
+    brought: dict[str, Brought],
+) -> None:
+    def one(row: dict[str, Any]) -> None:
+        _require_main(row)
+        job = Brought(row["object_id"], row["location"], row.get("read_version"))
+        job.version = bring_table(storage, job, schema, history)
+        brought[job.table_id] = job
+
+    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
+        for _ in pool.map(one, rows):
+            pass
+
+
+def bring_table(storage: Storage, job: Brought, schema: Any, history: list[Any]) -> int:
+    """A new version of the table at `schema`, built on its published version.
+
+    Each step is a commit of its own; the steps must land as consecutive versions on top of
+    the (restored) published version, else another writer slipped in and the table is
+    brought again from the published version.
+    """
+    import lance
+
+    uri = storage.uri(job.location)
+    options = storage.lance_options
+    for _ in range(_ATTEMPTS):
+        try:
+            dataset = lance.dataset(uri, storage_options=options)
+            base = job.base_version if job.base_version is not None else dataset.version
+            if dataset.version != base:  # unpublished versions after ours: set them aside
+                dataset = lance.LanceDataset.commit(
+                    uri,
+                    lance.LanceOperation.Restore(base),
+                    read_version=dataset.version,
+                    max_retries=0,
+                    storage_options=options,
+                )
+            steps = table_steps(dataset.schema, schema, history)
+            if steps.empty:
+                return dataset.version
+            start = dataset.version
+            commits = _apply(dataset, steps)
+            if dataset.version == start + commits:
+                return dataset.version
+        except (OSError, ValueError, RuntimeError) as exc:
+            if "conflict" in str(exc).lower() or "retry" in str(exc).lower():
+                continue
+            raise InvalidTableStateError(
+                f"cannot bring partition table {job.location!r} to the schema: {lance_message(exc)}"
+            ) from None
+    raise ConcurrentModificationError(
+        f"partition table {job.location!r} kept changing; gave up after {_ATTEMPTS} tries"
+    )
+
+
+def _apply(dataset: Any, steps: TableSteps) -> int:
+    """Run the steps as Lance commits on `dataset`; how many commits that took."""
+    commits = 0
+    if steps.drop:
+        dataset.drop_columns(steps.drop)
+        commits += 1
+    if steps.rename:
+        commits += _rename(dataset, steps.rename)
+    if steps.cast:
+        dataset.alter_columns(*({"path": n, "data_type": t} for n, t in steps.cast))
+        commits += 1
+    if steps.add:
+        dataset.add_columns(steps.add)
+        commits += 1
+    return commits
+
+
+def _rename(dataset: Any, renames: list[tuple[str, str]]) -> int:
+    """Renames in one commit; a swap (a=b, b=a) would collide, so it goes through temp names
+    in the same alteration list only when names overlap (Lance applies them in order)."""
+    sources = {old for old, _ in renames}
+    if not any(new in sources for _, new in renames):
+        dataset.alter_columns(*({"path": old, "name": new} for old, new in renames))
+        return 1
+    temps = [(old, f"__lancens_rename_{i}") for i, (old, _) in enumerate(renames)]
+    dataset.alter_columns(*({"path": old, "name": tmp} for old, tmp in temps))
+    dataset.alter_columns(
+        *({"path": tmp, "name": new} for (_, tmp), (_, new) in zip(temps, renames, strict=True))
+    )
+    return 2
+
+
+def _publish(
+    ns: Namespace,
+    texts: tuple[str, str],
+    history: list[Any],
+    brought: dict[str, Brought],
+    result: SchemaEvolution,
+) -> int:
+    """The schema (metadata commit) and every brought table's read_version (one row commit).
+
+    `texts` are the schema evolved from and the target; any other schema found means another
+    evolution got in between (exit 4, rerun).
+    """
+    _, target_text = texts
+
+    def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> int:
+        layout = layout_of(snapshot)
+        if layout is None:
+            raise InvalidInputError("the root stopped being a partitioned namespace")
+        current = schema_to_text(layout.schema)
+        if current not in texts:
+            raise ConcurrentModificationError(
+                "the namespace schema was changed by someone else meanwhile; rerun"
+            )
+        stale = []
+        for row in partition_tables(snapshot, layout):
+            job = brought.get(row["object_id"])
+            if job is None or job.location != row["location"]:
+                stale.append(row)  # new since we looked, or moved: bring it
+            elif (
+                row.get("read_version") != job.base_version
+                and row.get("read_version") != job.version
+            ):
+                stale.append(row)
+        if stale:
+            raise _Stale(stale)
+        if current != target_text:
+            edit.set_metadata({SCHEMA_KEY: target_text, HISTORY_KEY: history_text(history)})
+            return snapshot.version + 1
+        for job in brought.values():
+            row = snapshot.get(job.table_id)
+            if row is not None and row.get("read_version") != job.version:
+                edit.replace(job.table_id, read_version=job.version)
+        return snapshot.version + (0 if edit.is_empty else 1)
+
+    before = ns.snapshot().version
+    version = ns.manifest.mutate(plan)
+    after = ns.snapshot().version
+    result.manifest_commits += max(after - before, 0)
+    return version
+
+
+def check_table_schemas(
+    storage: Storage, snapshot: ManifestSnapshot, layout: PartitionLayout, report: Any
+) -> None:
+    """`check`: a published partition table whose columns are not the namespace schema's.
+
+    A table of an earlier generation (an evolution killed before its publish) is still read
+    through the schema; one of no generation was changed by another tool.
+    """
+    from lancens_cli.partition.schema_evolution import generation_of
+    from lancens_cli.store.tables import open_published
+
+    history = history_from_metadata(snapshot.metadata)
+    rows = partition_tables(snapshot, layout)
+
+    def table_schema(row: dict[str, Any]) -> Any:
+        try:
+            return open_published(storage, row).schema
+        except InvalidTableStateError:
+            return None  # the table checks report an unreadable table
+
+    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
+        schemas = list(pool.map(table_schema, rows))
+    for row, schema in zip(rows, schemas, strict=True):
+        if schema is None or shape(schema) == shape(layout.schema):
+            continue
+        known = generation_of(schema, layout.schema, history) is not None
+        columns = ", ".join(f"{n} {t}" for n, t in shape(schema))
+        report.add(
+            "partition_schema_behind" if known else "partition_schema_differs",
+            row["object_id"],
+            row["location"],
+            f"partition table columns ({columns}) are not the namespace schema's; "
+            + (
+                "an earlier generation: `lancens evolve-schema` (no options) brings it"
+                if known
+                else "changed outside lancens: readers match its columns by name"
+            ),
+        )
