@@ -124,26 +124,83 @@ def assert_contract(res: Result, allowed: set[int], json_mode: bool = False) -> 
 # --- identifiers ---------------------------------------------------------------------------------
 
 FRAGMENTS = [
-    "..", ".", "/", "\\", "$", "%2F", "%2f", "%5C", "%5c", "%24", "%2E", "%2e", "%00", "%",
-    "%252F", "\x00", "\n", "\r", "\t", "\x1b", "\x7f", "\x85", " ", "\u00a0", "\u2028", "\u200b",
-    "\ufeff", "~", "*", "?", "#", ":", "'", '"', "-", "__manifest", "a", "t", "x", "é", "e\u0301",
-    "🦆", "ß", "İ", "CON", "NUL", "file:", "s3://", "/etc", "../outside", "outside", "..%2F",
-    ".lance", "_versions", "12345678_",
+    "..",
+    ".",
+    "/",
+    "\\",
+    "$",
+    "%2F",
+    "%2f",
+    "%5C",
+    "%5c",
+    "%24",
+    "%2E",
+    "%2e",
+    "%00",
+    "%",
+    "%252F",
+    "\x00",
+    "\n",
+    "\r",
+    "\t",
+    "\x1b",
+    "\x7f",
+    "\x85",
+    " ",
+    "\u00a0",
+    "\u2028",
+    "\u200b",
+    "\ufeff",
+    "~",
+    "*",
+    "?",
+    "#",
+    ":",
+    "'",
+    '"',
+    "-",
+    "__manifest",
+    "a",
+    "t",
+    "x",
+    "é",
+    "e\u0301",
+    "🦆",
+    "ß",
+    "İ",
+    "CON",
+    "NUL",
+    "file:",
+    "s3://",
+    "/etc",
+    "../outside",
+    "outside",
+    "..%2F",
+    ".lance",
+    "_versions",
+    "12345678_",
 ]
 _piece = st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=4))
 IDENT = st.one_of(
     st.text(max_size=30),
     st.lists(_piece, max_size=10).map("".join),
     st.text(min_size=200, max_size=400),
-    st.builds(lambda c, n: c * n, st.sampled_from(["x", "é", "🦆", "a.", "..", "ab$"]),
-              st.integers(min_value=60, max_value=260)),
+    st.builds(
+        lambda c, n: c * n,
+        st.sampled_from(["x", "é", "🦆", "a.", "..", "ab$"]),
+        st.integers(min_value=60, max_value=260),
+    ),
 )
 # Lone surrogates: what Python makes of command-line bytes that are not UTF-8.
-SURROGATE_IDENT = st.lists(
-    st.one_of(_piece, st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)),
-    min_size=1,
-    max_size=6,
-).filter(lambda parts: any(0xD800 <= ord(c) <= 0xDFFF for p in parts for c in p)).map("".join)
+SURROGATE_IDENT = (
+    st.lists(
+        st.one_of(_piece, st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)),
+        min_size=1,
+        max_size=6,
+    )
+    .filter(lambda parts: any(0xD800 <= ord(c) <= 0xDFFF for p in parts for c in p))
+    .map("".join)
+)
 DELIMITERS = st.sampled_from([".", ".", ".", "/", "$", ":", "::", "\\", "%2F", " ", "x", ""])
 
 
@@ -313,27 +370,100 @@ def _assert_inside(sandbox: Sandbox, before_entries: set[str], res: Result, json
 # that exist in the sandbox, so that success paths are taken too.
 CLI_IDENT = st.one_of(
     IDENT,
-    st.sampled_from(["a", "t", "a.t", "new", "a.new", "a.t.x", "a.a", "data", "t.lance", "root",
-                     "outside", "new.x", "é.🦆", "a b", "%41", "x#y", "q?z", "-v", "--yes"]),
+    st.sampled_from(
+        [
+            "a",
+            "t",
+            "a.t",
+            "new",
+            "a.new",
+            "a.t.x",
+            "a.a",
+            "data",
+            "t.lance",
+            "root",
+            "outside",
+            "new.x",
+            "é.🦆",
+            "a b",
+            "%41",
+            "x#y",
+            "q?z",
+            "-v",
+            "--yes",
+        ]
+    ),
 )
-SEGMENTS = ["..", ".", "", "data", "t1", "outside", "tbl.lance", "t.lance", "a", "%2e%2e", "%2F",
-            "..%2F", "~", "root", "__manifest", "_versions", "\x00", " ", "C:", "$"]
+SEGMENTS = [
+    "..",
+    ".",
+    "",
+    "data",
+    "t1",
+    "outside",
+    "tbl.lance",
+    "t.lance",
+    "a",
+    "%2e%2e",
+    "%2F",
+    "..%2F",
+    "~",
+    "root",
+    "__manifest",
+    "_versions",
+    "\x00",
+    " ",
+    "C:",
+    "$",
+]
 LOCATION = st.one_of(
-    st.sampled_from([
-        "data/t1", "data/t1/", "./data/t1", "data/./t1", "data//t1", "data/../data/t1",
-        "data\\t1", "t.lance", "../outside/tbl.lance", "..", "../outside", "../sibling.lance",
-        "..\\outside\\tbl.lance", "{OUT}/tbl.lance", "{ROOT}/data/t1",
-        "{ROOT}/../outside/tbl.lance",
-        "file://{OUT}/tbl.lance", "file:{OUT}/tbl.lance", "s3://bucket/x", "gs://b/x",
-        "memory://x", "%2e%2e/outside/tbl.lance", "..%2Foutside%2Ftbl.lance", "data%2Ft1",
-        "\\\\server\\share", "C:\\x", "~/x", "data/t1\x00", "data/t1\n", " data/t1", "",
-        "?", "#", "data/t1?x=1", "data/t1#f", "__manifest", "a", "//x", "\\x",
-    ]),
+    st.sampled_from(
+        [
+            "data/t1",
+            "data/t1/",
+            "./data/t1",
+            "data/./t1",
+            "data//t1",
+            "data/../data/t1",
+            "data\\t1",
+            "t.lance",
+            "../outside/tbl.lance",
+            "..",
+            "../outside",
+            "../sibling.lance",
+            "..\\outside\\tbl.lance",
+            "{OUT}/tbl.lance",
+            "{ROOT}/data/t1",
+            "{ROOT}/../outside/tbl.lance",
+            "file://{OUT}/tbl.lance",
+            "file:{OUT}/tbl.lance",
+            "s3://bucket/x",
+            "gs://b/x",
+            "memory://x",
+            "%2e%2e/outside/tbl.lance",
+            "..%2Foutside%2Ftbl.lance",
+            "data%2Ft1",
+            "\\\\server\\share",
+            "C:\\x",
+            "~/x",
+            "data/t1\x00",
+            "data/t1\n",
+            " data/t1",
+            "",
+            "?",
+            "#",
+            "data/t1?x=1",
+            "data/t1#f",
+            "__manifest",
+            "a",
+            "//x",
+            "\\x",
+        ]
+    ),
     st.lists(st.one_of(st.sampled_from(SEGMENTS), st.text(max_size=6)), max_size=5).map("/".join),
     st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=5).map("\\".join),
     st.text(max_size=20),
 )
-
 
 
 def _argv(text: str) -> str:
@@ -362,8 +492,12 @@ def test_cli_names_and_locations_stay_in_the_root(command, sandbox_template, tmp
     build = COMMANDS[command]
 
     @CLI
-    @given(x=CLI_IDENT.map(_argv), location=LOCATION.map(_argv), json_mode=st.booleans(),
-           dry_run=st.booleans())
+    @given(
+        x=CLI_IDENT.map(_argv),
+        location=LOCATION.map(_argv),
+        json_mode=st.booleans(),
+        dry_run=st.booleans(),
+    )
     def prop(x, location, json_mode, dry_run):
         sandbox = Sandbox(sandbox_template, tmp_path)
         try:
@@ -406,13 +540,45 @@ def test_register_through_a_symlink_does_not_reach_outside(sandbox_template, tmp
 
 PROP_KEY = st.one_of(
     st.text(max_size=12).filter(lambda k: "=" not in k),
-    st.sampled_from(["owner", " owner ", "é", "🦆", "a.b", "lancens.rename_to", "k\x01", "\t",
-                     "", " ", "__manifest", "k\x7f", "k\x85", "k\u2028"]),
+    st.sampled_from(
+        [
+            "owner",
+            " owner ",
+            "é",
+            "🦆",
+            "a.b",
+            "lancens.rename_to",
+            "k\x01",
+            "\t",
+            "",
+            " ",
+            "__manifest",
+            "k\x7f",
+            "k\x85",
+            "k\u2028",
+        ]
+    ),
 )
 PROP_VALUE = st.one_of(
     st.text(max_size=40),
-    st.sampled_from(["", "=", "a=b=c", "  padded  ", "line\nbreak", "tab\tbed", "\x00", "\x7f",
-                     "\x85", "\u2028", "{\"json\": 1}", "%2F..%2F", "\\", "🦆" * 50]),
+    st.sampled_from(
+        [
+            "",
+            "=",
+            "a=b=c",
+            "  padded  ",
+            "line\nbreak",
+            "tab\tbed",
+            "\x00",
+            "\x7f",
+            "\x85",
+            "\u2028",
+            '{"json": 1}',
+            "%2F..%2F",
+            "\\",
+            "🦆" * 50,
+        ]
+    ),
     st.text(min_size=1000, max_size=3000),
 )
 
@@ -466,32 +632,100 @@ def test_property_values_round_trip(prop_root):
 # --- JSON schema files ---------------------------------------------------------------------------
 
 TYPE_NAMES = [
-    "null", "bool", "boolean", "int8", "int16", "int32", "int64", "uint8", "uint64", "float16",
-    "float32", "float", "float64", "double", "utf8", "string", "large_utf8", "binary",
-    "large_binary", "date32", "date32:day", "date64", "INT64", " utf8 ", "Utf8", "timestamp",
-    "timestamp:us", "timestamp:ns:UTC", "timestamp:ms:Europe/Oslo", "timestamp:us:Not/AZone",
-    "timestamp:xs", "time32", "time32:ms", "time32:us", "time64:ns", "duration:s", "decimal",
-    "decimal:128:10:2", "decimal:256:40:3", "decimal256", "decimal128:38:0", "decimal:12",
-    "decimal:99:1", "fixed_size_binary", "list", "large_list", "fixed_size_list", "struct", "map",
-    "quaternion", "", ":", "int64:", "list:int8",
+    "null",
+    "bool",
+    "boolean",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint64",
+    "float16",
+    "float32",
+    "float",
+    "float64",
+    "double",
+    "utf8",
+    "string",
+    "large_utf8",
+    "binary",
+    "large_binary",
+    "date32",
+    "date32:day",
+    "date64",
+    "INT64",
+    " utf8 ",
+    "Utf8",
+    "timestamp",
+    "timestamp:us",
+    "timestamp:ns:UTC",
+    "timestamp:ms:Europe/Oslo",
+    "timestamp:us:Not/AZone",
+    "timestamp:xs",
+    "time32",
+    "time32:ms",
+    "time32:us",
+    "time64:ns",
+    "duration:s",
+    "decimal",
+    "decimal:128:10:2",
+    "decimal:256:40:3",
+    "decimal256",
+    "decimal128:38:0",
+    "decimal:12",
+    "decimal:99:1",
+    "fixed_size_binary",
+    "list",
+    "large_list",
+    "fixed_size_list",
+    "struct",
+    "map",
+    "quaternion",
+    "",
+    ":",
+    "int64:",
+    "list:int8",
 ]
 JSON_SCALAR = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
 )
 ANY_JSON = st.recursive(
     JSON_SCALAR,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                  max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 FIELD_NAME = st.one_of(
-    st.sampled_from(["id", "id", "a", "b", "a.b", "", " ", "x" * 5000, "é", "_rowid", "_rowaddr",
-                     "__manifest", "a/b", "\x00", "\n"]),
+    st.sampled_from(
+        [
+            "id",
+            "id",
+            "a",
+            "b",
+            "a.b",
+            "",
+            " ",
+            "x" * 5000,
+            "é",
+            "_rowid",
+            "_rowaddr",
+            "__manifest",
+            "a/b",
+            "\x00",
+            "\n",
+        ]
+    ),
     st.text(max_size=10),
 )
-LENGTH = st.one_of(st.integers(min_value=-3, max_value=40), st.integers(min_value=2**31 - 2),
-                   JSON_SCALAR)
+LENGTH = st.one_of(
+    st.integers(min_value=-3, max_value=40), st.integers(min_value=2**31 - 2), JSON_SCALAR
+)
 
 
 def _type(field):
@@ -501,8 +735,9 @@ def _type(field):
             {"type": st.one_of(st.sampled_from(TYPE_NAMES), JSON_SCALAR)},
             optional={
                 "unit": st.one_of(st.sampled_from(["s", "ms", "us", "ns", "xs", ""]), ANY_JSON),
-                "timezone": st.one_of(st.sampled_from(["UTC", "+01:00", "Nope/Zone", ""]),
-                                      ANY_JSON),
+                "timezone": st.one_of(
+                    st.sampled_from(["UTC", "+01:00", "Nope/Zone", ""]), ANY_JSON
+                ),
                 "precision": st.one_of(st.integers(-2, 80), ANY_JSON),
                 "scale": st.one_of(st.integers(-40, 80), ANY_JSON),
                 "length": LENGTH,
@@ -519,8 +754,9 @@ FIELD = st.deferred(
             {"name": FIELD_NAME, "type": _type(FIELD)},
             optional={
                 "nullable": st.one_of(st.booleans(), ANY_JSON),
-                "metadata": st.one_of(st.dictionaries(st.text(max_size=5), st.text(max_size=5),
-                                                      max_size=2), ANY_JSON),
+                "metadata": st.one_of(
+                    st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2), ANY_JSON
+                ),
             },
         ),
         st.fixed_dictionaries({"name": FIELD_NAME, "type": st.sampled_from(TYPE_NAMES)}),
@@ -530,13 +766,21 @@ FIELD = st.deferred(
 SCHEMA_DOC = st.one_of(
     st.fixed_dictionaries(
         {"fields": st.lists(FIELD, max_size=5)},
-        optional={"metadata": st.one_of(st.dictionaries(st.text(max_size=5),
-                                                        st.text(max_size=5), max_size=2),
-                                        ANY_JSON)},
+        optional={
+            "metadata": st.one_of(
+                st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2), ANY_JSON
+            )
+        },
     ),
-    st.fixed_dictionaries({"fields": st.lists(
-        st.fixed_dictionaries({"name": FIELD_NAME, "type": st.sampled_from(TYPE_NAMES)}),
-        min_size=1, max_size=4)}),
+    st.fixed_dictionaries(
+        {
+            "fields": st.lists(
+                st.fixed_dictionaries({"name": FIELD_NAME, "type": st.sampled_from(TYPE_NAMES)}),
+                min_size=1,
+                max_size=4,
+            )
+        }
+    ),
     ANY_JSON,
 )
 
@@ -581,8 +825,20 @@ def test_schema_files_through_the_cli(schema_root):
 
     @CLI_SCHEMA
     @given(doc=SCHEMA_DOC, json_mode=st.booleans())
-    @example(doc={"fields": [{"name": "s", "type": {"type": "struct", "fields": [
-        {"name": "x", "type": "int8"}, {"name": "x", "type": "int8"}]}}]}, json_mode=False)
+    @example(
+        doc={
+            "fields": [
+                {
+                    "name": "s",
+                    "type": {
+                        "type": "struct",
+                        "fields": [{"name": "x", "type": "int8"}, {"name": "x", "type": "int8"}],
+                    },
+                }
+            ]
+        },
+        json_mode=False,
+    )
     @example(doc={"fields": []}, json_mode=True)
     def prop(doc, json_mode):
         table = f"s{next(serial)}"
@@ -619,12 +875,25 @@ SCHEMA_REPROS = {
         {"type": "fixed_size_list", "length": 2**31, "fields": [{"name": "x", "type": "int8"}]}
     ),
     "decimal-precision-10**30": _field({"type": "decimal", "precision": 10**30}),
-    "schema-metadata-not-strings": {"fields": [{"name": "a", "type": "int8"}],
-                                    "metadata": {"k": 5}},
+    "schema-metadata-not-strings": {
+        "fields": [{"name": "a", "type": "int8"}],
+        "metadata": {"k": 5},
+    },
     "null-type-not-nullable": _field("null", nullable=False),
-    "map-with-nullable-key": _field({"type": "map", "fields": [
-        {"name": "e", "type": {"type": "struct", "fields": [
-            {"name": "k", "type": "int8"}, {"name": "v", "type": "int8"}]}}]}),
+    "map-with-nullable-key": _field(
+        {
+            "type": "map",
+            "fields": [
+                {
+                    "name": "e",
+                    "type": {
+                        "type": "struct",
+                        "fields": [{"name": "k", "type": "int8"}, {"name": "v", "type": "int8"}],
+                    },
+                }
+            ],
+        }
+    ),
     "top-level-name-with-dot": {"fields": [{"name": "a.b", "type": "int64"}]},
     "reserved-column-_rowid": {"fields": [{"name": "_rowid", "type": "int64"}]},
 }
@@ -641,8 +910,15 @@ def test_schema_repro(case, schema_root):
         pytest.fail(f"schema_from_json raised {type(exc).__name__}: {exc}")
     path = schema_root.parent / f"repro-{case}.json"
     path.write_text(json.dumps(doc))
-    res = cli("--root", str(schema_root), "create", "table", f"r_{case.replace('-', '_')[:40]}",
-              "--schema", str(path))
+    res = cli(
+        "--root",
+        str(schema_root),
+        "create",
+        "table",
+        f"r_{case.replace('-', '_')[:40]}",
+        "--schema",
+        str(path),
+    )
     assert_contract(res, {2})
 
 
@@ -656,9 +932,33 @@ ENV_KEYS = {
 ENV_VALUE = st.one_of(
     st.text(max_size=12),
     st.sampled_from(["true", "false", "1", "0", "20", " on ", "No"]),
-    st.sampled_from(["true", "false", "TRUE", " yes ", "on", "off", "0", "1", "2", "-1", "+5",
-                     "1_000", "١٢", "1e3", "0x10", "nan", "", " ", "9" * 5000, "true\x00",
-                     "\u00a0true", "tru\u0435", "99999999999999999999999"]),
+    st.sampled_from(
+        [
+            "true",
+            "false",
+            "TRUE",
+            " yes ",
+            "on",
+            "off",
+            "0",
+            "1",
+            "2",
+            "-1",
+            "+5",
+            "1_000",
+            "١٢",
+            "1e3",
+            "0x10",
+            "nan",
+            "",
+            " ",
+            "9" * 5000,
+            "true\x00",
+            "\u00a0true",
+            "tru\u0435",
+            "99999999999999999999999",
+        ]
+    ),
 )
 ENV = st.dictionaries(st.sampled_from(sorted(ENV_KEYS)), ENV_VALUE, max_size=3)
 
@@ -721,13 +1021,36 @@ def test_env_values_through_the_cli(config_root):
         _report(name)
 
 
-KNOWN_KEYS = ["root", "manifest_enabled", "dir_listing_enabled", "inline_optimization_enabled",
-              "commit_retries", "storage", "storage.region", "storage.", "storage.timeout"]
+KNOWN_KEYS = [
+    "root",
+    "manifest_enabled",
+    "dir_listing_enabled",
+    "inline_optimization_enabled",
+    "commit_retries",
+    "storage",
+    "storage.region",
+    "storage.",
+    "storage.timeout",
+]
 TOML_KEY = st.one_of(
     st.sampled_from(KNOWN_KEYS),
-    st.sampled_from(KNOWN_KEYS + ["Root", "ROOT", "manifest-enabled", "commit_retries ", "",
-                                  "profile", "profiles", "colour", "é", "a.b", "\x01",
-                                  "storage..x"]),
+    st.sampled_from(
+        KNOWN_KEYS
+        + [
+            "Root",
+            "ROOT",
+            "manifest-enabled",
+            "commit_retries ",
+            "",
+            "profile",
+            "profiles",
+            "colour",
+            "é",
+            "a.b",
+            "\x01",
+            "storage..x",
+        ]
+    ),
     st.text(max_size=12),
 )
 
@@ -752,21 +1075,40 @@ def _toml_value(value) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{_toml_string(k)} = {_toml_value(v)}"
-                               for k, v in value.items()) + "}"
+        return (
+            "{" + ", ".join(f"{_toml_string(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
+        )
     return value.isoformat()
 
 
 TOML_SCALAR = st.one_of(
-    st.booleans(), st.integers(min_value=-(2**63), max_value=2**63 - 1), st.floats(),
-    st.text(max_size=12), st.sampled_from(["true", "false", "yes", "maybe", "20", "-1", "/x",
-                                           "s3://b/p", "memory://x", "gs://", "ftp://x"]),
-    st.datetimes(), st.dates(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(),
+    st.text(max_size=12),
+    st.sampled_from(
+        [
+            "true",
+            "false",
+            "yes",
+            "maybe",
+            "20",
+            "-1",
+            "/x",
+            "s3://b/p",
+            "memory://x",
+            "gs://",
+            "ftp://x",
+        ]
+    ),
+    st.datetimes(),
+    st.dates(),
 )
 TOML_VALUE = st.recursive(
     TOML_SCALAR,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
-                                                                  max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 PLAUSIBLE_PROFILE = st.fixed_dictionaries(
@@ -777,8 +1119,9 @@ PLAUSIBLE_PROFILE = st.fixed_dictionaries(
         "dir_listing_enabled": st.sampled_from([True, False, "yes", "NO", "", 2]),
         "inline_optimization_enabled": st.sampled_from([False, "on", "x"]),
         "commit_retries": st.sampled_from([0, 3, -1, 2**40, "7", "many", 1.5, True]),
-        "storage": st.dictionaries(st.sampled_from(["region", "timeout", "allow_http", ""]),
-                                   TOML_SCALAR, max_size=2),
+        "storage": st.dictionaries(
+            st.sampled_from(["region", "timeout", "allow_http", ""]), TOML_SCALAR, max_size=2
+        ),
     },
 )
 PROFILE = st.one_of(st.dictionaries(TOML_KEY, TOML_VALUE, max_size=5), PLAUSIBLE_PROFILE)
@@ -798,13 +1141,16 @@ def test_profile_property(tmp_path):
     path = tmp_path / "config.toml"
 
     @PURE_SMALL
-    @given(content=st.one_of(st.text(max_size=200), PROFILE.map(
-        lambda p: _profile_document(p, tmp_path))))
+    @given(
+        content=st.one_of(
+            st.text(max_size=200), PROFILE.map(lambda p: _profile_document(p, tmp_path))
+        )
+    )
     @example(content="[profiles.p]\nroot = 5\n")
     @example(content="[profiles]\np = 3\n")
     @example(content="profiles = [1, 2]\n")
-    @example(content='[profiles.p]\ncommit_retries = 1.5\n')
-    @example(content='[profiles.p.storage]\nx = {a = 1}\n')
+    @example(content="[profiles.p]\ncommit_retries = 1.5\n")
+    @example(content="[profiles.p.storage]\nx = {a = 1}\n")
     def prop(content):
         path.write_text(content, encoding="utf-8", errors="surrogatepass")
         note(content)
@@ -812,8 +1158,13 @@ def test_profile_property(tmp_path):
             _check_config_outcome(
                 lambda: resolve_config({"root": str(tmp_path)}, {}, "p", {}, None),
                 # the key, as an error names it: repr and raw
-                ["config file", "profile 'p'", "manifest_enabled and dir_listing_enabled",
-                 *[repr(k) for k in _keys_of(content)], *_keys_of(content)],
+                [
+                    "config file",
+                    "profile 'p'",
+                    "manifest_enabled and dir_listing_enabled",
+                    *[repr(k) for k in _keys_of(content)],
+                    *_keys_of(content),
+                ],
                 name,
             )
 
@@ -846,17 +1197,16 @@ def test_profile_through_the_cli(config_root, tmp_path):
         content = _profile_document(profile, config_root)
         path.write_text(content, encoding="utf-8")
         note(content)
-        res = cli("--root", str(config_root), "--profile", "p", "ls",
-                  env={"LANCENS_CONFIG": str(path)})
+        res = cli(
+            "--root", str(config_root), "--profile", "p", "ls", env={"LANCENS_CONFIG": str(path)}
+        )
         _count(name, res.exit_code)
         assert_contract(res, {0, 2})
         if res.exit_code == 2:
             keys = _keys_of(content)
             names = [" ".join(repr(k).split()) for k in keys] + [k for k in keys if k.strip()]
             names += [f"storage.{k}" for k in _storage_keys(content)]
-            assert any(n in res.stderr for n in names) or "not valid TOML" in res.stderr, (
-                res.stderr
-            )
+            assert any(n in res.stderr for n in names) or "not valid TOML" in res.stderr, res.stderr
 
     try:
         prop()

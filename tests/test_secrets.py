@@ -185,8 +185,12 @@ def _context(tmp_path: Path) -> dict:
     inputs = tmp_path / "in"
     inputs.mkdir(exist_ok=True)
     ctx = {"missing_file": str(inputs / "missing.parquet")}
-    for key, doc in (("schema", SCHEMA), ("bad_schema", BAD_SCHEMA),
-                     ("crash_schema", CRASH_SCHEMA), ("lance_schema", LANCE_ERROR_SCHEMA)):
+    for key, doc in (
+        ("schema", SCHEMA),
+        ("bad_schema", BAD_SCHEMA),
+        ("crash_schema", CRASH_SCHEMA),
+        ("lance_schema", LANCE_ERROR_SCHEMA),
+    ):
         (inputs / f"{key}.json").write_text(json.dumps(doc))
         ctx[key] = str(inputs / f"{key}.json")
     return ctx
@@ -246,8 +250,16 @@ def test_local_root_never_prints_secrets(source, mode, tmp_path, capfd):
 
 
 def _s3_args(bucket: str, endpoint: str) -> list[str]:
-    return ["--root", f"s3://{bucket}/ns", "-s", f"endpoint={endpoint}", "-s", "region=us-east-1",
-            "-s", "allow_http=true"]
+    return [
+        "--root",
+        f"s3://{bucket}/ns",
+        "-s",
+        f"endpoint={endpoint}",
+        "-s",
+        "region=us-east-1",
+        "-s",
+        "allow_http=true",
+    ]
 
 
 @pytest.mark.s3
@@ -307,8 +319,9 @@ def test_subprocess_never_prints_secrets(s3_bucket, moto_endpoint, tmp_path):
     # Lance's own debug log (LANCE_LOG=debug goes straight from Rust to stderr, unscrubbed)
     extra, env = source_setup("flag", tmp_path)
     for args in (["create", "namespace", "logged"], ["ls", "-R"]):
-        res = run_cli(*_s3_args(s3_bucket, moto_endpoint), *extra, *args,
-                      env={**env, "LANCE_LOG": "debug"})
+        res = run_cli(
+            *_s3_args(s3_bucket, moto_endpoint), *extra, *args, env={**env, "LANCE_LOG": "debug"}
+        )
         assert_no_leak(f"subprocess/LANCE_LOG=debug/{args}", res.stdout, res.stderr)
         assert res.exit_code == 0, res
 
@@ -354,8 +367,21 @@ def black_hole() -> Iterator[str]:
 )
 def test_black_hole_endpoint_never_prints_secrets(source, mode, command, black_hole, tmp_path):
     extra, env = source_setup(source, tmp_path)
-    args = ["--root", "s3://bucket/ns", "-s", f"endpoint={black_hole}", "-s", "allow_http=true",
-            "-s", "region=us-east-1", "-s", "timeout=1s", "-s", "connect_timeout=1s", *extra]
+    args = [
+        "--root",
+        "s3://bucket/ns",
+        "-s",
+        f"endpoint={black_hole}",
+        "-s",
+        "allow_http=true",
+        "-s",
+        "region=us-east-1",
+        "-s",
+        "timeout=1s",
+        "-s",
+        "connect_timeout=1s",
+        *extra,
+    ]
     res = run_cli(*mode, *args, *command, env=env)
     assert_no_leak(f"black-hole/{source}", res.stdout, res.stderr)
     assert res.exit_code == 1, res
@@ -369,26 +395,41 @@ def test_black_hole_endpoint_never_prints_secrets(source, mode, command, black_h
 
 CREDENTIAL_OPTIONS = [
     # S3 (object_store / Lance spellings, and the ones our fsspec translation reads)
-    "access_key_id", "aws_access_key_id", "secret_access_key", "aws_secret_access_key",
-    "session_token", "aws_session_token", "token", "aws_token", "aws_security_token",
+    "access_key_id",
+    "aws_access_key_id",
+    "secret_access_key",
+    "aws_secret_access_key",
+    "session_token",
+    "aws_session_token",
+    "token",
+    "aws_token",
+    "aws_security_token",
     # GCS
-    "service_account_key", "google_service_account_key", "service_account",
-    "google_service_account", "google_application_credentials",
+    "service_account_key",
+    "google_service_account_key",
+    "service_account",
+    "google_service_account",
+    "google_application_credentials",
     # spelled in capitals (keys from LANCENS_STORAGE__* are lowercased; flags are taken as given)
-    "AWS_SECRET_ACCESS_KEY", "Session_Token",
+    "AWS_SECRET_ACCESS_KEY",
+    "Session_Token",
 ]
 
 
 @pytest.mark.parametrize("key", CREDENTIAL_OPTIONS)
 def test_every_credential_spelling_is_redacted(key, tmp_path):
     value = f"credSECRET{secrets.token_hex(8)}"
-    res = cli(["--root", str(tmp_path / "ns"), "-s", f"{key}={value}", "describe", "--json"],
-              {"LANCENS_CONFIG": str(tmp_path / "none.toml")})
+    res = cli(
+        ["--root", str(tmp_path / "ns"), "-s", f"{key}={value}", "describe", "--json"],
+        {"LANCENS_CONFIG": str(tmp_path / "none.toml")},
+    )
     assert res.exit_code == 3, res  # the root does not exist: an error, which must not quote it
     assert value not in res.stdout + res.stderr
     (tmp_path / "ns").mkdir()
-    res = cli(["--root", str(tmp_path / "ns"), "-s", f"{key}={value}", "describe", "--json"],
-              {"LANCENS_CONFIG": str(tmp_path / "none.toml")})
+    res = cli(
+        ["--root", str(tmp_path / "ns"), "-s", f"{key}={value}", "describe", "--json"],
+        {"LANCENS_CONFIG": str(tmp_path / "none.toml")},
+    )
     assert res.exit_code == 0, res
     assert value not in res.stdout + res.stderr
     assert json.loads(res.stdout)["config"][f"storage.{key}"] == "****"

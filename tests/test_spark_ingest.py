@@ -394,9 +394,7 @@ def _writer_tasks(root, table: pa.Table, parts: int = 2):
     opts = SourceOptions.parse({"root": root.uri})
     writer = LancensWriter(opts, from_arrow_schema(table.schema), False)
     size = -(-table.num_rows // parts)
-    messages = [
-        writer.write(iter(table.slice(i * size, size).to_batches())) for i in range(parts)
-    ]
+    messages = [writer.write(iter(table.slice(i * size, size).to_batches())) for i in range(parts)]
     return writer, messages
 
 
