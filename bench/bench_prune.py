@@ -283,6 +283,10 @@ def bench_memory(workdir: Path, sizes: list[int]) -> None:
         root = workdir / f"memory-{n}"
         started = time.perf_counter()
         for i in range(n):
+            if i % 50_000 == 0 and i:  # a file takes at most 65,000 hard links
+                source = workdir / f"template-1-copy-{n}-{i}" / "t.lance"
+                shutil.copytree(template(workdir, 1), source)
+                files = [p for p in source.rglob("*") if p.is_file()]
             target = root / f"{table_name(i)}.lance"
             for path in files:
                 link = target / path.relative_to(source)

@@ -546,3 +546,55 @@ def test_a_table_dropped_during_prune_is_gone_not_failed(local_root, built):
     assert by_table["plain$t"].status == "pruned"
     assert versions(built.table) == [3, 5, 9, 20]
     assert not other.exists()
+
+
+def test_a_branchs_own_old_versions_expire_and_what_readers_need_stays(local_root, tmp_path):
+    """Every commit to a branch leaves a version in `tree/<name>/_versions/`: prune expires
+    them like the main lineage's, keeping the branch head, a tag on the branch and the version
+    a child branch starts from; main and every kept reference read exactly as before."""
+    pq.write_table(pa.table({"a": pa.array([0, 1], pa.int64())}), tmp_path / "a.parquet")
+    run = run_cli(*local_root.args, "create", "table", "t", "--from", str(tmp_path / "a.parquet"))
+    assert run.exit_code == 0, run.stderr
+    table = next(p for p in local_root.local_path.iterdir() if p.name.endswith("t.lance"))
+    ds = lance.dataset(table)
+    dev = ds.create_branch("dev", ds.version)
+    for i in range(6):
+        dev = lance.write_dataset(
+            pa.table({"a": pa.array([10 + i], pa.int64())}), dev, mode="append"
+        )
+    dev_versions = versions_of(table / "tree" / "dev")
+    tagged, child_start = dev_versions[2], dev_versions[3]
+    ds.tags.create("on_dev", ("dev", tagged))
+    feature = ds.create_branch("feature", ("dev", child_start))
+    lance.write_dataset(pa.table({"a": pa.array([99], pa.int64())}), feature, mode="append")
+
+    def reads() -> dict[str, list]:
+        main = lance.dataset(table)
+        return {
+            "main": main.to_table()["a"].to_pylist(),
+            "dev": main.checkout_version(("dev", None)).to_table()["a"].to_pylist(),
+            "tag": lance.dataset(table, version="on_dev").to_table()["a"].to_pylist(),
+            "feature": main.checkout_version(("feature", None)).to_table()["a"].to_pylist(),
+            "child start": main.checkout_version(("dev", child_start)).to_table()["a"].to_pylist(),
+        }
+
+    before = reads()
+    time.sleep(1.2)
+    result = prune(local_root, *FAST, "--yes", "--json")
+    assert result.exit_code == 0, result.stderr
+    (report,) = [t for t in result.json()["tables"] if t["object_id"] == "t"]
+    kept = {tagged, child_start, dev_versions[-1]}
+    assert versions_of(table / "tree" / "dev") == sorted(kept)
+    assert report["branch_versions_removed"]["dev"] == [v for v in dev_versions if v not in kept]
+    reasons = {k["version"]: k["reasons"] for k in report["protected"] if k.get("branch") == "dev"}
+    assert "tag on_dev" in reasons[tagged] and "branch feature starts here" in reasons[child_start]
+    assert reads() == before
+    checked = run_cli(*local_root.args, "check", "--json")
+    assert checked.json()["healthy"], checked.stdout
+
+
+def versions_of(directory) -> list[int]:
+    from lancens_cli.store.inspect import version_from_manifest_name
+
+    found = (version_from_manifest_name(p.name) for p in (directory / "_versions").iterdir())
+    return sorted(v for v in found if v is not None)

@@ -112,6 +112,9 @@ class PruneReport:
             "tables": len(self.tables),
             "tables_failed": len(self.failed),
             "versions_removed": sum(len(t.versions_removed) for t in every),
+            "branch_versions_removed": sum(
+                len(v) for t in every for v in t.branch_versions_removed.values()
+            ),
             "unpublished_removed": sum(len(t.unpublished_removed) for t in every),
             "unreferenced_removed": sum(t.unreferenced_removed for t in every),
             "files_removed": sum(t.files_removed for t in every),
@@ -133,13 +136,19 @@ class PruneReport:
         header = ["table", "location", "status", "removed", "files", "bytes", "kept"]
         rows = []
         for t in [*([self.manifest] if self.manifest else []), *self.tables]:
-            kept = "; ".join(f"v{k['version']}: {', '.join(k['reasons'])}" for k in t.kept)
+            kept = "; ".join(
+                f"{k['branch'] + ' ' if 'branch' in k else ''}v{k['version']}: "
+                + ", ".join(k["reasons"])
+                for k in t.kept
+            )
             rows.append(
                 [
                     t.object_id or "-",
                     t.location,
                     t.status + (f": {t.error}" if t.error else ""),
-                    len(t.versions_removed) + len(t.unpublished_removed),
+                    len(t.versions_removed)
+                    + len(t.unpublished_removed)
+                    + sum(len(v) for v in t.branch_versions_removed.values()),
                     t.files_removed,
                     t.bytes_freed,
                     kept,
@@ -250,7 +259,7 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
             clone_versions = (
                 clone_needed_versions(ns.storage, state, clones, read_by_clones) if clones else {}
             )
-            table_plan = plan_table(state, pins, policy, clone_versions, now)
+            table_plan = plan_table(state, pins, policy, clone_versions, now, bool(clones))
             return TableWork(table_plan, read_by_clones, published=pins.current.get(location))
         except Exception as exc:  # one table's failure must not stop the others
             record_failure(ns, result, exc)

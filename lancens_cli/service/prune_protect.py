@@ -22,13 +22,16 @@ import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lancens_cli.service.prune_policy import PrunePolicy, show_duration
 from lancens_cli.store.base_paths import base_path_strings, split_manifest_file
 from lancens_cli.store.inspect import version_from_manifest_name
 from lancens_cli.store.storage import Storage, _modified
 from lancens_cli.store.tables import VERSIONS_DIR
+
+if TYPE_CHECKING:
+    from lancens_cli.service.prune_branches import BranchPlan, BranchState
 
 PIN_COLUMNS = ("read_version", "read_tag", "read_branch")
 
@@ -53,7 +56,11 @@ class Pins:
     branches: dict[str, dict[str, set[int]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(set))
     )
-    current: dict[str, int] = field(default_factory=dict)  # location -> current read_version
+    # location -> branch -> version of that branch (a `read_version` beside a `read_branch`)
+    branch_versions: dict[str, dict[str, set[int]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(set))
+    )
+    current: dict[str, int] = field(default_factory=dict)  # location -> current main read_version
 
     def add_rows(self, manifest_version: int, rows: list[dict[str, Any]], current: bool) -> None:
         for row in rows:
@@ -61,7 +68,10 @@ class Pins:
             if not location:
                 continue
             version = row.get("read_version")
-            if version is not None:
+            if version is not None and row.get("read_branch"):
+                # spec 004: with `read_branch`, `read_version` is a version of that branch
+                self.branch_versions[location][row["read_branch"]].add(int(version))
+            elif version is not None:
                 self.versions[location][int(version)].add(manifest_version)
                 if current:
                     self.current[location] = int(version)
@@ -92,6 +102,7 @@ class TableState:
     tags: dict[str, int]
     branches: dict[str, int]  # branch -> the main-lineage version it starts from
     bases: list[str]  # locations inside the root this table reads through base paths
+    branch_states: list[BranchState] = field(default_factory=list)  # every branch's versions
 
     @property
     def latest(self) -> int:
@@ -161,7 +172,11 @@ def read_table_state(storage: Storage, location: str, object_id: str | None) -> 
             versions.append(VersionInfo(ds.version, datetime.now(UTC)))
             versions.sort(key=lambda v: v.version)
         if has_refs:
+            from lancens_cli.service.prune_branches import read_branch_states
+
             tags, branches = _refs(ds)
+            branch_states = read_branch_states(storage, location, ds)
+            return TableState(location, object_id, versions, tags, branches, bases, branch_states)
     return TableState(location, object_id, versions, tags, branches, bases)
 
 
@@ -334,6 +349,7 @@ class TablePlan:
     expire: list[int]
     unpublished: list[int]  # a dead write's versions after the published one, newest first
     notes: list[str] = field(default_factory=list)
+    branches: list[BranchPlan] = field(default_factory=list)  # each branch's own old versions
 
 
 def plan_table(
@@ -342,6 +358,7 @@ def plan_table(
     policy: PrunePolicy,
     clone_versions: dict[int, str],
     now: datetime,
+    has_clones: bool = False,
 ) -> TablePlan:
     by_version = {v.version: v for v in state.versions}
     protected: dict[int, list[str]] = defaultdict(list)
@@ -380,8 +397,18 @@ def plan_table(
             protected[version].append(f"younger than {window}")
     expire = [v for v in remaining if v not in protected]
     kept = {v: reasons for v, reasons in sorted(protected.items()) if v in by_version}
+    from lancens_cli.service.prune_branches import plan_branches
+
+    branches, branch_notes = plan_branches(state, pins, policy, now, has_clones)
     return TablePlan(
-        state.location, state.object_id, state.latest, kept, expire, unpublished, notes
+        state.location,
+        state.object_id,
+        state.latest,
+        kept,
+        expire,
+        unpublished,
+        notes + branch_notes,
+        branches,
     )
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from lancens_cli.config import NamespaceConfig
 from lancens_cli.errors import LancensError, lance_message
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.prune_branches import BranchPlan, expire_branches
 from lancens_cli.service.prune_compact import Compaction, compact_table
 from lancens_cli.service.prune_policy import PrunePolicy
 from lancens_cli.service.prune_protect import TablePlan, manifest_file, version_times
@@ -38,6 +39,7 @@ class TableResult:
     location: str
     status: str = "nothing to do"
     versions_removed: list[int] = field(default_factory=list)
+    branch_versions_removed: dict[str, list[int]] = field(default_factory=dict)
     unpublished_removed: list[int] = field(default_factory=list)
     unreferenced_removed: int = 0  # files of writes that never committed, past the grace
     files_removed: int = 0
@@ -52,6 +54,7 @@ class TableResult:
             "location": self.location,
             "status": self.status,
             "versions_removed": self.versions_removed,
+            "branch_versions_removed": self.branch_versions_removed,
             "unpublished_removed": self.unpublished_removed,
             "unreferenced_removed": self.unreferenced_removed,
             "files_removed": self.files_removed,
@@ -69,6 +72,7 @@ class TableResult:
             data["location"],
             data["status"],
             list(data["versions_removed"]),
+            {name: list(v) for name, v in data["branch_versions_removed"].items()},
             list(data["unpublished_removed"]),
             data["unreferenced_removed"],
             data["files_removed"],
@@ -98,8 +102,10 @@ class TableWork:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TableWork:
+        plan = dict(data["plan"])
+        plan["branches"] = [BranchPlan(**branch) for branch in plan.get("branches", [])]
         return cls(
-            TablePlan(**data["plan"]),
+            TablePlan(**plan),
             set(data["read_by_clones"]),
             data["compact"],
             data["published"],
@@ -200,14 +206,28 @@ def execute_plan(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: 
     import lance
 
     result.kept = [{"version": v, "reasons": r} for v, r in plan.protected.items()]
+    result.kept += [
+        {"version": v, "branch": branch.name, "reasons": r}
+        for branch in plan.branches
+        for v, r in branch.protected.items()
+    ]
     result.notes = plan.notes
     if plan.unpublished:
         _drop_unpublished(ns, plan, dry_run, result)
+    ds = None
+    if any(branch.expire for branch in plan.branches):
+        ds = lance.dataset(ns.storage.uri(plan.location), storage_options=ns.storage.lance_options)
+        done = expire_branches(ns.storage, plan.location, ds, plan.branches, policy, dry_run)
+        for name, removed, stats in done:
+            if removed:
+                result.branch_versions_removed[name] = removed
+            _count(result, stats)
     if not plan.expire:
-        if result.unpublished_removed:
+        if result.unpublished_removed or result.branch_versions_removed:
             result.status = "would prune" if dry_run else "pruned"
-        return None
-    ds = lance.dataset(ns.storage.uri(plan.location), storage_options=ns.storage.lance_options)
+        return ds
+    if ds is None:
+        ds = lance.dataset(ns.storage.uri(plan.location), storage_options=ns.storage.lance_options)
     arguments = {
         "older_than": policy.older_than,
         "versions": plan.expire,
@@ -224,6 +244,14 @@ def execute_plan(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: 
     else:  # Lance kept some (younger by its own clock): which, the listing tells
         remaining = set(version_times(ns.storage, plan.location))
         result.versions_removed = [v for v in plan.expire if v not in remaining]
+    _count(result, stats)
+    if result.versions_removed or result.unpublished_removed or result.branch_versions_removed:
+        result.status = "would prune" if dry_run else "pruned"
+    return ds
+
+
+def _count(result: TableResult, stats: Any) -> None:
+    """Add one Lance cleanup's files and bytes to the table's result."""
     result.files_removed += (
         stats.data_files_removed
         + stats.transaction_files_removed
@@ -234,9 +262,6 @@ def execute_plan(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: 
     result.bytes_freed += stats.bytes_removed
     if stats.failed_deletes:
         result.notes.append(f"{stats.failed_deletes} file(s) could not be deleted; rerun prune")
-    if result.versions_removed or result.unpublished_removed:
-        result.status = "would prune" if dry_run else "pruned"
-    return ds
 
 
 def _sweep_unreferenced(
