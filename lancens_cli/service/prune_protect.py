@@ -103,6 +103,7 @@ class TableState:
     branches: dict[str, int]  # branch -> the main-lineage version it starts from
     bases: list[str]  # locations inside the root this table reads through base paths
     branch_states: list[BranchState] = field(default_factory=list)  # every branch's versions
+    data_files: int | None = None  # files in `data/` when listed (None: not known)
 
     @property
     def latest(self) -> int:
@@ -147,22 +148,72 @@ def version_files(storage: Storage, location: str) -> dict[int, tuple[str, datet
     return found
 
 
+@dataclass
+class TableListing:
+    """What one listing of a table directory tells prune."""
+
+    versions: dict[int, tuple[str, datetime]]  # version -> its `_versions/` file and mtime
+    has_refs: bool  # a `_refs/` directory: tags or branches to read
+    data_files: int  # files in `data/` (the sweep's shortcut: no more than the latest's)
+
+
+def list_table(storage: Storage, location: str) -> TableListing:
+    """One listing of the table: on an object store one recursive listing request (per 1,000
+    keys) serves the versions, the tags check and the data-file count; locally three
+    directory scans."""
+    if storage.is_local:
+        top = storage.uri(location)
+        try:
+            with os.scandir(top) as entries:
+                names = {e.name for e in entries}
+        except (FileNotFoundError, NotADirectoryError):
+            return TableListing({}, False, 0)
+        data = sum(len(files) for _d, _s, files in os.walk(os.path.join(top, "data")))
+        return TableListing(version_files(storage, location), "_refs" in names, data)
+    base = storage._path(location).rstrip("/") + "/"
+    try:
+        found = storage._remote(storage.fs.find, base, detail=True, refresh=True)
+    except FileNotFoundError:
+        return TableListing({}, False, 0)
+    now = datetime.now(UTC)
+    versions: dict[int, tuple[str, datetime]] = {}
+    has_refs = False
+    data = 0
+    for name, info in found.items():
+        if info.get("type") != "file" or not name.startswith(base):
+            continue
+        inside = name[len(base) :]
+        top, _, rest = inside.partition("/")
+        if top == VERSIONS_DIR and "/" not in rest:
+            version = version_from_manifest_name(rest)
+            if version is not None:
+                versions[version] = (rest, _modified(info) or now)
+        elif top == "_refs":
+            has_refs = True
+        elif top == "data":
+            data += 1
+    return TableListing(versions, has_refs, data)
+
+
 def read_table_state(storage: Storage, location: str, object_id: str | None) -> TableState | None:
     """Versions, tags, branches and base paths of one table; None when the directory holds no
     version (declared, empty, gone: nothing to prune).
 
-    Two listings and one file read: the base paths come from the latest manifest's protobuf
-    (store/base_paths.py), so the table is opened with Lance only when it has tags or branches
-    (`_refs/`) or a manifest we do not parse. The per-table work opens it once, to expire.
+    One listing (`list_table`) and one file read: the base paths come from the latest
+    manifest's protobuf (store/base_paths.py), so the table is opened with Lance only when it
+    has tags or branches (`_refs/`) or a manifest we do not parse. The per-table work opens it
+    once, to expire.
     """
-    files = version_files(storage, location)
+    listing = list_table(storage, location)
+    files = listing.versions
     if not files:
         return None
     versions = [VersionInfo(v, when) for v, (_name, when) in sorted(files.items())]
     tags: dict[str, int] = {}
     branches: dict[str, int] = {}
-    has_refs = any(e.name.rsplit("/", 1)[-1] == "_refs" for e in storage.list_dir(location))
+    has_refs = listing.has_refs
     bases = None if has_refs else _latest_bases(storage, location, files[versions[-1].version][0])
+    branch_states: list[BranchState] = []
     if bases is None:
         import lance
 
@@ -176,8 +227,9 @@ def read_table_state(storage: Storage, location: str, object_id: str | None) -> 
 
             tags, branches = _refs(ds)
             branch_states = read_branch_states(storage, location, ds)
-            return TableState(location, object_id, versions, tags, branches, bases, branch_states)
-    return TableState(location, object_id, versions, tags, branches, bases)
+    return TableState(
+        location, object_id, versions, tags, branches, bases, branch_states, listing.data_files
+    )
 
 
 def _refs(ds: Any) -> tuple[dict[str, int], dict[str, int]]:
@@ -350,6 +402,7 @@ class TablePlan:
     unpublished: list[int]  # a dead write's versions after the published one, newest first
     notes: list[str] = field(default_factory=list)
     branches: list[BranchPlan] = field(default_factory=list)  # each branch's own old versions
+    data_files: int | None = None  # files `data/` held when the table was listed
 
 
 def plan_table(
@@ -409,6 +462,7 @@ def plan_table(
         unpublished,
         notes + branch_notes,
         branches,
+        state.data_files,
     )
 
 

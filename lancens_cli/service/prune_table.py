@@ -121,7 +121,9 @@ def run_table(
     compaction = None
     try:
         ds = execute_plan(ns, plan, policy, dry_run, result)
-        _sweep_unreferenced(ns, plan.location, policy, dry_run, result, work.read_by_clones, ds)
+        _sweep_unreferenced(
+            ns, plan.location, policy, dry_run, result, work.read_by_clones, ds, plan.data_files
+        )
         if work.compact:
             compaction = _compact(ns, plan.location, plan.object_id, work.published, dry_run)
     except Exception as exc:  # one table's failure must not stop the others
@@ -272,6 +274,7 @@ def _sweep_unreferenced(
     result: TableResult,
     read_by_clones: set[str],
     ds: Any = None,
+    listed_data_files: int | None = None,
 ) -> None:
     """Delete files no version references (a killed write's), once older than the grace.
 
@@ -288,8 +291,17 @@ def _sweep_unreferenced(
     storage = ns.storage
     if ds is None:
         ds = lance.dataset(storage.uri(location), storage_options=storage.lance_options)
-    # The common case costs one listing: every data file is the latest version's.
-    latest = {f.path for fragment in ds.get_fragments() for f in fragment.metadata.files}
+    # The common case costs nothing more: `data/` held no more files, when the table was
+    # listed, than the latest version has there; else one more listing of `data/` (the
+    # cleanup may just have removed the extra files).
+    latest = {
+        f.path
+        for fragment in ds.get_fragments()
+        for f in fragment.metadata.files
+        if f.base_id is None
+    }
+    if listed_data_files is not None and listed_data_files <= len(latest):
+        return
     if {name for name, _size in storage.walk_files(f"{location}/data")} <= latest:
         return
     explanation = ds.explain_cleanup_old_versions(
