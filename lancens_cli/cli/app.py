@@ -79,6 +79,7 @@ def _register_commands() -> None:
         register,
         rename,
         scan,
+        tag_partitions,
         write,
     )
 
@@ -103,6 +104,7 @@ _PANDAS_FREE = frozenset(
         "join-plan",
         "write",
         "prune",
+        "tag-partitions",
     )
 )
 _VALUE_OPTIONS = frozenset(
