@@ -49,6 +49,20 @@ def ref_of(row: dict[str, Any] | None) -> Ref:
     return (row.get("read_version"), row.get("read_branch"), row.get("read_tag"))
 
 
+def published_branch(dataset: Any, row: dict[str, Any]) -> str | None:
+    """The branch of the version a row publishes (None: main); `dataset` is that table."""
+    from lancens_cli.store.tables import published_version
+
+    target = published_version(row)
+    if isinstance(target, str):
+        branch = ((dataset.tags.list() or {}).get(target) or {}).get("branch")
+    elif isinstance(target, tuple):
+        branch = target[0]
+    else:
+        branch = None
+    return None if branch in (None, "main") else str(branch)
+
+
 def branch_uri(storage: Storage, location: str, branch: str) -> str:
     """Where a branch keeps its own data files (`tree/<branch>/`, REFERENCE.md)."""
     return storage.uri(f"{location}/tree/{branch}")

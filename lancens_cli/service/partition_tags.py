@@ -24,9 +24,9 @@ from lancens_cli.errors import (
 )
 from lancens_cli.models import KIND_TABLE, Identifier
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partition_branch import check_ref_name, ref_of
+from lancens_cli.service.partition_branch import check_ref_name, published_branch, ref_of
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
-from lancens_cli.store.tables import open_published, published_version
+from lancens_cli.store.tables import open_published
 
 
 @dataclass
@@ -129,15 +129,8 @@ def tag_partitions(
 def _plan_table(ns: Namespace, row: dict[str, Any], name: str) -> TaggedTable:
     """Where the row's published version is, and what the tag of that name is now."""
     dataset = open_published(ns.storage, row)
-    target = published_version(row)
     tags = dataset.tags.list() or {}
-    if isinstance(target, str):
-        branch = tags.get(target, {}).get("branch")
-    elif isinstance(target, tuple):
-        branch = target[0]
-    else:
-        branch = None
-    branch = None if branch in (None, "main") else str(branch)
+    branch = published_branch(dataset, row)
     version = int(dataset.version)
     existing = tags.get(name)
     if existing is None:
