@@ -59,7 +59,8 @@ class Pins:
             if not location:
                 continue
             version = row.get("read_version")
-            if version is not None:
+            on_main = not row.get("read_branch") and not row.get("read_tag")
+            if version is not None and on_main:  # a branch's version numbers are not main's
                 self.versions[location][int(version)].add(manifest_version)
                 if current:
                     self.current[location] = int(version)
