@@ -465,3 +465,41 @@ def test_check_removes_unreferenced_data_files_of_partition_tables_only(local_ro
     ok(local_root, "check", "--fix", "--grace-minutes", "0")
     after = tree_snapshot(local_root.local_path)
     assert set(after) - set(before) == {"plain.lance/data/users-file.lance"}  # not a partition's
+
+
+def test_ingest_branch_writes_each_partition_tables_branch(partitioned, tmp_path):
+    """`ingest --branch dev`: the rows land on branch dev of each partition table (new ones
+    too), read_branch + read_version are published in one __manifest commit, main is as it was,
+    and `scan` reads the branch."""
+    ok(partitioned, "ingest", write_parquet(tmp_path, "a.parquet", events(600, seed=1)), *MASTER)
+    main_before = {
+        row["object_id"]: lance.dataset(str(partitioned.local_path / row["location"])).version
+        for row in table_rows(partitioned)
+    }
+    more = write_parquet(tmp_path, "b.parquet", events(400, seed=2, start=10_000))
+    version = manifest_version(partitioned)
+    report = ok(partitioned, "--json", "ingest", more, "--branch", "dev", *MASTER).json()
+    assert report["rows"] == 400 and report["manifest_version"] == version + 1
+    touched = {p["table"] for p in report["partitions"]}
+    rows_seen = []
+    for row in table_rows(partitioned):
+        ds = lance.dataset(str(partitioned.local_path / row["location"]))
+        if row["object_id"] in touched:
+            assert row["read_branch"] == "dev"
+            rows_seen += (
+                ds.checkout_version(("dev", row["read_version"])).to_table()["id"].to_pylist()
+            )
+        else:
+            assert row["read_branch"] is None
+            rows_seen += ds.checkout_version(row["read_version"]).to_table()["id"].to_pylist()
+        if row["object_id"] in main_before:  # main untouched
+            assert ds.version == main_before[row["object_id"]]
+        else:  # created by the branch write: nothing on main
+            assert ds.count_rows() == 0
+    expected = [*range(600), *range(10_000, 10_400)]
+    assert sorted(rows_seen) == expected
+    scanned = ok(partitioned, "--json", "scan", "--columns", "id", "--limit", "100000").json()
+    assert sorted(r[0] for r in scanned["rows"]) == expected
+    assert ok(partitioned, "--json", "check").json()["healthy"]
+    refused = invoke(*partitioned.args, "ingest", more, "--branch", "dev", "--into", "t", *MASTER)
+    assert refused.exit_code == 2 and "--into" in refused.stderr

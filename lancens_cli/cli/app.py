@@ -80,6 +80,7 @@ def _register_commands() -> None:
         register,
         rename,
         scan,
+        tag_partitions,
         write,
     )
 
@@ -105,6 +106,7 @@ _PANDAS_FREE = frozenset(
         "join-plan",
         "write",
         "prune",
+        "tag-partitions",
     )
 )
 _VALUE_OPTIONS = frozenset(

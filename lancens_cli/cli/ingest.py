@@ -46,6 +46,15 @@ def ingest(
             "--dry-run", help="Read and check every row and count the partitions; write nothing."
         ),
     ] = False,
+    branch: Annotated[
+        str | None,
+        typer.Option(
+            "--branch",
+            metavar="NAME",
+            help="Write to this branch of each partition table (created where missing) and "
+            "publish read_branch; main stays as it is.",
+        ),
+    ] = None,
     master: MasterOption = None,
     conf: ConfOption = None,
 ) -> None:
@@ -69,6 +78,7 @@ def ingest(
         dry_run=dry_run,
         delimiter=SESSION.delimiter,
         debug=SESSION.debug,
+        branch=branch,
     )
     SESSION.emit(result)
     message(f"{result.summary()} (Spark start {result.spark_start_seconds:.1f} s)")

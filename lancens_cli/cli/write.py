@@ -26,12 +26,22 @@ def write(
         str | None,
         typer.Option("--format", help="Format of --from: parquet, csv, jsonl, lance."),
     ] = None,
+    branch: Annotated[
+        str | None,
+        typer.Option(
+            "--branch",
+            metavar="NAME",
+            help="Write to this branch of each partition table (created where missing) and "
+            "publish read_branch; main stays as it is.",
+        ),
+    ] = None,
 ) -> None:
     """Write rows into a partitioned namespace under its current partition spec.
 
     Each partition's rows go to its dataset table (created when new); then every touched
     partition's read_version is recorded in one __manifest commit: readers see all of the
-    write or none of it.
+    write or none of it. With --branch the rows go to that branch of each partition table
+    and read_branch is published with read_version.
     """
     from lancens_cli.output import message
     from lancens_cli.service.partition_write import write_partitioned
@@ -39,10 +49,12 @@ def write(
 
     if root_argument is not None:
         SESSION.merge(root=root_argument)
-    result = write_partitioned(SESSION.namespace, open_source(source, fmt))
+    result = write_partitioned(SESSION.namespace, open_source(source, fmt), branch=branch)
     SESSION.emit(result)
     created = sum(1 for t in result.partitions if t.created)
     message(
         f"{result.rows} row(s) into {len(result.partitions)} partition(s) of spec "
-        f"v{result.spec_id} ({created} new), one __manifest commit"
+        f"v{result.spec_id} ({created} new)"
+        + (f" on branch {branch}" if branch else "")
+        + ", one __manifest commit"
     )

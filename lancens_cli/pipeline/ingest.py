@@ -308,11 +308,16 @@ def ingest(
     dry_run: bool = False,
     delimiter: str = ".",
     debug: bool = False,
+    branch: str | None = None,
 ) -> IngestResult:
     from lancens_cli.pipeline.write import check_columns
+    from lancens_cli.service.partition_branch import check_ref_name
 
     if mode not in ("append", "overwrite"):
         raise InvalidInputError(f"--mode {mode!r}: use append or overwrite")
+    check_ref_name(branch, "--branch")
+    if branch is not None and into is not None:
+        raise InvalidInputError("--branch writes into the partitioned root: drop --into")
     storage = dict(ns.config.storage_options)
     sources = resolve_sources(sources_text, fmt, storage)
     target, schema = target_schema(ns, into)
@@ -330,7 +335,7 @@ def ingest(
             if dry_run:
                 _dry_run(frame, ns, into, schema, result)
             else:
-                _write(frame, ns, into, mode, delimiter, result)
+                _write(frame, ns, into, mode, delimiter, result, branch)
     except LancensError:
         raise
     except Exception as exc:
@@ -376,7 +381,15 @@ def quiet_job(spark: Any, debug: bool) -> Iterator[None]:
         spark.sparkContext.setLogLevel("ERROR")
 
 
-def _write(frame: Any, ns: Any, into: Any, mode: str, delimiter: str, result: IngestResult):
+def _write(
+    frame: Any,
+    ns: Any,
+    into: Any,
+    mode: str,
+    delimiter: str,
+    result: IngestResult,
+    branch: str | None = None,
+) -> None:
     handle, report_path = tempfile.mkstemp(prefix="lancens-ingest-", suffix=".json")
     os.close(handle)
     try:
@@ -384,6 +397,8 @@ def _write(frame: Any, ns: Any, into: Any, mode: str, delimiter: str, result: In
         for key, value in ns.config.storage_options.items():
             writer = writer.option(f"storage.{key}", value)
         writer = writer.option("report", report_path).option("delimiter", delimiter)
+        if branch is not None:
+            writer = writer.option("branch", branch)
         if into is None:
             writer.save()
         else:

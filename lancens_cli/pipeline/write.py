@@ -10,7 +10,8 @@ partitions the job touches only. A failed or aborted job publishes nothing and r
 files its tasks wrote; a killed driver publishes nothing (`check --fix` removes its debris).
 
 Options beyond the data source's own: `report` (a local path: `commit()` writes what it
-committed there as JSON, for `lancens ingest`).
+committed there as JSON, for `lancens ingest`), `branch` (partitioned writes only: the rows
+go to that branch of each partition table, `service.partition_branch`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from lancens_cli.pipeline.options import SourceOptions
 from lancens_cli.pipeline.write_task import WritePlan
 
-WRITE_OPTIONS = frozenset(("report",))
+WRITE_OPTIONS = frozenset(("report", "branch"))
 
 
 @dataclass
@@ -90,9 +91,12 @@ def _entries(messages: list[Any]) -> list[dict[str, Any]]:
 def _plan(opts: SourceOptions, spark_schema: Any, overwrite: bool) -> WritePlan:
     import secrets
 
+    from lancens_cli.service.partition_branch import check_ref_name
+
     ns = opts.namespace()
     job_id = secrets.token_hex(16)
     ident = opts.ident()
+    branch = check_ref_name(opts.extra.get("branch"), "the branch option")
     if ident is None:
         from lancens_cli.service.partition_write import _LevelIndex, partitioned_target
 
@@ -107,8 +111,20 @@ def _plan(opts: SourceOptions, spark_schema: Any, overwrite: bool) -> WritePlan:
         }
         children = _LevelIndex(snapshot, spec).children
         return WritePlan(
-            opts.properties(), job_id, layout.schema, spec, children, tables, None, overwrite
+            opts.properties(),
+            job_id,
+            layout.schema,
+            spec,
+            children,
+            tables,
+            None,
+            overwrite,
+            branch=branch,
         )
+    if branch is not None:
+        from lancens_cli.errors import InvalidInputError
+
+        raise InvalidInputError("a branch write goes into the partitioned root, not a table")
     return _plan_plain(opts, ns, ident, spark_schema, job_id, overwrite)
 
 
@@ -252,6 +268,7 @@ def _commit_partitioned(
             num_rows=entry["rows"],
             overwrite=plan.overwrite,
             schema=layout.schema,
+            branch=plan.branch,
         )
         if touch.created:
             parent = spec.namespace
@@ -360,26 +377,34 @@ def _unreferenced(storage: Any, entries: list[dict[str, Any]]) -> list[dict[str,
     partition tables already: those versions are unpublished, and the next write sets them
     aside, but their files stay, so that every version of the table remains readable.
     """
+    from lancens_cli.pipeline.write_task import data_root
     from lancens_cli.store.tables import VERSIONS_DIR, open_table
 
     tracked: dict[str, set[str]] = {}
     kept = []
     for entry in entries:
-        location = entry["location"]
-        if location not in tracked:
-            tracked[location] = set()
+        location, branch = entry["location"], entry.get("branch")
+        key = data_root(entry)
+        if key not in tracked:
+            tracked[key] = set()
             if storage.exists(f"{location}/{VERSIONS_DIR}"):
                 try:
-                    files = open_table(storage, location).tracked_files().read_all()
-                    tracked[location] = set(files.column("path").to_pylist())
+                    dataset = open_table(storage, location)
+                    if branch is not None and branch in dataset.branches.list():
+                        dataset = dataset.checkout_version((branch, None))
+                    elif branch is not None:
+                        dataset = None  # no branch yet: nothing references its files
+                    if dataset is not None:
+                        files = dataset.tracked_files().read_all()
+                        tracked[key] = set(files.column("path").to_pylist())
                 except Exception:
-                    tracked[location] = {"*"}  # unreadable: delete nothing of it
-        if "*" in tracked[location]:
+                    tracked[key] = {"*"}  # unreadable: delete nothing of it
+        if "*" in tracked[key]:
             continue
         fragments = [
             f
             for f in entry.get("fragments", [])
-            if not any(f"data/{d['path']}" in tracked[location] for d in f.get("files", []))
+            if not any(f"data/{d['path']}" in tracked[key] for d in f.get("files", []))
         ]
         kept.append({**entry, "fragments": fragments})
     return kept

@@ -39,6 +39,7 @@ class WritePlan:
     location: str | None = None  # a plain table's directory
     overwrite: bool = False
     create: bool = False  # a plain table this job creates
+    branch: str | None = None  # partition tables' branch the job writes to (None: main)
 
     @property
     def prefix(self) -> str:
@@ -178,7 +179,7 @@ def _write_partitioned(plan: WritePlan, storage: Any, chunk: list[Any], written:
 
     def write(item: tuple[Any, dict[str, Any]]) -> None:
         touch, entry = item
-        fragments = _write_fragments(storage, entry["location"], touch.rows, plan.schema)
+        fragments = _write_fragments(storage, data_root(entry), touch.rows, plan.schema)
         written.add(entry["table_id"], entry, fragments, touch.rows.num_rows)
 
     # Partition tables side by side, as `write` does: Lance encodes and writes outside the GIL.
@@ -207,7 +208,15 @@ def _place(plan: WritePlan, touch: Any) -> tuple[Any, dict[str, Any]]:
         "path": path,
         "values": [encode_value(v) for v in touch.values],
     }
+    if plan.branch is not None:  # a branch keeps its data files in `tree/<branch>/`
+        entry["branch"] = plan.branch
     return touch, entry
+
+
+def data_root(entry: dict[str, Any]) -> str:
+    """The directory whose `data/` holds an entry's files: the table, or its branch's."""
+    branch = entry.get("branch")
+    return entry["location"] if branch is None else f"{entry['location']}/tree/{branch}"
 
 
 def delete_written(storage: Any, entries: list[dict[str, Any]]) -> None:
@@ -215,4 +224,4 @@ def delete_written(storage: Any, entries: list[dict[str, Any]]) -> None:
     for entry in entries:
         for fragment in entry.get("fragments", []):
             for data_file in fragment.get("files", []):
-                storage.delete_file(f"{entry['location']}/data/{data_file['path']}")
+                storage.delete_file(f"{data_root(entry)}/data/{data_file['path']}")

@@ -30,6 +30,7 @@ from lancens_cli.models import (
 from lancens_cli.service.create import table_row
 from lancens_cli.service.namespace import RENAME_INTENT_KEY, RENAMED_FROM_KEY, Namespace
 from lancens_cli.service.partition_check import check_partitions, fix_partitions
+from lancens_cli.service.published_check import check_published
 from lancens_cli.service.rename import rename_intent
 from lancens_cli.store.manifest import (
     BASE_COLUMNS,
@@ -140,6 +141,7 @@ def check(
             check_partitions(ns, snapshot, report)
     rows = _rows_in_scope(ns, snapshot, ident)
     _check_rows(ns, snapshot, rows, report, delimiter, grace)
+    check_published(ns, rows, report, delimiter)
     if ident.is_root:
         _check_orphans(ns, snapshot, report, delimiter, grace)
         if snapshot.exists:

@@ -27,6 +27,7 @@ from lancens_cli.models import (
     Identifier,
 )
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.partition_refusals import refuse_spec_names
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot, encode_properties
 from lancens_cli.store.tables import (
     VERSIONS_DIR,
@@ -83,6 +84,7 @@ def create_namespace(
     ns.require_root()
 
     def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> ChangeSet:
+        refuse_spec_names(snapshot, ident)
         ns.require_namespace(ident.parent, snapshot)
         if exist_ok and ns.namespace_exists(ident, snapshot):
             return ChangeSet([Change("exists", KIND_NAMESPACE, ident.display())], dry_run)
@@ -152,6 +154,7 @@ def create_table(
     ns.require_root()
 
     snapshot = ns.snapshot()
+    refuse_spec_names(snapshot, ident)
     ns.require_namespace(ident.parent, snapshot)
     refuse_uncommitted_write(ns, ident, snapshot)  # even with --exist-ok: it holds no table
     if exist_ok and ns.find_table(ident, snapshot) is not None:

@@ -20,7 +20,7 @@ from lancens_cli.store.manifest import (
     WRITER_FLAGS_KEY,
     decode_properties,
 )
-from lancens_cli.store.tables import open_table, table_state
+from lancens_cli.store.tables import open_published, open_table, table_state
 
 
 def describe(ns: Namespace, ident: Identifier, *, versions: bool = False, delimiter: str = "."):
@@ -111,13 +111,15 @@ def describe_table(
         # Spec 001: it exists, but loading it must fail with a clear error.
         open_table(ns.storage, ref.location)
         raise InvalidTableStateError(f"{ref.location!r} is not a Lance table")
-    # A partition table is read at the version `__manifest` published (spec 004); later
-    # versions of it are a write that has not published (yet).
-    published = ref.row.get("read_version") if ref.row else None
-    ds = open_table(ns.storage, ref.location, version=published)
+    # A partition table is read at the version `__manifest` publishes (spec 004, Read
+    # Behavior: read_tag, read_branch + read_version, read_version); later versions of it
+    # are a write that has not published (yet).
+    row = {**(ref.row or {}), "location": ref.location}
+    ds = open_published(ns.storage, row)
     description.details = describe_dataset(ds, ns.storage, ref.location)
-    if published is not None:
-        description.details["read_version"] = published
+    for column in ("read_version", "read_branch", "read_tag"):
+        if row.get(column) is not None:
+            description.details[column] = row[column]
     if versions:
         description.versions = list_versions(ds)
     return description

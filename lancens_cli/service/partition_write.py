@@ -31,9 +31,15 @@ from lancens_cli.errors import (
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Identifier
 from lancens_cli.partition.schema import schema_to_text
 from lancens_cli.partition.spec import PartitionSpec
+from lancens_cli.service import partition_branch as branches
 from lancens_cli.service.create import namespace_row, table_row
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioning import PartitionLayout, layout_of, manifest_columns
+from lancens_cli.service.partitioning import (
+    READ_COLUMNS,
+    PartitionLayout,
+    layout_of,
+    manifest_columns,
+)
 from lancens_cli.store.manifest import PARTITIONED_WRITER_FLAG, ManifestEdit, ManifestSnapshot
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import VERSIONS_DIR, v2_location, write_new_table
@@ -67,6 +73,9 @@ class PartitionTouch:
     num_rows: int = 0  # the row count when `rows` is None
     overwrite: bool = False  # replace the partition's rows instead of appending
     schema: Any = None  # the table schema, for commits of pre-written fragments
+    branch: str | None = None  # the branch the write goes to (None: main)
+    base_ref: tuple[Any, Any, Any] = (None, None, None)  # the row's read_* when prepared
+    base_branch: str | None = None  # the branch of the published version (None: main)
 
     @property
     def row_count(self) -> int:
@@ -281,19 +290,19 @@ def _commit_append(
     import lance
     from lance.commit import CommitConflictError
 
-    uri = storage.uri(touch.location)
     options = storage.lance_options
     base = touch.base_version
     for _ in range(_TABLE_ATTEMPTS):
         try:
-            latest = lance.dataset(uri, storage_options=options).version
+            line = branches.head(storage, touch)  # main, or the write's branch
+            latest = line.version
             if base is None:  # a table added without one since the write pinned them
                 base = latest
             if latest != base:
-                if published(touch) != base:
+                if published(touch) != touch.base_ref:
                     raise _Rebase([touch])
                 restored = lance.LanceDataset.commit(
-                    uri,
+                    line,
                     lance.LanceOperation.Restore(base),
                     read_version=latest,
                     max_retries=0,
@@ -304,7 +313,10 @@ def _commit_append(
                 latest = restored.version
             if touch.fragments is None:
                 touch.fragments = lance.fragment.write_fragments(
-                    touch.rows, uri, schema=touch.rows.schema, storage_options=options
+                    touch.rows,
+                    branches.fragments_uri(storage, touch),
+                    schema=touch.rows.schema,
+                    storage_options=options,
                 )
             operation = (
                 lance.LanceOperation.Overwrite(touch.schema or touch.rows.schema, touch.fragments)
@@ -312,7 +324,7 @@ def _commit_append(
                 else lance.LanceOperation.Append(touch.fragments)
             )
             done = lance.LanceDataset.commit(
-                uri,
+                line,
                 operation,
                 read_version=latest,
                 max_retries=0,
@@ -341,11 +353,14 @@ def _write_table(
             f"{touch.location}/{VERSIONS_DIR}"
         ):
             return  # written in an earlier round, still unpublished and still ours
+        on_main = touch.branch is None  # else main gets an empty version 1, the branch the rows
         if touch.fragments is not None:  # written by Spark tasks: commit version 1 of them
-            dataset = commit_new_table(storage, touch.location, touch.fragments, touch.schema)
+            first = touch.fragments if on_main else []
+            dataset = commit_new_table(storage, touch.location, first, touch.schema)
         else:
-            dataset = write_new_table(storage, touch.location, touch.rows, exclusive=True)
-        touch.version = dataset.version
+            rows = touch.rows if on_main else branches.empty_like(touch.rows)
+            dataset = write_new_table(storage, touch.location, rows, exclusive=True)
+        touch.version = dataset.version if on_main else branches.start_on_branch(storage, touch)
         touch.written_to = touch.location
     else:
         touch.version = _commit_append(storage, touch, published)
@@ -380,8 +395,14 @@ def _read_back(storage: Storage, touch: PartitionTouch) -> Any:
 
     uri = storage.uri(touch.location)
     if not storage.exists(f"{touch.location}/{VERSIONS_DIR}"):
-        commit_new_table(storage, touch.location, touch.fragments, touch.schema)
-    return lance.dataset(uri, version=1, storage_options=storage.lance_options).to_table()
+        first = touch.fragments if touch.branch is None else []
+        commit_new_table(storage, touch.location, first, touch.schema)
+        if touch.branch is not None:
+            branches.start_on_branch(storage, touch)
+    dataset = lance.dataset(uri, storage_options=storage.lance_options)
+    if touch.branch is not None:
+        return dataset.checkout_version((touch.branch, None)).to_table()
+    return dataset.checkout_version(1).to_table()
 
 
 def _write_tables(
@@ -401,15 +422,15 @@ def _write_tables(
 
 
 def _published_version(ns: Namespace) -> Callable[[PartitionTouch], Any]:
-    """A fresh read of one partition table's `read_version` (only the conflict path uses it)."""
+    """A fresh read of what one partition table's row publishes (only the conflict path)."""
 
     def read(touch: PartitionTouch) -> Any:
         dataset = ns.manifest.open_dataset()
         escaped = touch.table_id.replace("'", "''")
         rows = dataset.to_table(
-            columns=["read_version"], filter=f"object_id = '{escaped}'"
+            columns=list(READ_COLUMNS), filter=f"object_id = '{escaped}'"
         ).to_pylist()
-        return rows[0]["read_version"] if rows else None
+        return branches.ref_of(rows[0] if rows else None)
 
     return read
 
@@ -447,6 +468,7 @@ def _prepare(
             touch.fragments = None  # our new table lost to another writer's: write there
         touch.created = False
         touch.location = row["location"]
+        touch.base_ref = branches.ref_of(row)
         touch.base_version = row.get("read_version")
     else:
         if not touch.created or touch.table_id != table_id:
@@ -456,18 +478,23 @@ def _prepare(
             touch.fragments = None
         touch.created = True
         touch.base_version = None
+        touch.base_ref = (None, None, None)
     touch.path, touch.table_id = path, table_id
 
 
 # --- the write ------------------------------------------------------------------------------
 
 
-def write_partitioned(ns: Namespace, data: Any) -> PartitionWrite:
-    """Write rows into the partitioned namespace at the root (one manifest commit)."""
+def write_partitioned(ns: Namespace, data: Any, branch: str | None = None) -> PartitionWrite:
+    """Write rows into the partitioned namespace at the root (one manifest commit); with
+    `branch`, onto that branch of each partition table."""
+    branches.check_ref_name(branch, "--branch")
     snapshot, layout = partitioned_target(ns)
     spec = layout.current
     table = conform(data, layout.schema)
     touches = split_by_partition(table, spec, layout.schema)
+    for touch in touches:
+        touch.branch = branch
     result = PartitionWrite(spec.id, table.num_rows, touches, [f.field_id for f in spec.fields])
     return commit_touches(ns, snapshot, layout, result)
 
@@ -519,6 +546,7 @@ def commit_touches(
             _prepare(ns.storage, touch, spec, snapshot, index, fresh)
             if before and before != touch.location:
                 abandoned.append(before)
+        branches.resolve_bases(ns.storage, pending)
         try:
             _write_tables(ns.storage, pending, published)
             _require_created_tables(ns.storage, touches)
@@ -572,7 +600,7 @@ def _pin_unversioned(ns: Namespace, snapshot: ManifestSnapshot, spec: PartitionS
         for row in snapshot.rows
         if row["object_type"] == KIND_TABLE
         and row["object_id"].startswith(prefix)
-        and row.get("read_version") is None
+        and branches.ref_of(row) == (None, None, None)
     ]
     if not loose:
         return False
@@ -626,7 +654,7 @@ def _publish(layout: PartitionLayout, spec: PartitionSpec, touches: list[Partiti
                 if row is not None or taken:
                     stale.append(touch)
                 continue
-            if row is None or row.get("read_version") != touch.base_version:
+            if row is None or branches.ref_of(row) != touch.base_ref:
                 stale.append(touch)
         if stale:
             raise _Rebase(stale, from_manifest=True)
@@ -634,7 +662,12 @@ def _publish(layout: PartitionLayout, spec: PartitionSpec, touches: list[Partiti
             if touch.created:
                 _add_partition_rows(snapshot, edit, spec, touch)
             else:
-                edit.replace(touch.table_id, read_version=touch.version)
+                edit.replace(
+                    touch.table_id,
+                    read_version=touch.version,
+                    read_branch=touch.branch,
+                    read_tag=None,  # the write moves the partition off any published tag
+                )
         return snapshot.version + 1
 
     return plan
@@ -650,4 +683,5 @@ def _add_partition_rows(
             edit.add(namespace_row(object_id, **values))
     row = {**table_row(touch.table_id, touch.location, None), **values}
     row["read_version"] = touch.version
+    row["read_branch"] = touch.branch
     edit.add(row)

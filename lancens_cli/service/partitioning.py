@@ -177,7 +177,7 @@ def resolve_fields(
     requests: list[FieldRequest], schema: Any, known: dict[str, PartitionField]
 ) -> tuple[list[PartitionField], list[str]]:
     """Turn what the user wrote into spec fields, reusing field ids as the spec demands."""
-    from lancens_cli.partition.transforms import check_expression, result_type
+    from lancens_cli.partition.transforms import check_expression
 
     by_id = top_level_ids(schema)
     resolved, reused = [], []
@@ -191,12 +191,7 @@ def resolve_fields(
                 num_buckets=request.parameter if "bucket" in request.transform else None,
                 width=request.parameter if request.transform == "truncate" else None,
             )
-            implied = result_type(transform, source_types)
-            if declared is not None and declared != implied:
-                raise InvalidInputError(
-                    f"--field {request.text!r}: {request.transform} gives "
-                    f"{type_to_json(implied)['type']}, not {request.result_type}"
-                )
+            implied = _implied_type(transform, source_types, declared, f"--field {request.text!r}")
             candidate = PartitionField(request.field_id, source_ids, implied, transform=transform)
         else:
             check_expression(request.expression, source_types, declared)
@@ -209,6 +204,19 @@ def resolve_fields(
     if duplicates:
         raise InvalidInputError(f"field id {duplicates[0]!r} is given twice in the new spec")
     return resolved, reused
+
+
+def _implied_type(transform: Transform, source_types: list[Any], declared: Any, what: str) -> Any:
+    """The result type a transform gives these sources; a different declared one is refused."""
+    from lancens_cli.partition.transforms import result_type
+
+    implied = result_type(transform, source_types)
+    if declared is not None and declared != implied:
+        raise InvalidInputError(
+            f"{what}: {transform.type} gives {type_to_json(implied)['type']}, not "
+            f"{type_to_json(declared)['type']}"
+        )
+    return implied
 
 
 def _reuse_or_new(
@@ -229,6 +237,8 @@ def _reuse_or_new(
 
 def fields_from_spec_json(document: Any, schema: Any, known: dict[str, PartitionField]):
     """Fields of a spec JSON file (its `id` is ignored: the next version number is used)."""
+    from lancens_cli.partition.transforms import check_expression
+
     if isinstance(document, dict) and "id" not in document:
         document = {**document, "id": 1}
     spec = PartitionSpec.from_json(document)
@@ -241,6 +251,11 @@ def fields_from_spec_json(document: Any, schema: Any, known: dict[str, Partition
             raise InvalidInputError(
                 f"field {f.field_id}: source id {missing[0]} is not in the schema"
             )
+        types = [by_id[i].type for i in f.source_ids]
+        if f.expression is not None:  # as strict as --field: refused now, not at a write
+            check_expression(f.expression, types, f.result_type)
+        else:
+            _implied_type(f.transform, types, f.result_type, f"field {f.field_id}")
         fields.append(_reuse_or_new(f, known, reused))
     return fields, reused
 
@@ -285,8 +300,9 @@ def add_partition_spec(
             ns_schema = layout.schema
             if schema is not None and not _same_columns(schema, ns_schema):
                 raise InvalidInputError(
-                    "--schema differs from the namespace schema; schema evolution is not "
-                    "supported by add-partition-spec"
+                    "--schema differs from the namespace schema: add-partition-spec does not "
+                    "change the schema; run `lancens evolve-schema` first, then add the spec "
+                    "without --schema"
                 )
         known = all_fields(specs)
         if requests is not None:

@@ -100,6 +100,7 @@ def publish_compacted(ns: Namespace, compactions: list[Compaction]) -> int | Non
             table_id=c.object_id,
             location=c.location,
             base_version=c.before,
+            base_ref=(c.before, None, None),  # published on main: a branch or tag is not
             version=c.after,
         )
         for c in pending

@@ -71,7 +71,7 @@ class Pins:
             if version is not None and row.get("read_branch"):
                 # spec 004: with `read_branch`, `read_version` is a version of that branch
                 self.branch_versions[location][row["read_branch"]].add(int(version))
-            elif version is not None:
+            elif version is not None and not row.get("read_tag"):  # a tag says which version
                 self.versions[location][int(version)].add(manifest_version)
                 if current:
                     self.current[location] = int(version)

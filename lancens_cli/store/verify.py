@@ -59,6 +59,13 @@ def verify_table(storage: Storage, location: str) -> list[Problem]:
     return problems
 
 
+def version_problems(storage: Storage, location: str, ds: Any, prefix: str) -> list[Problem]:
+    """Missing files of one opened version of the table at `location` (`prefix`: its
+    directory below the table, `tree/<branch>/` for a branch version)."""
+    present = {name for name, _ in storage.walk_files(location)}
+    return _file_problems(storage, ds, present, prefix)
+
+
 def _branch_problems(storage: Storage, ds: Any, present: set[str]) -> list[Problem]:
     """Every branch's latest version must load and resolve its files (spec 002 base paths):
     a branch reaches the main table through an absolute base path, which a move can break."""

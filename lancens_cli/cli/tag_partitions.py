@@ -1,0 +1,41 @@
+"""`lancens tag-partitions`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from lancens_cli.cli.app import app
+from lancens_cli.cli.common import SESSION, command
+
+
+@command(app, "tag-partitions")
+def tag_partitions(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The tag to make.")],
+    publish: Annotated[
+        bool,
+        typer.Option(
+            "--publish", help="Publish read_tag=NAME on every partition row: readers stay on it."
+        ),
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Move a tag of that name that names another version."),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show what would be tagged; change nothing.")
+    ] = False,
+) -> None:
+    """Tag every partition table at the version __manifest publishes for it (a named snapshot
+    of the partitioned namespace); --publish makes readers read the tag.
+
+    A tag of that name at another version is refused (exit 5) unless --force; a later write
+    moves the partitions it touches off the tag.
+    """
+    from lancens_cli.output import message
+    from lancens_cli.service.partition_tags import tag_partitions as run
+
+    result = run(SESSION.namespace, name, publish=publish, force=force, dry_run=dry_run)
+    SESSION.emit(result)
+    message(result.summary())

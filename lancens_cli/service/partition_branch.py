@@ -1,0 +1,179 @@
+"""Branch writes of partition tables (spec 004, Read Behavior: `read_branch` + `read_version`).
+
+`write --branch B` (and `ingest --branch B`) append each partition's rows to branch `B` of its
+table, so `main` of every table stays as it was; the write then publishes `read_branch=B`,
+`read_version=<branch version>` in its one `__manifest` commit (the same commit path as any
+partitioned write, `partition_write.commit_touches`). The branch is created where missing, from
+the version the row publishes. A new partition's table gets an empty version 1 on `main` and
+its rows on `B`.
+
+What a row publishes decides where a write may go: a row on branch `B` (or on a tag of a `B`
+version) takes writes to `B` only; a write to `main` of it is refused, since it would send
+readers back to `main` and hide that branch's rows.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from lancens_cli.errors import (
+    InvalidInputError,
+    InvalidTableStateError,
+    RefusedError,
+    lance_message,
+)
+from lancens_cli.models import Identifier
+from lancens_cli.store.storage import Storage
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+Ref = tuple[Any, Any, Any]  # (read_version, read_branch, read_tag) as a row holds them
+
+
+def check_ref_name(name: str | None, what: str) -> str | None:
+    """A branch or tag name Lance and every object store take as a path segment."""
+    if name is None:
+        return None
+    if not _NAME.match(name) or name == "main" or ".." in name:
+        raise InvalidInputError(
+            f"{what} {name!r} is not a valid name: letters, digits, '.', '_', '-' "
+            "(not 'main', at most 128 characters)"
+        )
+    return name
+
+
+def ref_of(row: dict[str, Any] | None) -> Ref:
+    """What a `__manifest` row publishes, compared whole to detect a concurrent change."""
+    if row is None:
+        return (None, None, None)
+    return (row.get("read_version"), row.get("read_branch"), row.get("read_tag"))
+
+
+def published_branch(dataset: Any, row: dict[str, Any]) -> str | None:
+    """The branch of the version a row publishes (None: main); `dataset` is that table."""
+    from lancens_cli.store.tables import published_version
+
+    target = published_version(row)
+    if isinstance(target, str):
+        branch = ((dataset.tags.list() or {}).get(target) or {}).get("branch")
+    elif isinstance(target, tuple):
+        branch = target[0]
+    else:
+        branch = None
+    return None if branch in (None, "main") else str(branch)
+
+
+def branch_uri(storage: Storage, location: str, branch: str) -> str:
+    """Where a branch keeps its own data files (`tree/<branch>/`, REFERENCE.md)."""
+    return storage.uri(f"{location}/tree/{branch}")
+
+
+def _open(storage: Storage, location: str) -> Any:
+    import lance
+
+    return lance.dataset(storage.uri(location), storage_options=storage.lance_options)
+
+
+def resolve_bases(storage: Storage, touches: list[Any]) -> None:
+    """Resolve each existing partition's published line and refuse a write that cannot go on it.
+
+    Sets `base_branch` / `base_version` (a tag is looked up in its table); raises before any
+    table is written, so a refusal changes nothing.
+    """
+    for touch in touches:
+        if touch.created:
+            continue
+        version, branch, tag = touch.base_ref
+        if tag is not None:
+            found = (_open(storage, touch.location).tags.list() or {}).get(tag)
+            if found is None:
+                raise InvalidTableStateError(
+                    f"partition table {touch.location!r}: published tag {tag!r} does not exist; "
+                    "run `lancens check`"
+                )
+            branch = None if found.get("branch") in (None, "main") else found["branch"]
+            version = found.get("version")
+        touch.base_branch = None if branch in (None, "main") else str(branch)
+        touch.base_version = None if version is None else int(version)
+        _require_line(storage, touch)
+
+
+def _require_line(storage: Storage, touch: Any) -> None:
+    name = Identifier.from_object_id(touch.table_id).display()
+    if touch.branch is None:
+        if touch.base_branch is not None:
+            raise RefusedError(
+                f"partition {name} is published on branch {touch.base_branch!r}: write with "
+                f"--branch {touch.base_branch} (a write to main would hide that branch's rows)"
+            )
+        return
+    if touch.base_branch == touch.branch:
+        return
+    info = (_open(storage, touch.location).branches.list() or {}).get(touch.branch)
+    if info is None:
+        return  # created from the published version when the write commits
+    parent = info.get("parent_branch")
+    parent = None if parent in (None, "main") else parent
+    if (parent, info.get("parent_version")) != (touch.base_branch, touch.base_version):
+        start = f"{parent or 'main'} version {info.get('parent_version')}"
+        raise RefusedError(
+            f"branch {touch.branch!r} of partition {name} starts at {start}, not at the "
+            f"published {touch.base_branch or 'main'} version {touch.base_version}: write to "
+            "another branch"
+        )
+
+
+def head(storage: Storage, touch: Any) -> Any:
+    """The latest version of the line the write commits on (created from the base if new)."""
+    dataset = _open(storage, touch.location)
+    if touch.branch is None:
+        return dataset
+    for _ in range(3):
+        if touch.branch in (dataset.branches.list() or {}):
+            return dataset.checkout_version((touch.branch, None))
+        base = touch.base_version if touch.base_version is not None else dataset.version
+        try:
+            return dataset.create_branch(touch.branch, (touch.base_branch, base))
+        except (OSError, RuntimeError, ValueError) as exc:
+            error = exc  # a concurrent writer created it first: look again
+    raise InvalidTableStateError(
+        f"cannot create branch {touch.branch!r} of {touch.location!r}: {lance_message(error)}"
+    )
+
+
+def fragments_uri(storage: Storage, touch: Any) -> str:
+    """Where the touch's data files go: the table's `data/`, or its branch's."""
+    if touch.branch is None:
+        return storage.uri(touch.location)
+    return branch_uri(storage, touch.location, touch.branch)
+
+
+def start_on_branch(storage: Storage, touch: Any) -> int:
+    """A new partition table (its empty version 1 on `main` written) gets its rows on the
+    write's branch; the branch version they are in."""
+    import lance
+
+    dataset = _open(storage, touch.location)
+    if touch.branch not in (dataset.branches.list() or {}):
+        dataset.create_branch(touch.branch, (None, dataset.version))
+    line = dataset.checkout_version((touch.branch, None))
+    if touch.fragments is None:
+        touch.fragments = lance.fragment.write_fragments(
+            touch.rows,
+            fragments_uri(storage, touch),
+            schema=touch.rows.schema,
+            storage_options=storage.lance_options,
+        )
+    done = lance.LanceDataset.commit(
+        line,
+        lance.LanceOperation.Append(touch.fragments),
+        read_version=line.version,
+        max_retries=0,
+        storage_options=storage.lance_options,
+    )
+    return int(done.version)
+
+
+def empty_like(rows: Any) -> Any:
+    """No rows, the same schema: `main`'s version 1 of a partition created on a branch."""
+    return rows.slice(0, 0)

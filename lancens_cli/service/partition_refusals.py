@@ -1,0 +1,46 @@
+"""Names a partitioned root keeps for itself (spec 004): `v<N>` and everything below it.
+
+`v<N>` is the namespace of partition spec version N and is made by `add-partition-spec`; its
+partition namespaces and `dataset` tables are made by partitioned writes, which give them their
+partition values and publish them. Anything a user created there would pass for a partition
+(or block the next spec version), so `create` refuses it and changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lancens_cli.errors import RefusedError
+from lancens_cli.models import Identifier
+from lancens_cli.store.manifest import ManifestSnapshot
+
+_SPEC_NAMESPACE = re.compile(r"^v[1-9][0-9]*$")
+
+
+def refuse_spec_names(snapshot: ManifestSnapshot, ident: Identifier) -> None:
+    """Refuse a user's namespace or table named `v<N>` or below one, on a partitioned root.
+
+    The existing spec namespace itself is let through: creating it again is an "already
+    exists" (exit 4), as for any namespace.
+    """
+    from lancens_cli.service.partitioning import layout_of
+
+    if ident.is_root or not snapshot.exists or not _SPEC_NAMESPACE.match(ident.parts[0]):
+        return
+    layout = layout_of(snapshot)
+    if layout is None:
+        return
+    first = ident.parts[0]
+    own = {spec.namespace for spec in layout.specs}
+    if first in own and len(ident.parts) == 1:
+        return
+    if first in own:
+        raise RefusedError(
+            f"{ident.display()} is inside {first}, the namespace of partition spec "
+            f"{first}: its partitions are made by `lancens write` / `lancens ingest`; nothing "
+            "was changed"
+        )
+    raise RefusedError(
+        f"{Identifier((first,)).display()} is reserved on a partitioned root for partition "
+        f"spec version {first[1:]} (`lancens add-partition-spec` creates it); nothing was changed"
+    )
