@@ -65,6 +65,26 @@ def test_the_spec_namespace_itself_already_exists_and_other_names_are_free(parti
     ok(partitioned, "create", "table", "v0.t", "--schema", _table_schema(tmp_path))
 
 
+def test_register_and_rename_keep_out_of_spec_namespaces(partitioned, tmp_path, files):  # noqa: F811
+    """`register` into `v<N>`, `rename` onto a `v<N>` name, and `rename` of a partition out of
+    its spec namespace are refused like `create` (exit 5, nothing changed)."""
+    import lance
+
+    ok(partitioned, "write", "--from", files("rows.parquet", events(20)))
+    ok(partitioned, "create", "table", "mine", "--schema", _table_schema(tmp_path))
+    outside = partitioned.local_path / "ext" / "t.lance"
+    lance.write_dataset(pa.table({"a": pa.array([1], pa.int64())}), outside)
+    refused(partitioned, "register", "v1.x", "ext/t.lance", code=5, words="lancens write")
+    refused(partitioned, "register", "v2", "ext/t.lance", code=5, words="reserved")
+    refused(partitioned, "rename", "mine", "v2", code=5, words="reserved")
+    refused(partitioned, "rename", "mine", "v1.mine", code=5, words="lancens write")
+    listing = json.loads(run_cli(*partitioned.args, "partitions", "--json").stdout)
+    partition = listing["partitions"][0]["table"]
+    refused(partitioned, "rename", partition, "moved", code=5, words="partition spec v1")
+    refused(partitioned, "rename", "v1", "v9", code=5, words="partition spec v1")
+    ok(partitioned, "rename", "mine", "yours")
+
+
 def test_v_names_are_free_on_a_root_that_is_not_partitioned(local_root, tmp_path):
     ok(local_root, "create", "namespace", "v2")
     ok(local_root, "create", "table", "v2.t", "--schema", _table_schema(tmp_path))

@@ -26,6 +26,7 @@ from lancens_cli.service.create import refuse_taken, table_row
 from lancens_cli.service.dependents import attach, outside_dependents, refuse
 from lancens_cli.service.namespace import DROPPING_KEY, Namespace
 from lancens_cli.service.namespace import stale_rename_sources as renamed_away
+from lancens_cli.service.partition_refusals import refuse_spec_names
 from lancens_cli.store.manifest import (
     ManifestEdit,
     ManifestSnapshot,
@@ -230,6 +231,7 @@ def register(
     change = Change("register", KIND_TABLE, ident.display(), location, dry_run=dry_run)
 
     def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> ChangeSet:
+        refuse_spec_names(snapshot, ident)
         ns.require_namespace(ident.parent, snapshot)
         refuse_taken(ns, ident, snapshot)
         owner = snapshot.locations().get(location)

@@ -44,3 +44,19 @@ def refuse_spec_names(snapshot: ManifestSnapshot, ident: Identifier) -> None:
         f"{Identifier((first,)).display()} is reserved on a partitioned root for partition "
         f"spec version {first[1:]} (`lancens add-partition-spec` creates it); nothing was changed"
     )
+
+
+def refuse_moving_spec_objects(snapshot: ManifestSnapshot, ident: Identifier) -> None:
+    """Refuse renaming a spec namespace or anything in it: `__manifest` locates partitions by
+    their place under `v<N>` (spec 004), so a moved partition table is no partition any more."""
+    from lancens_cli.service.partitioning import layout_of
+
+    if ident.is_root or not snapshot.exists:
+        return
+    layout = layout_of(snapshot)
+    if layout is None or ident.parts[0] not in {spec.namespace for spec in layout.specs}:
+        return
+    raise RefusedError(
+        f"{ident.display()} belongs to partition spec {ident.parts[0]}: its partitions stay where "
+        "partitioned writes put them; nothing was changed"
+    )

@@ -43,6 +43,7 @@ from lancens_cli.service.namespace import (
     Namespace,
     TableRef,
 )
+from lancens_cli.service.partition_refusals import refuse_moving_spec_objects, refuse_spec_names
 from lancens_cli.store.base_paths import relocate_table, spellings
 from lancens_cli.store.manifest import (
     ManifestEdit,
@@ -76,6 +77,8 @@ def rename(
     finished = _finish_interrupted(ns, old, new, snapshot, dry_run, delimiter)
     if finished is not None:
         return finished
+    refuse_moving_spec_objects(snapshot, old)
+    refuse_spec_names(snapshot, new)
     if len(old.parts) > 1:
         ns.require_namespace(old.parent, snapshot)
     ns.require_namespace(new.parent, snapshot)
