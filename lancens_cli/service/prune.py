@@ -270,7 +270,9 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
     works = [(i, p) for i, p in enumerate(planned) if isinstance(p, TableWork)]
     budget = CompactionBudget()
     for _, work in works:
-        work.compact = compact and budget.take()
+        # readers of a table published on a tag or a branch never see main's compaction
+        on_main = work.plan.location not in pins.off_main
+        work.compact = compact and on_main and budget.take()
     for p in planned:
         if isinstance(p, TableResult):
             advance(p.bytes_freed)

@@ -61,6 +61,7 @@ class Pins:
         default_factory=lambda: defaultdict(lambda: defaultdict(set))
     )
     current: dict[str, int] = field(default_factory=dict)  # location -> current main read_version
+    off_main: set[str] = field(default_factory=set)  # current row reads a tag or a branch
 
     def add_rows(self, manifest_version: int, rows: list[dict[str, Any]], current: bool) -> None:
         for row in rows:
@@ -75,6 +76,8 @@ class Pins:
                 self.versions[location][int(version)].add(manifest_version)
                 if current:
                     self.current[location] = int(version)
+            if current and (row.get("read_tag") or row.get("read_branch")):
+                self.off_main.add(location)
             if row.get("read_tag"):
                 self.tags[location][row["read_tag"]].add(manifest_version)
             if row.get("read_branch"):
