@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 
 import lance
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401
 import pytest
 from conftest import run_cli, tree_snapshot
 from test_partitioned import SPEC1, cli, events, files, manifest, ok, partition_tables  # noqa: F401
@@ -228,3 +230,42 @@ def test_check_reports_a_missing_published_main_version(partitioned, files):  # 
     found = [f for f in result.json()["findings"] if f["code"] == "published_version_unreadable"]
     assert len(found) == 1 and f"version {published}" in found[0]["message"]
     assert found[0]["object"] == row["object_id"].replace("$", ".")
+
+
+def test_prune_compact_leaves_partitions_read_from_a_branch_or_tag(partitioned, files):  # noqa: F811
+    """`prune --compact` compacts only partition tables whose readers read main: a table
+    published on a branch or a tag keeps main as it was and is not republished."""
+    for i in range(3):
+        ok(
+            partitioned,
+            "write",
+            "--from",
+            files(f"m{i}.parquet", events(40, seed=i, start=i * 100)),
+        )
+    on_main = {row["location"] for row in partition_tables(partitioned)}
+    us = events(40, seed=9, start=5000)
+    us = us.filter(pa.compute.equal(us["country"], "US"))  # the US partitions only
+    ok(partitioned, "write", "--from", files("b.parquet", us), "--branch", "dev")
+    on_branch = {row["location"] for row in partition_tables(partitioned) if row["read_branch"]}
+    assert on_branch
+    main_versions = {
+        loc: lance.dataset(str(partitioned.local_path / loc)).version for loc in on_branch
+    }
+    before = scanned_ids(partitioned)
+    result = ok(
+        partitioned,
+        "--json",
+        "prune",
+        "--compact",
+        "--older-than",
+        "0s",
+        "--grace",
+        "0s",
+        "--force",
+        "--yes",
+    )
+    compacted = {c["location"] for c in result.json()["compacted"] if "location" in c}
+    assert compacted and compacted <= on_main - on_branch
+    for loc, version in main_versions.items():
+        assert lance.dataset(str(partitioned.local_path / loc)).version == version
+    assert scanned_ids(partitioned) == before
