@@ -269,3 +269,30 @@ def test_prune_compact_leaves_partitions_read_from_a_branch_or_tag(partitioned, 
     for loc, version in main_versions.items():
         assert lance.dataset(str(partitioned.local_path / loc)).version == version
     assert scanned_ids(partitioned) == before
+
+
+def test_check_finds_and_fixes_a_dead_branch_writes_files(partitioned, files):  # noqa: F811
+    """A branch write killed before its commit leaves files in `tree/<branch>/data`: `check`
+    reports them as `unreferenced_data_file` and `--fix` deletes them; the branch reads on."""
+    ok(partitioned, "write", "--from", files("a.parquet", events(100, seed=1)))
+    ok(
+        partitioned,
+        "write",
+        "--from",
+        files("b.parquet", events(50, seed=2, start=500)),
+        "--branch",
+        "dev",
+    )
+    row = next(r for r in partition_tables(partitioned) if r["read_branch"] == "dev")
+    lance.fragment.write_fragments(  # no commit
+        events(5, seed=3, start=900), table_uri(partitioned, row) + "/tree/dev"
+    )
+    before = scanned_ids(partitioned)
+    report = run_cli(*partitioned.args, "--json", "check", "--grace-minutes", "0")
+    stray = [f for f in report.json()["findings"] if f["code"] == "unreferenced_data_file"]
+    assert stray and all("/tree/dev/data/" in f["location"] for f in stray), report.stdout
+    fixed = run_cli(*partitioned.args, "check", "--fix", "--grace-minutes", "0")
+    assert fixed.exit_code == 0, fixed.stdout + fixed.stderr
+    assert all(not os.path.exists(partitioned.local_path / f["location"]) for f in stray)
+    assert scanned_ids(partitioned) == before
+    assert run_cli(*partitioned.args, "check").exit_code == 0

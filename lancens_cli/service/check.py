@@ -464,13 +464,20 @@ def _check_unreferenced_data(
             return row, []  # reported by the table checks
         # our own listing, not Lance's: it also shows the staging file of a write killed
         # half-way through a data file (Lance's listing leaves those out)
-        now = datetime.now(UTC)
-        found = []
-        for path, _size in ns.storage.walk_files(f"{location}/data"):
-            if f"data/{path}" in tracked:
-                continue
-            modified = ns.storage.modified(f"{location}/data/{path}")
-            found.append((f"data/{path}", modified is not None and now - modified > grace))
+        found = _unreferenced(ns, location, "data", tracked, grace)
+        # a branch write (`write --branch`) puts its files in `tree/<branch>/data`
+        try:
+            branches = list(dataset.branches.list())
+        except (OSError, ValueError, RuntimeError):
+            branches = []
+        for name in branches:
+            try:
+                head = dataset.checkout_version((name, None))
+                files = head.tracked_files().read_all().to_pylist()
+            except (OSError, ValueError, RuntimeError):
+                continue  # an unreadable branch head is the published-version check's finding
+            own = {f["path"] for f in files if f["base_uri"].rstrip("/").endswith(f"tree/{name}")}
+            found += _unreferenced(ns, location, f"tree/{name}/data", own, grace, f"tree/{name}/")
         return row, found
 
     workers = 4 if ns.storage.is_local else 16
@@ -486,6 +493,23 @@ def _check_unreferenced_data(
                     + ("" if expired else f" (younger than {grace}; may be a write in flight)"),
                     fixable=expired,
                 )
+
+
+def _unreferenced(
+    ns: Namespace, location: str, directory: str, tracked: set[str], grace: timedelta, prefix=""
+) -> list[tuple[str, bool]]:
+    """Files below `location/directory` that `tracked` (paths relative to the dataset or
+    branch root, with `prefix` the branch's place in the table) does not name, with whether
+    each is older than the grace."""
+    now = datetime.now(UTC)
+    found = []
+    for path, _size in ns.storage.walk_files(f"{location}/{directory}"):
+        inside = f"{directory}/{path}"
+        if inside[len(prefix) :] in tracked:
+            continue
+        modified = ns.storage.modified(f"{location}/{inside}")
+        found.append((inside, modified is not None and now - modified > grace))
+    return found
 
 
 def _apply_fixes(ns: Namespace, report: CheckReport, grace: timedelta) -> None:
