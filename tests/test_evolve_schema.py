@@ -384,3 +384,46 @@ def test_scan_reads_a_table_of_an_earlier_generation_through_the_schema(
         assert got == sorted(expected), (where, names)
     ok(local_root, "evolve-schema")  # no option: brings the lagging table
     assert ok(local_root, "check", "--json").json()["findings"] == []
+
+
+def test_writes_racing_an_evolution_lose_nothing(local_root, files):  # noqa: F811
+    """`write` processes publish while `evolve-schema --add` runs: every write either lands
+    (all its rows readable, at the new schema once evolve finishes) or is refused whole;
+    no row of any landed write is lost and the tables all reach the new schema."""
+    import threading
+
+    from conftest import run_cli
+
+    schema = files("schema.parquet", rows(1, 0))
+    ok(local_root, "add-partition-spec", "--schema", schema, "--field", "bucket(8, id)")
+    ok(local_root, "write", "--from", files("first.parquet", rows(100, 1, start=0)))
+    batches = [files(f"w{i}.parquet", rows(50, 10 + i, start=10_000 + i * 50)) for i in range(6)]
+    outcomes: dict[int, int] = {}
+
+    def writer() -> None:
+        for i, batch in enumerate(batches):
+            outcomes[i] = run_cli(*local_root.args, "write", "--from", batch).exit_code
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    time.sleep(0.5)
+    evolved = run_cli(*local_root.args, "evolve-schema", "--add", "score float64")
+    thread.join()
+    assert evolved.exit_code in (0, 3, 4), evolved.stderr
+    assert set(outcomes.values()) <= {0, 3, 4}, outcomes
+    for _ in range(3):  # a rerun brings whatever a racing write published since
+        if run_cli(*local_root.args, "evolve-schema", "--add", "score float64").exit_code == 0:
+            break
+    expected = set(range(100)) | {
+        i
+        for b, code in outcomes.items()
+        if code == 0
+        for i in range(10_000 + b * 50, 10_050 + b * 50)
+    }
+    seen = set()
+    for ds in published(local_root):
+        assert ds.schema.names[-1] == "score"
+        seen |= set(ds.to_table(columns=["id"])["id"].to_pylist())
+    assert seen == expected
+    findings = ok(local_root, "check", "--json").json()["findings"]
+    assert {f["code"] for f in findings} <= {"abandoned_table_write", "unreferenced_data_file"}
