@@ -3,6 +3,7 @@
 
     python bench/bench_prune.py [--tables 500] [--versions 10] [--commits 500] [--workdir DIR]
     python bench/bench_prune.py --tables 10000 --commits 10000 --s3-tables 1000  # issue sizes
+    python bench/bench_prune.py --s3-tables 300 --s3-latency-ms 0,25  # S3's request latency
     python bench/bench_prune.py --tables 300 --commits 0 --spark-master 'local[2]'
 
 1. N root tables of V versions each (copies of one template table, registered in `__manifest`),
@@ -186,17 +187,41 @@ print(removed)
 """
 
 
-def bench_s3(workdir: Path, n: int, n_versions: int) -> None:
+def moto_server(latency_ms: float):
+    """A moto S3 server on loopback; with `latency_ms`, each request waits that long first (a
+    sleep, so concurrent requests wait side by side, as on S3 itself, whose per-request latency
+    of tens of milliseconds is what a namespace walk waits on)."""
+    from moto.moto_server.threaded_moto_server import MotoRequestHandler, ThreadedMotoServer
+    from moto.server import DomainDispatcherApplication, create_backend_app
+    from werkzeug.serving import make_server
+
+    class Server(ThreadedMotoServer):
+        def _server_entry(self) -> None:
+            inner = DomainDispatcherApplication(create_backend_app)
+
+            def app(environ, start_response):
+                time.sleep(latency_ms / 1000)
+                return inner(environ, start_response)
+
+            self._server = make_server(
+                self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
+            )
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    return Server(ip_address="127.0.0.1", port=0, verbose=False)
+
+
+def bench_s3(workdir: Path, n: int, n_versions: int, latency_ms: float = 0) -> None:
     """The same comparison on a moto S3 server on loopback."""
     import logging
 
     import boto3
-    from moto.server import ThreadedMotoServer
 
     from lancens_cli.service.namespace import Namespace
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server = moto_server(latency_ms)
     server.start()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
@@ -261,7 +286,10 @@ def bench_s3(workdir: Path, n: int, n_versions: int) -> None:
             ["cleanup_old_versions loop", fmt_s(wall_loop), fmt_s(cpu_loop), loop_proc.stdout],
         ],
     )
-    print(f"S3 speed-up: {wall_loop / wall_ours:.2f}x (target >= 4x at 1,000 tables)")
+    print(
+        f"S3 speed-up: {wall_loop / wall_ours:.2f}x with {latency_ms:g} ms per request "
+        "(target >= 4x at 1,000 tables)"
+    )
     server.stop()
 
 
@@ -346,6 +374,11 @@ def main() -> None:
     parser.add_argument("--s3-tables", type=int, default=0, help="also on moto S3 (e.g. 1000)")
     parser.add_argument("--spark-master", default=None, help="also prune with --master URL")
     parser.add_argument(
+        "--s3-latency-ms",
+        default="0",
+        help="added per S3 request, comma-separated runs (e.g. 0,25; S3 itself: tens of ms)",
+    )
+    parser.add_argument(
         "--memory-tables", default="", help="peak RSS at these sizes, e.g. 10000,100000"
     )
     args = parser.parse_args()
@@ -360,7 +393,8 @@ def main() -> None:
     if args.spark_master:
         bench_spark(workdir, args.tables, args.versions, args.spark_master)
     if args.s3_tables:
-        bench_s3(workdir, args.s3_tables, args.versions)
+        for latency in [float(x) for x in args.s3_latency_ms.split(",")]:
+            bench_s3(workdir / f"s3-{latency:g}ms", args.s3_tables, args.versions, latency)
     if args.memory_tables:
         bench_memory(workdir, [int(n) for n in args.memory_tables.split(",")])
     print(load_average())
