@@ -259,7 +259,9 @@ def load_spark_profile(name: str | None, path: Path | None = None) -> dict[str, 
         raise ConfigError(f"profile {name!r}: {SPARK_TABLE!r} must be a table")
     unknown = sorted(set(spark) - {"master", "conf"})
     if unknown:
-        raise ConfigError(f"profile {name!r}: unknown Spark setting(s) {', '.join(unknown)}")
+        raise ConfigError(
+            f"profile {name!r}: unknown Spark {noun(len(unknown), 'setting')} {', '.join(unknown)}"
+        )
     if not isinstance(spark.get("master", ""), str):
         raise ConfigError(f"profile {name!r}: spark.master must be a string")
     if not isinstance(spark.get("conf", {}), dict):

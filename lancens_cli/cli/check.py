@@ -36,6 +36,7 @@ def check(
     from lancens_cli.errors import ExitCode
     from lancens_cli.output import message
     from lancens_cli.service.check import check as run_check
+    from lancens_cli.words import plural
 
     report = run_check(
         SESSION.namespace,
@@ -48,8 +49,9 @@ def check(
     SESSION.emit(report)
     if not SESSION.json:
         message(
-            f"{report.tables_checked} table(s), {report.namespaces_checked} namespace(s) checked: "
-            + ("healthy" if report.healthy else f"{report.open_findings} problem(s)")
+            f"{plural(report.tables_checked, 'table')}, "
+            f"{plural(report.namespaces_checked, 'namespace')} checked: "
+            + ("healthy" if report.healthy else plural(report.open_findings, "problem"))
         )
     if not report.healthy:
         raise typer.Exit(ExitCode.ERROR)

@@ -33,6 +33,7 @@ def drop(
     """
     from lancens_cli.service.drop import drop as drop_object
     from lancens_cli.service.drop import plan_drop, refuse_breaking
+    from lancens_cli.words import plural
 
     ns = SESSION.namespace
     target = SESSION.ident(ident)
@@ -44,7 +45,9 @@ def drop(
             refuse_breaking(plan, target, SESSION.delimiter)  # before asking, not after
         tables = sum(1 for c in plan.changes if c.kind == "table")
         if tables:
-            confirm_destruction(f"drop {ident} and delete the data of {tables} table(s)", yes)
+            confirm_destruction(
+                f"drop {ident} and delete the data of {plural(tables, 'table')}", yes
+            )
     SESSION.emit(
         drop_object(
             ns,

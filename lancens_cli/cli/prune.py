@@ -112,6 +112,7 @@ def prune(
     from lancens_cli.output import message
     from lancens_cli.service.prune import prune as run_prune
     from lancens_cli.service.prune_policy import PrunePolicy, parse_duration
+    from lancens_cli.words import plural
 
     policy = PrunePolicy(
         older_than=parse_duration(older_than, "--older-than"),
@@ -152,7 +153,7 @@ def prune(
     message(report.title + ("; dry run: nothing changed" if dry_run else ""))
     if report.failed:
         names = ", ".join(t.object_id or t.location for t in report.failed)
-        message(f"{len(report.failed)} table(s) failed: {names}; rerun prune for them")
+        message(f"{plural(len(report.failed), 'table')} failed: {names}; rerun prune for them")
         raise typer.Exit(ExitCode.PARTIAL)
 
 

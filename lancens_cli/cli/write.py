@@ -36,6 +36,7 @@ def write(
     from lancens_cli.output import message
     from lancens_cli.service.partition_write import write_partitioned
     from lancens_cli.store.sources import open_source
+    from lancens_cli.words import plural
 
     if root_argument is not None:
         SESSION.merge(root=root_argument)
@@ -43,6 +44,6 @@ def write(
     SESSION.emit(result)
     created = sum(1 for t in result.partitions if t.created)
     message(
-        f"{result.rows} row(s) into {len(result.partitions)} partition(s) of spec "
+        f"{plural(result.rows, 'row')} into {plural(len(result.partitions), 'partition')} of spec "
         f"v{result.spec_id} ({created} new), one __manifest commit"
     )

@@ -50,6 +50,7 @@ from lancens_cli.store.tables import (
     v2_location_object_id,
 )
 from lancens_cli.store.verify import verify_table
+from lancens_cli.words import plural
 
 DEFAULT_GRACE = timedelta(hours=1)
 
@@ -79,7 +80,7 @@ class CheckReport:
 
     @property
     def title(self) -> str:
-        state = "healthy" if self.healthy else f"{self.open_findings} problem(s)"
+        state = "healthy" if self.healthy else plural(self.open_findings, "problem")
         return f"check {self.scope or '(root)'}: {state}"
 
     @property
