@@ -31,6 +31,7 @@ def drop(
     Refused (exit 5) when another table outside the drop reads the data through a base path
     (a shallow clone), unless --force.
     """
+    from lancens_cli.cli.progress import progress_bar
     from lancens_cli.service.drop import drop as drop_object
     from lancens_cli.service.drop import plan_drop, refuse_breaking
     from lancens_cli.words import plural
@@ -48,8 +49,8 @@ def drop(
             confirm_destruction(
                 f"drop {ident} and delete the data of {plural(tables, 'table')}", yes
             )
-    SESSION.emit(
-        drop_object(
+    with progress_bar("deleting table data") as start:
+        result = drop_object(
             ns,
             target,
             cascade=cascade,
@@ -57,5 +58,6 @@ def drop(
             dry_run=dry_run,
             delimiter=SESSION.delimiter,
             force=force,
+            progress=start,
         )
-    )
+    SESSION.emit(result)

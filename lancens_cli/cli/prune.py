@@ -22,8 +22,10 @@ def _default_parallel() -> int:
 
 @contextmanager
 def _progress() -> Iterator[Callable[[int], Callable[[int], None]]]:
-    """Tables done and bytes freed on stderr, only when stderr is a terminal."""
-    if not sys.stderr.isatty():
+    """Tables done and bytes freed on stderr, only when stderr is a terminal (not --json)."""
+    from lancens_cli.cli.progress import showing
+
+    if not showing():
         yield lambda total: lambda freed: None
         return
     from rich.console import Console

@@ -33,6 +33,7 @@ def write(
     partition's read_version is recorded in one __manifest commit: readers see all of the
     write or none of it.
     """
+    from lancens_cli.cli.progress import progress_bar
     from lancens_cli.output import message
     from lancens_cli.service.partition_write import write_partitioned
     from lancens_cli.store.sources import open_source
@@ -40,7 +41,9 @@ def write(
 
     if root_argument is not None:
         SESSION.merge(root=root_argument)
-    result = write_partitioned(SESSION.namespace, open_source(source, fmt))
+    data = open_source(source, fmt)
+    with progress_bar("writing partition tables") as start:
+        result = write_partitioned(SESSION.namespace, data, progress=start)
     SESSION.emit(result)
     created = sum(1 for t in result.partitions if t.created)
     message(

@@ -385,7 +385,10 @@ def _read_back(storage: Storage, touch: PartitionTouch) -> Any:
 
 
 def _write_tables(
-    storage: Storage, touches: list[PartitionTouch], published: Callable[[PartitionTouch], Any]
+    storage: Storage,
+    touches: list[PartitionTouch],
+    published: Callable[[PartitionTouch], Any],
+    advance: Callable[[], None] | None = None,
 ) -> None:
     """Write the partitions side by side: each is its own table, and Lance's writers spend
     much of their time outside the GIL (encoding, I/O)."""
@@ -394,10 +397,13 @@ def _write_tables(
     if len(touches) < 2:
         for touch in touches:
             _write_table(storage, touch, published)
+            if advance:
+                advance()
         return
     with ThreadPoolExecutor(max_workers=min(_WRITERS, len(touches))) as pool:
         for _ in pool.map(lambda touch: _write_table(storage, touch, published), touches):
-            pass
+            if advance:
+                advance()
 
 
 def _published_version(ns: Namespace) -> Callable[[PartitionTouch], Any]:
@@ -462,14 +468,20 @@ def _prepare(
 # --- the write ------------------------------------------------------------------------------
 
 
-def write_partitioned(ns: Namespace, data: Any) -> PartitionWrite:
-    """Write rows into the partitioned namespace at the root (one manifest commit)."""
+def write_partitioned(
+    ns: Namespace, data: Any, progress: Callable[[int], Callable[[], None]] | None = None
+) -> PartitionWrite:
+    """Write rows into the partitioned namespace at the root (one manifest commit).
+
+    `progress(total)` is called with the number of partition tables to write (again after a
+    rebase); what it returns, once per table written.
+    """
     snapshot, layout = partitioned_target(ns)
     spec = layout.current
     table = conform(data, layout.schema)
     touches = split_by_partition(table, spec, layout.schema)
     result = PartitionWrite(spec.id, table.num_rows, touches, [f.field_id for f in spec.fields])
-    return commit_touches(ns, snapshot, layout, result)
+    return commit_touches(ns, snapshot, layout, result, progress=progress)
 
 
 def partitioned_target(ns: Namespace) -> tuple[ManifestSnapshot, PartitionLayout]:
@@ -493,6 +505,7 @@ def commit_touches(
     layout: PartitionLayout,
     result: PartitionWrite,
     fresh: dict[tuple[str, Any], str] | None = None,
+    progress: Callable[[int], Callable[[], None]] | None = None,
 ) -> PartitionWrite:
     """The one commit path of partitioned writes (`write` and the Spark data source).
 
@@ -520,7 +533,9 @@ def commit_touches(
             if before and before != touch.location:
                 abandoned.append(before)
         try:
-            _write_tables(ns.storage, pending, published)
+            _write_tables(
+                ns.storage, pending, published, progress(len(pending)) if progress else None
+            )
             _require_created_tables(ns.storage, touches)
             result.manifest_version = ns.manifest.mutate(_publish(layout, spec, touches))
             break
