@@ -15,3 +15,24 @@ def noun(count: int, word: str, many: str | None = None) -> str:
 def plural(count: int, word: str, many: str | None = None) -> str:
     """The count and its noun: "1 table", "0 tables", "3 directories"."""
     return f"{count} {noun(count, word, many)}"
+
+
+def human_bytes(size: float) -> str:
+    """A size in binary units: "512 B", "5.2 KiB", "1.3 GiB"."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
+def human_time(iso: str | None) -> str:
+    """An ISO timestamp as a date a person reads: "2026-11-22 22:49:41" (offset kept)."""
+    from datetime import datetime
+
+    if not iso:
+        return "-"
+    try:
+        return datetime.fromisoformat(iso).isoformat(sep=" ", timespec="seconds")
+    except ValueError:
+        return iso
