@@ -98,11 +98,9 @@ def _root_sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
 
     partitioning = manifest.get("partitioning")
     # The partitioning section below shows the specs and the schema these keys hold as JSON.
-    shown = (
-        {"schema", *(f"partition_spec_v{v}" for v in partitioning["spec_versions"])}
-        if (partitioning)
-        else set()
-    )
+    shown = set()
+    if partitioning:
+        shown = {"schema", *(f"partition_spec_v{v}" for v in partitioning["spec_versions"])}
     rows = [
         ("version", manifest["version"]),
         ("rows", manifest["rows"]),
