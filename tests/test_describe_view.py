@@ -3,20 +3,16 @@
 
 from __future__ import annotations
 
-import os
-import pty
 import re
-import subprocess
-import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import terminal
 from conftest import run_cli
 
 from lancens_cli.describe_view import type_children
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
 
 
@@ -46,29 +42,10 @@ def root(tmp_path, local_root):
 
 
 def on_terminal(*args: str) -> str:
-    """Run lancens with stdout on a pseudo-terminal 110 columns wide; what it showed."""
-    master, slave = pty.openpty()
-    env = {**os.environ, "TERM": "xterm", "COLUMNS": "110", "LANCE_LOG": "error"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lancens_cli", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=slave,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    os.close(slave)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(master)
-    assert proc.wait(timeout=120) == 0, proc.stderr.read()
-    return _ANSI.sub("", seen.decode()).replace("\r", "")
+    """What `lancens` showed with stdout on a terminal 110 columns wide."""
+    code, stdout, stderr = terminal.on_terminal(*args, stream="stdout", columns=110)
+    assert code == 0, stderr
+    return terminal.shown(stdout).replace("\n\n", "\n")
 
 
 # Today's piped output of `describe a.t` (the location's random prefix masked).

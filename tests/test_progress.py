@@ -6,50 +6,12 @@ way `lancens ... | jq` or a plain terminal session has it) and whose stdout is a
 
 from __future__ import annotations
 
-import os
-import pty
 import re
-import subprocess
-import sys
 
 import pytest
 from conftest import run_cli
+from terminal import on_terminal, shown
 from test_partitioned import SPEC1, events, files  # noqa: F401  (the `files` fixture)
-
-_ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-def on_terminal(*args: str) -> tuple[int, str, str]:
-    """Run lancens with stderr on a pseudo-terminal: (exit code, stdout, stderr as seen)."""
-    master, slave = pty.openpty()
-    env = {**os.environ, "TERM": "xterm", "COLUMNS": "120", "LANCE_LOG": "error"}
-    env.pop("NO_COLOR", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lancens_cli", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=slave,
-        env=env,
-    )
-    os.close(slave)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # the child closed its end
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(master)
-    stdout = proc.stdout.read().decode()
-    proc.wait(timeout=120)
-    return proc.returncode, stdout, seen.decode(errors="replace")
-
-
-def shown(stderr: str) -> str:
-    """What a terminal's stream held, without colour and cursor codes."""
-    return _ANSI.sub(b"", stderr.encode()).decode().replace("\r", "\n")
 
 
 @pytest.fixture

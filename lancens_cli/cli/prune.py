@@ -24,6 +24,7 @@ def _default_parallel() -> int:
 def _progress() -> Iterator[Callable[[int], Callable[[int], None]]]:
     """Tables done and bytes freed on stderr, only when stderr is a terminal (not --json)."""
     from lancens_cli.cli.progress import showing
+    from lancens_cli.words import human_bytes
 
     if not showing():
         yield lambda total: lambda freed: None
@@ -49,19 +50,11 @@ def _progress() -> Iterator[Callable[[int], Callable[[int], None]]]:
             def advance(size: int) -> None:
                 with lock:
                     freed[0] += size
-                    bar.update(task, advance=1, freed=_bytes(freed[0]))
+                    bar.update(task, advance=1, freed=human_bytes(freed[0]))
 
             return advance
 
         yield start
-
-
-def _bytes(size: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024:
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TiB"
 
 
 @command(app, "prune")
