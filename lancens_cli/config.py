@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lancens_cli.errors import ConfigError
+from lancens_cli.words import noun
 
 ENV_PREFIX = "LANCENS_"
 ENV_STORAGE_PREFIX = "LANCENS_STORAGE__"
@@ -25,6 +26,30 @@ _INT_KEYS = ("commit_retries",)
 KNOWN_KEYS = frozenset(("root", *_BOOL_KEYS, *_INT_KEYS))
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
+# Variables the test suite reads (tests/); exporting them must not make every CLI run warn.
+_TEST_SUITE_ENV = frozenset(
+    ENV_PREFIX + name
+    for name in (
+        "CRASH_KILLS",
+        "CRASH_SEED",
+        "CRASH_TMPDIR",
+        "PRUNE_KILLS",
+        "PRUNE_KILL_SEED",
+        "RACE_ROUNDS",
+        "SIGINT_TRIALS",
+    )
+)
+# Every `LANCENS_*` variable read anywhere (besides `LANCENS_STORAGE__<option>`).
+KNOWN_ENV = frozenset(
+    {
+        *(ENV_PREFIX + key.upper() for key in KNOWN_KEYS),
+        "LANCENS_PROFILE",
+        "LANCENS_CONFIG",
+        "LANCENS_SPARK_MASTER",  # pipeline/session.py
+        "LANCENS_PRUNE_LEASE_SECONDS",  # service/prune_lease.py
+        *_TEST_SUITE_ENV,
+    }
+)
 SUPPORTED_SCHEMES = ("file", "s3", "gs", "gcs")
 SPARK_TABLE = "spark"  # [profiles.<name>.spark]: master and conf for the Spark commands
 # Storage option keys whose values must never be shown.
@@ -185,22 +210,44 @@ def default_config_file() -> Path:
     return Path(base) / "lancens" / "config.toml"
 
 
-def _profile_table(name: str, path: Path) -> dict[str, object]:
-    """The `[profiles.<name>]` table of the config file."""
+def read_config_file(path: Path) -> dict[str, object] | None:
+    """The config file's `[profiles.*]` tables, or None when there is no file.
+
+    Checked whole whenever it is there, even if no profile is selected: a typo in it (a key
+    outside `[profiles.<name>]`, broken TOML) would otherwise stay silent until the day a
+    profile is used.
+    """
     try:
         with open(path, "rb") as handle:
             document = tomllib.load(handle)
-    except FileNotFoundError:
-        raise ConfigError(f"profile {name!r}: config file {path} does not exist") from None
+    except (FileNotFoundError, IsADirectoryError):
+        return None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    outside = sorted(set(document) - {"profiles"})
+    if outside:
+        raise ConfigError(
+            f"config file {path}: {noun(len(outside), 'key')} "
+            f"{', '.join(map(repr, outside))} outside [profiles.<name>] (settings belong in a "
+            "profile)"
+        )
     profiles = document.get("profiles", {})
-    if not isinstance(profiles, dict) or name not in profiles:
+    if not isinstance(profiles, dict):
+        raise ConfigError(f"config file {path}: 'profiles' must be a table of [profiles.<name>]")
+    for name, profile in profiles.items():
+        if not isinstance(profile, dict):
+            raise ConfigError(f"config file {path}: profile {name!r} is not a table")
+    return profiles
+
+
+def _profile_table(name: str, path: Path) -> dict[str, object]:
+    """The `[profiles.<name>]` table of the config file."""
+    profiles = read_config_file(path)
+    if profiles is None:
+        raise ConfigError(f"profile {name!r}: config file {path} does not exist")
+    if name not in profiles:
         raise ConfigError(f"profile {name!r} is not defined in {path}")
-    profile = profiles[name]
-    if not isinstance(profile, dict):
-        raise ConfigError(f"profile {name!r} in {path} is not a table")
-    return profile
+    return profiles[name]
 
 
 def load_spark_profile(name: str | None, path: Path | None = None) -> dict[str, object]:
@@ -212,7 +259,9 @@ def load_spark_profile(name: str | None, path: Path | None = None) -> dict[str, 
         raise ConfigError(f"profile {name!r}: {SPARK_TABLE!r} must be a table")
     unknown = sorted(set(spark) - {"master", "conf"})
     if unknown:
-        raise ConfigError(f"profile {name!r}: unknown Spark setting(s) {', '.join(unknown)}")
+        raise ConfigError(
+            f"profile {name!r}: unknown Spark {noun(len(unknown), 'setting')} {', '.join(unknown)}"
+        )
     if not isinstance(spark.get("master", ""), str):
         raise ConfigError(f"profile {name!r}: spark.master must be a string")
     if not isinstance(spark.get("conf", {}), dict):
@@ -238,6 +287,34 @@ def load_profile(name: str, path: Path | None = None) -> dict[str, object]:
         else:
             properties[key] = value
     return properties
+
+
+def unknown_env_vars(environ: Mapping[str, str]) -> list[str]:
+    """`LANCENS_*` variables lancens does not read: most likely a misspelt setting."""
+    return sorted(
+        key
+        for key in environ
+        if key.startswith(ENV_PREFIX)
+        and key not in KNOWN_ENV
+        and not (key.startswith(ENV_STORAGE_PREFIX) and len(key) > len(ENV_STORAGE_PREFIX))
+    )
+
+
+def unknown_env_warning(environ: Mapping[str, str]) -> str | None:
+    """One line naming the unknown `LANCENS_*` variables (and the likely meant one), or None."""
+    import difflib
+
+    unknown = unknown_env_vars(environ)
+    if not unknown:
+        return None
+    guesses = []
+    for key in unknown:
+        close = difflib.get_close_matches(key, sorted(KNOWN_ENV - _TEST_SUITE_ENV), n=1)
+        guesses.append(f"{key} (did you mean {close[0]}?)" if close else key)
+    return (
+        f"lancens: warning: ignoring unknown environment "
+        f"{noun(len(unknown), 'variable')} {', '.join(guesses)}"
+    )
 
 
 def properties_from_env(environ: Mapping[str, str]) -> dict[str, object]:
@@ -279,6 +356,7 @@ def resolve_config(
     """Merge flags > environment > profile > defaults into one validated config."""
     environ = os.environ if environ is None else environ
     profile = profile or environ.get("LANCENS_PROFILE")
+    read_config_file(default_config_file())  # a broken file is an error even unused
     merged: dict[str, object] = {}
     if profile:
         merged.update(load_profile(profile))

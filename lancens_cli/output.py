@@ -150,29 +150,8 @@ def _emit_rich(result: Any, stream: TextIO) -> None:
             console.print(result.message)
         return
     if isinstance(result, (RootDescription, NamespaceDescription, TableDescription)):
-        _print_description(console, to_plain(result))
+        from lancens_cli.describe_view import render
+
+        render(console, result)
         return
     console.print(to_plain(result))
-
-
-def _print_description(console: Any, data: dict[str, Any]) -> None:
-    from rich.table import Table
-
-    scalars = Table(show_header=False, box=None, pad_edge=False)
-    scalars.add_column(style="bold")
-    scalars.add_column()
-    nested: list[tuple[str, list[dict[str, Any]]]] = []
-    for key, value in _flatten("", {k: v for k, v in data.items()}):
-        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            nested.append((key, value))
-        else:
-            scalars.add_row(key, _cell(value))
-    console.print(scalars)
-    for title, rows in nested:
-        table = Table(title=title, title_justify="left")
-        columns = list(dict.fromkeys(k for row in rows for k in row))
-        for column in columns:
-            table.add_column(column)
-        for row in rows:
-            table.add_row(*(_cell(row.get(c)) for c in columns))
-        console.print(table)

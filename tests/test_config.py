@@ -135,3 +135,109 @@ def test_secrets_are_redacted():
         {"root": "s3://b/p", **{f"storage.{k}": v for k, v in options.items()}}
     )
     assert "s3cr3t" not in str(config.to_properties())
+
+
+# --- the environment and the config file, through the CLI as a user runs it ----------------
+
+
+def _root_with_namespace(tmp_path):
+    from conftest import invoke
+
+    root = tmp_path / "ns"
+    root.mkdir()
+    assert invoke("init", "--root", str(root)).exit_code == 0
+    assert invoke("create", "namespace", "a", "--root", str(root)).exit_code == 0
+    return root
+
+
+def test_unknown_lancens_variable_is_a_warning_not_an_error(tmp_path, monkeypatch):
+    from conftest import invoke
+
+    root = _root_with_namespace(tmp_path)
+    monkeypatch.setenv("LANCENS_CONFIG", str(tmp_path / "absent.toml"))
+    quiet = invoke("ls", "--root", str(root))
+    assert quiet.exit_code == 0 and quiet.stderr == ""
+    monkeypatch.setenv("LANCENS_MANIFEST_ENABLE", "false")  # misspelt: not read
+    monkeypatch.setenv("LANCENS_STORAGE__REGION", "eu-west-1")  # a storage option: read
+    warned = invoke("ls", "--root", str(root))
+    assert warned.exit_code == 0
+    assert warned.stdout == quiet.stdout  # the result is the same
+    lines = warned.stderr.splitlines()
+    assert lines == [
+        "lancens: warning: ignoring unknown environment variable LANCENS_MANIFEST_ENABLE "
+        "(did you mean LANCENS_MANIFEST_ENABLED?)"
+    ]
+    monkeypatch.setenv("LANCENS_OTHER", "1")
+    both = invoke("ls", "--root", str(root), "--json")
+    assert both.exit_code == 0 and both.json() == invoke("ls", "--root", str(root), "--json").json()
+    (line,) = both.stderr.splitlines()
+    assert "variables LANCENS_MANIFEST_ENABLE" in line and "LANCENS_OTHER" in line
+
+
+def test_every_variable_lancens_reads_is_known(monkeypatch):
+    from lancens_cli.config import unknown_env_vars
+
+    read = {
+        "LANCENS_ROOT": "/x",
+        "LANCENS_MANIFEST_ENABLED": "true",
+        "LANCENS_DIR_LISTING_ENABLED": "true",
+        "LANCENS_INLINE_OPTIMIZATION_ENABLED": "false",
+        "LANCENS_COMMIT_RETRIES": "3",
+        "LANCENS_PROFILE": "p",
+        "LANCENS_CONFIG": "/c.toml",
+        "LANCENS_SPARK_MASTER": "local[2]",
+        "LANCENS_PRUNE_LEASE_SECONDS": "60",
+        "LANCENS_STORAGE__ENDPOINT": "http://x",
+        "PATH": "/bin",
+    }
+    assert unknown_env_vars(read) == []
+    assert unknown_env_vars({**read, "LANCENS_STORAGE__": "1", "LANCENS_ROOTS": "/y"}) == [
+        "LANCENS_ROOTS",
+        "LANCENS_STORAGE__",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ('root = "/y"\n[profiles.a]\nroot = "/x"\n', "key 'root' outside [profiles.<name>]"),
+        ("[prod]\nroot = '/x'\n", "key 'prod' outside [profiles.<name>]"),
+        ("[profiles.a\nroot = '/x'\n", "is not valid TOML"),
+        ("profiles = 3\n", "'profiles' must be a table"),
+        ("[profiles]\na = 1\n", "profile 'a' is not a table"),
+        (b"\xff\xfe[profiles.a]\n", "is not valid TOML"),
+    ],
+)
+def test_bad_config_file_is_an_error_without_a_profile(tmp_path, monkeypatch, text, fragment):
+    from conftest import invoke, tree_snapshot
+
+    root = _root_with_namespace(tmp_path)
+    config_file = tmp_path / "config.toml"
+    if isinstance(text, bytes):
+        config_file.write_bytes(text)
+    else:
+        config_file.write_text(text)
+    monkeypatch.setenv("LANCENS_CONFIG", str(config_file))
+    monkeypatch.delenv("LANCENS_PROFILE", raising=False)
+    before = tree_snapshot(root)
+    result = invoke("create", "namespace", "b", "--root", str(root))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("lancens: error: config file ")
+    assert fragment in line and "Traceback" not in result.stderr
+    assert tree_snapshot(root) == before  # nothing changed
+
+
+def test_good_config_file_or_none_is_fine_without_a_profile(tmp_path, monkeypatch):
+    from conftest import invoke
+
+    root = _root_with_namespace(tmp_path)
+    monkeypatch.delenv("LANCENS_PROFILE", raising=False)
+    monkeypatch.setenv("LANCENS_CONFIG", str(tmp_path / "absent.toml"))
+    assert invoke("ls", "--root", str(root)).exit_code == 0
+    config_file = tmp_path / "config.toml"
+    config_file.write_text("[profiles.a]\nroot = '/x'\n[profiles.a.spark]\nmaster = 'local'\n")
+    monkeypatch.setenv("LANCENS_CONFIG", str(config_file))
+    result = invoke("ls", "--root", str(root))
+    assert result.exit_code == 0 and result.stderr == ""

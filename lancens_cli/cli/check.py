@@ -33,23 +33,28 @@ def check(
     """Verify a namespace: exit 0 when healthy, 1 with one finding per line when not."""
     from datetime import timedelta
 
+    from lancens_cli.cli.progress import progress_bar
     from lancens_cli.errors import ExitCode
     from lancens_cli.output import message
     from lancens_cli.service.check import check as run_check
+    from lancens_cli.words import plural
 
-    report = run_check(
-        SESSION.namespace,
-        SESSION.ident(ident),
-        fix=fix,
-        dry_run=dry_run,
-        grace=timedelta(minutes=grace_minutes),
-        delimiter=SESSION.delimiter,
-    )
+    with progress_bar("checking tables") as start:
+        report = run_check(
+            SESSION.namespace,
+            SESSION.ident(ident),
+            fix=fix,
+            dry_run=dry_run,
+            grace=timedelta(minutes=grace_minutes),
+            delimiter=SESSION.delimiter,
+            progress=start,
+        )
     SESSION.emit(report)
     if not SESSION.json:
         message(
-            f"{report.tables_checked} table(s), {report.namespaces_checked} namespace(s) checked: "
-            + ("healthy" if report.healthy else f"{report.open_findings} problem(s)")
+            f"{plural(report.tables_checked, 'table')}, "
+            f"{plural(report.namespaces_checked, 'namespace')} checked: "
+            + ("healthy" if report.healthy else plural(report.open_findings, "problem"))
         )
     if not report.healthy:
         raise typer.Exit(ExitCode.ERROR)

@@ -61,8 +61,14 @@ class Session:
     @property
     def namespace(self):
         if self._namespace is None:
-            from lancens_cli.config import parse_key_values, resolve_config
+            import os
+
+            from lancens_cli.config import parse_key_values, resolve_config, unknown_env_warning
             from lancens_cli.service.namespace import Namespace
+
+            warning = unknown_env_warning(os.environ)
+            if warning:  # a misspelt setting would otherwise be silently ignored
+                sys.stderr.write(warning + "\n")
 
             flags = {
                 "root": self.root,

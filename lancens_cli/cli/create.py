@@ -78,6 +78,7 @@ def create_table(
     dry_run: DryRunOpt = False,
 ) -> None:
     """Create a table from a file, from a schema, or declared only."""
+    from lancens_cli.cli.dry_run import note_location_pattern
     from lancens_cli.errors import InvalidInputError
     from lancens_cli.service.create import create_table as create
 
@@ -93,15 +94,15 @@ def create_table(
         from lancens_cli.store.sources import open_source
 
         data = open_source(source, fmt)
-    SESSION.emit(
-        create(
-            SESSION.namespace,
-            SESSION.ident(ident),
-            data=data,
-            schema=arrow_schema,
-            declare=declare,
-            properties=properties,
-            exist_ok=exist_ok,
-            dry_run=dry_run,
-        )
+    result = create(
+        SESSION.namespace,
+        SESSION.ident(ident),
+        data=data,
+        schema=arrow_schema,
+        declare=declare,
+        properties=properties,
+        exist_ok=exist_ok,
+        dry_run=dry_run,
     )
+    SESSION.emit(result)
+    note_location_pattern(result, SESSION.json)

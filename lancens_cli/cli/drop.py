@@ -31,8 +31,10 @@ def drop(
     Refused (exit 5) when another table outside the drop reads the data through a base path
     (a shallow clone), unless --force.
     """
+    from lancens_cli.cli.progress import progress_bar
     from lancens_cli.service.drop import drop as drop_object
     from lancens_cli.service.drop import plan_drop, refuse_breaking
+    from lancens_cli.words import plural
 
     ns = SESSION.namespace
     target = SESSION.ident(ident)
@@ -44,9 +46,11 @@ def drop(
             refuse_breaking(plan, target, SESSION.delimiter)  # before asking, not after
         tables = sum(1 for c in plan.changes if c.kind == "table")
         if tables:
-            confirm_destruction(f"drop {ident} and delete the data of {tables} table(s)", yes)
-    SESSION.emit(
-        drop_object(
+            confirm_destruction(
+                f"drop {ident} and delete the data of {plural(tables, 'table')}", yes
+            )
+    with progress_bar("deleting table data") as start:
+        result = drop_object(
             ns,
             target,
             cascade=cascade,
@@ -54,5 +58,6 @@ def drop(
             dry_run=dry_run,
             delimiter=SESSION.delimiter,
             force=force,
+            progress=start,
         )
-    )
+    SESSION.emit(result)

@@ -61,6 +61,7 @@ def ingest(
     """Read files with Spark and write them into the partitioned namespace at the root (or a
     table): tasks write each partition's fragments, the driver publishes them all in one
     __manifest commit. A failed job publishes nothing."""
+    from lancens_cli.cli.progress import spark_progress
     from lancens_cli.cli.spark_options import spark_session
     from lancens_cli.output import message
     from lancens_cli.pipeline.ingest import ingest as run
@@ -68,17 +69,18 @@ def ingest(
     ident = SESSION.ident(into) if into is not None else None
     if not SESSION.json:
         message("ingest: starting Spark")
-    result = run(
-        lambda: spark_session(master, conf),
-        SESSION.namespace,
-        sources,
-        fmt=fmt,
-        into=ident,
-        mode=mode,
-        dry_run=dry_run,
-        delimiter=SESSION.delimiter,
-        debug=SESSION.debug,
-        branch=branch,
-    )
+    with spark_progress("ingest") as watch:
+        result = run(
+            lambda: watch(spark_session(master, conf)),
+            SESSION.namespace,
+            sources,
+            fmt=fmt,
+            into=ident,
+            mode=mode,
+            dry_run=dry_run,
+            delimiter=SESSION.delimiter,
+            debug=SESSION.debug,
+            branch=branch,
+        )
     SESSION.emit(result)
     message(f"{result.summary()} (Spark start {result.spark_start_seconds:.1f} s)")

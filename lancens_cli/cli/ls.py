@@ -8,6 +8,7 @@ import typer
 
 from lancens_cli.cli.app import app
 from lancens_cli.cli.common import SESSION, command
+from lancens_cli.words import plural
 
 
 @command(app, "ls")
@@ -47,7 +48,7 @@ def ls(
         columns = ", ".join(f["name"] for f in summary["schema"]["fields"])
         message(
             f"partitioned namespace: spec versions {versions} (current v{summary['current_spec']}),"
-            f" {summary['partitions']} partition table(s); schema: {columns}"
+            f" {plural(summary['partitions'], 'partition table')}; schema: {columns}"
         )
     if result.next_page_token and not SESSION.json:
         from lancens_cli.output import message

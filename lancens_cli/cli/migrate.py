@@ -33,6 +33,7 @@ def migrate_v1(
     from lancens_cli.errors import ExitCode
     from lancens_cli.output import message
     from lancens_cli.service.migrate import migrate_v1 as migrate
+    from lancens_cli.words import plural
 
     with progress_bar("scanning table directories") as start:
         report = migrate(
@@ -41,20 +42,20 @@ def migrate_v1(
     SESSION.emit(report)
     if check:
         if report.pending:
-            message(f"{report.pending} table(s) left to migrate")
+            message(f"{plural(report.pending, 'table')} left to migrate")
             raise typer.Exit(ExitCode.PENDING)
         if report.skipped:
-            message(f"{report.skipped} directory(ies) cannot be migrated; see the report")
+            message(f"{plural(report.skipped, 'directory')} cannot be migrated; see the report")
             raise typer.Exit(ExitCode.PARTIAL)
         message("nothing left to migrate")
         return
     if dry_run:
-        message(f"dry run: {report.pending} table(s) would be registered; nothing changed")
+        message(f"dry run: {plural(report.pending, 'table')} would be registered; nothing changed")
         return
     if report.migrated == 0 and report.pending == 0:
         message("nothing to migrate: every V1 table is already registered")
     if report.skipped:
-        message(f"{report.skipped} directory(ies) skipped; see the report")
+        message(f"{plural(report.skipped, 'directory')} skipped; see the report")
         raise typer.Exit(ExitCode.PARTIAL)
     if report.complete:
         message(

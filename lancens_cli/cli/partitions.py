@@ -8,6 +8,7 @@ import typer
 
 from lancens_cli.cli.app import app
 from lancens_cli.cli.common import SESSION, command
+from lancens_cli.words import plural
 
 
 @command(app, "partitions")
@@ -39,7 +40,7 @@ def partitions(
             message(f"{version}: pushed to partitions: {' AND '.join(parts) or '(nothing)'}")
     SESSION.emit(selection)
     if not SESSION.json:
-        message(f"{len(selection.matches)} of {selection.total} partition table(s) match")
+        message(f"{len(selection.matches)} of {plural(selection.total, 'partition table')} match")
         for version, residual in selection.residual.items():
             if residual:
                 message(f"{version}: left for the scan: {residual}")

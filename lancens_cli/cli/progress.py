@@ -1,32 +1,93 @@
-"""A progress bar on stderr, shown only when stderr is a terminal."""
+"""Progress bars on stderr, shown only when stderr is a terminal and the output is not --json."""
 
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
+
+
+def showing() -> bool:
+    """A bar is for a person watching: never in a pipe or a log, never beside a JSON document."""
+    from lancens_cli.cli.common import SESSION
+
+    return sys.stderr.isatty() and not SESSION.json
+
+
+def _progress(*columns: Any):
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    return Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        *columns,
+        TimeRemainingColumn(),
+        console=Console(file=sys.stderr),
+        transient=True,
+    )
 
 
 @contextmanager
 def progress_bar(description: str) -> Iterator[Callable[[int], Callable[[], None]]]:
-    """Yields `start(total) -> advance()`; a no-op when stderr is not a terminal."""
-    if not sys.stderr.isatty():
+    """Yields `start(total) -> advance()`; a no-op when no bar is shown.
+
+    `advance` may be called from worker threads (rich's Progress is thread-safe).
+    """
+    if not showing():
         yield lambda total: lambda: None
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=Console(file=sys.stderr),
-        transient=True,
-    ) as bar:
+    with _progress() as bar:
 
         def start(total: int) -> Callable[[], None]:
             task = bar.add_task(description, total=total)
             return lambda: bar.advance(task)
 
         yield start
+
+
+@contextmanager
+def spark_progress(description: str) -> Iterator[Callable[[Any], Any]]:
+    """Yields `watch(spark) -> spark`: from then on the bar counts the Spark tasks finished.
+
+    Spark's own console bar is off (pipeline/session.py); this one polls the status tracker
+    in a thread, so the job itself is untouched. A no-op when no bar is shown.
+    """
+    if not showing():
+        yield lambda spark: spark
+        return
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+    with _progress("Spark tasks") as bar:
+        task = bar.add_task(description, total=None)
+
+        def poll(spark: Any) -> None:
+            stages: dict[int, tuple[int, int]] = {}  # stage id -> (completed, total)
+            tracker = spark.sparkContext.statusTracker()
+            while not stop.wait(0.25):
+                try:
+                    for stage_id in {*tracker.getActiveStageIds(), *stages}:
+                        info = tracker.getStageInfo(stage_id)
+                        if info is not None:
+                            stages[stage_id] = (info.numCompletedTasks, info.numTasks)
+                except Exception:  # the session is stopping: the bar just stops moving
+                    return
+                if stages:
+                    done = sum(c for c, _ in stages.values())
+                    bar.update(task, completed=done, total=sum(t for _, t in stages.values()))
+
+        def watch(spark: Any) -> Any:
+            thread = threading.Thread(target=poll, args=(spark,), daemon=True)
+            thread.start()
+            threads.append(thread)
+            return spark
+
+        try:
+            yield watch
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=2)

@@ -22,8 +22,11 @@ def _default_parallel() -> int:
 
 @contextmanager
 def _progress() -> Iterator[Callable[[int], Callable[[int], None]]]:
-    """Tables done and bytes freed on stderr, only when stderr is a terminal."""
-    if not sys.stderr.isatty():
+    """Tables done and bytes freed on stderr, only when stderr is a terminal (not --json)."""
+    from lancens_cli.cli.progress import showing
+    from lancens_cli.words import human_bytes
+
+    if not showing():
         yield lambda total: lambda freed: None
         return
     from rich.console import Console
@@ -47,19 +50,11 @@ def _progress() -> Iterator[Callable[[int], Callable[[int], None]]]:
             def advance(size: int) -> None:
                 with lock:
                     freed[0] += size
-                    bar.update(task, advance=1, freed=_bytes(freed[0]))
+                    bar.update(task, advance=1, freed=human_bytes(freed[0]))
 
             return advance
 
         yield start
-
-
-def _bytes(size: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024:
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TiB"
 
 
 @command(app, "prune")
@@ -112,6 +107,7 @@ def prune(
     from lancens_cli.output import message
     from lancens_cli.service.prune import prune as run_prune
     from lancens_cli.service.prune_policy import PrunePolicy, parse_duration
+    from lancens_cli.words import plural
 
     policy = PrunePolicy(
         older_than=parse_duration(older_than, "--older-than"),
@@ -152,7 +148,7 @@ def prune(
     message(report.title + ("; dry run: nothing changed" if dry_run else ""))
     if report.failed:
         names = ", ".join(t.object_id or t.location for t in report.failed)
-        message(f"{len(report.failed)} table(s) failed: {names}; rerun prune for them")
+        message(f"{plural(len(report.failed), 'table')} failed: {names}; rerun prune for them")
         raise typer.Exit(ExitCode.PARTIAL)
 
 

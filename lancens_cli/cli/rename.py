@@ -34,16 +34,17 @@ def rename(
     spec says; a rerun after an interruption completes the move. The table's branches move with
     it; a move that would break another table reading it (a shallow clone) is refused (exit 5).
     """
+    from lancens_cli.cli.dry_run import note_location_pattern
     from lancens_cli.service.rename import rename as rename_object
 
-    SESSION.emit(
-        rename_object(
-            SESSION.namespace,
-            SESSION.ident(old),
-            SESSION.ident(new),
-            keep_location=keep_location,
-            dry_run=dry_run,
-            delimiter=SESSION.delimiter,
-            force=force,
-        )
+    result = rename_object(
+        SESSION.namespace,
+        SESSION.ident(old),
+        SESSION.ident(new),
+        keep_location=keep_location,
+        dry_run=dry_run,
+        delimiter=SESSION.delimiter,
+        force=force,
     )
+    SESSION.emit(result)
+    note_location_pattern(result, SESSION.json)

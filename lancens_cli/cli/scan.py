@@ -9,6 +9,7 @@ import typer
 from lancens_cli.cli.app import app
 from lancens_cli.cli.common import SESSION, command
 from lancens_cli.cli.spark_options import ConfOption, MasterOption
+from lancens_cli.words import noun, plural
 
 
 @command(app, "scan")
@@ -129,7 +130,10 @@ def scan(
     elif explain and not SESSION.json:
         _print_explain(result)
     elif getattr(result, "truncated", False):
-        message(f"scan: first {len(result.rows)} row(s) shown in {seconds:.1f}s; --limit for more")
+        message(
+            f"scan: first {plural(len(result.rows), 'row')} shown in {seconds:.1f}s; "
+            "--limit for more"
+        )
     else:
         message(f"scan: done in {seconds:.1f}s")
 
@@ -155,7 +159,8 @@ def _print_explain(result) -> None:
     from lancens_cli.output import message
 
     total = "" if result.partitions_total is None else f" of {result.partitions_total}"
-    message(f"{len(result.tables)}{total} table(s) read, in {result.slices} Spark task(s)")
+    tables = noun(result.partitions_total or len(result.tables), "table")
+    message(f"{len(result.tables)}{total} {tables} read, in {plural(result.slices, 'Spark task')}")
     message(f"pushed to lancens: {' AND '.join(result.pushed) or '(nothing)'}")
     message(f"left to Spark: {result.left_to_spark or '(nothing)'}")
     message("physical plan:")

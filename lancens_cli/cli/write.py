@@ -43,17 +43,21 @@ def write(
     write or none of it. With --branch the rows go to that branch of each partition table
     and read_branch is published with read_version.
     """
+    from lancens_cli.cli.progress import progress_bar
     from lancens_cli.output import message
     from lancens_cli.service.partition_write import write_partitioned
     from lancens_cli.store.sources import open_source
+    from lancens_cli.words import plural
 
     if root_argument is not None:
         SESSION.merge(root=root_argument)
-    result = write_partitioned(SESSION.namespace, open_source(source, fmt), branch=branch)
+    data = open_source(source, fmt)
+    with progress_bar("writing partition tables") as start:
+        result = write_partitioned(SESSION.namespace, data, branch=branch, progress=start)
     SESSION.emit(result)
     created = sum(1 for t in result.partitions if t.created)
     message(
-        f"{result.rows} row(s) into {len(result.partitions)} partition(s) of spec "
+        f"{plural(result.rows, 'row')} into {plural(len(result.partitions), 'partition')} of spec "
         f"v{result.spec_id} ({created} new)"
         + (f" on branch {branch}" if branch else "")
         + ", one __manifest commit"

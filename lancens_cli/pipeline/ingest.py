@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lancens_cli.errors import InvalidInputError, LancensError
+from lancens_cli.words import plural
 
 FORMATS = ("parquet", "csv", "json", "orc")
 _EXTENSIONS = {
@@ -100,7 +101,7 @@ class IngestResult:
     def summary(self) -> str:
         verb = "would write" if self.dry_run else "wrote"
         where = (
-            f"{len(self.partitions)} partition(s) ({self.created} new)"
+            f"{plural(len(self.partitions), 'partition')} ({self.created} new)"
             if self.target == "partitioned"
             else f"table {self.target}"
         )
@@ -109,7 +110,7 @@ class IngestResult:
             if self.manifest_version is not None and not self.dry_run
             else ""
         )
-        return f"{verb} {self.rows} row(s) into {where}{version} in {self.seconds:.1f} s"
+        return f"{verb} {plural(self.rows, 'row')} into {where}{version} in {self.seconds:.1f} s"
 
 
 # --- sources -----------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ never deleted.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -51,6 +52,7 @@ from lancens_cli.store.tables import (
     v2_location_object_id,
 )
 from lancens_cli.store.verify import verify_table
+from lancens_cli.words import plural
 
 DEFAULT_GRACE = timedelta(hours=1)
 
@@ -80,7 +82,7 @@ class CheckReport:
 
     @property
     def title(self) -> str:
-        state = "healthy" if self.healthy else f"{self.open_findings} problem(s)"
+        state = "healthy" if self.healthy else plural(self.open_findings, "problem")
         return f"check {self.scope or '(root)'}: {state}"
 
     @property
@@ -125,7 +127,10 @@ def check(
     dry_run: bool = False,
     grace: timedelta = DEFAULT_GRACE,
     delimiter: str = ".",
+    progress: Callable[[int], Callable[[], None]] | None = None,
 ) -> CheckReport:
+    """`progress(total)` is called with the number of tables to verify; what it returns,
+    once per table verified."""
     ns.require_root()
     report = CheckReport(ns.storage.root_uri, ident.display(delimiter), dry_run=dry_run)
     try:
@@ -140,7 +145,7 @@ def check(
         if ident.is_root:
             check_partitions(ns, snapshot, report)
     rows = _rows_in_scope(ns, snapshot, ident)
-    _check_rows(ns, snapshot, rows, report, delimiter, grace)
+    _check_rows(ns, snapshot, rows, report, delimiter, grace, progress)
     check_published(ns, rows, report, delimiter)
     if ident.is_root:
         _check_orphans(ns, snapshot, report, delimiter, grace)
@@ -209,7 +214,7 @@ def _check_manifest(snapshot: ManifestSnapshot, report: CheckReport) -> None:
             )
 
 
-def _check_rows(ns, snapshot, rows, report, delimiter, grace: timedelta) -> None:
+def _check_rows(ns, snapshot, rows, report, delimiter, grace: timedelta, progress=None) -> None:
     tables = []
     for row in rows:
         object_id, kind, location = row["object_id"], row["object_type"], row["location"]
@@ -275,10 +280,13 @@ def _check_rows(ns, snapshot, rows, report, delimiter, grace: timedelta) -> None
             return name, location, [("table_unloadable", exc.message, False)]
 
     workers = 4 if ns.storage.is_local else 16
+    advance = progress(len(tables)) if progress else None
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for name, location, problems in pool.map(verify, tables):
             for code, message, fixable in problems:
                 report.add(code, name, location, message, fixable)
+            if advance:
+                advance()
 
 
 UNCOMMITTED_WRITE = "data files of a table write that never committed a version"

@@ -34,6 +34,7 @@ from lancens_cli.store.tables import (
     table_state,
     v1_location,
     v2_location,
+    v2_location_pattern,
     write_new_table,
     write_reserved_marker,
 )
@@ -162,6 +163,8 @@ def create_table(
     refuse_taken(ns, ident, snapshot)
     location = new_table_location(ns, ident, snapshot)
     if dry_run:
+        if location != v1_location(ident.name):  # the random prefix is drawn at creation
+            location = v2_location_pattern(ident.object_id)
         return ChangeSet(
             [Change("create", KIND_TABLE, ident.display(), location, dry_run=True)], True
         )

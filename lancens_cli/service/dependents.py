@@ -14,6 +14,7 @@ from lancens_cli.models import KIND_TABLE, ChangeSet, Identifier
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.store.dependents import Dependent, find_dependents
 from lancens_cli.store.manifest import ManifestSnapshot
+from lancens_cli.words import plural
 
 
 def namespace_tables(ns: Namespace, snapshot: ManifestSnapshot, delimiter: str) -> dict[str, str]:
@@ -64,6 +65,7 @@ def refuse(what: str, dependents: list[dict], advice: str) -> None:
     """Exit 5, naming every dependent (as `attach` shows them) and how to go on."""
     names = "; ".join(f"{d['table']} ({', '.join(d['via'])})" for d in dependents)
     raise RefusedError(
-        f"{what} would break {len(dependents)} table(s) that read its files through base paths: "
+        f"{what} would break {plural(len(dependents), 'table')} that read its files through "
+        "base paths: "
         f"{names}; {advice}, or use --force to do it anyway"
     )

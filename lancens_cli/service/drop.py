@@ -7,6 +7,8 @@ the job. The opposite order would leave untracked data behind.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from lancens_cli.errors import (
     InvalidInputError,
     NamespaceNotEmptyError,
@@ -114,7 +116,10 @@ def drop(
     dry_run: bool = False,
     delimiter: str = ".",
     force: bool = False,
+    progress: Callable[[int], Callable[[], None]] | None = None,
 ) -> ChangeSet:
+    """`progress(total)` is called with the number of tables whose data goes; what it
+    returns, once per table deleted."""
     plan = plan_drop(ns, ident, cascade=cascade, delimiter=delimiter, dependents=not keep_data)
     for change in plan.changes:
         change.dry_run = dry_run
@@ -130,8 +135,11 @@ def drop(
     if not keep_data:
         if ns.config.manifest_enabled:
             _mark_dropping(ns, tables, delimiter)
+        advance = progress(len(tables)) if progress else None
         for change in tables:
             ns.storage.delete_tree(change.location)
+            if advance:
+                advance()
     else:
         # Mark what we forget, so that neither dir listing nor `check --fix` brings it back.
         for change in tables:

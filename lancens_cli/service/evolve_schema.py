@@ -49,6 +49,7 @@ from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioning import PartitionLayout, layout_of
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.storage import Storage
+from lancens_cli.words import plural
 
 _WORKERS = 4  # partition tables altered at once (Lance commits spend their time in I/O)
 _ATTEMPTS = 20  # tries per table when another writer commits to it meanwhile
@@ -97,8 +98,9 @@ class SchemaEvolution:
     def summary(self) -> str:
         would = "would be " if self.dry_run else ""
         return (
-            f"{self.tables} partition table(s) {would}brought to the schema, "
-            f"{self.up_to_date} already at it; {self.manifest_commits} __manifest commit(s)"
+            f"{plural(self.tables, 'partition table')} {would}brought to the schema, "
+            f"{self.up_to_date} already at it; "
+            f"{plural(self.manifest_commits, '__manifest commit')}"
         )
 
 

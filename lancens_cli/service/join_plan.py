@@ -32,6 +32,7 @@ from lancens_cli.partition.schema import id_of, top_level_ids
 from lancens_cli.partition.spec import TIME_TRANSFORMS, PartitionField, PartitionSpec, Transform
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioning import PartitionLayout, layout_of
+from lancens_cli.words import plural
 
 TABLE_NAME = "dataset"
 _ON = re.compile(r"^\s*([lr])\.(.+?)\s*=\s*([lr])\.(.+?)\s*$", re.IGNORECASE | re.DOTALL)
@@ -690,8 +691,8 @@ class JoinPlan:
             return "join plan: not compatible"
         c = self.counts()
         return (
-            f"join plan: {c['groups']} group(s) of {c['left_partitions']} left and "
-            f"{c['right_partitions']} right partition(s)"
+            f"join plan: {plural(c['groups'], 'group')} of {c['left_partitions']} left and "
+            f"{plural(c['right_partitions'], 'right partition')}"
         )
 
     def table_rows(self) -> tuple[list[str], list[list[Any]]]:
@@ -717,8 +718,8 @@ class JoinPlan:
             return f"not compatible: {self.reasons[0]}" if self.reasons else "not compatible"
         c = self.counts()
         return (
-            f"compatible ({self.scope}): {c['groups']} group(s), {c['matched_groups']} with "
-            f"partitions on both sides"
+            f"compatible ({self.scope}): {plural(c['groups'], 'group')}, "
+            f"{c['matched_groups']} with partitions on both sides"
         )
 
 

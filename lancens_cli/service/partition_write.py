@@ -406,7 +406,10 @@ def _read_back(storage: Storage, touch: PartitionTouch) -> Any:
 
 
 def _write_tables(
-    storage: Storage, touches: list[PartitionTouch], published: Callable[[PartitionTouch], Any]
+    storage: Storage,
+    touches: list[PartitionTouch],
+    published: Callable[[PartitionTouch], Any],
+    advance: Callable[[], None] | None = None,
 ) -> None:
     """Write the partitions side by side: each is its own table, and Lance's writers spend
     much of their time outside the GIL (encoding, I/O)."""
@@ -415,10 +418,13 @@ def _write_tables(
     if len(touches) < 2:
         for touch in touches:
             _write_table(storage, touch, published)
+            if advance:
+                advance()
         return
     with ThreadPoolExecutor(max_workers=min(_WRITERS, len(touches))) as pool:
         for _ in pool.map(lambda touch: _write_table(storage, touch, published), touches):
-            pass
+            if advance:
+                advance()
 
 
 def _published_version(ns: Namespace) -> Callable[[PartitionTouch], Any]:
@@ -485,9 +491,18 @@ def _prepare(
 # --- the write ------------------------------------------------------------------------------
 
 
-def write_partitioned(ns: Namespace, data: Any, branch: str | None = None) -> PartitionWrite:
+def write_partitioned(
+    ns: Namespace,
+    data: Any,
+    branch: str | None = None,
+    progress: Callable[[int], Callable[[], None]] | None = None,
+) -> PartitionWrite:
     """Write rows into the partitioned namespace at the root (one manifest commit); with
-    `branch`, onto that branch of each partition table."""
+    `branch`, onto that branch of each partition table.
+
+    `progress(total)` is called with the number of partition tables to write (again after a
+    rebase); what it returns, once per table written.
+    """
     branches.check_ref_name(branch, "--branch")
     snapshot, layout = partitioned_target(ns)
     spec = layout.current
@@ -496,7 +511,7 @@ def write_partitioned(ns: Namespace, data: Any, branch: str | None = None) -> Pa
     for touch in touches:
         touch.branch = branch
     result = PartitionWrite(spec.id, table.num_rows, touches, [f.field_id for f in spec.fields])
-    return commit_touches(ns, snapshot, layout, result)
+    return commit_touches(ns, snapshot, layout, result, progress=progress)
 
 
 def partitioned_target(ns: Namespace) -> tuple[ManifestSnapshot, PartitionLayout]:
@@ -520,6 +535,7 @@ def commit_touches(
     layout: PartitionLayout,
     result: PartitionWrite,
     fresh: dict[tuple[str, Any], str] | None = None,
+    progress: Callable[[int], Callable[[], None]] | None = None,
 ) -> PartitionWrite:
     """The one commit path of partitioned writes (`write` and the Spark data source).
 
@@ -548,7 +564,9 @@ def commit_touches(
                 abandoned.append(before)
         branches.resolve_bases(ns.storage, pending)
         try:
-            _write_tables(ns.storage, pending, published)
+            _write_tables(
+                ns.storage, pending, published, progress(len(pending)) if progress else None
+            )
             _require_created_tables(ns.storage, touches)
             result.manifest_version = ns.manifest.mutate(_publish(layout, spec, touches))
             break

@@ -69,6 +69,7 @@ from lancens_cli.service.prune_table import (
     run_table,
 )
 from lancens_cli.store.manifest import ManifestSnapshot
+from lancens_cli.words import plural
 
 MANIFEST_COMPACT_FRAGMENTS = 16  # compact __manifest when it has more fragments than this
 DEBRIS_CODES = ("abandoned_table_write", "staged_manifest_file")
@@ -128,8 +129,8 @@ class PruneReport:
         t = self.totals()
         verb = "would remove" if self.dry_run else "removed"
         return (
-            f"prune: {verb} {t['versions_removed']} version(s), {t['files_removed']} file(s), "
-            f"{t['bytes_freed']} bytes"
+            f"prune: {verb} {plural(t['versions_removed'], 'version')}, "
+            f"{plural(t['files_removed'], 'file')}, {plural(t['bytes_freed'], 'byte')}"
         )
 
     def table_rows(self) -> tuple[list[str], list[list[Any]]]:

@@ -51,7 +51,13 @@ from lancens_cli.store.manifest import (
     decode_properties,
     encode_properties,
 )
-from lancens_cli.store.tables import VERSIONS_DIR, table_state, v1_location, v2_location
+from lancens_cli.store.tables import (
+    VERSIONS_DIR,
+    table_state,
+    v1_location,
+    v2_location,
+    v2_location_pattern,
+)
 
 
 def rename(
@@ -110,7 +116,7 @@ def rename(
             f"meanwhile?); `lancens drop {old.display(delimiter)} --yes` removes what is left"
         )
     change = Change(
-        "rename", KIND_TABLE, old.display(delimiter), target or "<hash>_" + new.object_id
+        "rename", KIND_TABLE, old.display(delimiter), target or v2_location_pattern(new.object_id)
     )
     change.detail = f"-> {new.display(delimiter)} (moves from {ref.location})"
     change.dry_run = dry_run

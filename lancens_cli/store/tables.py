@@ -31,6 +31,7 @@ V1_SUFFIX = ".lance"
 RESERVED_MARKER = ".lance-reserved"
 DEREGISTERED_MARKER = ".lance-deregistered"
 VERSIONS_DIR = "_versions"
+HASH_PLACEHOLDER = "<hash>"  # a V2 directory's random prefix, before it is drawn
 
 
 def v1_location(name: str) -> str:
@@ -40,6 +41,11 @@ def v1_location(name: str) -> str:
 def v2_location(object_id: str) -> str:
     """A fresh `<8 hex>_<object_id>` directory name; random so a recreated name never collides."""
     return f"{secrets.token_hex(4)}_{object_id}"
+
+
+def v2_location_pattern(object_id: str) -> str:
+    """What `v2_location` will return, as a dry run shows it: `<hash>_<object_id>`."""
+    return f"{HASH_PLACEHOLDER}_{object_id}"
 
 
 def is_v2_location(location: str) -> bool:

@@ -1,0 +1,305 @@
+"""`describe` on a terminal: sections (table, storage, versions, schema, indexes), sizes in
+binary units, times as dates, nested types as a tree.
+
+Only the terminal view: piped and --json output render the same data as before (output.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lancens_cli.models import NamespaceDescription, RootDescription, TableDescription, to_plain
+from lancens_cli.words import human_bytes, human_time, plural
+
+
+def render(console: Any, result: RootDescription | NamespaceDescription | TableDescription):
+    """Print the sections of a description."""
+    data = to_plain(result)
+    if isinstance(result, TableDescription):
+        sections = _table_sections(data)
+    elif isinstance(result, RootDescription):
+        sections = _root_sections(data)
+    else:
+        sections = [("namespace", _pairs(_namespace_pairs(data)))]
+    from rich.panel import Panel
+
+    for title, body in sections:
+        console.print(Panel(body, title=f"[bold]{title}[/]", title_align="left", expand=True))
+
+
+# --- the sections -----------------------------------------------------------------------------
+
+
+def _table_sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
+    details = data.get("details")
+    head = [
+        ("id", data["id"]),
+        ("location", data["location"]),
+        ("uri", data["uri"]),
+        ("source", data["source"]),
+        ("state", data["state"]),
+        *_properties(data.get("properties")),
+    ]
+    if details and "read_version" in details:
+        head.append(("published version", details["read_version"]))
+    sections: list[tuple[str, Any]] = [("table", _pairs(head))]
+    if not details:
+        return sections
+    deleted = details["deletion_files"]
+    storage = [
+        ("rows", f"{details['rows']:,}"),
+        ("fragments", details["fragments"]),
+        ("data files", details["data_files"]),
+        ("deletion files", f"{len(deleted)} ({plural(details['deleted_rows'], 'row')} deleted)"),
+        ("on storage", human_bytes(details["bytes_on_storage"])),
+        ("data storage version", details["data_storage_version"]),
+        ("manifest naming", details["manifest_naming_scheme"]),
+        ("reader features", _flag_text(details["reader_feature_flags"])),
+        ("writer features", _flag_text(details["writer_feature_flags"])),
+        *[(f"base path {b['id']}", _base_path(b)) for b in details["base_paths"]],
+        *[(f"config {k}", v) for k, v in sorted(details["config"].items())],
+        *[(f"metadata {k}", v) for k, v in sorted(details["metadata"].items())],
+    ]
+    sections.append(("storage", _pairs(storage)))
+    tags = ", ".join(f"{name} -> v{version}" for name, version in details["tags"].items())
+    versions = [
+        ("version", details["version"]),
+        ("latest version", details["latest_version"]),
+        ("tags", tags or "none"),
+        ("branches", ", ".join(details["branches"]) or "none"),
+    ]
+    body: Any = _pairs(versions)
+    if data.get("versions"):
+        from rich.console import Group
+
+        body = Group(body, "", _versions_table(data["versions"]))
+    sections.append(("versions", body))
+    sections.append(("schema", schema_tree(details["schema"])))
+    sections.append(("indexes", _indexes(details["indices"])))
+    return sections
+
+
+def _root_sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
+    head = [
+        ("root", data["root"]),
+        ("mode", data["mode"]),
+        ("namespaces", data["namespaces"]),
+        ("tables", data["tables"]),
+    ]
+    sections: list[tuple[str, Any]] = [
+        ("root", _pairs(head)),
+        ("config", _pairs(list(data["config"].items()))),
+    ]
+    manifest = data.get("manifest")
+    if manifest is None:
+        sections.append(("manifest", "no __manifest table yet"))
+        return sections
+    from lancens_cli.store.inspect import flag_names
+
+    partitioning = manifest.get("partitioning")
+    # The partitioning section below shows the specs and the schema these keys hold as JSON.
+    shown = set()
+    if partitioning:
+        shown = {"schema", *(f"partition_spec_v{v}" for v in partitioning["spec_versions"])}
+    rows = [
+        ("version", manifest["version"]),
+        ("rows", manifest["rows"]),
+        ("data storage version", manifest["data_storage_version"]),
+        ("reader features", _names(flag_names(manifest["reader_feature_flags"]))),
+        ("writer features", _names(flag_names(manifest["writer_feature_flags"]))),
+        ("extra columns", ", ".join(manifest["extra_columns"]) or "none"),
+        *[(f"metadata {k}", _short(v)) for k, v in manifest["metadata"].items() if k not in shown],
+    ]
+    sections.append(("manifest", _pairs(rows)))
+    sections.append(("indexes", _indexes(manifest["indexes"])))
+    if partitioning:
+        current = partitioning["current_spec"]
+        specs = [
+            (f"spec v{s['id']}" + (" (current)" if s["id"] == current else ""), _spec_text(s))
+            for s in partitioning["specs"]
+        ]
+        sections.append(
+            (
+                "partitioning",
+                _pairs([("partition tables", partitioning["partitions"]), *specs]),
+            )
+        )
+        fields = partitioning["schema"].get("fields", [])
+        sections.append(("schema", schema_tree([_json_field(f) for f in fields])))
+    return sections
+
+
+def _namespace_pairs(data: dict[str, Any]) -> list[tuple[str, Any]]:
+    return [
+        ("id", data["id"]),
+        ("namespaces", data["namespaces"]),
+        ("tables", data["tables"]),
+        *_properties(data.get("properties")),
+    ]
+
+
+# --- pieces ------------------------------------------------------------------------------------
+
+
+def _pairs(pairs: list[tuple[str, Any]]):
+    from rich.table import Table
+
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    for key, value in pairs:
+        grid.add_row(key, "-" if value is None else str(value))
+    return grid
+
+
+def _properties(properties: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    return [(f"property {k}", v) for k, v in sorted((properties or {}).items())]
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names) or "none"
+
+
+def _flag_text(flags: dict[str, Any] | None) -> str:
+    return "unknown" if flags is None else _names(flags["names"])
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _base_path(base: dict[str, Any]) -> str:
+    name = f" ({base['name']})" if base.get("name") else ""
+    root = ", dataset root" if base.get("is_dataset_root") else ""
+    return f"{base['path']}{name}{root}"
+
+
+def _spec_text(spec: dict[str, Any]) -> str:
+    """`field_id = transform(source ids)` per field, as the spec's JSON holds them."""
+    parts = []
+    for field in spec.get("fields", []):
+        transform = field.get("transform")
+        if isinstance(transform, dict):
+            args = [str(v) for k, v in transform.items() if k != "type"]
+            sources = ", ".join(f"#{i}" for i in field.get("source_ids", []))
+            how = f"{transform.get('type')}({', '.join([sources, *args])})"
+        else:
+            how = _short(field.get("expression") or "-", 60)
+        parts.append(f"{field.get('field_id', '?')} = {how}")
+    return "; ".join(parts) or "-"
+
+
+def _versions_table(versions: list[dict[str, Any]]):
+    from rich.table import Table
+
+    table = Table(title_justify="left", expand=False)
+    for column in ("version", "date", "rows", "fragments", "deleted rows"):
+        table.add_column(column, justify="left" if column == "date" else "right")
+    for v in versions:
+        table.add_row(
+            str(v["version"]),
+            human_time(v.get("timestamp")),
+            _count(v.get("rows")),
+            _count(v.get("fragments")),
+            _count(v.get("deleted_rows")),
+        )
+    return table
+
+
+def _count(value: Any) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _indexes(indexes: list[dict[str, Any]]):
+    if not indexes:
+        return "none"
+    from rich.table import Table
+
+    table = Table(expand=False)
+    for column in ("name", "type", "fields", "rows indexed"):
+        table.add_column(column)
+    for index in indexes:
+        table.add_row(
+            str(index.get("name")),
+            str(index.get("type")),
+            ", ".join(index.get("fields") or []),
+            _count(index.get("rows")),
+        )
+    return table
+
+
+# --- the schema tree -------------------------------------------------------------------------
+
+
+def schema_tree(fields: list[dict[str, Any]]):
+    """Columns as a tree: a struct's, list's or map's children indented under it."""
+    from rich.tree import Tree
+
+    tree = Tree(plural(len(fields), "column"), guide_style="dim")
+    for field in fields:
+        _add_field(tree, field["name"], field["type"], field.get("nullable", True))
+    return tree
+
+
+def _add_field(parent: Any, name: str, type_text: str, nullable: bool) -> None:
+    children = type_children(type_text)
+    shown = type_text if children is None else type_text.split("<", 1)[0]
+    null = "" if nullable else " [dim]not null[/]"
+    from rich.markup import escape
+
+    node = parent.add(f"[bold]{escape(name)}[/]  {escape(shown)}{null}")
+    for child_name, child_type, child_nullable in children or []:
+        _add_field(node, child_name, child_type, child_nullable)
+
+
+_NESTED = ("struct", "list", "large_list", "list_view", "large_list_view", "fixed_size_list")
+
+
+def type_children(type_text: str) -> list[tuple[str, str, bool]] | None:
+    """The children of a nested Arrow type as Arrow prints it, or None for a leaf.
+
+    `struct<a: int64, b: struct<c: string not null>>` -> [("a", "int64", True), ("b", ...)];
+    `list<element: string>` -> [("element", "string", True)]; `map<string, int64>` ->
+    [("key", "string", False), ("value", "int64", True)].
+    """
+    head, sep, rest = type_text.partition("<")
+    if not sep or ">" not in rest:
+        return None
+    inner = rest[: rest.rindex(">")]
+    parts = _split_top(inner)
+    if head == "map" and len(parts) == 2:
+        return [("key", parts[0], False), ("value", parts[1], True)]
+    if head not in _NESTED:
+        return None
+    children = []
+    for part in parts:
+        name, colon, child = part.partition(": ")
+        if not colon:
+            return None  # not the shape we know: show the type as one line
+        nullable = not child.endswith(" not null")
+        children.append((name, child.removesuffix(" not null"), nullable))
+    return children
+
+
+def _split_top(text: str) -> list[str]:
+    """Split `a: x, b: y<p, q>` at the commas outside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char in "<([":
+            depth += 1
+        elif char in ">)]":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
+def _json_field(field: dict[str, Any]) -> dict[str, Any]:
+    """A field of the partitioned namespace's JSON schema as `schema_fields` gives it."""
+    from lancens_cli.schema_json import field_from_json
+
+    arrow = field_from_json(field)
+    return {"name": arrow.name, "type": str(arrow.type), "nullable": arrow.nullable}

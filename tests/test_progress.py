@@ -1,0 +1,71 @@
+"""Progress bars: on stderr when it is a terminal, never in a pipe or beside --json.
+
+The command runs as a user runs it, in a subprocess whose stderr is a pseudo-terminal (the
+way `lancens ... | jq` or a plain terminal session has it) and whose stdout is a pipe.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import run_cli
+from terminal import on_terminal, shown
+from test_partitioned import SPEC1, events, files  # noqa: F401  (the `files` fixture)
+
+
+@pytest.fixture
+def root(tmp_path, local_root):
+    schema = tmp_path / "s.json"
+    schema.write_text('{"fields": [{"name": "x", "type": "int64"}]}')
+    ok = run_cli(*local_root.args, "create", "namespace", "a")
+    assert ok.exit_code == 0, ok.stderr
+    for i in range(5):
+        made = run_cli(*local_root.args, "create", "table", f"a.t{i}", "--schema", str(schema))
+        assert made.exit_code == 0, made.stderr
+    return local_root
+
+
+def test_check_shows_a_bar_on_a_terminal_and_nothing_when_piped(root):
+    piped = run_cli(*root.args, "check")
+    assert piped.exit_code == 0
+    assert piped.stderr == "5 tables, 1 namespace checked: healthy\n"  # the line, nothing else
+    code, stdout, stderr = on_terminal(*root.args, "check")
+    assert code == 0 and stdout == piped.stdout  # the result is the same
+    screen = shown(stderr)
+    assert "checking tables" in screen and "5/5" in screen  # the bar, at its end
+    assert screen.rstrip().endswith("5 tables, 1 namespace checked: healthy")
+    code, stdout, stderr = on_terminal(*root.args, "check", "--json")
+    assert code == 0 and stdout == run_cli(*root.args, "check", "--json").stdout
+    assert stderr == ""  # never a bar beside a JSON document
+
+
+def test_drop_cascade_shows_a_bar_per_table_deleted(root):
+    piped_dry = run_cli(*root.args, "drop", "a", "--cascade", "--dry-run")
+    code, stdout, stderr = on_terminal(*root.args, "drop", "a", "--cascade", "--yes")
+    assert code == 0
+    assert stdout == piped_dry.stdout.replace("would ", "")  # the same changes, done
+    screen = shown(stderr)
+    assert "deleting table data" in screen and "5/5" in screen
+    assert run_cli(*root.args, "ls").stdout == ""
+
+
+def test_write_shows_a_bar_per_partition_table(local_root, files):  # noqa: F811
+    schema = files("schema.parquet", events(1))
+    spec = run_cli(*local_root.args, "add-partition-spec", "--schema", schema, *SPEC1)
+    assert spec.exit_code == 0, spec.stderr
+    rows = files("rows.parquet", events(200, seed=3))
+    code, stdout, stderr = on_terminal(*local_root.args, "write", "--from", rows)
+    assert code == 0, stderr
+    screen = shown(stderr)
+    counts = re.findall(r"writing partition tables .*?(\d+)/(\d+)", screen)
+    done, total = counts[-1]  # the bar at its end: every partition table written
+    assert done == total and int(total) > 1
+    written = re.search(r"200 rows into (\d+) partitions of spec v1", screen)
+    assert written and written.group(1) == total
+    assert len(stdout.splitlines()) == int(total)  # one result row per partition
+    piped = run_cli(*local_root.args, "write", "--from", rows)
+    assert piped.exit_code == 0
+    assert piped.stderr.splitlines() == [
+        f"200 rows into {written.group(1)} partitions of spec v1 (0 new), one __manifest commit"
+    ]
