@@ -27,6 +27,7 @@ from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partition_branch import check_ref_name, published_branch, ref_of
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.tables import open_published
+from lancens_cli.words import plural
 
 
 @dataclass
@@ -85,7 +86,8 @@ class TagResult:
     def summary(self) -> str:
         made = sum(1 for t in self.tables if t.action != "exists")
         verb = "would tag" if self.dry_run else "tagged"
-        text = f"{verb} {len(self.tables)} partition table(s) {self.name} ({made} new or moved)"
+        tables = plural(len(self.tables), "partition table")
+        text = f"{verb} {tables} {self.name} ({made} new or moved)"
         if self.publish:
             text += (
                 "; read_tag would be published"
@@ -113,7 +115,8 @@ def tag_partitions(
     if taken and not force:
         first = Identifier.from_object_id(taken[0].table_id).display()
         raise RefusedError(
-            f"tag {name!r} already names another version of {len(taken)} partition table(s) "
+            f"tag {name!r} already names another version of "
+            f"{plural(len(taken), 'partition table')} "
             f"(first: {first}); nothing was changed: use --force to move it, or another name"
         )
     result = TagResult(name, planned, publish, dry_run)
@@ -177,7 +180,8 @@ def _publish(planned: list[TaggedTable], name: str):
         if moved:
             shown = Identifier.from_object_id(moved[0]).display()
             raise ConcurrentModificationError(
-                f"{len(moved)} partition(s) changed while tagging (first: {shown}); the tags are "
+                f"{plural(len(moved), 'partition')} changed while tagging (first: {shown}); "
+                "the tags are "
                 f"made but read_tag is not published: rerun with --force --publish"
             )
         for table in planned:
