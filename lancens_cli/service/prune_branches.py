@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from lancens_cli.service.prune_expire import expire_listed
 from lancens_cli.service.prune_policy import PrunePolicy, show_duration
 
 if TYPE_CHECKING:
@@ -119,17 +120,9 @@ def expire_branches(
         if not plan.expire:
             continue
         head = ds.checkout_version((plan.name, None))
-        arguments = {
-            "older_than": policy.older_than,
-            "versions": plan.expire,
-            "error_if_tagged_old_versions": False,
-        }
-        if dry_run:
-            stats = head.explain_cleanup_old_versions(**arguments).stats
-            removed = plan.expire[: stats.old_versions]
-        else:
-            stats = head.cleanup_old_versions(**arguments)
-            remaining = version_files(storage, f"{location}/tree/{plan.name}")
-            removed = [v for v in plan.expire if v not in remaining]
+        branch_dir = f"{location}/tree/{plan.name}"
+        removed, stats = expire_listed(
+            head, plan.expire, policy, dry_run, lambda d=branch_dir: version_files(storage, d)
+        )
         done.append((plan.name, removed, stats))
     return done

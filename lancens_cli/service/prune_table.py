@@ -25,6 +25,7 @@ from lancens_cli.errors import LancensError, lance_message
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune_branches import BranchPlan, expire_branches
 from lancens_cli.service.prune_compact import Compaction, compact_table
+from lancens_cli.service.prune_expire import expire_listed
 from lancens_cli.service.prune_policy import PrunePolicy
 from lancens_cli.service.prune_protect import TablePlan, manifest_file, version_times
 from lancens_cli.store.storage import check_relative
@@ -230,22 +231,9 @@ def execute_plan(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: 
         return ds
     if ds is None:
         ds = lance.dataset(ns.storage.uri(plan.location), storage_options=ns.storage.lance_options)
-    arguments = {
-        "older_than": policy.older_than,
-        "versions": plan.expire,
-        "error_if_tagged_old_versions": False,
-    }
-    if dry_run:
-        stats = ds.explain_cleanup_old_versions(**arguments).stats
-    else:
-        stats = ds.cleanup_old_versions(**arguments)
-    if dry_run:
-        result.versions_removed = plan.expire[: stats.old_versions]
-    elif stats.old_versions == len(plan.expire):
-        result.versions_removed = list(plan.expire)
-    else:  # Lance kept some (younger by its own clock): which, the listing tells
-        remaining = set(version_times(ns.storage, plan.location))
-        result.versions_removed = [v for v in plan.expire if v not in remaining]
+    result.versions_removed, stats = expire_listed(
+        ds, plan.expire, policy, dry_run, lambda: version_times(ns.storage, plan.location)
+    )
     _count(result, stats)
     if result.versions_removed or result.unpublished_removed or result.branch_versions_removed:
         result.status = "would prune" if dry_run else "pruned"
