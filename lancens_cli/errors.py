@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-_RUST_LOCATION = re.compile(r",\s*/\S+\.rs:\d+:\d+")
+_RUST_LOCATION = re.compile(r",\s*(?:location:\s*)?/\S+\.rs:\d+:\d+")
 
 
 class ExitCode:

@@ -427,3 +427,31 @@ def test_writes_racing_an_evolution_lose_nothing(local_root, files):  # noqa: F8
     assert seen == expected
     findings = ok(local_root, "check", "--json").json()["findings"]
     assert {f["code"] for f in findings} <= {"abandoned_table_write", "unreferenced_data_file"}
+
+
+def test_a_write_into_a_lagging_table_says_what_to_run(local_root, files):  # noqa: F811
+    """A partition table still published at an earlier schema generation (an evolution killed
+    before its publish; set back here through the project's own commit path) makes `write`
+    fail in words naming `evolve-schema`, publishing nothing; after it, the write lands."""
+    from lancens_cli.service.namespace import Namespace
+
+    ok(local_root, "add-partition-spec", "--schema", files("s.parquet", rows(1, 0)),
+       "--field", "bucket(2, id)")  # fmt: skip
+    ok(local_root, "write", "--from", files("a.parquet", rows(40, 3)))
+    ok(local_root, "evolve-schema", "--add", "score float64")
+    lagging = partition_tables(local_root)[0]
+    ns = Namespace.from_properties({"root": local_root.uri})
+    ns.manifest.mutate(lambda snapshot, edit: edit.replace(lagging["object_id"], read_version=1))
+    before = [(r["object_id"], r["read_version"]) for r in partition_tables(local_root)]
+    more = files("b.parquet", rows(40, 4, start=1000))
+    failed = cli(local_root, "write", "--from", more)
+    assert failed.exit_code == 1
+    assert "evolve-schema" in failed.stderr and ".rs:" not in failed.stderr, failed.stderr
+    assert len(failed.stderr.strip().splitlines()) == 1
+    assert [(r["object_id"], r["read_version"]) for r in partition_tables(local_root)] == before
+    ok(local_root, "evolve-schema")
+    ok(local_root, "write", "--from", more)
+    ids = set()
+    for ds in published(local_root):
+        ids |= set(ds.to_table(columns=["id"])["id"].to_pylist())
+    assert ids == set(range(40)) | set(range(1000, 1040))

@@ -337,8 +337,14 @@ def _commit_append(
         except (OSError, ValueError, RuntimeError) as exc:
             if "conflict" in str(exc).lower():
                 continue
+            why = lance_message(exc)
+            if "different schema" in why:
+                why += (
+                    "; the table is at an earlier schema generation (an evolve-schema did not "
+                    "finish): run `lancens evolve-schema` with no options, then write again"
+                )
             raise InvalidTableStateError(
-                f"cannot write partition table {touch.location!r}: {lance_message(exc)}"
+                f"cannot write partition table {touch.location!r}: {why}"
             ) from None
     raise ConcurrentModificationError(
         f"partition table {touch.location!r} kept changing; gave up after {_TABLE_ATTEMPTS}"
