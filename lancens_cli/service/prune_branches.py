@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from lancens_cli.store.storage import Storage
 
 
-@dataclass
+@dataclass(slots=True)
 class BranchState:
     name: str
     versions: list[VersionInfo]
@@ -40,7 +40,7 @@ class BranchState:
     children: dict[str, int]  # branch -> the version of this branch it starts from
 
 
-@dataclass
+@dataclass(slots=True)
 class BranchPlan:
     name: str
     protected: dict[int, list[str]]

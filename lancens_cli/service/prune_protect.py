@@ -89,13 +89,13 @@ def _span(manifest_versions: set[int]) -> str:
     return f"__manifest v{low}" if low == high else f"__manifest v{low}..v{high}"
 
 
-@dataclass
+@dataclass(slots=True)
 class VersionInfo:
     version: int
     timestamp: datetime
 
 
-@dataclass
+@dataclass(slots=True)
 class TableState:
     """One table as read at the start of its prune."""
 
@@ -151,7 +151,7 @@ def version_files(storage: Storage, location: str) -> dict[int, tuple[str, datet
     return found
 
 
-@dataclass
+@dataclass(slots=True)
 class TableListing:
     """What one listing of a table directory tells prune."""
 
@@ -393,7 +393,7 @@ def clone_needed_versions(
     return needed
 
 
-@dataclass
+@dataclass(slots=True)
 class TablePlan:
     """What stays of one table and why, and what goes."""
 

@@ -34,7 +34,7 @@ from lancens_cli.store.tables import VERSIONS_DIR
 UNREFERENCED_BATCH = 1000  # unreferenced files removed per table and run; the rest next run
 
 
-@dataclass
+@dataclass(slots=True)
 class TableResult:
     object_id: str | None
     location: str
@@ -84,7 +84,7 @@ class TableResult:
         )
 
 
-@dataclass
+@dataclass(slots=True)
 class TableWork:
     """What the driver hands over for one table: everything `run_table` needs besides storage."""
 
