@@ -14,6 +14,11 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("LANCE_LOG", "error")
+# Any Spark a test process starts (the `spark` fixture, or a command run in-process without it)
+# is the same local[2] session: a second master in one process is refused.
+os.environ.setdefault("LANCENS_SPARK_MASTER", "local[2]")
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 S3_KEY = "testing-access-key-AKIAEXAMPLE"
 S3_SECRET = "testing-secret-key-wJalrXUtnFEMI"
 

@@ -111,9 +111,14 @@ def test_kill_rename_local(tmp_path):
 def test_kill_rename_s3(s3_root, tmp_path):
     _build_table(s3_root, "timing")
     runtime = _timed_rename(s3_root, "timing", "timed")  # same size, same store, same load
-    _build_table(s3_root)
     rng = random.Random(11)
     delays = sorted(rng.uniform(0.25, 0.9) * runtime for _ in range(3))
-    outcomes = _kill_and_rerun(s3_root, delays)
-    print(outcomes)
+    for _attempt in range(3):  # a loaded machine may finish faster than the timed run did
+        _build_table(s3_root)
+        outcomes = _kill_and_rerun(s3_root, delays)
+        print(outcomes)
+        if any(o.startswith("killed") for o in outcomes):
+            break
+        assert run_cli(*s3_root.args, "drop", "new", "--yes").exit_code == 0
+        delays = [d * 0.5 for d in delays]
     assert any(o.startswith("killed") for o in outcomes), outcomes
