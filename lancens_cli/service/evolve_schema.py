@@ -31,7 +31,8 @@ from lancens_cli.errors import (
     RefusedError,
     lance_message,
 )
-from lancens_cli.models import KIND_TABLE, Identifier
+from lancens_cli.models import Identifier
+from lancens_cli.partition.rows import partition_table_rows
 from lancens_cli.partition.schema import schema_to_text
 from lancens_cli.partition.schema_evolution import (
     HISTORY_KEY,
@@ -46,7 +47,7 @@ from lancens_cli.partition.schema_evolution import (
 )
 from lancens_cli.partition.spec import SCHEMA_KEY
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioning import PartitionLayout, layout_of
+from lancens_cli.service.partition_layout import PartitionLayout, layout_of
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.storage import Storage
 from lancens_cli.words import plural
@@ -106,12 +107,7 @@ class SchemaEvolution:
 
 def partition_tables(snapshot: ManifestSnapshot, layout: PartitionLayout) -> list[dict[str, Any]]:
     """The `__manifest` rows of every partition table, of every spec version."""
-    prefixes = tuple(spec.namespace + "$" for spec in layout.specs)
-    return [
-        row
-        for row in snapshot.rows
-        if row["object_type"] == KIND_TABLE and row["object_id"].startswith(prefixes)
-    ]
+    return partition_table_rows(snapshot.rows, layout.specs)
 
 
 def _require_main(row: dict[str, Any]) -> None:

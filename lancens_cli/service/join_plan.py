@@ -28,10 +28,11 @@ from typing import Any
 
 from lancens_cli.errors import InvalidInputError, LancensError
 from lancens_cli.models import KIND_TABLE
+from lancens_cli.partition.rows import dotted, split_id
 from lancens_cli.partition.schema import id_of, top_level_ids
 from lancens_cli.partition.spec import TIME_TRANSFORMS, PartitionField, PartitionSpec, Transform
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioning import PartitionLayout, layout_of
+from lancens_cli.service.partition_layout import PartitionLayout, layout_of
 from lancens_cli.words import plural
 
 TABLE_NAME = "dataset"
@@ -502,7 +503,7 @@ def _partition_table(row: dict, specs: list[PartitionSpec], ns: Namespace) -> Pa
     """`v<N>$<level>...$dataset` with one level per field of spec N, else None."""
     if row["object_type"] != KIND_TABLE:
         return None
-    parts = row["object_id"].split("$")
+    parts = split_id(row["object_id"])
     spec = next((s for s in specs if s.namespace == parts[0]), None)
     if spec is None or parts[-1] != TABLE_NAME or len(parts) != len(spec.fields) + 2:
         return None
@@ -724,7 +725,7 @@ class JoinPlan:
 
 
 def _ids(tables: list[PartitionTable]) -> str:
-    return ", ".join(t.object_id.replace("$", ".") for t in tables)
+    return ", ".join(dotted(t.object_id) for t in tables)
 
 
 def _spec_pairs(left: Side, right: Side, all_versions: bool) -> list[tuple[int, int]]:

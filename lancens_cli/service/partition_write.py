@@ -29,12 +29,13 @@ from lancens_cli.errors import (
     lance_message,
 )
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Identifier
+from lancens_cli.partition.rows import child_id, partition_rows, partition_table_rows
 from lancens_cli.partition.schema import schema_to_text
 from lancens_cli.partition.spec import PartitionSpec
 from lancens_cli.service import partition_branch as branches
-from lancens_cli.service.create import namespace_row, table_row
+from lancens_cli.service.catalog_rows import namespace_row, table_row
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioning import (
+from lancens_cli.service.partition_layout import (
     READ_COLUMNS,
     PartitionLayout,
     layout_of,
@@ -239,18 +240,12 @@ class _LevelIndex:
 
     def __init__(self, snapshot: ManifestSnapshot, spec: PartitionSpec) -> None:
         self.children: dict[tuple[str, Any], str] = {}
-        prefix = spec.namespace + "$"
-        for row in sorted(snapshot.rows, key=lambda r: r["object_id"]):
-            oid = row["object_id"]
-            if row["object_type"] != KIND_NAMESPACE or not oid.startswith(prefix):
+        rows = sorted(snapshot.rows, key=lambda r: r["object_id"])
+        for found in partition_rows(rows, [spec], KIND_NAMESPACE):
+            if found.level >= len(spec.fields):
                 continue
-            parts = oid.split("$")
-            level = len(parts) - 2
-            if level >= len(spec.fields):
-                continue
-            value = row.get(spec.fields[level].column)
-            key = ("$".join(parts[:-1]), _key(value))
-            self.children.setdefault(key, oid)
+            value = found.row.get(spec.fields[found.level].column)
+            self.children.setdefault((found.parent, _key(value)), found.object_id)
 
     def find(self, parent: str, value: Any) -> str | None:
         return self.children.get((parent, _key(value)))
@@ -461,11 +456,11 @@ def _prepare(
         if existing is None:
             key = (parent, _key(touch.values[level]))
             if key not in fresh or fresh[key] in snapshot:
-                fresh[key] = f"{parent}${partition_namespace_name()}"
+                fresh[key] = child_id(parent, partition_namespace_name())
             existing = fresh[key]
         parent = existing
         path.append(parent)
-    table_id = f"{path[-1]}${TABLE_NAME}" if path else f"{spec.namespace}${TABLE_NAME}"
+    table_id = child_id(path[-1] if path else spec.namespace, TABLE_NAME)
     row = snapshot.get(table_id)
     if row is not None and row["object_type"] == KIND_TABLE:
         if touch.created and touch.location != row["location"]:
@@ -612,13 +607,10 @@ def _pin_unversioned(ns: Namespace, snapshot: ManifestSnapshot, spec: PartitionS
     """
     import lance
 
-    prefix = spec.namespace + "$"
     loose = [
         row
-        for row in snapshot.rows
-        if row["object_type"] == KIND_TABLE
-        and row["object_id"].startswith(prefix)
-        and branches.ref_of(row) == (None, None, None)
+        for row in partition_table_rows(snapshot.rows, [spec])
+        if branches.ref_of(row) == (None, None, None)
     ]
     if not loose:
         return False
