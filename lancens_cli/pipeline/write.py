@@ -293,7 +293,7 @@ def _commit_plain(
 
     from lancens_cli.errors import InvalidTableStateError, lance_message
     from lancens_cli.service.create import register_new_table
-    from lancens_cli.service.partition_write import commit_new_table
+    from lancens_cli.store.partition_tables import commit_new_table
 
     ns = opts.namespace()
     ident = opts.ident()

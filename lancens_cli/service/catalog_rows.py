@@ -7,14 +7,11 @@ partitioned writes) so that each of them speaks the same words without importing
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from lancens_cli.errors import NamespaceAlreadyExistsError, TableAlreadyExistsError
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Identifier
 from lancens_cli.store.manifest import ManifestSnapshot, decode_properties, encode_properties
-
-if TYPE_CHECKING:
-    from lancens_cli.service.namespace import Namespace
 
 # Table-row metadata keys we use for crash-safe renames (see service/rename.py).
 RENAME_INTENT_KEY = "lancens.rename_to"
@@ -45,7 +42,13 @@ def namespace_row(object_id: str, properties: dict[str, str] | None = None, **co
     }
 
 
-def refuse_taken(ns: Namespace, ident: Identifier, snapshot: ManifestSnapshot) -> None:
+class _Catalog(Protocol):
+    """What `refuse_taken` asks of a namespace (service/namespace.py's `Namespace`)."""
+
+    def kind_of(self, ident: Identifier, snapshot: ManifestSnapshot) -> str | None: ...
+
+
+def refuse_taken(ns: _Catalog, ident: Identifier, snapshot: ManifestSnapshot) -> None:
     """Raise the right 'already exists' error if anything answers to `ident`."""
     existing = ns.kind_of(ident, snapshot)
     if existing == KIND_NAMESPACE:

@@ -7,6 +7,7 @@ Child namespaces exist only in the manifest.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +55,10 @@ class TableRef:
 class Namespace:
     """One directory namespace: its configuration, its storage and its `__manifest`."""
 
-    def __init__(self, config: NamespaceConfig) -> None:
+    def __init__(
+        self, config: NamespaceConfig, on_warning: Callable[[str], None] | None = None
+    ) -> None:
+        """`on_warning` takes the store's warnings (the command line prints them)."""
         self.config = config
         self.storage = Storage(config)
         self.manifest = ManifestStore(
@@ -62,6 +66,8 @@ class Namespace:
             retries=config.commit_retries,
             build_indexes=config.inline_optimization_enabled,
         )
+        if on_warning is not None:
+            self.manifest.on_warning = on_warning
 
     @classmethod
     def from_properties(cls, properties: dict[str, object]) -> Namespace:
