@@ -33,7 +33,7 @@ def validate_name(part: str) -> str:
         raise InvalidInputError(f"invalid name {part!r}: it is not valid UTF-8") from None
     if part in (".", ".."):
         raise InvalidInputError(f"invalid name {part!r}: '.' and '..' are not names")
-    for bad in ("$", "/", "\\"):
+    for bad in (OBJECT_ID_DELIMITER, "/", "\\"):
         if bad in part:
             raise InvalidInputError(f"invalid name {part!r}: it contains {bad!r}")
     if _CONTROL.search(part):

@@ -78,7 +78,10 @@ class Session:
                 "commit_retries": self.commit_retries,
             }
             storage = parse_key_values(self.storage, "storage option")
-            self._namespace = Namespace(resolve_config(flags, storage, self.profile))
+            self._namespace = Namespace(
+                resolve_config(flags, storage, self.profile),
+                on_warning=lambda text: sys.stderr.write(f"warning: {text}\n"),
+            )
         return self._namespace
 
     def ident(self, text: str | None):

@@ -2,40 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from lancens_cli.cli.app import app
 from lancens_cli.cli.common import SESSION, command
-
-
-def load_schema_source(path: str) -> Any:
-    """An Arrow schema from a JSON Arrow schema file, a Parquet file or a Lance table."""
-    import os
-
-    from lancens_cli.errors import InvalidInputError
-
-    if os.path.isdir(path):
-        import lance
-
-        try:
-            return lance.dataset(path).schema
-        except (ValueError, OSError, RuntimeError):
-            raise InvalidInputError(f"--schema {path}: not a Lance table") from None
-    if path.lower().endswith(".parquet"):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        try:
-            return pq.read_schema(path)
-        except (OSError, pa.ArrowException) as exc:
-            raise InvalidInputError(
-                f"--schema {path}: not a readable Parquet file: {exc}"
-            ) from None
-    from lancens_cli.schema_json import load_schema_file
-
-    return load_schema_file(path)
 
 
 @command(app, "add-partition-spec")
@@ -82,6 +54,7 @@ def add_partition_spec(
     from lancens_cli.partition.field_syntax import parse_field
     from lancens_cli.schema_json import read_json_file
     from lancens_cli.service.partitioning import add_partition_spec as add
+    from lancens_cli.store.schema_sources import load_schema_source
 
     if (field is None) == (spec is None):
         raise InvalidInputError("give the fields with --field (repeatable) or --spec FILE")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from lancens_cli.models import OBJECT_ID_DELIMITER
 from lancens_cli.partition.predicate import (
     FALSE,
     TRUE,
@@ -57,7 +58,7 @@ class VersionPlan:
 
     @property
     def prefix(self) -> str:
-        return f"v{self.spec_id}$"
+        return f"v{self.spec_id}{OBJECT_ID_DELIMITER}"
 
     def clause(self) -> str | None:
         """This version's part of the `__manifest` filter (None when it keeps nothing)."""

@@ -436,14 +436,15 @@ def _dry_run(frame: Any, ns: Any, into: Any, schema: Any, result: IngestResult) 
         .sum("rows")
     )
     index = _LevelIndex(snapshot, spec)
+    from lancens_cli.partition.rows import child_id
     from lancens_cli.pipeline.write_task import decode_value
-    from lancens_cli.service.partition_write import PartitionTouch, _locate
+    from lancens_cli.service.partition_write import TABLE_NAME, PartitionTouch, _locate
 
     fields = [f.field_id for f in spec.fields]
     for key, rows in counted.collect():
         values = tuple(decode_value(v) for v in json.loads(key))
         found = _locate(PartitionTouch(values, None), spec, index)
-        exists = found[-1] is not None and f"{found[-1]}$dataset" in snapshot
+        exists = found[-1] is not None and child_id(found[-1], TABLE_NAME) in snapshot
         result.rows += int(rows)
         result.partitions.append(
             {

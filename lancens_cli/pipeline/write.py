@@ -98,16 +98,14 @@ def _plan(opts: SourceOptions, spark_schema: Any, overwrite: bool) -> WritePlan:
     ident = opts.ident()
     branch = check_ref_name(opts.extra.get("branch"), "the branch option")
     if ident is None:
+        from lancens_cli.partition.rows import partition_table_rows
         from lancens_cli.service.partition_write import _LevelIndex, partitioned_target
 
         snapshot, layout = partitioned_target(ns)
         check_columns(spark_schema, layout.schema)
         spec = layout.current
-        prefix = spec.namespace + "$"
         tables = {
-            row["object_id"]: row["location"]
-            for row in snapshot.rows
-            if row["object_type"] == "table" and row["object_id"].startswith(prefix)
+            row["object_id"]: row["location"] for row in partition_table_rows(snapshot.rows, [spec])
         }
         children = _LevelIndex(snapshot, spec).children
         return WritePlan(
@@ -164,7 +162,7 @@ def refuse_partition_table(snapshot: Any, ident: Any) -> None:
     """A table below a spec-version namespace is a partition: its rows go in through the
     partitioned write (`save()` with no identifier), which keeps them in their partition."""
     from lancens_cli.errors import InvalidInputError
-    from lancens_cli.service.partitioning import layout_of
+    from lancens_cli.service.partition_layout import layout_of
 
     layout = layout_of(snapshot) if snapshot.exists else None
     if layout is None or ident.is_root:
@@ -295,7 +293,7 @@ def _commit_plain(
 
     from lancens_cli.errors import InvalidTableStateError, lance_message
     from lancens_cli.service.create import register_new_table
-    from lancens_cli.service.partition_write import commit_new_table
+    from lancens_cli.store.partition_tables import commit_new_table
 
     ns = opts.namespace()
     ident = opts.ident()

@@ -190,6 +190,7 @@ def _write_partitioned(plan: WritePlan, storage: Any, chunk: list[Any], written:
 
 def _place(plan: WritePlan, touch: Any) -> tuple[Any, dict[str, Any]]:
     """The partition's table: the existing one, or the job's directory for a new one."""
+    from lancens_cli.partition.rows import child_id
     from lancens_cli.service.partition_write import TABLE_NAME, value_key
 
     parent, path, new = plan.spec.namespace, [], False
@@ -197,10 +198,10 @@ def _place(plan: WritePlan, touch: Any) -> tuple[Any, dict[str, Any]]:
         child = None if new else plan.children.get((parent, value_key(value)))
         if child is None:
             new = True
-            child = f"{parent}${plan.child_name(parent, value)}"
+            child = child_id(parent, plan.child_name(parent, value))
         path.append(child)
         parent = child
-    table_id = f"{parent}${TABLE_NAME}"
+    table_id = child_id(parent, TABLE_NAME)
     entry = {
         "table_id": table_id,
         "location": plan.tables.get(table_id) or plan.new_location(table_id),

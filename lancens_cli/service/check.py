@@ -22,17 +22,23 @@ from lancens_cli.models import (
     KIND_NAMESPACE,
     KIND_TABLE,
     MANIFEST_TABLE,
+    OBJECT_ID_DELIMITER,
     STATE_DECLARED,
     STATE_UNCOMMITTED,
     Identifier,
     to_plain,
     validate_name,
 )
-from lancens_cli.service.create import table_row
-from lancens_cli.service.namespace import RENAME_INTENT_KEY, RENAMED_FROM_KEY, Namespace
+from lancens_cli.partition.rows import split_id, top_namespace
+from lancens_cli.service.catalog_rows import (
+    RENAME_INTENT_KEY,
+    RENAMED_FROM_KEY,
+    rename_intent,
+    table_row,
+)
+from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partition_check import check_partitions, fix_partitions
 from lancens_cli.service.published_check import check_published
-from lancens_cli.service.rename import rename_intent
 from lancens_cli.store.manifest import (
     BASE_COLUMNS,
     KNOWN_READER_FLAGS,
@@ -220,7 +226,7 @@ def _check_rows(ns, snapshot, rows, report, delimiter, grace: timedelta, progres
         object_id, kind, location = row["object_id"], row["object_type"], row["location"]
         name = Identifier.from_object_id(object_id).display(delimiter)
         try:
-            for part in object_id.split("$"):
+            for part in split_id(object_id):
                 validate_name(part)
         except InvalidInputError as exc:
             report.add("invalid_object_id", name, location, exc.message)
@@ -357,7 +363,7 @@ def _check_orphans(
             object_id = v2_location_object_id(entry.name)
             name = Identifier.from_object_id(object_id).display(delimiter) if object_id else None
         unpublished = (
-            not v1_hidden and bool(object_id) and object_id.split("$", 1)[0] in spec_namespaces
+            not v1_hidden and bool(object_id) and top_namespace(object_id) in spec_namespaces
         )
         if unpublished or uncommitted_write(ns.storage, entry.name) is not None:
             what = UNPUBLISHED_PARTITION if unpublished else UNCOMMITTED_WRITE
@@ -403,7 +409,7 @@ def _registrable(ns: Namespace, snapshot: ManifestSnapshot, object_id: str | Non
     if not object_id or not ns.config.manifest_enabled:
         return False
     try:
-        for part in object_id.split("$"):
+        for part in split_id(object_id):
             validate_name(part)
     except InvalidInputError:
         return False
@@ -457,8 +463,8 @@ def _check_unreferenced_data(
         for row in snapshot.rows
         if row["object_type"] == KIND_TABLE
         and row.get("location")
-        and row["object_id"].split("$", 1)[0] in spec_namespaces
-        and "$" in row["object_id"]
+        and top_namespace(row["object_id"]) in spec_namespaces
+        and OBJECT_ID_DELIMITER in row["object_id"]
     ]
     if not tables:
         return

@@ -13,7 +13,6 @@ from typing import Any
 
 from lancens_cli.errors import (
     InvalidInputError,
-    NamespaceAlreadyExistsError,
     TableAlreadyExistsError,
     UnsupportedError,
 )
@@ -26,9 +25,10 @@ from lancens_cli.models import (
     ChangeSet,
     Identifier,
 )
+from lancens_cli.service.catalog_rows import namespace_row, refuse_taken, table_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partition_refusals import refuse_spec_names
-from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot, encode_properties
+from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.tables import (
     VERSIONS_DIR,
     table_state,
@@ -38,37 +38,6 @@ from lancens_cli.store.tables import (
     write_new_table,
     write_reserved_marker,
 )
-
-
-def table_row(object_id: str, location: str, properties: dict[str, str] | None) -> dict:
-    return {
-        "object_id": object_id,
-        "object_type": KIND_TABLE,
-        "location": location,
-        "metadata": encode_properties(properties),
-        "base_objects": None,
-    }
-
-
-def namespace_row(object_id: str, properties: dict[str, str] | None = None, **columns) -> dict:
-    """A namespace row; `columns` are extra ones (a partition namespace's values)."""
-    return {
-        "object_id": object_id,
-        "object_type": KIND_NAMESPACE,
-        "location": None,
-        "metadata": encode_properties(properties),
-        "base_objects": None,
-        **columns,
-    }
-
-
-def refuse_taken(ns: Namespace, ident: Identifier, snapshot: ManifestSnapshot) -> None:
-    """Raise the right 'already exists' error if anything answers to `ident`."""
-    existing = ns.kind_of(ident, snapshot)
-    if existing == KIND_NAMESPACE:
-        raise NamespaceAlreadyExistsError(f"namespace {ident.display()} already exists")
-    if existing == KIND_TABLE:
-        raise TableAlreadyExistsError(f"table {ident.display()} already exists")
 
 
 def create_namespace(

@@ -18,15 +18,16 @@ from lancens_cli.errors import (
 from lancens_cli.models import (
     KIND_NAMESPACE,
     KIND_TABLE,
+    OBJECT_ID_DELIMITER,
     SOURCE_DIRECTORY,
     STATE_OK,
     Change,
     ChangeSet,
     Identifier,
 )
-from lancens_cli.service.create import refuse_taken, table_row
+from lancens_cli.service.catalog_rows import DROPPING_KEY, refuse_taken, table_row
 from lancens_cli.service.dependents import attach, outside_dependents, refuse
-from lancens_cli.service.namespace import DROPPING_KEY, Namespace
+from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.namespace import stale_rename_sources as renamed_away
 from lancens_cli.service.partition_refusals import refuse_spec_names
 from lancens_cli.store.manifest import (
@@ -89,7 +90,7 @@ def _plan_drop(ns: Namespace, ident: Identifier, cascade: bool, delimiter: str) 
                 "use --cascade to drop it with everything in it"
             )
         # Deepest first, so a namespace goes after everything in it.
-        ordered = sorted(below, key=lambda r: -r["object_id"].count("$"))
+        ordered = sorted(below, key=lambda r: -r["object_id"].count(OBJECT_ID_DELIMITER))
         changes = [
             Change(
                 "drop",

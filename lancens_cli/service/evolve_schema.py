@@ -31,7 +31,8 @@ from lancens_cli.errors import (
     RefusedError,
     lance_message,
 )
-from lancens_cli.models import KIND_TABLE, Identifier
+from lancens_cli.models import Identifier
+from lancens_cli.partition.rows import partition_table_rows
 from lancens_cli.partition.schema import schema_to_text
 from lancens_cli.partition.schema_evolution import (
     HISTORY_KEY,
@@ -46,13 +47,13 @@ from lancens_cli.partition.schema_evolution import (
 )
 from lancens_cli.partition.spec import SCHEMA_KEY
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioning import PartitionLayout, layout_of
+from lancens_cli.service.partition_layout import PartitionLayout, layout_of
+from lancens_cli.store.commit import TABLE_COMMIT_ATTEMPTS, retry_on_conflict
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.storage import Storage
 from lancens_cli.words import plural
 
 _WORKERS = 4  # partition tables altered at once (Lance commits spend their time in I/O)
-_ATTEMPTS = 20  # tries per table when another writer commits to it meanwhile
 _ROUNDS = 20  # publish rounds when partitions changed under us
 
 
@@ -106,12 +107,7 @@ class SchemaEvolution:
 
 def partition_tables(snapshot: ManifestSnapshot, layout: PartitionLayout) -> list[dict[str, Any]]:
     """The `__manifest` rows of every partition table, of every spec version."""
-    prefixes = tuple(spec.namespace + "$" for spec in layout.specs)
-    return [
-        row
-        for row in snapshot.rows
-        if row["object_type"] == KIND_TABLE and row["object_id"].startswith(prefixes)
-    ]
+    return partition_table_rows(snapshot.rows, layout.specs)
 
 
 def _require_main(row: dict[str, Any]) -> None:
@@ -222,33 +218,33 @@ def bring_table(storage: Storage, job: Brought, schema: Any, history: list[Any])
 
     uri = storage.uri(job.location)
     options = storage.lance_options
-    for _ in range(_ATTEMPTS):
-        try:
-            dataset = lance.dataset(uri, storage_options=options)
-            base = job.base_version if job.base_version is not None else dataset.version
-            if dataset.version != base:  # unpublished versions after ours: set them aside
-                dataset = lance.LanceDataset.commit(
-                    uri,
-                    lance.LanceOperation.Restore(base),
-                    read_version=dataset.version,
-                    max_retries=0,
-                    storage_options=options,
-                )
-            steps = table_steps(dataset.schema, schema, history)
-            if steps.empty:
-                return dataset.version
-            start = dataset.version
-            commits = _apply(dataset, steps)
-            if dataset.version == start + commits:
-                return dataset.version
-        except (OSError, ValueError, RuntimeError) as exc:
-            if "conflict" in str(exc).lower() or "retry" in str(exc).lower():
-                continue
-            raise InvalidTableStateError(
-                f"cannot bring partition table {job.location!r} to the schema: {lance_message(exc)}"
-            ) from None
-    raise ConcurrentModificationError(
-        f"partition table {job.location!r} kept changing; gave up after {_ATTEMPTS} tries"
+
+    def attempt() -> int | None:
+        dataset = lance.dataset(uri, storage_options=options)
+        base = job.base_version if job.base_version is not None else dataset.version
+        if dataset.version != base:  # unpublished versions after ours: set them aside
+            dataset = lance.LanceDataset.commit(
+                uri,
+                lance.LanceOperation.Restore(base),
+                read_version=dataset.version,
+                max_retries=0,
+                storage_options=options,
+            )
+        steps = table_steps(dataset.schema, schema, history)
+        if steps.empty:
+            return dataset.version
+        start = dataset.version
+        commits = _apply(dataset, steps)
+        return dataset.version if dataset.version == start + commits else None
+
+    return retry_on_conflict(
+        attempt,
+        also=("retry",),
+        failed=lambda exc: InvalidTableStateError(
+            f"cannot bring partition table {job.location!r} to the schema: {lance_message(exc)}"
+        ),
+        gave_up=f"partition table {job.location!r} kept changing; gave up after "
+        f"{TABLE_COMMIT_ATTEMPTS} tries",
     )
 
 

@@ -7,6 +7,7 @@ Child namespaces exist only in the manifest.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,10 +21,16 @@ from lancens_cli.errors import (
 from lancens_cli.models import (
     KIND_NAMESPACE,
     KIND_TABLE,
+    OBJECT_ID_DELIMITER,
     SOURCE_BOTH,
     SOURCE_DIRECTORY,
     SOURCE_MANIFEST,
     Identifier,
+)
+from lancens_cli.service.catalog_rows import (  # noqa: F401 (callers import the keys here)
+    DROPPING_KEY,
+    RENAME_INTENT_KEY,
+    RENAMED_FROM_KEY,
 )
 from lancens_cli.store.manifest import (
     ManifestSnapshot,
@@ -33,12 +40,6 @@ from lancens_cli.store.manifest import (
 )
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import V1_SUFFIX, is_deregistered, v1_location
-
-# Table-row metadata keys we use for crash-safe renames (see service/rename.py).
-RENAME_INTENT_KEY = "lancens.rename_to"
-RENAMED_FROM_KEY = "lancens.renamed_from"
-# Set on a table row in the commit before drop deletes its data (see service/drop.py).
-DROPPING_KEY = "lancens.dropping"
 
 
 @dataclass
@@ -54,7 +55,10 @@ class TableRef:
 class Namespace:
     """One directory namespace: its configuration, its storage and its `__manifest`."""
 
-    def __init__(self, config: NamespaceConfig) -> None:
+    def __init__(
+        self, config: NamespaceConfig, on_warning: Callable[[str], None] | None = None
+    ) -> None:
+        """`on_warning` takes the store's warnings (the command line prints them)."""
         self.config = config
         self.storage = Storage(config)
         self.manifest = ManifestStore(
@@ -62,6 +66,8 @@ class Namespace:
             retries=config.commit_retries,
             build_indexes=config.inline_optimization_enabled,
         )
+        if on_warning is not None:
+            self.manifest.on_warning = on_warning
 
     @classmethod
     def from_properties(cls, properties: dict[str, object]) -> Namespace:
@@ -95,7 +101,7 @@ class Namespace:
         for entry in self.storage.list_dir():
             if entry.is_dir and entry.name.endswith(V1_SUFFIX) and len(entry.name) > 6:
                 name = entry.name[: -len(V1_SUFFIX)]
-                if "$" not in name:
+                if OBJECT_ID_DELIMITER not in name:
                     found[name] = entry.name
         return found
 

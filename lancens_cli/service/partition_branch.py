@@ -21,9 +21,9 @@ from lancens_cli.errors import (
     InvalidInputError,
     InvalidTableStateError,
     RefusedError,
-    lance_message,
 )
 from lancens_cli.models import Identifier
+from lancens_cli.store.partition_tables import open_partition_table
 from lancens_cli.store.storage import Storage
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -63,17 +63,6 @@ def published_branch(dataset: Any, row: dict[str, Any]) -> str | None:
     return None if branch in (None, "main") else str(branch)
 
 
-def branch_uri(storage: Storage, location: str, branch: str) -> str:
-    """Where a branch keeps its own data files (`tree/<branch>/`, REFERENCE.md)."""
-    return storage.uri(f"{location}/tree/{branch}")
-
-
-def _open(storage: Storage, location: str) -> Any:
-    import lance
-
-    return lance.dataset(storage.uri(location), storage_options=storage.lance_options)
-
-
 def resolve_bases(storage: Storage, touches: list[Any]) -> None:
     """Resolve each existing partition's published line and refuse a write that cannot go on it.
 
@@ -85,7 +74,7 @@ def resolve_bases(storage: Storage, touches: list[Any]) -> None:
             continue
         version, branch, tag = touch.base_ref
         if tag is not None:
-            found = (_open(storage, touch.location).tags.list() or {}).get(tag)
+            found = (open_partition_table(storage, touch.location).tags.list() or {}).get(tag)
             if found is None:
                 raise InvalidTableStateError(
                     f"partition table {touch.location!r}: published tag {tag!r} does not exist; "
@@ -109,7 +98,7 @@ def _require_line(storage: Storage, touch: Any) -> None:
         return
     if touch.base_branch == touch.branch:
         return
-    info = (_open(storage, touch.location).branches.list() or {}).get(touch.branch)
+    info = (open_partition_table(storage, touch.location).branches.list() or {}).get(touch.branch)
     if info is None:
         return  # created from the published version when the write commits
     parent = info.get("parent_branch")
@@ -121,59 +110,3 @@ def _require_line(storage: Storage, touch: Any) -> None:
             f"published {touch.base_branch or 'main'} version {touch.base_version}: write to "
             "another branch"
         )
-
-
-def head(storage: Storage, touch: Any) -> Any:
-    """The latest version of the line the write commits on (created from the base if new)."""
-    dataset = _open(storage, touch.location)
-    if touch.branch is None:
-        return dataset
-    for _ in range(3):
-        if touch.branch in (dataset.branches.list() or {}):
-            return dataset.checkout_version((touch.branch, None))
-        base = touch.base_version if touch.base_version is not None else dataset.version
-        try:
-            return dataset.create_branch(touch.branch, (touch.base_branch, base))
-        except (OSError, RuntimeError, ValueError) as exc:
-            error = exc  # a concurrent writer created it first: look again
-    raise InvalidTableStateError(
-        f"cannot create branch {touch.branch!r} of {touch.location!r}: {lance_message(error)}"
-    )
-
-
-def fragments_uri(storage: Storage, touch: Any) -> str:
-    """Where the touch's data files go: the table's `data/`, or its branch's."""
-    if touch.branch is None:
-        return storage.uri(touch.location)
-    return branch_uri(storage, touch.location, touch.branch)
-
-
-def start_on_branch(storage: Storage, touch: Any) -> int:
-    """A new partition table (its empty version 1 on `main` written) gets its rows on the
-    write's branch; the branch version they are in."""
-    import lance
-
-    dataset = _open(storage, touch.location)
-    if touch.branch not in (dataset.branches.list() or {}):
-        dataset.create_branch(touch.branch, (None, dataset.version))
-    line = dataset.checkout_version((touch.branch, None))
-    if touch.fragments is None:
-        touch.fragments = lance.fragment.write_fragments(
-            touch.rows,
-            fragments_uri(storage, touch),
-            schema=touch.rows.schema,
-            storage_options=storage.lance_options,
-        )
-    done = lance.LanceDataset.commit(
-        line,
-        lance.LanceOperation.Append(touch.fragments),
-        read_version=line.version,
-        max_retries=0,
-        storage_options=storage.lance_options,
-    )
-    return int(done.version)
-
-
-def empty_like(rows: Any) -> Any:
-    """No rows, the same schema: `main`'s version 1 of a partition created on a branch."""
-    return rows.slice(0, 0)

@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, MANIFEST_TABLE
+from lancens_cli.partition.rows import dotted, partition_rows
 from lancens_cli.partition.spec import PartitionSpec
-from lancens_cli.service.create import namespace_row
+from lancens_cli.service.catalog_rows import namespace_row
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioning import (
+from lancens_cli.service.partition_layout import (
     PartitionLayout,
     layout_of,
     manifest_columns,
@@ -81,23 +82,19 @@ def check_partitions(ns: Namespace, snapshot: ManifestSnapshot, report: Any) -> 
 def _check_inheritance(snapshot: ManifestSnapshot, layout: PartitionLayout, report: Any) -> None:
     """Every row carries the partition values of all its ancestors (spec, Appendix C)."""
     for spec in layout.specs:
-        prefix = spec.namespace + "$"
-        for row in snapshot.rows:
-            oid = row["object_id"]
-            if not oid.startswith(prefix):
-                continue
-            parts = oid.split("$")
-            for depth in range(2, len(parts)):
-                ancestor = snapshot.get("$".join(parts[:depth]))
+        for found in partition_rows(snapshot.rows, [spec]):
+            row = found.row
+            for depth in range(2, len(found.parts)):
+                ancestor = snapshot.get(found.ancestor(depth))
                 if ancestor is None:
                     continue
                 level = spec.fields[depth - 2] if depth - 2 < len(spec.fields) else None
                 if level is not None and ancestor.get(level.column) != row.get(level.column):
                     report.add(
                         "partition_value_mismatch",
-                        oid.replace("$", "."),
+                        dotted(found.object_id),
                         row.get("location"),
-                        f"{level.column} differs from its ancestor {'.'.join(parts[:depth])}",
+                        f"{level.column} differs from its ancestor {dotted(found.ancestor(depth))}",
                     )
 
 
@@ -130,7 +127,7 @@ def fix_partitions(ns: Namespace, report: Any) -> None:
     for object_id in unknown:
         report.add(
             "partition_values_unknown",
-            object_id.replace("$", "."),
+            dotted(object_id),
             None,
             "an empty partition table: its partition values cannot be found again from data",
         )
@@ -143,23 +140,19 @@ def _rebuild_values(
     values_of: dict[str, dict[str, Any]] = {}
     unknown = []
     for spec in layout.specs:
-        prefix = spec.namespace + "$"
-        for row in snapshot.rows:
-            oid = row["object_id"]
-            if row["object_type"] != KIND_TABLE or not oid.startswith(prefix):
-                continue
+        for found in partition_rows(snapshot.rows, [spec], KIND_TABLE):
+            row, oid = found.row, found.object_id
             values, version = _values_from_data(ns, row, spec, layout)
             if values is None:
                 unknown.append(oid)
                 continue
-            parts = oid.split("$")
             # the rewrite lost read_version too: pin what is there now, so that a later
             # write's unpublished versions do not become visible as "the latest"
             values_of[oid] = {**values, "read_version": row.get("read_version") or version}
-            for depth in range(2, len(parts)):
+            for depth in range(2, len(found.parts)):
                 level_fields = spec.fields[: depth - 1]
                 values_of.setdefault(
-                    "$".join(parts[:depth]), {f.column: values[f.column] for f in level_fields}
+                    found.ancestor(depth), {f.column: values[f.column] for f in level_fields}
                 )
     for oid, values in values_of.items():
         if snapshot.get(oid) is not None:

@@ -22,7 +22,8 @@ from lancens_cli.errors import (
     RefusedError,
     lance_message,
 )
-from lancens_cli.models import KIND_TABLE, Identifier
+from lancens_cli.models import Identifier
+from lancens_cli.partition.rows import partition_table_rows
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partition_branch import check_ref_name, published_branch, ref_of
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
@@ -104,12 +105,7 @@ def tag_partitions(
 
     check_ref_name(name, "tag")
     snapshot, layout = partitioned_target(ns)
-    prefixes = tuple(spec.namespace + "$" for spec in layout.specs)
-    rows = [
-        r
-        for r in snapshot.rows
-        if r["object_type"] == KIND_TABLE and r["object_id"].startswith(prefixes)
-    ]
+    rows = partition_table_rows(snapshot.rows, layout.specs)
     planned = [_plan_table(ns, row, name) for row in sorted(rows, key=lambda r: r["object_id"])]
     taken = [t for t in planned if t.action == "move"]
     if taken and not force:

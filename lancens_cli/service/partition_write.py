@@ -24,29 +24,34 @@ from lancens_cli import interrupt
 from lancens_cli.errors import (
     ConcurrentModificationError,
     InvalidInputError,
-    InvalidTableStateError,
     RefusedError,
-    lance_message,
 )
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Identifier
+from lancens_cli.partition.rows import child_id, partition_rows, partition_table_rows
 from lancens_cli.partition.schema import schema_to_text
 from lancens_cli.partition.spec import PartitionSpec
 from lancens_cli.service import partition_branch as branches
-from lancens_cli.service.create import namespace_row, table_row
+from lancens_cli.service.catalog_rows import namespace_row, table_row
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioning import (
+from lancens_cli.service.partition_layout import (
     READ_COLUMNS,
     PartitionLayout,
     layout_of,
     manifest_columns,
 )
 from lancens_cli.store.manifest import PARTITIONED_WRITER_FLAG, ManifestEdit, ManifestSnapshot
+from lancens_cli.store.partition_tables import (
+    commit_new_table,
+    commit_on_base,
+    empty_like,
+    read_back,
+    start_on_branch,
+)
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import VERSIONS_DIR, v2_location, write_new_table
 
 TABLE_NAME = "dataset"
 _BASE36 = "abcdefghijklmnopqrstuvwxyz0123456789"
-_TABLE_ATTEMPTS = 20
 _REBASES = 20
 _WRITERS = 4  # partition tables written at once
 
@@ -239,18 +244,12 @@ class _LevelIndex:
 
     def __init__(self, snapshot: ManifestSnapshot, spec: PartitionSpec) -> None:
         self.children: dict[tuple[str, Any], str] = {}
-        prefix = spec.namespace + "$"
-        for row in sorted(snapshot.rows, key=lambda r: r["object_id"]):
-            oid = row["object_id"]
-            if row["object_type"] != KIND_NAMESPACE or not oid.startswith(prefix):
+        rows = sorted(snapshot.rows, key=lambda r: r["object_id"])
+        for found in partition_rows(rows, [spec], KIND_NAMESPACE):
+            if found.level >= len(spec.fields):
                 continue
-            parts = oid.split("$")
-            level = len(parts) - 2
-            if level >= len(spec.fields):
-                continue
-            value = row.get(spec.fields[level].column)
-            key = ("$".join(parts[:-1]), _key(value))
-            self.children.setdefault(key, oid)
+            value = found.row.get(spec.fields[found.level].column)
+            self.children.setdefault((found.parent, _key(value)), found.object_id)
 
     def find(self, parent: str, value: Any) -> str | None:
         return self.children.get((parent, _key(value)))
@@ -273,84 +272,6 @@ def _locate(touch: PartitionTouch, spec: PartitionSpec, index: _LevelIndex) -> l
 # --- table commits ----------------------------------------------------------------------------
 
 
-def _commit_append(
-    storage: Storage, touch: PartitionTouch, published: Callable[[PartitionTouch], Any]
-) -> int:
-    """Append the touch's fragments on top of its base version; returns the new version.
-
-    With `touch.overwrite` the commit is an Overwrite instead: the partition then holds only
-    the touch's rows (a dynamic partition overwrite).
-
-    Versions after the base were never published: they are set aside with a Restore of the
-    base first, but only once `published` (a fresh look at `__manifest`) confirms the base is
-    still the published version; otherwise the touch is rebased. Each commit is
-    compare-and-swap (the expected version, no rebase), so the version we record holds
-    exactly the base plus our rows.
-    """
-    import lance
-    from lance.commit import CommitConflictError
-
-    options = storage.lance_options
-    base = touch.base_version
-    for _ in range(_TABLE_ATTEMPTS):
-        try:
-            line = branches.head(storage, touch)  # main, or the write's branch
-            latest = line.version
-            if base is None:  # a table added without one since the write pinned them
-                base = latest
-            if latest != base:
-                if published(touch) != touch.base_ref:
-                    raise _Rebase([touch])
-                restored = lance.LanceDataset.commit(
-                    line,
-                    lance.LanceOperation.Restore(base),
-                    read_version=latest,
-                    max_retries=0,
-                    storage_options=options,
-                )
-                if restored.version != latest + 1:
-                    continue
-                latest = restored.version
-            if touch.fragments is None:
-                touch.fragments = lance.fragment.write_fragments(
-                    touch.rows,
-                    branches.fragments_uri(storage, touch),
-                    schema=touch.rows.schema,
-                    storage_options=options,
-                )
-            operation = (
-                lance.LanceOperation.Overwrite(touch.schema or touch.rows.schema, touch.fragments)
-                if touch.overwrite
-                else lance.LanceOperation.Append(touch.fragments)
-            )
-            done = lance.LanceDataset.commit(
-                line,
-                operation,
-                read_version=latest,
-                max_retries=0,
-                storage_options=options,
-            )
-            if done.version == latest + 1:
-                return done.version
-        except CommitConflictError:
-            continue
-        except (OSError, ValueError, RuntimeError) as exc:
-            if "conflict" in str(exc).lower():
-                continue
-            why = lance_message(exc)
-            if "different schema" in why:
-                why += (
-                    "; the table is at an earlier schema generation (an evolve-schema did not "
-                    "finish): run `lancens evolve-schema` with no options, then write again"
-                )
-            raise InvalidTableStateError(
-                f"cannot write partition table {touch.location!r}: {why}"
-            ) from None
-    raise ConcurrentModificationError(
-        f"partition table {touch.location!r} kept changing; gave up after {_TABLE_ATTEMPTS}"
-    )
-
-
 def _write_table(
     storage: Storage, touch: PartitionTouch, published: Callable[[PartitionTouch], Any]
 ) -> None:
@@ -364,51 +285,18 @@ def _write_table(
             first = touch.fragments if on_main else []
             dataset = commit_new_table(storage, touch.location, first, touch.schema)
         else:
-            rows = touch.rows if on_main else branches.empty_like(touch.rows)
+            rows = touch.rows if on_main else empty_like(touch.rows)
             dataset = write_new_table(storage, touch.location, rows, exclusive=True)
-        touch.version = dataset.version if on_main else branches.start_on_branch(storage, touch)
+        touch.version = dataset.version if on_main else start_on_branch(storage, touch)
         touch.written_to = touch.location
     else:
-        touch.version = _commit_append(storage, touch, published)
+        touch.version = commit_on_base(storage, touch, lambda t: _confirm_base(t, published))
 
 
-def commit_new_table(storage: Storage, location: str, fragments: list[Any], schema: Any) -> Any:
-    """Version 1 of a table whose data files are written already (put-if-not-exists)."""
-    import lance
-
-    try:
-        return lance.LanceDataset.commit(
-            storage.uri(location),
-            lance.LanceOperation.Overwrite(schema, fragments),
-            read_version=None,
-            max_retries=0,
-            storage_options=storage.lance_options,
-            enable_v2_manifest_paths=True,
-        )
-    except (ValueError, OSError, RuntimeError) as exc:
-        raise InvalidTableStateError(
-            f"cannot commit table at {location!r}: {lance_message(exc)}"
-        ) from None
-
-
-def _read_back(storage: Storage, touch: PartitionTouch) -> Any:
-    """The rows of a touch that only has pre-written fragments, to write them elsewhere.
-
-    Needed when our new partition table lost to one a concurrent writer published first:
-    the rows then go to the winner's table (rare; the partition's rows are held meanwhile).
-    """
-    import lance
-
-    uri = storage.uri(touch.location)
-    if not storage.exists(f"{touch.location}/{VERSIONS_DIR}"):
-        first = touch.fragments if touch.branch is None else []
-        commit_new_table(storage, touch.location, first, touch.schema)
-        if touch.branch is not None:
-            branches.start_on_branch(storage, touch)
-    dataset = lance.dataset(uri, storage_options=storage.lance_options)
-    if touch.branch is not None:
-        return dataset.checkout_version((touch.branch, None)).to_table()
-    return dataset.checkout_version(1).to_table()
+def _confirm_base(touch: PartitionTouch, published: Callable[[PartitionTouch], Any]) -> None:
+    """A touch whose base is no longer what `__manifest` publishes is rebased."""
+    if published(touch) != touch.base_ref:
+        raise _Rebase([touch])
 
 
 def _write_tables(
@@ -467,16 +355,16 @@ def _prepare(
         if existing is None:
             key = (parent, _key(touch.values[level]))
             if key not in fresh or fresh[key] in snapshot:
-                fresh[key] = f"{parent}${partition_namespace_name()}"
+                fresh[key] = child_id(parent, partition_namespace_name())
             existing = fresh[key]
         parent = existing
         path.append(parent)
-    table_id = f"{path[-1]}${TABLE_NAME}" if path else f"{spec.namespace}${TABLE_NAME}"
+    table_id = child_id(path[-1] if path else spec.namespace, TABLE_NAME)
     row = snapshot.get(table_id)
     if row is not None and row["object_type"] == KIND_TABLE:
         if touch.created and touch.location != row["location"]:
             if touch.rows is None:
-                touch.rows = _read_back(storage, touch)
+                touch.rows = read_back(storage, touch)
             touch.fragments = None  # our new table lost to another writer's: write there
         touch.created = False
         touch.location = row["location"]
@@ -485,7 +373,7 @@ def _prepare(
     else:
         if not touch.created or touch.table_id != table_id:
             if touch.rows is None:  # pre-written fragments elsewhere: hold their rows
-                touch.rows = _read_back(storage, touch)
+                touch.rows = read_back(storage, touch)
             touch.location = v2_location(table_id)
             touch.fragments = None
         touch.created = True
@@ -618,13 +506,10 @@ def _pin_unversioned(ns: Namespace, snapshot: ManifestSnapshot, spec: PartitionS
     """
     import lance
 
-    prefix = spec.namespace + "$"
     loose = [
         row
-        for row in snapshot.rows
-        if row["object_type"] == KIND_TABLE
-        and row["object_id"].startswith(prefix)
-        and branches.ref_of(row) == (None, None, None)
+        for row in partition_table_rows(snapshot.rows, [spec])
+        if branches.ref_of(row) == (None, None, None)
     ]
     if not loose:
         return False

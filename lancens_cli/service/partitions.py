@@ -12,8 +12,9 @@ from typing import Any
 
 from lancens_cli.errors import InvalidInputError, ManifestError
 from lancens_cli.models import MANIFEST_TABLE, Identifier
+from lancens_cli.partition.rows import top_namespace
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioning import READ_COLUMNS, PartitionLayout, layout_from_metadata
+from lancens_cli.service.partition_layout import READ_COLUMNS, PartitionLayout, layout_from_metadata
 from lancens_cli.store.manifest import KNOWN_READER_FLAGS, READER_FLAGS_KEY
 
 
@@ -104,7 +105,7 @@ def select_partitions(ns: Namespace, where: str | None) -> PartitionSelection:
     by_namespace = {spec.namespace: spec for spec in layout.specs}
     matches = []
     for row in sorted(found, key=lambda r: r["object_id"]):
-        spec = by_namespace.get(row["object_id"].split("$", 1)[0])
+        spec = by_namespace.get(top_namespace(row["object_id"]))
         if spec is None:
             continue
         matches.append(

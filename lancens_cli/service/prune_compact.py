@@ -88,7 +88,7 @@ def compact_table(ns: Namespace, location: str, object_id: str | None, published
 def publish_compacted(ns: Namespace, compactions: list[Compaction]) -> int | None:
     """Publish the compacted partition tables in one `__manifest` commit; its version."""
     from lancens_cli.service import partition_write as pw
-    from lancens_cli.service.partitioning import layout_of
+    from lancens_cli.service.partition_layout import layout_of
 
     pending = [c for c in compactions if c.published is False and c.object_id]
     if not pending:

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from lancens_cli.service.prune_policy import PrunePolicy, show_duration
 from lancens_cli.store.base_paths import base_path_strings, split_manifest_file
 from lancens_cli.store.inspect import version_from_manifest_name
-from lancens_cli.store.storage import Storage, _modified
+from lancens_cli.store.object_storage import modified_of as _modified
+from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import VERSIONS_DIR
 
 if TYPE_CHECKING:

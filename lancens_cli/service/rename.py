@@ -34,15 +34,16 @@ from lancens_cli.errors import (
     TableNotFoundError,
 )
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Change, ChangeSet, Identifier
-from lancens_cli.service.create import refuse_taken, table_row
-from lancens_cli.service.dependents import attach, outside_dependents, refuse
-from lancens_cli.service.namespace import (
+from lancens_cli.service.catalog_rows import (
     DROPPING_KEY,
     RENAME_INTENT_KEY,
     RENAMED_FROM_KEY,
-    Namespace,
-    TableRef,
+    refuse_taken,
+    rename_intent,
+    table_row,
 )
+from lancens_cli.service.dependents import attach, outside_dependents, refuse
+from lancens_cli.service.namespace import Namespace, TableRef
 from lancens_cli.service.partition_refusals import refuse_moving_spec_objects, refuse_spec_names
 from lancens_cli.store.base_paths import relocate_table, spellings
 from lancens_cli.store.manifest import (
@@ -183,17 +184,6 @@ def _require_same(
             f"table {old.display()} was changed by another process while it was being renamed "
             "(dropped, rewritten or written to); nothing was renamed"
         )
-
-
-def rename_intent(row: dict | None) -> dict | None:
-    """The pending rename a table row records, if any."""
-    if not row or not row.get("metadata"):
-        return None
-    text = decode_properties(row["metadata"]).get(RENAME_INTENT_KEY)
-    try:
-        return json.loads(text) if text else None
-    except ValueError:
-        return None
 
 
 def _without(properties: dict[str, str], *keys: str) -> dict[str, str]:

@@ -10,8 +10,6 @@ commits; see REFERENCE.md for what a plain reference writer does to them.
 from __future__ import annotations
 
 import json
-import random
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -19,6 +17,7 @@ from typing import Any, TypeVar
 from lancens_cli import interrupt
 from lancens_cli.errors import ConcurrentModificationError, ManifestError, lance_message
 from lancens_cli.models import MANIFEST_TABLE, OBJECT_ID_DELIMITER
+from lancens_cli.store.commit import COMMIT_ERRORS, backoff, is_conflict
 from lancens_cli.store.storage import Storage
 
 T = TypeVar("T")
@@ -248,6 +247,9 @@ class ManifestStore:
     retries: int = 20
     build_indexes: bool = False
     on_retry: Callable[[int], None] | None = None
+    # Where a warning goes (an index not built): the command line prints it; elsewhere the
+    # `warnings` module has it. The store itself never writes to the terminal.
+    on_warning: Callable[[str], None] = field(default=lambda text: _warn(text))
 
     @property
     def uri(self) -> str:
@@ -363,7 +365,7 @@ class ManifestStore:
             attempt += 1  # a landed metadata commit is progress, not a retry
             if self.on_retry:
                 self.on_retry(attempt)
-            time.sleep(min(0.02 * 2 ** (attempt - 1), 1.0) * random.uniform(0.5, 1.5))
+            backoff(attempt)
         raise ConcurrentModificationError(
             f"__manifest kept changing under us; gave up after {self.retries} retries"
         )
@@ -371,7 +373,6 @@ class ManifestStore:
     def _try_commit(self, snapshot: ManifestSnapshot, table: Any) -> bool:
         """Commit at exactly snapshot.version + 1; False when another writer got there first."""
         import lance
-        from lance.commit import CommitConflictError
 
         options = self.storage.lance_options
         try:
@@ -395,15 +396,12 @@ class ManifestStore:
                 storage_options=options,
             )
             return True
-        except CommitConflictError:
+        except COMMIT_ERRORS as exc:
             self._remove_staged(fragments)
-            return False
-        except (OSError, ValueError, RuntimeError) as exc:
-            self._remove_staged(fragments)
+            if is_conflict(exc):
+                return False
             if snapshot.version == 0 and self.exists():
                 return False  # lost the race to create version 1
-            if "conflict" in str(exc).lower():
-                return False
             raise ManifestError(f"__manifest commit failed: {lance_message(exc)}") from None
 
     def _commit_metadata(self, snapshot: ManifestSnapshot, edit: ManifestEdit) -> bool:
@@ -412,7 +410,6 @@ class ManifestStore:
         A manifest that does not exist yet is first created with its columns and no rows.
         """
         import lance
-        from lance.commit import CommitConflictError
 
         if not snapshot.exists:
             empty = ManifestEdit(snapshot)
@@ -430,10 +427,8 @@ class ManifestStore:
                 storage_options=self.storage.lance_options,
             )
             return True
-        except CommitConflictError:
-            return False
-        except (OSError, ValueError, RuntimeError) as exc:
-            if "conflict" in str(exc).lower():
+        except COMMIT_ERRORS as exc:
+            if is_conflict(exc):
                 return False
             raise ManifestError(
                 f"__manifest metadata cannot be set: {lance_message(exc)}"
@@ -463,9 +458,7 @@ class ManifestStore:
                 ds.create_scalar_index(column, kind, name=name, replace=True)
                 built.append(name)
             except Exception as exc:  # an index is an optimisation; never fail the commit
-                import sys
-
-                print(f"warning: index {name} not built: {exc}", file=sys.stderr)
+                self.on_warning(f"index {name} not built: {exc}")
         return built
 
     def describe_indexes(self) -> list[dict[str, Any]]:
@@ -473,6 +466,12 @@ class ManifestStore:
 
         ds = self.open_dataset()
         return [] if ds is None else index_summaries(ds)
+
+
+def _warn(text: str) -> None:
+    import warnings
+
+    warnings.warn(text, RuntimeWarning, stacklevel=3)
 
 
 def _check_schema(schema: Any) -> None:

@@ -1,0 +1,108 @@
+"""The partition layout of a namespace root, as its `__manifest` records it (spec 004).
+
+The read model every partitioned service starts from: the namespace schema and the specs
+from the table metadata, the `__manifest` columns they need, and what `ls` / `describe` show.
+Changing the layout is `service/partitioning.py`'s job (`add-partition-spec`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lancens_cli.errors import InvalidInputError
+from lancens_cli.partition.rows import partition_table_rows, split_id
+from lancens_cli.partition.schema import schema_from_text
+from lancens_cli.partition.spec import (
+    SCHEMA_KEY,
+    PartitionField,
+    PartitionSpec,
+    all_fields,
+    specs_from_metadata,
+)
+from lancens_cli.store.manifest import ManifestSnapshot
+
+READ_COLUMNS = ("read_version", "read_branch", "read_tag")
+
+
+@dataclass
+class PartitionLayout:
+    """What a snapshot says about partitioning: schema and specs (empty when not partitioned)."""
+
+    schema: Any
+    specs: list[PartitionSpec]
+
+    @property
+    def current(self) -> PartitionSpec:
+        return self.specs[-1]
+
+    @property
+    def fields(self) -> dict[str, PartitionField]:
+        return all_fields(self.specs)
+
+
+def layout_of(snapshot: ManifestSnapshot) -> PartitionLayout | None:
+    """The partition layout of the root, or None when it is not a partitioned namespace."""
+    return layout_from_metadata(snapshot.metadata)
+
+
+def layout_from_metadata(metadata: dict[str, str]) -> PartitionLayout | None:
+    specs = specs_from_metadata(metadata)
+    if not specs:
+        return None
+    text = metadata.get(SCHEMA_KEY)
+    if text is None:
+        raise InvalidInputError("__manifest has partition specs but no namespace schema")
+    return PartitionLayout(schema_from_text(text), specs)
+
+
+def manifest_columns(fields: dict[str, PartitionField]) -> list[Any]:
+    """The `__manifest` columns a partitioned namespace needs (spec: Manifest Table Schema)."""
+    import pyarrow as pa
+
+    columns = [
+        pa.field("read_version", pa.uint64()),
+        pa.field("read_branch", pa.string()),
+        pa.field("read_tag", pa.string()),
+    ]
+    return columns + [pa.field(f.column, f.result_type) for f in fields.values()]
+
+
+def partition_summary(snapshot: ManifestSnapshot) -> dict[str, Any] | None:
+    """What `ls` and `describe` of the root show of a partitioned namespace."""
+    from lancens_cli.schema_json import schema_to_json
+
+    layout = layout_of(snapshot)
+    if layout is None:
+        return None
+    partitions = len(partition_table_rows(snapshot.rows, layout.specs))
+    return {
+        "current_spec": layout.current.id,
+        "spec_versions": [spec.id for spec in layout.specs],
+        "specs": [spec.to_json() for spec in layout.specs],
+        "partitions": partitions,
+        "schema": schema_to_json(layout.schema),
+    }
+
+
+def runtime_properties(snapshot: ManifestSnapshot, object_id: str) -> dict[str, str]:
+    """Spec 004 Appendix E: `partition_spec` of `v<N>`, `partition.<field_id>` of a level."""
+    layout = layout_of(snapshot)
+    if layout is None:
+        return {}
+    parts = split_id(object_id)
+    spec = next((s for s in layout.specs if s.namespace == parts[0]), None)
+    if spec is None:
+        return {}
+    if len(parts) == 1:
+        return {"partition_spec": spec.to_text()}
+    level = len(parts) - 2
+    row = snapshot.get(object_id)
+    if row is None or level >= len(spec.fields):
+        return {}
+    level_field = spec.fields[level]
+    value = row.get(level_field.column)
+    if value is None:
+        return {f"partition.{level_field.field_id}": "null"}
+    text = value.isoformat() if hasattr(value, "isoformat") else str(value)
+    return {f"partition.{level_field.field_id}": text}

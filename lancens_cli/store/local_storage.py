@@ -1,0 +1,130 @@
+"""A namespace root on local disk, through `os` (the `Storage` facade's `file://` side)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+from lancens_cli.errors import ConfigError
+from lancens_cli.store.dir_entry import DirEntry
+
+
+class LocalFiles:
+    """Paths below a local root; `rel` is relative to it and uses `/`."""
+
+    def __init__(self, root_uri: str) -> None:
+        self.root_uri = root_uri
+        self.root_path = root_uri[len("file://") :]
+
+    def path(self, rel: str = "") -> str:
+        return os.path.join(self.root_path, rel) if rel else self.root_path
+
+    # --- queries ------------------------------------------------------------------------
+    def root_exists(self) -> bool:
+        if os.path.lexists(self.root_path) and not os.path.isdir(self.root_path):
+            raise ConfigError(f"root {self.root_uri} is not a directory")
+        return os.path.isdir(self.root_path)
+
+    def list_dir(self, rel: str) -> list[DirEntry]:
+        try:
+            with os.scandir(self.path(rel)) as it:
+                return [DirEntry(e.name, e.is_dir()) for e in it]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def exists(self, rel: str) -> bool:
+        return os.path.exists(self.path(rel))
+
+    def is_dir(self, rel: str) -> bool:
+        return os.path.isdir(self.path(rel))
+
+    def walk_files(self, rel: str) -> Iterator[tuple[str, int]]:
+        top = self.path(rel)
+        for dirpath, _dirs, files in os.walk(top):
+            for name in files:
+                full = os.path.join(dirpath, name)
+                try:
+                    size = os.path.getsize(full)
+                except OSError:
+                    continue
+                yield os.path.relpath(full, top).replace(os.sep, "/"), size
+
+    def modified(self, rel: str) -> datetime | None:
+        try:
+            return datetime.fromtimestamp(os.path.getmtime(self.path(rel)), UTC)
+        except OSError:
+            return None
+
+    def newest_change(self, rel: str) -> datetime | None:
+        times = []
+        for dirpath, _dirs, files in os.walk(self.path(rel)):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    times.append(os.path.getmtime(os.path.join(dirpath, name)))
+        return datetime.fromtimestamp(max(times), UTC) if times else None
+
+    # --- changes ------------------------------------------------------------------------
+    def ensure_root(self) -> None:
+        try:
+            os.makedirs(self.root_path, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):  # a file on the way
+            raise ConfigError(
+                f"root {self.root_uri}: a file is in the way of the directory"
+            ) from None
+
+    def write_text(self, rel: str, text: str) -> None:
+        path = self.path(rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+
+    def read_bytes(self, rel: str) -> bytes:
+        with open(self.path(rel), "rb") as handle:
+            return handle.read()
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        """A new inode moved into place atomically (a hard link to the old content stays)."""
+        path = self.path(rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        temporary = f"{path}.lancens-{os.getpid()}.tmp"
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+
+    def delete_file(self, rel: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self.path(rel))
+
+    def delete_files(self, rels: list[str]) -> None:
+        for rel in rels:
+            self.delete_file(rel)
+
+    def delete_tree(self, rel: str) -> None:
+        path = self.path(rel)
+        if os.path.isdir(path) and not os.path.islink(path):
+            # `_versions/` first: a half-deleted table stops being a table at once.
+            versions = os.path.join(path, "_versions")
+            if os.path.isdir(versions) and not os.path.islink(versions):
+                shutil.rmtree(versions, ignore_errors=False, onerror=_ignore_missing)
+            shutil.rmtree(path, ignore_errors=False, onerror=_ignore_missing)
+        elif os.path.lexists(path):
+            os.remove(path)
+
+    def copy_file(self, src: str, dst: str) -> None:
+        """Hard-link (Lance never changes a data file in place), else copy across devices."""
+        source, target = self.path(src), self.path(dst)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if os.path.lexists(target):
+            os.remove(target)  # left by an interrupted copy
+        try:
+            os.link(source, target)
+        except OSError:
+            shutil.copy2(source, target)
+
+
+def _ignore_missing(func, path, exc_info) -> None:
+    if not isinstance(exc_info[1], FileNotFoundError):
+        raise exc_info[1]

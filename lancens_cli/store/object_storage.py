@@ -1,0 +1,163 @@
+"""A namespace root on an object store (S3, GCS), through fsspec (`Storage`'s remote side).
+
+Every call goes through `remote`, which turns the transport's many failures into one clear
+StorageUnavailableError; a missing object stays FileNotFoundError for the callers to decide.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from lancens_cli.errors import StorageUnavailableError, describe_exception, lance_message
+from lancens_cli.store.dir_entry import DirEntry
+from lancens_cli.store.storage_options import make_fs
+
+
+class ObjectStoreFiles:
+    """Keys below an object-store root; `rel` is relative to it and uses `/`."""
+
+    def __init__(self, root_uri: str, scheme: str, options: dict[str, str]) -> None:
+        self.root_uri = root_uri
+        self.scheme = scheme
+        self.options = options
+        self._fs: Any = None
+
+    @property
+    def fs(self) -> Any:
+        if self._fs is None:
+            self._fs = make_fs(self.scheme, self.options)
+        return self._fs
+
+    def path(self, rel: str = "") -> str:
+        base = self.root_uri.split("://", 1)[1]
+        return f"{base}/{rel}" if rel else base
+
+    def remote(self, call, *args, **kwargs):
+        """Run an fsspec call, turning transport failures into one clear error."""
+        try:
+            return call(*args, **kwargs)
+        except FileNotFoundError:
+            raise
+        except PermissionError as exc:
+            raise StorageUnavailableError(
+                f"access denied at {self.root_uri}: {exc.strerror or exc}"
+            ) from None
+        except OSError as exc:
+            detail = describe_exception(exc).removeprefix("storage error: ")
+            raise StorageUnavailableError(f"storage error at {self.root_uri}: {detail}") from None
+        except Exception as exc:  # botocore / aiohttp errors have no common base
+            raise StorageUnavailableError(
+                f"storage at {self.root_uri} did not answer: {lance_message(exc)}"
+            ) from None
+
+    # --- queries ------------------------------------------------------------------------
+    def root_exists(self) -> bool:
+        bucket = self.path().split("/", 1)[0]
+        try:  # `info`, not `exists`: a bucket that does not answer must not read as missing
+            self.remote(self.fs.info, bucket)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def list_dir(self, rel: str) -> list[DirEntry]:
+        try:
+            infos = self.remote(self.fs.ls, self.path(rel), detail=True, refresh=True)
+        except FileNotFoundError:
+            return []
+        base = self.path(rel).rstrip("/") + "/"
+        entries = []
+        for info in infos:
+            name = info["name"].rstrip("/")
+            name = name[len(base) :] if name.startswith(base) else name.rsplit("/", 1)[-1]
+            if name:
+                entries.append(DirEntry(name, info.get("type") == "directory"))
+        return entries
+
+    def exists(self, rel: str) -> bool:
+        try:
+            return bool(self.remote(self.fs.exists, self.path(rel)))
+        except FileNotFoundError:
+            return False
+
+    def is_dir(self, rel: str) -> bool:
+        """A prefix with objects below it."""
+        try:
+            info = self.remote(self.fs.info, self.path(rel))
+        except FileNotFoundError:
+            return False
+        return info.get("type") == "directory"
+
+    def walk_files(self, rel: str) -> Iterator[tuple[str, int]]:
+        try:
+            found = self.remote(self.fs.find, self.path(rel), detail=True)
+        except FileNotFoundError:
+            return
+        base = self.path(rel).rstrip("/") + "/"
+        for name, info in found.items():
+            if info.get("type") == "file" and name.startswith(base):
+                yield name[len(base) :], int(info.get("size") or 0)
+
+    def modified(self, rel: str) -> datetime | None:
+        try:
+            return modified_of(self.remote(self.fs.info, self.path(rel)))
+        except FileNotFoundError:
+            return None
+
+    def newest_change(self, rel: str) -> datetime | None:
+        try:
+            found = self.remote(self.fs.find, self.path(rel), detail=True)
+        except FileNotFoundError:
+            return None
+        times = [modified_of(info) for info in found.values() if info.get("type") == "file"]
+        known = [t for t in times if t is not None]
+        if len(known) != len(times):
+            return datetime.now(UTC)  # unknown age counts as new: nothing is deleted on a guess
+        return max(known) if known else None
+
+    # --- changes ------------------------------------------------------------------------
+    def ensure_root(self) -> None:
+        """Nothing to do: a bucket prefix exists as soon as an object is written below it."""
+
+    def write_text(self, rel: str, text: str) -> None:
+        self.remote(self.fs.pipe_file, self.path(rel), text.encode("utf-8"))
+
+    def read_bytes(self, rel: str) -> bytes:
+        return self.remote(self.fs.cat_file, self.path(rel))
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        self.remote(self.fs.pipe_file, self.path(rel), data)
+
+    def delete_file(self, rel: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.remote(self.fs.rm_file, self.path(rel))
+
+    def delete_files(self, rels: list[str]) -> None:
+        """One batched request per thousand keys (s3fs and gcsfs batch `rm` of a list)."""
+        if rels:
+            with contextlib.suppress(FileNotFoundError):
+                self.remote(self.fs.rm, [self.path(rel) for rel in rels])
+
+    def delete_tree(self, rel: str) -> None:
+        files = [self.path(rel) + "/" + name for name, _ in self.walk_files(rel)]
+        if files:
+            # Manifests first: removing `_versions/` first makes a half-deleted table stop
+            # being one at once.
+            files.sort(key=lambda f: "/_versions/" not in f)
+            self.remote(self.fs.rm, files)
+
+    def copy_file(self, src: str, dst: str) -> None:
+        self.remote(self.fs.copy, self.path(src), self.path(dst))
+
+
+def modified_of(info: dict) -> datetime | None:
+    """The modification time in an fsspec listing entry (s3fs and gcsfs name it differently)."""
+    value = info.get("LastModified") or info.get("updated") or info.get("mtime")
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return None

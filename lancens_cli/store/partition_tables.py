@@ -1,0 +1,198 @@
+"""Lance commits of partition tables (spec 004): version 1, appends on a base, branches.
+
+Every commit here is compare-and-swap on the version the write planned on (store/commit.py);
+which version that is, and what `__manifest` publishes, is the service layer's business
+(service/partition_write.py, service/partition_branch.py). `touch` is a PartitionTouch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from lancens_cli.errors import InvalidTableStateError, lance_message
+from lancens_cli.store.commit import TABLE_COMMIT_ATTEMPTS, retry_on_conflict
+from lancens_cli.store.storage import Storage
+from lancens_cli.store.tables import VERSIONS_DIR
+
+
+def branch_uri(storage: Storage, location: str, branch: str) -> str:
+    """Where a branch keeps its own data files (`tree/<branch>/`, REFERENCE.md)."""
+    return storage.uri(f"{location}/tree/{branch}")
+
+
+def open_partition_table(storage: Storage, location: str) -> Any:
+    import lance
+
+    return lance.dataset(storage.uri(location), storage_options=storage.lance_options)
+
+
+def head(storage: Storage, touch: Any) -> Any:
+    """The latest version of the line the write commits on (created from the base if new)."""
+    dataset = open_partition_table(storage, touch.location)
+    if touch.branch is None:
+        return dataset
+    for _ in range(3):
+        if touch.branch in (dataset.branches.list() or {}):
+            return dataset.checkout_version((touch.branch, None))
+        base = touch.base_version if touch.base_version is not None else dataset.version
+        try:
+            return dataset.create_branch(touch.branch, (touch.base_branch, base))
+        except (OSError, RuntimeError, ValueError) as exc:
+            error = exc  # a concurrent writer created it first: look again
+    raise InvalidTableStateError(
+        f"cannot create branch {touch.branch!r} of {touch.location!r}: {lance_message(error)}"
+    )
+
+
+def fragments_uri(storage: Storage, touch: Any) -> str:
+    """Where the touch's data files go: the table's `data/`, or its branch's."""
+    if touch.branch is None:
+        return storage.uri(touch.location)
+    return branch_uri(storage, touch.location, touch.branch)
+
+
+def start_on_branch(storage: Storage, touch: Any) -> int:
+    """A new partition table (its empty version 1 on `main` written) gets its rows on the
+    write's branch; the branch version they are in."""
+    import lance
+
+    dataset = open_partition_table(storage, touch.location)
+    if touch.branch not in (dataset.branches.list() or {}):
+        dataset.create_branch(touch.branch, (None, dataset.version))
+    line = dataset.checkout_version((touch.branch, None))
+    if touch.fragments is None:
+        touch.fragments = lance.fragment.write_fragments(
+            touch.rows,
+            fragments_uri(storage, touch),
+            schema=touch.rows.schema,
+            storage_options=storage.lance_options,
+        )
+    done = lance.LanceDataset.commit(
+        line,
+        lance.LanceOperation.Append(touch.fragments),
+        read_version=line.version,
+        max_retries=0,
+        storage_options=storage.lance_options,
+    )
+    return int(done.version)
+
+
+def empty_like(rows: Any) -> Any:
+    """No rows, the same schema: `main`'s version 1 of a partition created on a branch."""
+    return rows.slice(0, 0)
+
+
+def commit_on_base(storage: Storage, touch: Any, confirm_base: Callable[[Any], None]) -> int:
+    """Append the touch's fragments on top of its base version; returns the new version.
+
+    With `touch.overwrite` the commit is an Overwrite instead: the partition then holds only
+    the touch's rows (a dynamic partition overwrite).
+
+    Versions after the base were never published: they are set aside with a Restore of the
+    base first, but only once `confirm_base` (a fresh look at `__manifest`, raising when the
+    base is no longer published) lets it. Each commit is compare-and-swap (the expected
+    version, no rebase), so the version we record holds exactly the base plus our rows.
+    """
+    import lance
+
+    options = storage.lance_options
+    base = touch.base_version
+
+    def attempt() -> int | None:
+        nonlocal base
+        line = head(storage, touch)  # main, or the write's branch
+        latest = line.version
+        if base is None:  # a table added without one since the write pinned them
+            base = latest
+        if latest != base:
+            confirm_base(touch)
+            restored = lance.LanceDataset.commit(
+                line,
+                lance.LanceOperation.Restore(base),
+                read_version=latest,
+                max_retries=0,
+                storage_options=options,
+            )
+            if restored.version != latest + 1:
+                return None
+            latest = restored.version
+        if touch.fragments is None:
+            touch.fragments = lance.fragment.write_fragments(
+                touch.rows,
+                fragments_uri(storage, touch),
+                schema=touch.rows.schema,
+                storage_options=options,
+            )
+        operation = (
+            lance.LanceOperation.Overwrite(touch.schema or touch.rows.schema, touch.fragments)
+            if touch.overwrite
+            else lance.LanceOperation.Append(touch.fragments)
+        )
+        done = lance.LanceDataset.commit(
+            line,
+            operation,
+            read_version=latest,
+            max_retries=0,
+            storage_options=options,
+        )
+        return done.version if done.version == latest + 1 else None
+
+    return retry_on_conflict(
+        attempt,
+        failed=lambda exc: InvalidTableStateError(
+            f"cannot write partition table {touch.location!r}: {_why(exc)}"
+        ),
+        gave_up=f"partition table {touch.location!r} kept changing; gave up after "
+        f"{TABLE_COMMIT_ATTEMPTS}",
+    )
+
+
+def commit_new_table(storage: Storage, location: str, fragments: list[Any], schema: Any) -> Any:
+    """Version 1 of a table whose data files are written already (put-if-not-exists)."""
+    import lance
+
+    try:
+        return lance.LanceDataset.commit(
+            storage.uri(location),
+            lance.LanceOperation.Overwrite(schema, fragments),
+            read_version=None,
+            max_retries=0,
+            storage_options=storage.lance_options,
+            enable_v2_manifest_paths=True,
+        )
+    except (ValueError, OSError, RuntimeError) as exc:
+        raise InvalidTableStateError(
+            f"cannot commit table at {location!r}: {lance_message(exc)}"
+        ) from None
+
+
+def read_back(storage: Storage, touch: Any) -> Any:
+    """The rows of a touch that only has pre-written fragments, to write them elsewhere.
+
+    Needed when our new partition table lost to one a concurrent writer published first:
+    the rows then go to the winner's table (rare; the partition's rows are held meanwhile).
+    """
+    import lance
+
+    uri = storage.uri(touch.location)
+    if not storage.exists(f"{touch.location}/{VERSIONS_DIR}"):
+        first = touch.fragments if touch.branch is None else []
+        commit_new_table(storage, touch.location, first, touch.schema)
+        if touch.branch is not None:
+            start_on_branch(storage, touch)
+    dataset = lance.dataset(uri, storage_options=storage.lance_options)
+    if touch.branch is not None:
+        return dataset.checkout_version((touch.branch, None)).to_table()
+    return dataset.checkout_version(1).to_table()
+
+
+def _why(exc: BaseException) -> str:
+    """Lance's reason, with what to run when the table is of an earlier schema generation."""
+    why = lance_message(exc)
+    if "different schema" in why:
+        why += (
+            "; the table is at an earlier schema generation (an evolve-schema did not "
+            "finish): run `lancens evolve-schema` with no options, then write again"
+        )
+    return why
