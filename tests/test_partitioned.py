@@ -3,7 +3,6 @@ properties, the guard against the reference writer and its repair, and bad input
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import random
 
@@ -13,25 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import invoke, run_cli, tree_snapshot
+from data import events
 
 SPEC1 = ["--field", "year(event_date) as event_year", "--field", "country"]
-
-
-def events(n: int, seed: int = 0, start: int = 0) -> pa.Table:
-    rng = random.Random(seed)
-    return pa.table(
-        {
-            "id": pa.array(range(start, start + n), pa.int64()),
-            "event_date": pa.array(
-                [dt.date(2024, 11, 1) + dt.timedelta(days=rng.randrange(120)) for _ in range(n)],
-                pa.date32(),
-            ),
-            "country": pa.array(
-                [rng.choice(["US", "DE", "FR", None]) for _ in range(n)], pa.string()
-            ),
-            "customer_id": pa.array([rng.randrange(500) for _ in range(n)], pa.int64()),
-        }
-    )
 
 
 @pytest.fixture
