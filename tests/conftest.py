@@ -48,19 +48,23 @@ def s3_options(moto_endpoint) -> dict[str, str]:
     }
 
 
-@pytest.fixture
-def s3_bucket(moto_endpoint, s3_options) -> str:
+def s3_client(endpoint: str):
+    """A boto3 S3 client of the moto server at `endpoint`."""
     import boto3
 
-    name = f"b-{uuid.uuid4().hex[:12]}"
-    client = boto3.client(
+    return boto3.client(
         "s3",
-        endpoint_url=moto_endpoint,
+        endpoint_url=endpoint,
         region_name="us-east-1",
         aws_access_key_id=S3_KEY,
         aws_secret_access_key=S3_SECRET,
     )
-    client.create_bucket(Bucket=name)
+
+
+@pytest.fixture
+def s3_bucket(moto_endpoint, s3_options) -> str:
+    name = f"b-{uuid.uuid4().hex[:12]}"
+    s3_client(moto_endpoint).create_bucket(Bucket=name)
     return name
 
 

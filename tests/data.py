@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from collections.abc import Callable
 
 import pyarrow as pa
 
@@ -53,3 +54,13 @@ def country_rows(start: int, n: int = 5) -> pa.Table:
 def numbered(n: int = 10) -> pa.Table:
     """A plain table: x = 0..n-1 and s = "v<x>"."""
     return pa.table({"x": list(range(n)), "s": [f"v{i}" for i in range(n)]})
+
+
+def random_predicate(rng: random.Random, atoms: list[Callable[[], str]], depth: int = 0) -> str:
+    """A random filter: an atom, or two joined by AND / OR (nested twice at most), maybe NOT-ed."""
+    if depth > 1 or rng.random() < 0.4:
+        return rng.choice(atoms)()
+    op = rng.choice([" AND ", " OR "])
+    left, right = (random_predicate(rng, atoms, depth + 1) for _ in range(2))
+    text = f"({left}{op}{right})"
+    return f"NOT {text}" if rng.random() < 0.2 else text

@@ -19,7 +19,7 @@ import lance
 import pyarrow as pa
 import pytest
 from conftest import tree_snapshot
-from data import events
+from data import events, random_predicate
 from test_partitioned import cli, files, manifest, ok, partition_tables  # noqa: F401
 
 from lancens_cli.partition.spec import Transform
@@ -305,13 +305,6 @@ def test_pruning_over_an_evolved_namespace(three_specs):
         lambda: "score IS NULL",
     ]
 
-    def predicate(depth: int = 0) -> str:
-        if depth > 1 or rng.random() < 0.4:
-            return rng.choice(atoms)()
-        op = rng.choice([" AND ", " OR "])
-        text = f"({predicate(depth + 1)}{op}{predicate(depth + 1)})"
-        return f"NOT {text}" if rng.random() < 0.2 else text
-
     total = len(partition_tables(three_specs))
     assert {r["object_id"].split("$")[0] for r in partition_tables(three_specs)} == {
         "v1",
@@ -320,7 +313,7 @@ def test_pruning_over_an_evolved_namespace(three_specs):
     }
     pruned_any = False
     for _ in range(25):
-        where = predicate()
+        where = random_predicate(rng, atoms)
         selection = ok(three_specs, "partitions", "--where", where, "--json").json()
         kept = {p["table"] for p in selection["partitions"]}
         assert _matching(three_specs, where) <= kept, where

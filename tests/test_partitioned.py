@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import invoke, run_cli, tree_snapshot
-from data import events
+from data import events, random_predicate
 
 SPEC1 = ["--field", "year(event_date) as event_year", "--field", "country"]
 
@@ -373,17 +373,10 @@ def test_pruning_never_drops_a_partition_with_a_matching_row(two_versions):
         lambda: f"customer_id < {rng.randrange(500)}",
     ]
 
-    def predicate(depth: int = 0) -> str:
-        if depth > 1 or rng.random() < 0.4:
-            return rng.choice(atoms)()
-        op = rng.choice([" AND ", " OR "])
-        text = f"({predicate(depth + 1)}{op}{predicate(depth + 1)})"
-        return f"NOT {text}" if rng.random() < 0.2 else text
-
     total = len(partition_tables(two_versions))
     pruned_any = False
     for _ in range(25):
-        where = predicate()
+        where = random_predicate(rng, atoms)
         selection = json.loads(ok(two_versions, "partitions", "--where", where, "--json").stdout)
         kept = {p["table"] for p in selection["partitions"]}
         assert _matching_tables(two_versions, where) <= kept, where

@@ -259,21 +259,14 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(local_root, tmp_path, 
 
 @pytest.mark.s3
 def test_ingest_on_s3(s3_root, tmp_path, spark, moto_endpoint):
-    import boto3
-    from conftest import S3_KEY, S3_SECRET
+    from conftest import s3_client
 
     ok(s3_root, "add-partition-spec", "--schema", schema_file(tmp_path), *SPEC)
     local = write_parquet(tmp_path, "a.parquet", events(400, seed=11))
     report = ok(s3_root, "--json", "ingest", local, *MASTER).json()
     assert report["rows"] == 400
     bucket = s3_root.uri.split("/")[2]
-    client = boto3.client(
-        "s3",
-        endpoint_url=moto_endpoint,
-        region_name="us-east-1",
-        aws_access_key_id=S3_KEY,
-        aws_secret_access_key=S3_SECRET,
-    )
+    client = s3_client(moto_endpoint)
     client.upload_file(
         write_parquet(tmp_path, "b.parquet", events(300, seed=12, start=400)),
         bucket,
