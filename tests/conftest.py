@@ -53,19 +53,23 @@ def s3_options(moto_endpoint) -> dict[str, str]:
     }
 
 
-@pytest.fixture
-def s3_bucket(moto_endpoint, s3_options) -> str:
+def s3_client(endpoint: str):
+    """A boto3 S3 client of the moto server at `endpoint`."""
     import boto3
 
-    name = f"b-{uuid.uuid4().hex[:12]}"
-    client = boto3.client(
+    return boto3.client(
         "s3",
-        endpoint_url=moto_endpoint,
+        endpoint_url=endpoint,
         region_name="us-east-1",
         aws_access_key_id=S3_KEY,
         aws_secret_access_key=S3_SECRET,
     )
-    client.create_bucket(Bucket=name)
+
+
+@pytest.fixture
+def s3_bucket(moto_endpoint, s3_options) -> str:
+    name = f"b-{uuid.uuid4().hex[:12]}"
+    s3_client(moto_endpoint).create_bucket(Bucket=name)
     return name
 
 
@@ -136,17 +140,31 @@ def run_cli(*args: str, input: str | None = None, env: dict | None = None, cwd=N
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
-def invoke(*args: str, input: str | None = None) -> Result:
-    """Run `lancens` in-process through Typer's CliRunner (fast; same code path)."""
+def invoke(
+    *args: str, input: str | None = None, env: dict[str, str | None] | None = None
+) -> Result:
+    """Run `lancens` in-process through the executable's entry point (fast; same code path).
+
+    `_run_app` is what `lancens`' `main()` runs: the same handling of usage errors, failures and
+    exit codes as a user's process. Each invocation builds its own session, so nothing leaks
+    from one to the next. `env` changes the environment for this run only (None: unset).
+    """
     from typer.testing import CliRunner
 
-    from lancens_cli.cli import common
-    from lancens_cli.cli.app import app
+    from lancens_cli.cli.app import _run_app
 
-    common.SESSION.__init__()  # each invocation starts from a clean session
-    runner = CliRunner()
-    result = runner.invoke(app, list(args), input=input, catch_exceptions=False)
-    return Result(result.exit_code, result.stdout, result.stderr)
+    with CliRunner().isolation(input=input or "", env=env) as (out, err, _):
+        try:
+            code = _run_app(list(args), prog_name="lancens")
+        except SystemExit as exc:  # as the process would exit
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return Result(
+            code,
+            out.getvalue().decode("utf-8", "backslashreplace"),
+            err.getvalue().decode("utf-8", "backslashreplace"),
+        )
 
 
 @pytest.fixture

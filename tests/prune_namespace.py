@@ -16,17 +16,9 @@ import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 from conftest import invoke
+from data import country_rows
 
 ABANDONED = "0badc0de_plain$ghost"
-
-
-def rows(start: int, n: int = 5) -> pa.Table:
-    return pa.table(
-        {
-            "id": pa.array(range(start, start + n), pa.int64()),
-            "country": pa.array(["US", "DE", "FR", "US", "DE"][:n], pa.string()),
-        }
-    )
 
 
 def ok(root_args, *args):
@@ -52,10 +44,10 @@ def build(root, tmp: Path) -> Built:
     path = root.local_path
     args = root.args
     data = tmp / "rows.parquet"
-    pq.write_table(rows(0), data)
+    pq.write_table(country_rows(0), data)
     ok(args, "add-partition-spec", "--schema", str(data), "--field", "country")
     ok(args, "write", "--from", str(data))
-    pq.write_table(rows(100), data)
+    pq.write_table(country_rows(100), data)
     ok(args, "write", "--from", str(data))
     for name in ("plain", "more", "other"):
         ok(args, "create", "namespace", name)  # many __manifest versions
@@ -89,7 +81,7 @@ def build(root, tmp: Path) -> Built:
     # A partitioned write that died after its table commit, before publishing it.
     part = next(r for r in table_rows if r.get("read_version") is not None)
     partition = path / part["location"]
-    dead = lance.write_dataset(rows(500, 2), partition, mode="append").version
+    dead = lance.write_dataset(country_rows(500, 2), partition, mode="append").version
     # A killed append to plain.t: its data file, no version.
     known = set((table / "data").iterdir())
     lance.fragment.write_fragments(pa.table({"a": pa.array([77], pa.int64())}), table)

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from conftest import S3_KEY, S3_SECRET, Root, invoke, run_cli, tree_snapshot
+from data import numbered
 from lance.namespace import DirectoryNamespace
 
 WRITER_FLAGS_KEY = "lance.namespace.manifest.writer_feature_flags"
@@ -43,14 +44,10 @@ def uri(root: Root, location: str) -> str:
     return f"{root.uri.rstrip('/')}/{location}"
 
 
-def data(n: int = 10) -> pa.Table:
-    return pa.table({"x": list(range(n)), "s": [f"v{i}" for i in range(n)]})
-
-
 @pytest.fixture
 def parquet(tmp_path) -> str:
     path = tmp_path / "src.parquet"
-    pq.write_table(data(), path)
+    pq.write_table(numbered(), path)
     return str(path)
 
 
@@ -179,7 +176,7 @@ def test_healthy_namespace(any_root, parquet):
     healthy_namespace(any_root, parquet)
     ours(any_root, "create", "table", "declared", "--declare")
     lance.write_dataset(
-        data(), uri(any_root, "v1only.lance"), storage_options=any_root.storage_options
+        numbered(), uri(any_root, "v1only.lance"), storage_options=any_root.storage_options
     )
     ds = table_ds(any_root, location_of(any_root, "r"))
     ds.delete("x < 3")  # a deletion file that is present is fine
@@ -198,7 +195,7 @@ def test_healthy_namespace(any_root, parquet):
 def test_v1_only_namespace(local_root):
     """No __manifest at all: the V1 tables known from their directories are checked."""
     for name in ("a", "b"):
-        lance.write_dataset(data(), uri(local_root, f"{name}.lance"))
+        lance.write_dataset(numbered(), uri(local_root, f"{name}.lance"))
     report = check(local_root, code=0)
     assert report["tables_checked"] == 2 and report["findings"] == []
     delete(local_root, data_file(local_root, "b.lance"))
@@ -284,7 +281,7 @@ def test_base_path_missing_data_file(any_root, parquet, tmp_path):
         [DatasetBasePath(cold, name="cold", is_dataset_root=True)]
     )
     ds = lance.write_dataset(
-        data(4),
+        numbered(4),
         uri(any_root, location),
         mode="append",
         target_bases=["cold"],
@@ -383,7 +380,9 @@ def test_manifest_feature_flags(local_root, parquet):
 def test_orphan_v2_directory_fix(any_root, parquet):
     healthy_namespace(any_root, parquet)
     orphan = "1234abcd_ns1$orphan"
-    lance.write_dataset(data(3), uri(any_root, orphan), storage_options=any_root.storage_options)
+    lance.write_dataset(
+        numbered(3), uri(any_root, orphan), storage_options=any_root.storage_options
+    )
     report = check(any_root, code=1)
     [finding] = report["findings"]
     assert (finding["code"], finding["object"], finding["location"]) == (
@@ -413,7 +412,7 @@ def test_orphan_v2_directory_fix(any_root, parquet):
 
 def test_orphan_without_namespace_is_not_fixable(local_root, parquet):
     healthy_namespace(local_root, parquet)
-    lance.write_dataset(data(), uri(local_root, "abcdef01_nowhere$t"))
+    lance.write_dataset(numbered(), uri(local_root, "abcdef01_nowhere$t"))
     report = check(local_root, code=1)
     [finding] = report["findings"]
     assert finding["code"] == "orphan_table_directory" and not finding["fixable"]
@@ -485,7 +484,7 @@ def test_check_one_table_or_namespace(local_root, parquet):
     healthy_namespace(local_root, parquet)
     delete(local_root, data_file(local_root, location_of(local_root, "ns1$t")))
     delete(local_root, data_file(local_root, location_of(local_root, "r")))
-    lance.write_dataset(data(), uri(local_root, "0000beef_ns1$stray"))  # an orphan at the root
+    lance.write_dataset(numbered(), uri(local_root, "0000beef_ns1$stray"))  # an orphan at the root
 
     everything = check(local_root, code=1)
     assert sorted((f["code"], f["object"]) for f in everything["findings"]) == [

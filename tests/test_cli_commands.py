@@ -1,6 +1,6 @@
 """Behaviour of every `lancens` command, on a local root and on S3 (moto).
 
-Most cases go through `invoke` (in-process Typer runner, same code path as the console script);
+Most cases go through `invoke` (in-process, through the console script's entry point);
 a few go through `run_cli` (a real subprocess) where the process boundary matters (stdin not a
 terminal, piped output). Fixtures that the tool must *find* (V1-only tables, junk directories,
 deletion files, tags) are made directly with pylance / boto3, never through the tool.

@@ -71,7 +71,6 @@ def rows_for(name):
 
 
 if spec["mode"] == "cli":
-    from lancens_cli.cli import common
     from lancens_cli.cli.app import main
     import lancens_cli.service.create, lancens_cli.store.manifest  # noqa: F401,E401
     import lancens_cli.store.sources  # noqa: F401
@@ -79,7 +78,6 @@ if spec["mode"] == "cli":
         import s3fs  # noqa: F401
     for r, argv in enumerate(spec["rounds"]):
         wait_for_go(r)
-        common.SESSION.__init__()  # a fresh session, as in a new process
         sys.argv = ["lancens", *argv]
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

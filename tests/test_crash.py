@@ -194,7 +194,8 @@ def test_sigint_during_a_partitioned_write(tmp_path):
 
     import pyarrow.parquet as pq
     from conftest import invoke, run_cli
-    from test_partitioned import events, published_rows
+    from data import events
+    from test_partitioned import published_rows
 
     schema, first, big = (tmp_path / n for n in ("schema.parquet", "first.parquet", "big.parquet"))
     pq.write_table(events(1), schema)

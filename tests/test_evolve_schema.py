@@ -6,6 +6,7 @@ namespace with three spec versions."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import os
 import random
@@ -18,27 +19,14 @@ import lance
 import pyarrow as pa
 import pytest
 from conftest import tree_snapshot
+from data import events, random_predicate
 from test_partitioned import cli, files, manifest, ok, partition_tables  # noqa: F401
 
 from lancens_cli.partition.spec import Transform
 from lancens_cli.partition.transforms import apply_transform
 
-
-def rows(n: int, seed: int, start: int = 0, *, country: str = "country") -> pa.Table:
-    rng = random.Random(seed)
-    return pa.table(
-        {
-            "id": pa.array(range(start, start + n), pa.int64()),
-            "event_date": pa.array(
-                [dt.date(2024, 11, 1) + dt.timedelta(days=rng.randrange(120)) for _ in range(n)],
-                pa.date32(),
-            ),
-            country: pa.array(
-                [rng.choice(["US", "DE", "FR", None]) for _ in range(n)], pa.string()
-            ),
-            "customer_id": pa.array([rng.randrange(200) for _ in range(n)], pa.int32()),
-        }
-    )
+# This file's events: 200 customers, an int32 customer_id (widened by the tests).
+rows = functools.partial(events, customers=200, customer_type=pa.int32())
 
 
 @pytest.fixture
@@ -322,13 +310,6 @@ def test_pruning_over_an_evolved_namespace(three_specs):
         lambda: "score IS NULL",
     ]
 
-    def predicate(depth: int = 0) -> str:
-        if depth > 1 or rng.random() < 0.4:
-            return rng.choice(atoms)()
-        op = rng.choice([" AND ", " OR "])
-        text = f"({predicate(depth + 1)}{op}{predicate(depth + 1)})"
-        return f"NOT {text}" if rng.random() < 0.2 else text
-
     total = len(partition_tables(three_specs))
     assert {r["object_id"].split("$")[0] for r in partition_tables(three_specs)} == {
         "v1",
@@ -337,7 +318,7 @@ def test_pruning_over_an_evolved_namespace(three_specs):
     }
     pruned_any = False
     for _ in range(25):
-        where = predicate()
+        where = random_predicate(rng, atoms)
         selection = ok(three_specs, "partitions", "--where", where, "--json").json()
         kept = {p["table"] for p in selection["partitions"]}
         assert _matching(three_specs, where) <= kept, where

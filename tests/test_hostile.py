@@ -3,10 +3,9 @@
 Each property is a plain test that runs one hypothesis property inside it, so that it can print
 how many inputs it tried (`pytest -s -p no:xdist tests/test_hostile.py` shows the totals).
 
-CLI runs are in-process, through `_run_app` (what `lancens`' `main()` runs, so a usage error is
-one line too, as for a user) rather than through `invoke` (Click's standalone mode prints a
-multi-line usage message that the real executable never shows). An exception escaping
-`_run_app` fails the test with its traceback.
+CLI runs are in-process, through conftest's `invoke`: `_run_app`, what `lancens`' `main()` runs,
+so a usage error is one line too, as for a user. An exception escaping `_run_app` fails the test
+with its traceback.
 
 Budget: pure functions 150-300 examples, CLI properties 30-40 examples (HOSTILE_SCALE=N
 multiplies them); derandomized (HOSTILE_RANDOM=1 draws fresh inputs); no example database (nothing
@@ -22,13 +21,12 @@ import math
 import os
 import re
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 from unittest import mock
 
 import pytest
-from conftest import Result, tree_snapshot
+from conftest import Result, invoke, tree_snapshot
 from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
@@ -85,23 +83,7 @@ def _clean_env(monkeypatch, tmp_path):
 # --- the in-process CLI ------------------------------------------------------------------------
 
 
-def cli(*args: str, env: dict[str, str | None] | None = None) -> Result:
-    """`lancens ARGS` in-process, through the same entry point as the executable."""
-    from typer.testing import CliRunner
-
-    from lancens_cli.cli import common
-    from lancens_cli.cli.app import _run_app
-
-    common.SESSION.__init__()
-    with CliRunner().isolation(input="", env=env) as (out, err, _):
-        code = _run_app(list(args))
-        sys.stdout.flush()
-        sys.stderr.flush()
-        return Result(
-            code,
-            out.getvalue().decode("utf-8", "backslashreplace"),
-            err.getvalue().decode("utf-8", "backslashreplace"),
-        )
+cli = invoke  # `lancens ARGS` in-process, through the same entry point as the executable
 
 
 def assert_contract(res: Result, allowed: set[int], json_mode: bool = False) -> None:

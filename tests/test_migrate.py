@@ -25,9 +25,9 @@ from collections import Counter
 
 import lance
 import lance_namespace as ln
-import pyarrow as pa
 import pytest
 from conftest import S3_KEY, S3_SECRET, Root, invoke, run_cli, tree_snapshot
+from data import numbered
 from lance.namespace import DirectoryNamespace
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -48,13 +48,9 @@ def uri(root: Root, location: str) -> str:
     return f"{root.uri.rstrip('/')}/{location}"
 
 
-def data(n: int = 10) -> pa.Table:
-    return pa.table({"x": list(range(n)), "s": [f"v{i}" for i in range(n)]})
-
-
 def write_v1(root: Root, location: str, n: int = 10) -> None:
     """A table written by plain pylance, the way V1 users create them."""
-    lance.write_dataset(data(n), uri(root, location), storage_options=root.storage_options)
+    lance.write_dataset(numbered(n), uri(root, location), storage_options=root.storage_options)
 
 
 def s3_client(root: Root):
@@ -356,7 +352,7 @@ def test_name_conflicts_are_skipped(local_root, monkeypatch):
     parquet = local_root.local_path.parent / "src.parquet"
     import pyarrow.parquet as pq
 
-    pq.write_table(data(), parquet)
+    pq.write_table(numbered(), parquet)
     ours(local_root, "create", "namespace", "sales")
     # A root table whose row points at a V2 directory (created with dir listing off).
     with monkeypatch.context() as patch:
@@ -425,7 +421,7 @@ def test_mixed_namespace(any_root, tmp_path):
     import pyarrow.parquet as pq
 
     parquet = tmp_path / "src.parquet"
-    pq.write_table(data(), parquet)
+    pq.write_table(numbered(), parquet)
     ours(any_root, "create", "table", "managed", "--from", str(parquet))
     ours(any_root, "create", "namespace", "ns1")
     ours(any_root, "create", "table", "ns1.inner", "--from", str(parquet))
@@ -468,7 +464,7 @@ def test_already_migrated_namespace(any_root, tmp_path):
     import pyarrow.parquet as pq
 
     parquet = tmp_path / "src.parquet"
-    pq.write_table(data(), parquet)
+    pq.write_table(numbered(), parquet)
     for name in ("t1", "t2"):
         ours(any_root, "create", "table", name, "--from", str(parquet))
     version = manifest_version(any_root)
@@ -514,7 +510,7 @@ def _registered(root: Root) -> int:
 
 def test_kill_and_rerun(tmp_path):
     seed = tmp_path / "seed.lance"
-    lance.write_dataset(data(), str(seed))
+    lance.write_dataset(numbered(), str(seed))
 
     # Measure one uninterrupted run on an identical namespace first.
     timing_root = tmp_path / "timing"

@@ -11,7 +11,8 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401
 import pytest
 from conftest import run_cli, tree_snapshot
-from test_partitioned import SPEC1, cli, events, files, manifest, ok, partition_tables  # noqa: F401
+from data import events
+from test_partitioned import SPEC1, cli, files, manifest, ok, partition_tables  # noqa: F401
 
 
 @pytest.fixture

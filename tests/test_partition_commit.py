@@ -16,7 +16,8 @@ import lance
 import pyarrow.parquet as pq
 import pytest
 from conftest import invoke
-from test_partitioned import SPEC1, events, partition_tables, published_rows
+from data import events
+from test_partitioned import SPEC1, partition_tables, published_rows
 
 
 @pytest.fixture

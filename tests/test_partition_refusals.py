@@ -11,7 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import run_cli, tree_snapshot
-from test_partitioned import SPEC1, events, files, ok  # noqa: F401
+from data import events
+from test_partitioned import SPEC1, files, ok  # noqa: F401
 
 
 @pytest.fixture

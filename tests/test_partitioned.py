@@ -3,7 +3,6 @@ properties, the guard against the reference writer and its repair, and bad input
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import random
 
@@ -13,25 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import invoke, run_cli, tree_snapshot
+from data import events, random_predicate
 
 SPEC1 = ["--field", "year(event_date) as event_year", "--field", "country"]
-
-
-def events(n: int, seed: int = 0, start: int = 0) -> pa.Table:
-    rng = random.Random(seed)
-    return pa.table(
-        {
-            "id": pa.array(range(start, start + n), pa.int64()),
-            "event_date": pa.array(
-                [dt.date(2024, 11, 1) + dt.timedelta(days=rng.randrange(120)) for _ in range(n)],
-                pa.date32(),
-            ),
-            "country": pa.array(
-                [rng.choice(["US", "DE", "FR", None]) for _ in range(n)], pa.string()
-            ),
-            "customer_id": pa.array([rng.randrange(500) for _ in range(n)], pa.int64()),
-        }
-    )
 
 
 @pytest.fixture
@@ -390,17 +373,10 @@ def test_pruning_never_drops_a_partition_with_a_matching_row(two_versions):
         lambda: f"customer_id < {rng.randrange(500)}",
     ]
 
-    def predicate(depth: int = 0) -> str:
-        if depth > 1 or rng.random() < 0.4:
-            return rng.choice(atoms)()
-        op = rng.choice([" AND ", " OR "])
-        text = f"({predicate(depth + 1)}{op}{predicate(depth + 1)})"
-        return f"NOT {text}" if rng.random() < 0.2 else text
-
     total = len(partition_tables(two_versions))
     pruned_any = False
     for _ in range(25):
-        where = predicate()
+        where = random_predicate(rng, atoms)
         selection = json.loads(ok(two_versions, "partitions", "--where", where, "--json").stdout)
         kept = {p["table"] for p in selection["partitions"]}
         assert _matching_tables(two_versions, where) <= kept, where

@@ -10,8 +10,9 @@ import re
 
 import pytest
 from conftest import run_cli
+from data import events
 from terminal import on_terminal, shown
-from test_partitioned import SPEC1, events, files  # noqa: F401  (the `files` fixture)
+from test_partitioned import SPEC1, files  # noqa: F401  (the `files` fixture)
 
 
 @pytest.fixture

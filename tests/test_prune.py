@@ -22,7 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import run_cli, tree_snapshot
-from prune_namespace import ABANDONED, assert_same, build, reachable, rows, versions
+from data import country_rows
+from prune_namespace import ABANDONED, assert_same, build, reachable, versions
 
 FAST = ["--older-than", "1s", "--grace", "1s", "--force"]
 
@@ -257,10 +258,10 @@ def test_an_orphan_directory_holding_a_table_is_reported_never_deleted(local_roo
 def test_compact_publishes_compacted_partitions_in_one_manifest_commit(local_root, tmp_path):
     data = tmp_path / "rows.parquet"
     args = local_root.args
-    pq.write_table(rows(0), data)
+    pq.write_table(country_rows(0), data)
     assert run_cli(*args, "add-partition-spec", "--schema", str(data), "--field", "country")
     for start in (0, 10, 20):
-        pq.write_table(rows(start), data)
+        pq.write_table(country_rows(start), data)
         assert run_cli(*args, "write", "--from", str(data)).exit_code == 0
     manifest = lance.dataset(str(local_root.local_path / "__manifest"))
     before_version = manifest.version
@@ -311,7 +312,7 @@ def test_writers_and_readers_during_prune_lose_nothing(local_root, built, tmp_pa
         n = 0
         while not stop.is_set():
             data = tmp_path / f"w{n}.parquet"
-            pq.write_table(rows(10_000 + 10 * n), data)
+            pq.write_table(country_rows(10_000 + 10 * n), data)
             result = run_cli(*local_root.args, "write", "--from", str(data))
             if result.exit_code != 0:
                 errors.append(f"write: {result.stderr}")

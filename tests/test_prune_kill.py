@@ -19,7 +19,8 @@ import lance
 import pyarrow as pa
 import pytest
 from conftest import run_cli
-from prune_namespace import assert_same, build, reachable, rows
+from data import country_rows
+from prune_namespace import assert_same, build, reachable
 
 FAST = ["--older-than", "1s", "--grace", "1s", "--force", "--yes"]
 KILLS = int(os.environ.get("LANCENS_PRUNE_KILLS", "0"))
@@ -36,7 +37,7 @@ def _more_work(built, n: int) -> None:
     for row in manifest.to_table(filter="read_version IS NOT NULL").to_pylist():
         path = built.path / row["location"]
         if lance.dataset(path).latest_version == row["read_version"]:
-            lance.write_dataset(rows(10_000 + n * 10, 2), path, mode="append")
+            lance.write_dataset(country_rows(10_000 + n * 10, 2), path, mode="append")
             break
     lance.fragment.write_fragments(pa.table({"a": pa.array([n], pa.int64())}), built.table)
     ghost = built.path / f"0badc0{n % 256:02x}_plain$ghost{n}" / "data"

@@ -19,7 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import Root, invoke, tree_snapshot
-from prune_namespace import ABANDONED, assert_same, build, reachable, rows, versions
+from data import country_rows
+from prune_namespace import ABANDONED, assert_same, build, reachable, versions
 
 pytestmark = pytest.mark.spark
 
@@ -178,11 +179,11 @@ def test_spark_compact_publishes_what_the_tasks_compacted(spark, tmp_path):
     """Tasks compact partition tables; the driver publishes them in one `__manifest` commit."""
     root = _root(tmp_path, "ns")
     data = tmp_path / "rows.parquet"
-    pq.write_table(rows(0), data)
+    pq.write_table(country_rows(0), data)
     spec = invoke(*root.args, "add-partition-spec", "--schema", str(data), "--field", "country")
     assert spec.exit_code == 0, spec.stderr
     for start in (0, 10, 20):
-        pq.write_table(rows(start), data)
+        pq.write_table(country_rows(start), data)
         assert invoke(*root.args, "write", "--from", str(data)).exit_code == 0
     before = lance.dataset(str(root.local_path / "__manifest")).version
 

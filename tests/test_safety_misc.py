@@ -258,7 +258,8 @@ def test_names_with_the_delimiter_are_quoted_and_reachable(local_root):
 
 
 def test_write_and_partitions_output_honour_the_delimiter(local_root, tmp_path):
-    from test_partitioned import SPEC1, events
+    from data import events
+    from test_partitioned import SPEC1
 
     pq.write_table(events(1), tmp_path / "schema.parquet")
     ok(local_root, "add-partition-spec", "--schema", str(tmp_path / "schema.parquet"), *SPEC1)

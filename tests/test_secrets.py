@@ -21,14 +21,13 @@ import os
 import re
 import secrets
 import socket
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 import pytest
-from conftest import Result, run_cli
+from conftest import Result, invoke, run_cli
 
 _HEX = secrets.token_hex(8).upper()
 _HEX2 = secrets.token_hex(6)
@@ -111,21 +110,7 @@ def _clean_env(monkeypatch):
 
 def cli(args: list[str], env: dict[str, str]) -> Result:
     """`lancens ARGS` in-process through the executable's entry point."""
-    from typer.testing import CliRunner
-
-    from lancens_cli.cli import common
-    from lancens_cli.cli.app import _run_app
-
-    common.SESSION.__init__()
-    with CliRunner().isolation(input="", env=env) as (out, err, _):
-        code = _run_app(list(args))
-        sys.stdout.flush()
-        sys.stderr.flush()
-        return Result(
-            code,
-            out.getvalue().decode("utf-8", "backslashreplace"),
-            err.getvalue().decode("utf-8", "backslashreplace"),
-        )
+    return invoke(*args, env=env)
 
 
 def _lifecycle(ctx: dict) -> Iterator[tuple[str, list[str], set[int], bool]]:

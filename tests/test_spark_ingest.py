@@ -8,9 +8,9 @@ bad input) publish nothing and leave no files once `check --fix` has run.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -18,6 +18,7 @@ import threading
 import time
 from pathlib import Path
 
+import data
 import lance
 import lance_namespace as ln
 import pyarrow as pa
@@ -33,21 +34,10 @@ SPEC = ["--field", "year(event_date) as event_year", "--field", "bucket(8, custo
 MASTER = ["--master", "local[2]"]
 # Iceberg's golden value: murmur3_32 of the long 34 is 2017239379 (spec, Appendix B)
 GOLDEN_BUCKET_34 = (2017239379 & 0x7FFFFFFF) % 8
-
-
-def events(n: int, seed: int = 0, start: int = 0) -> pa.Table:
-    rng = random.Random(seed)
-    return pa.table(
-        {
-            "id": pa.array(range(start, start + n), pa.int64()),
-            "event_date": pa.array(
-                [dt.date(2023, 6, 1) + dt.timedelta(days=rng.randrange(700)) for _ in range(n)],
-                pa.date32(),
-            ),
-            "country": pa.array([rng.choice(["US", "DE", None]) for _ in range(n)], pa.string()),
-            "customer_id": pa.array([rng.randrange(100) for _ in range(n)], pa.int64()),
-        }
-    )
+# This file's events: two years from 2023-06-01, 100 customers, no FR.
+events = functools.partial(
+    data.events, first=dt.date(2023, 6, 1), days=700, countries=("US", "DE", None), customers=100
+)
 
 
 def schema_file(tmp_path: Path, nullable_id: bool = True) -> str:
@@ -269,21 +259,14 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(local_root, tmp_path, 
 
 @pytest.mark.s3
 def test_ingest_on_s3(s3_root, tmp_path, spark, moto_endpoint):
-    import boto3
-    from conftest import S3_KEY, S3_SECRET
+    from conftest import s3_client
 
     ok(s3_root, "add-partition-spec", "--schema", schema_file(tmp_path), *SPEC)
     local = write_parquet(tmp_path, "a.parquet", events(400, seed=11))
     report = ok(s3_root, "--json", "ingest", local, *MASTER).json()
     assert report["rows"] == 400
     bucket = s3_root.uri.split("/")[2]
-    client = boto3.client(
-        "s3",
-        endpoint_url=moto_endpoint,
-        region_name="us-east-1",
-        aws_access_key_id=S3_KEY,
-        aws_secret_access_key=S3_SECRET,
-    )
+    client = s3_client(moto_endpoint)
     client.upload_file(
         write_parquet(tmp_path, "b.parquet", events(300, seed=12, start=400)),
         bucket,

@@ -1,4 +1,4 @@
-"""The `lancens` Typer app: global options and the command modules.
+"""The `lancens` Typer app: the program's options and the list of its commands.
 
 Nothing heavy is imported here: Lance, pyarrow and fsspec load only inside the commands that
 touch storage, so `lancens --help` starts fast.
@@ -8,15 +8,106 @@ from __future__ import annotations
 
 import inspect
 import sys
-from typing import Annotated
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
-from lancens_cli.cli import common
-from lancens_cli.cli.common import SESSION
+from lancens_cli.cli import (
+    check,
+    create,
+    describe,
+    drop,
+    evolve_schema,
+    ingest,
+    init,
+    join,
+    join_plan,
+    ls,
+    migrate,
+    partition_spec,
+    partitions,
+    prune,
+    register,
+    rename,
+    scan,
+    tag_partitions,
+    write,
+)
+from lancens_cli.cli.common import add_command
+from lancens_cli.cli.options import pop_session_values, session_parameters
+from lancens_cli.cli.session import Session
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command of `lancens`: its name, what runs it, and its place in the help."""
+
+    name: str
+    run: Any  # the command's function, or the Typer app of a command with subcommands
+    group: str
+    pandas_free: bool  # never hands data to pandas: importing Lance need not load it
+
+
+_INSPECT = "Inspect"
+_CHANGE = "Change"
+_MAINTAIN = "Migrate and maintain"
+_PARTITIONED = "Partitioned data"
+
+# The commands in the order a user meets them; `--help` lists them so, group by group.
+COMMANDS: tuple[Command, ...] = (
+    Command("ls", ls.ls, _INSPECT, pandas_free=True),
+    Command("describe", describe.describe, _INSPECT, pandas_free=True),
+    Command("partitions", partitions.partitions, _INSPECT, pandas_free=False),
+    Command("scan", scan.scan, _INSPECT, pandas_free=False),
+    Command("init", init.init, _CHANGE, pandas_free=True),
+    Command("create", create.create_app, _CHANGE, pandas_free=True),
+    Command("rename", rename.rename, _CHANGE, pandas_free=True),
+    Command("drop", drop.drop, _CHANGE, pandas_free=True),
+    Command("register", register.register, _CHANGE, pandas_free=True),
+    Command("deregister", register.deregister, _CHANGE, pandas_free=True),
+    Command("migrate-v1", migrate.migrate_v1, _MAINTAIN, pandas_free=True),
+    Command("check", check.check, _MAINTAIN, pandas_free=True),
+    Command("prune", prune.prune, _MAINTAIN, pandas_free=True),
+    Command(
+        "add-partition-spec", partition_spec.add_partition_spec, _PARTITIONED, pandas_free=True
+    ),
+    Command("evolve-schema", evolve_schema.evolve_schema, _PARTITIONED, pandas_free=True),
+    Command("tag-partitions", tag_partitions.tag_partitions, _PARTITIONED, pandas_free=True),
+    Command("write", write.write, _PARTITIONED, pandas_free=True),
+    Command("ingest", ingest.ingest, _PARTITIONED, pandas_free=False),
+    Command("join-plan", join_plan.join_plan, _PARTITIONED, pandas_free=True),
+    Command("join", join.join, _PARTITIONED, pandas_free=False),
+)
+
+
+class _OrderedGroup(TyperGroup):
+    """The program's command group: commands in the order of COMMANDS, listed under a heading
+    per group (Typer's own panels show only with rich help, which `lancens` turns off)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [c.name for c in COMMANDS if c.name in self.commands]
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        shown = [c for c in COMMANDS if not getattr(self.commands.get(c.name), "hidden", True)]
+        if not shown:
+            return
+        width = max(len(c.name) for c in shown)
+        limit = formatter.width - 6 - width  # as Typer's listing
+        for group in dict.fromkeys(c.group for c in shown):
+            rows = [
+                (c.name.ljust(width), self.commands[c.name].get_short_help_str(limit))
+                for c in shown
+                if c.group == group
+            ]
+            with formatter.section(group):
+                formatter.write_dl(rows)
+
 
 app = typer.Typer(
     name="lancens",
+    cls=_OrderedGroup,
     help="Administer Lance directory namespaces: V1 directories, the V2 __manifest, "
     "compatibility mode, migration and partitioned namespaces.\n\n"
     "Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 not found, 4 conflict or already "
@@ -43,72 +134,33 @@ def _global_options(
         typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
     ] = None,
 ) -> None:
-    """Options of the program itself; the shared ones are in common.common_parameters()."""
+    """Options of the program itself; the session's are in options.session_parameters()."""
 
 
-def _callback(**values) -> None:
+def _callback(ctx: typer.Context, **values: Any) -> None:
     """Administer Lance directory namespaces."""
-    SESSION.merge(**{k: values.pop(k, None) for k in common.COMMON_NAMES})
+    ctx.obj = Session()  # this invocation's own session: nothing is carried over from another
+    ctx.obj.merge(**pop_session_values(values))
     _global_options(**values)
 
 
 _callback.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
     [
+        inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context),
         *inspect.signature(_global_options, eval_str=True).parameters.values(),
-        *common.common_parameters(),
+        *session_parameters(),
     ]
 )
 app.callback()(_callback)
 
-
-def _register_commands() -> None:
-    from lancens_cli.cli import (  # noqa: F401
-        check,
-        create,
-        describe,
-        drop,
-        evolve_schema,
-        ingest,
-        init,
-        join,
-        join_plan,
-        ls,
-        migrate,
-        partition_spec,
-        partitions,
-        prune,
-        register,
-        rename,
-        scan,
-        tag_partitions,
-        write,
-    )
-
-
-_register_commands()
-
+for _command in COMMANDS:
+    if isinstance(_command.run, typer.Typer):
+        app.add_typer(_command.run, name=_command.name, rich_help_panel=_command.group)
+    else:
+        add_command(app, _command.name, _command.run, rich_help_panel=_command.group)
 
 # Commands that never hand data to pandas; for them, importing Lance need not load pandas.
-_PANDAS_FREE = frozenset(
-    (
-        "ls",
-        "describe",
-        "create",
-        "rename",
-        "drop",
-        "register",
-        "deregister",
-        "init",
-        "check",
-        "migrate-v1",
-        "add-partition-spec",
-        "evolve-schema",
-        "join-plan",
-        "write",
-        "prune",
-        "tag-partitions",
-    )
-)
+_PANDAS_FREE = frozenset(c.name for c in COMMANDS if c.pandas_free)
 _VALUE_OPTIONS = frozenset(
     ("--root", "-r", "--storage-option", "-s", "--profile", "-p", "--delimiter", "--commit-retries")
 )
@@ -156,8 +208,11 @@ def main() -> None:
     sys.exit(code)
 
 
-def _run_app(argv: list[str]) -> int:
-    """Run the app; a usage error is one line on stderr too (one JSON object with --json)."""
+def _run_app(argv: list[str], prog_name: str | None = None) -> int:
+    """Run the app; a usage error is one line on stderr too (one JSON object with --json).
+
+    `prog_name` names the program in messages (default: from sys.argv[0], as Click does).
+    """
     try:  # Typer >= 0.24 carries its own copy of Click
         from typer._click import exceptions as click_errors
     except ImportError:  # pragma: no cover - older Typer on Click
@@ -168,7 +223,7 @@ def _run_app(argv: list[str]) -> int:
     from lancens_cli.output import emit_error
 
     try:
-        code = app(args=argv, standalone_mode=False)
+        code = app(args=argv, prog_name=prog_name, standalone_mode=False)
     except click_errors.NoArgsIsHelpError as exc:
         exc.show()
         return exc.exit_code

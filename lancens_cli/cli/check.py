@@ -6,21 +6,16 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.app import app
-from lancens_cli.cli.common import SESSION, command
+from lancens_cli.cli.options import DryRun, Target
+from lancens_cli.cli.session import session
 
 
-@command(app, "check")
 def check(
-    ident: Annotated[
-        str | None, typer.Argument(metavar="[ID]", help="Namespace or table (default: the root).")
-    ] = None,
+    ident: Target = None,
     fix: Annotated[
         bool, typer.Option("--fix", help="Repair what is safe; never deletes data.")
     ] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="With --fix: only say what it would repair.")
-    ] = False,
+    dry_run: DryRun = False,
     grace_minutes: Annotated[
         int,
         typer.Option(
@@ -41,16 +36,16 @@ def check(
 
     with progress_bar("checking tables") as start:
         report = run_check(
-            SESSION.namespace,
-            SESSION.ident(ident),
+            session().namespace,
+            session().ident(ident),
             fix=fix,
             dry_run=dry_run,
             grace=timedelta(minutes=grace_minutes),
-            delimiter=SESSION.delimiter,
+            delimiter=session().delimiter,
             progress=start,
         )
-    SESSION.emit(report)
-    if not SESSION.json:
+    session().emit(report)
+    if not session().json:
         message(
             f"{plural(report.tables_checked, 'table')}, "
             f"{plural(report.namespaces_checked, 'namespace')} checked: "

@@ -6,20 +6,11 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.app import app
-from lancens_cli.cli.common import SESSION, command
+from lancens_cli.cli.common import add_command
+from lancens_cli.cli.options import DryRun, ExistOk, Property, SourceFile, SourceFormat
+from lancens_cli.cli.session import session
 
 create_app = typer.Typer(help="Create a namespace or a table.", no_args_is_help=True)
-app.add_typer(create_app, name="create")
-
-PropertyOpt = Annotated[
-    list[str] | None,
-    typer.Option("--property", metavar="KEY=VALUE", help="A property to store. Repeatable."),
-]
-ExistOkOpt = Annotated[bool, typer.Option("--exist-ok", help="Succeed if it already exists.")]
-DryRunOpt = Annotated[
-    bool, typer.Option("--dry-run", help="Show what would change; change nothing.")
-]
 
 
 def _properties(pairs: list[str] | None) -> dict[str, str]:
@@ -33,20 +24,19 @@ def _properties(pairs: list[str] | None) -> dict[str, str]:
     return properties
 
 
-@command(create_app, "namespace")
 def create_namespace(
     ident: Annotated[str, typer.Argument(metavar="ID", help="The namespace, e.g. sales.eu")],
-    prop: PropertyOpt = None,
-    exist_ok: ExistOkOpt = False,
-    dry_run: DryRunOpt = False,
+    prop: Property = None,
+    exist_ok: ExistOk = False,
+    dry_run: DryRun = False,
 ) -> None:
     """Create a namespace (needs the manifest); its parent must exist."""
     from lancens_cli.service.create import create_namespace as create
 
-    SESSION.emit(
+    session().emit(
         create(
-            SESSION.namespace,
-            SESSION.ident(ident),
+            session().namespace,
+            session().ident(ident),
             properties=_properties(prop),
             exist_ok=exist_ok,
             dry_run=dry_run,
@@ -54,28 +44,19 @@ def create_namespace(
     )
 
 
-@command(create_app, "table")
 def create_table(
     ident: Annotated[str, typer.Argument(metavar="ID", help="The table, e.g. sales.eu.orders")],
     schema: Annotated[
         str | None, typer.Option("--schema", metavar="FILE", help="JSON Arrow schema: empty table.")
     ] = None,
-    source: Annotated[
-        str | None,
-        typer.Option(
-            "--from", metavar="FILE", help="Parquet, CSV, JSON lines or a Lance dataset to load."
-        ),
-    ] = None,
-    fmt: Annotated[
-        str | None,
-        typer.Option("--format", help="Format of --from: parquet, csv, jsonl, lance."),
-    ] = None,
+    source: SourceFile = None,
+    fmt: SourceFormat = None,
     declare: Annotated[
         bool, typer.Option("--declare", help="Reserve the name and location, write no data.")
     ] = False,
-    prop: PropertyOpt = None,
-    exist_ok: ExistOkOpt = False,
-    dry_run: DryRunOpt = False,
+    prop: Property = None,
+    exist_ok: ExistOk = False,
+    dry_run: DryRun = False,
 ) -> None:
     """Create a table from a file, from a schema, or declared only."""
     from lancens_cli.cli.dry_run import note_location_pattern
@@ -95,8 +76,8 @@ def create_table(
 
         data = open_source(source, fmt)
     result = create(
-        SESSION.namespace,
-        SESSION.ident(ident),
+        session().namespace,
+        session().ident(ident),
         data=data,
         schema=arrow_schema,
         declare=declare,
@@ -104,5 +85,9 @@ def create_table(
         exist_ok=exist_ok,
         dry_run=dry_run,
     )
-    SESSION.emit(result)
-    note_location_pattern(result, SESSION.json)
+    session().emit(result)
+    note_location_pattern(result, session().json)
+
+
+add_command(create_app, "namespace", create_namespace)
+add_command(create_app, "table", create_table)

@@ -6,15 +6,12 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.app import app
-from lancens_cli.cli.common import SESSION, command
+from lancens_cli.cli.options import Target
+from lancens_cli.cli.session import session
 
 
-@command(app, "describe")
 def describe(
-    ident: Annotated[
-        str | None, typer.Argument(metavar="[ID]", help="Namespace or table (default: the root).")
-    ] = None,
+    ident: Target = None,
     versions: Annotated[
         bool, typer.Option("--versions", help="Also list the table's versions.")
     ] = False,
@@ -22,8 +19,11 @@ def describe(
     """Describe the root (mode, config, counts, __manifest), a namespace or a table."""
     from lancens_cli.service.describe import describe as describe_object
 
-    SESSION.emit(
+    session().emit(
         describe_object(
-            SESSION.namespace, SESSION.ident(ident), versions=versions, delimiter=SESSION.delimiter
+            session().namespace,
+            session().ident(ident),
+            versions=versions,
+            delimiter=session().delimiter,
         )
     )

@@ -6,11 +6,11 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.app import app
-from lancens_cli.cli.common import SESSION, command, confirm_destruction
+from lancens_cli.cli.common import confirm_destruction
+from lancens_cli.cli.options import DryRun, Yes
+from lancens_cli.cli.session import session
 
 
-@command(app, "drop")
 def drop(
     ident: Annotated[str, typer.Argument(metavar="ID", help="Table or namespace to drop.")],
     cascade: Annotated[
@@ -19,8 +19,8 @@ def drop(
     keep_data: Annotated[
         bool, typer.Option("--keep-data", help="Forget the tables but keep their files.")
     ] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be dropped.")] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    dry_run: DryRun = False,
+    yes: Yes = False,
     force: Annotated[
         bool,
         typer.Option("--force", help="Delete the data even if other tables read it (they break)."),
@@ -36,14 +36,14 @@ def drop(
     from lancens_cli.service.drop import plan_drop, refuse_breaking
     from lancens_cli.words import plural
 
-    ns = SESSION.namespace
-    target = SESSION.ident(ident)
+    ns = session().namespace
+    target = session().ident(ident)
     if not dry_run and not keep_data:
         plan = plan_drop(
-            ns, target, cascade=cascade, delimiter=SESSION.delimiter, dependents=not force
+            ns, target, cascade=cascade, delimiter=session().delimiter, dependents=not force
         )
         if not force:
-            refuse_breaking(plan, target, SESSION.delimiter)  # before asking, not after
+            refuse_breaking(plan, target, session().delimiter)  # before asking, not after
         tables = sum(1 for c in plan.changes if c.kind == "table")
         if tables:
             confirm_destruction(
@@ -56,8 +56,8 @@ def drop(
             cascade=cascade,
             keep_data=keep_data,
             dry_run=dry_run,
-            delimiter=SESSION.delimiter,
+            delimiter=session().delimiter,
             force=force,
             progress=start,
         )
-    SESSION.emit(result)
+    session().emit(result)

@@ -6,11 +6,10 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.app import app
-from lancens_cli.cli.common import SESSION, command
+from lancens_cli.cli.options import DryRun
+from lancens_cli.cli.session import session
 
 
-@command(app, "evolve-schema")
 def evolve_schema(
     add: Annotated[
         list[str] | None,
@@ -34,9 +33,7 @@ def evolve_schema(
             help="Widen a column: int8->int16->int32->int64, float32->float64, date32->timestamp.",
         ),
     ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Show the changes and the tables; change nothing.")
-    ] = False,
+    dry_run: DryRun = False,
 ) -> None:
     """Change the namespace schema of a partitioned root and bring every partition table to it.
 
@@ -50,6 +47,6 @@ def evolve_schema(
     from lancens_cli.service.evolve_schema import evolve_schema as run
 
     changes = parse_changes(add or [], rename or [], drop or [], widen or [])
-    result = run(SESSION.namespace, changes, dry_run=dry_run)
-    SESSION.emit(result)
+    result = run(session().namespace, changes, dry_run=dry_run)
+    session().emit(result)
     message(result.summary())

@@ -6,12 +6,10 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.app import app
-from lancens_cli.cli.common import SESSION, command
-from lancens_cli.cli.spark_options import ConfOption, MasterOption
+from lancens_cli.cli.options import Branch, Conf, DryRun, Master
+from lancens_cli.cli.session import session
 
 
-@command(app, "ingest")
 def ingest(
     sources: Annotated[
         list[str],
@@ -40,23 +38,10 @@ def ingest(
             help="append, or overwrite: replace the partitions (or the table) the input touches.",
         ),
     ] = "append",
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run", help="Read and check every row and count the partitions; write nothing."
-        ),
-    ] = False,
-    branch: Annotated[
-        str | None,
-        typer.Option(
-            "--branch",
-            metavar="NAME",
-            help="Write to this branch of each partition table (created where missing) and "
-            "publish read_branch; main stays as it is.",
-        ),
-    ] = None,
-    master: MasterOption = None,
-    conf: ConfOption = None,
+    dry_run: DryRun = False,
+    branch: Branch = None,
+    master: Master = None,
+    conf: Conf = None,
 ) -> None:
     """Read files with Spark and write them into the partitioned namespace at the root (or a
     table): tasks write each partition's fragments, the driver publishes them all in one
@@ -66,21 +51,21 @@ def ingest(
     from lancens_cli.output import message
     from lancens_cli.pipeline.ingest import ingest as run
 
-    ident = SESSION.ident(into) if into is not None else None
-    if not SESSION.json:
+    ident = session().ident(into) if into is not None else None
+    if not session().json:
         message("ingest: starting Spark")
     with spark_progress("ingest") as watch:
         result = run(
             lambda: watch(spark_session(master, conf)),
-            SESSION.namespace,
+            session().namespace,
             sources,
             fmt=fmt,
             into=ident,
             mode=mode,
             dry_run=dry_run,
-            delimiter=SESSION.delimiter,
-            debug=SESSION.debug,
+            delimiter=session().delimiter,
+            debug=session().debug,
             branch=branch,
         )
-    SESSION.emit(result)
+    session().emit(result)
     message(f"{result.summary()} (Spark start {result.spark_start_seconds:.1f} s)")

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from lancens_cli.cli.app import app
-from lancens_cli.cli.common import SESSION, command
+from lancens_cli.cli.session import session
 
 
-@command(app, "init")
 def init() -> None:
     """Create the root directory (local roots); on object stores check that the bucket exists."""
     from lancens_cli.service.namespace import init_root
 
-    SESSION.emit(init_root(SESSION.namespace))
+    session().emit(init_root(session().namespace))

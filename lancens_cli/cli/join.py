@@ -6,15 +6,12 @@ from typing import Annotated, Any
 
 import typer
 
-from lancens_cli.cli.app import app
-from lancens_cli.cli.common import SESSION, command
-from lancens_cli.cli.join_plan import JoinKeys, LeftRoot, RightRoot
-from lancens_cli.cli.spark_options import ConfOption, MasterOption
+from lancens_cli.cli.options import Conf, JoinKeys, LeftRoot, Master, RightRoot
+from lancens_cli.cli.session import session
 
 DEFAULT_LIMIT = 20
 
 
-@command(app, "join")
 def join(
     left_root: LeftRoot,
     right_root: RightRoot,
@@ -60,8 +57,8 @@ def join(
         bool,
         typer.Option("--explain", help="Print the partition groups and Spark's physical plan."),
     ] = False,
-    master: MasterOption = None,
-    conf: ConfOption = None,
+    master: Master = None,
+    conf: Conf = None,
 ) -> None:
     """Join two partitioned namespaces on Spark without a shuffle when their layouts allow.
 
@@ -77,14 +74,13 @@ def join(
     """
     import time
 
-    from lancens_cli.cli.join_plan import _namespace_for
     from lancens_cli.cli.spark_options import spark_session
     from lancens_cli.errors import InvalidInputError
     from lancens_cli.output import message
     from lancens_cli.pipeline import join as job_module
     from lancens_cli.service.join_plan import parse_on
 
-    if SESSION.root is not None:
+    if session().root is not None:
         raise InvalidInputError("join takes LEFT_ROOT and RIGHT_ROOT as arguments, not --root")
     if sum((count, explain, to is not None)) > 1:
         raise InvalidInputError("give at most one of --count, --explain and --to")
@@ -92,12 +88,12 @@ def join(
         raise InvalidInputError(f"--format {fmt!r}: expected one of parquet, csv, json")
     keys = [parse_on(text) for text in on]
     wanted = job_module.parse_columns(columns)
-    left = _namespace_for(left_root)
-    SESSION._namespace = left  # its profile's secrets are masked in error messages too
+    left = session().namespace_at(left_root)
+    session()._namespace = left  # its profile's secrets are masked in error messages too
     job = job_module.plan_job(
-        left, _namespace_for(right_root), keys, how, wanted, filtered=where is not None
+        left, session().namespace_at(right_root), keys, how, wanted, filtered=where is not None
     )
-    if not job.spj and not SESSION.json:
+    if not job.spj and not session().json:
         message(f"join: no storage-partitioned join ({job.fallback_reasons[0]}); shuffling")
     started = time.monotonic()
     spark = spark_session(master, conf)
@@ -105,8 +101,8 @@ def join(
     df = _filtered(job.dataframe(spark), where).select(*[c.name for c in job.selected])
     if explain:
         result: Any = job_module.JoinExplain(job, job_module.physical_plan(df))
-        if SESSION.json:
-            SESSION.emit(result)
+        if session().json:
+            session().emit(result)
         else:
             typer.echo("\n".join(result.lines()))
         return
@@ -117,8 +113,8 @@ def join(
         result = job_module.JoinCount(df.count(), job.spj)
     else:
         result = job_module.collect_rows(df, DEFAULT_LIMIT if limit is None else limit, job.spj)
-    SESSION.emit(result)
-    if not SESSION.json:
+    session().emit(result)
+    if not session().json:
         kind = "storage-partitioned" if job.spj else "shuffle"
         message(f"{kind} join done in {time.monotonic() - started:.1f}s")
 
@@ -127,7 +123,7 @@ def _quiet_analysis_log() -> None:
     """PySpark logs every analysis error with its JVM trace; ours is one line (unless --debug)."""
     import logging
 
-    if not SESSION.debug:
+    if not session().debug:
         logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
 
 

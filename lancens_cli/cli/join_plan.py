@@ -2,41 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.app import app
-from lancens_cli.cli.common import SESSION, command
-
-# The two namespaces and the keys, as `join-plan` and `join` both take them.
-LeftRoot = Annotated[
-    str, typer.Argument(metavar="LEFT_ROOT", help="The left partitioned namespace.")
-]
-RightRoot = Annotated[
-    str, typer.Argument(metavar="RIGHT_ROOT", help="The right partitioned namespace.")
-]
-JoinKeys = Annotated[
-    list[str],
-    typer.Option(
-        "--on",
-        metavar="'l.COL = r.COL'",
-        help="A join key: a left column equal to a right column. Repeatable.",
-    ),
-]
+from lancens_cli.cli.options import JoinKeys, LeftRoot, RightRoot
+from lancens_cli.cli.session import session
 
 
-def _namespace_for(root: str) -> Any:
-    """A namespace at `root` with this invocation's storage options, profile and flags.
-
-    The session builds one namespace for `--root`; a copy with another root builds the same
-    configuration (flags > environment > profile) for each side of the join.
-    """
-    return dataclasses.replace(SESSION, root=root, _namespace=None).namespace
-
-
-@command(app, "join-plan")
 def join_plan(
     left_root: LeftRoot,
     right_root: RightRoot,
@@ -67,11 +40,11 @@ def join_plan(
     from lancens_cli.service.join_plan import join_plan as plan_join
     from lancens_cli.service.join_plan import parse_on
 
-    if SESSION.root is not None:
+    if session().root is not None:
         raise InvalidInputError("join-plan takes LEFT_ROOT and RIGHT_ROOT as arguments, not --root")
     keys = [parse_on(text) for text in on]
-    left = _namespace_for(left_root)
-    SESSION._namespace = left  # its profile's secrets are masked in error messages too
-    result = plan_join(left, _namespace_for(right_root), keys, all_versions=all_versions)
-    SESSION.emit(result)
+    left = session().namespace_at(left_root)
+    session()._namespace = left  # its profile's secrets are masked in error messages too
+    result = plan_join(left, session().namespace_at(right_root), keys, all_versions=all_versions)
+    session().emit(result)
     message(result.summary())

@@ -6,12 +6,10 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.app import app
-from lancens_cli.cli.common import SESSION, command
+from lancens_cli.cli.session import session
 from lancens_cli.words import plural
 
 
-@command(app, "ls")
 def ls(
     namespace: Annotated[
         str | None, typer.Argument(help="Namespace to list (default: the root).")
@@ -31,16 +29,16 @@ def ls(
     from lancens_cli.service.listing import list_namespace
 
     result = list_namespace(
-        SESSION.namespace,
-        SESSION.ident(namespace),
+        session().namespace,
+        session().ident(namespace),
         recursive=recursive,
         limit=limit,
         page_token=page_token,
         with_state=not no_state,
-        delimiter=SESSION.delimiter,
+        delimiter=session().delimiter,
     )
-    SESSION.emit(result)
-    if result.partitioning and not SESSION.json:
+    session().emit(result)
+    if result.partitioning and not session().json:
         from lancens_cli.output import message
 
         summary = result.partitioning
@@ -50,7 +48,7 @@ def ls(
             f"partitioned namespace: spec versions {versions} (current v{summary['current_spec']}),"
             f" {plural(summary['partitions'], 'partition table')}; schema: {columns}"
         )
-    if result.next_page_token and not SESSION.json:
+    if result.next_page_token and not session().json:
         from lancens_cli.output import message
 
         message(f"more entries: --page-token {result.next_page_token}")

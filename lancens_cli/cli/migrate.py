@@ -6,15 +6,12 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.app import app
-from lancens_cli.cli.common import SESSION, command
+from lancens_cli.cli.options import DryRun
+from lancens_cli.cli.session import session
 
 
-@command(app, "migrate-v1")
 def migrate_v1(
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Show what would be registered; change nothing.")
-    ] = False,
+    dry_run: DryRun = False,
     check: Annotated[
         bool,
         typer.Option("--check", help="Change nothing; exit 7 if tables are left to migrate."),
@@ -37,9 +34,9 @@ def migrate_v1(
 
     with progress_bar("scanning table directories") as start:
         report = migrate(
-            SESSION.namespace, dry_run=dry_run, check=check, legacy=legacy, progress=start
+            session().namespace, dry_run=dry_run, check=check, legacy=legacy, progress=start
         )
-    SESSION.emit(report)
+    session().emit(report)
     if check:
         if report.pending:
             message(f"{plural(report.pending, 'table')} left to migrate")

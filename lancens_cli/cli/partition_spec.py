@@ -6,11 +6,10 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.app import app
-from lancens_cli.cli.common import SESSION, command
+from lancens_cli.cli.options import DryRun
+from lancens_cli.cli.session import session
 
 
-@command(app, "add-partition-spec")
 def add_partition_spec(
     field: Annotated[
         list[str] | None,
@@ -39,9 +38,7 @@ def add_partition_spec(
         str | None,
         typer.Option("--like", metavar="TABLE", help="Take the namespace schema from a table."),
     ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Show the spec and the new columns; change nothing.")
-    ] = False,
+    dry_run: DryRun = False,
 ) -> None:
     """Make the root a partitioned namespace, or add the next partition spec version.
 
@@ -64,15 +61,15 @@ def add_partition_spec(
     if like is not None:
         from lancens_cli.store.tables import open_table
 
-        ns = SESSION.namespace
-        ref = ns.require_table(SESSION.ident(like), ns.snapshot())
+        ns = session().namespace
+        ref = ns.require_table(session().ident(like), ns.snapshot())
         arrow_schema = open_table(ns.storage, ref.location).schema
     change = add(
-        SESSION.namespace,
+        session().namespace,
         requests=[parse_field(f) for f in field] if field is not None else None,
         spec_document=read_json_file(spec, "spec file") if spec is not None else None,
         schema=arrow_schema,
         dry_run=dry_run,
     )
-    SESSION.emit(change)
+    session().emit(change)
     message(change.summary())

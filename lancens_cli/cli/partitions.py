@@ -6,12 +6,10 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.app import app
-from lancens_cli.cli.common import SESSION, command
+from lancens_cli.cli.session import session
 from lancens_cli.words import plural
 
 
-@command(app, "partitions")
 def partitions(
     where: Annotated[
         str | None,
@@ -33,13 +31,13 @@ def partitions(
     from lancens_cli.output import message
     from lancens_cli.service.partitions import select_partitions
 
-    selection = select_partitions(SESSION.namespace, where)
-    if explain and not SESSION.json:
+    selection = select_partitions(session().namespace, where)
+    if explain and not session().json:
         message(selection.manifest_query)
         for version, parts in selection.pushed.items():
             message(f"{version}: pushed to partitions: {' AND '.join(parts) or '(nothing)'}")
-    SESSION.emit(selection)
-    if not SESSION.json:
+    session().emit(selection)
+    if not session().json:
         message(f"{len(selection.matches)} of {plural(selection.total, 'partition table')} match")
         for version, residual in selection.residual.items():
             if residual:

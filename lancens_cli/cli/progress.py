@@ -11,9 +11,9 @@ from typing import Any
 
 def showing() -> bool:
     """A bar is for a person watching: never in a pipe or a log, never beside a JSON document."""
-    from lancens_cli.cli.common import SESSION
+    from lancens_cli.cli.session import session
 
-    return sys.stderr.isatty() and not SESSION.json
+    return sys.stderr.isatty() and not session().json
 
 
 def _progress(*columns: Any):

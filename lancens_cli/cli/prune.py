@@ -11,9 +11,9 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.app import app
-from lancens_cli.cli.common import SESSION, command, confirm_destruction
-from lancens_cli.cli.spark_options import ConfOption, MasterOption
+from lancens_cli.cli.common import confirm_destruction
+from lancens_cli.cli.options import Conf, DryRun, Master, Yes
+from lancens_cli.cli.session import session
 
 
 def _default_parallel() -> int:
@@ -57,7 +57,6 @@ def _progress() -> Iterator[Callable[[int], Callable[[int], None]]]:
         yield start
 
 
-@command(app, "prune")
 def prune(
     idents: Annotated[
         list[str] | None,
@@ -76,10 +75,8 @@ def prune(
     compact: Annotated[
         bool, typer.Option("--compact", help="Also compact small fragments of tables.")
     ] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Show what would be removed; change nothing.")
-    ] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    dry_run: DryRun = False,
+    yes: Yes = False,
     force: Annotated[
         bool, typer.Option("--force", help="Allow --older-than or --grace under 1 hour.")
     ] = False,
@@ -91,8 +88,8 @@ def prune(
             help="Tables processed at once (default: 4 x CPUs); with Spark, per task.",
         ),
     ] = None,
-    master: MasterOption = None,
-    conf: ConfOption = None,
+    master: Master = None,
+    conf: Conf = None,
 ) -> None:
     """Expire old table and __manifest versions and remove debris, keeping every version a
     reader can be sent to (published, tagged, branched, cloned, newest, young).
@@ -121,8 +118,8 @@ def prune(
         from lancens_cli.pipeline.session import require_pyspark
 
         require_pyspark()  # before any question or change: exit 2 with the install hint
-    ns = SESSION.namespace
-    targets = [SESSION.ident(i) for i in idents or []]
+    ns = session().namespace
+    targets = [session().ident(i) for i in idents or []]
     if not dry_run:
         ns.require_root()
         confirm_destruction(
@@ -138,13 +135,13 @@ def prune(
             policy,
             dry_run=dry_run,
             compact=compact,
-            indexes=bool(SESSION.indexes),
+            indexes=bool(session().indexes),
             parallel=parallel or _default_parallel(),
-            delimiter=SESSION.delimiter,
+            delimiter=session().delimiter,
             progress=start,
             tasks=tasks,
         )
-    SESSION.emit(report)
+    session().emit(report)
     message(report.title + ("; dry run: nothing changed" if dry_run else ""))
     if report.failed:
         names = ", ".join(t.object_id or t.location for t in report.failed)
@@ -164,7 +161,7 @@ def _wants_spark(master: str | None, conf: list[str] | None) -> bool:
         return True
     from lancens_cli.config import load_spark_profile
 
-    return bool(load_spark_profile(SESSION.profile or os.environ.get("LANCENS_PROFILE")))
+    return bool(load_spark_profile(session().profile or os.environ.get("LANCENS_PROFILE")))
 
 
 def _spark_tables(master: str | None, conf: list[str] | None):

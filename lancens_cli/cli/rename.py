@@ -6,11 +6,10 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.app import app
-from lancens_cli.cli.common import SESSION, command
+from lancens_cli.cli.options import DryRun
+from lancens_cli.cli.session import session
 
 
-@command(app, "rename")
 def rename(
     old: Annotated[str, typer.Argument(metavar="OLD", help="Table or namespace to rename.")],
     new: Annotated[
@@ -20,7 +19,7 @@ def rename(
         bool,
         typer.Option("--keep-location", help="Leave a root V1 table's directory where it is."),
     ] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change.")] = False,
+    dry_run: DryRun = False,
     force: Annotated[
         bool,
         typer.Option(
@@ -38,13 +37,13 @@ def rename(
     from lancens_cli.service.rename import rename as rename_object
 
     result = rename_object(
-        SESSION.namespace,
-        SESSION.ident(old),
-        SESSION.ident(new),
+        session().namespace,
+        session().ident(old),
+        session().ident(new),
         keep_location=keep_location,
         dry_run=dry_run,
-        delimiter=SESSION.delimiter,
+        delimiter=session().delimiter,
         force=force,
     )
-    SESSION.emit(result)
-    note_location_pattern(result, SESSION.json)
+    session().emit(result)
+    note_location_pattern(result, session().json)

@@ -6,13 +6,11 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.app import app
-from lancens_cli.cli.common import SESSION, command
-from lancens_cli.cli.spark_options import ConfOption, MasterOption
+from lancens_cli.cli.options import Conf, Master
+from lancens_cli.cli.session import session
 from lancens_cli.words import noun, plural
 
 
-@command(app, "scan")
 def scan(
     identifier: Annotated[
         str | None,
@@ -60,8 +58,8 @@ def scan(
             "physical plan; reads no rows.",
         ),
     ] = False,
-    master: MasterOption = None,
-    conf: ConfOption = None,
+    master: Master = None,
+    conf: Conf = None,
 ) -> None:
     """Read rows with Spark through the lancens data source: print them, count them, or
     write them as Parquet, CSV or JSON files.
@@ -93,15 +91,15 @@ def scan(
     if wanted is not None and not all(wanted):
         raise InvalidInputError("--columns: give column names separated by commas")
     tty = sys.stdout.isatty()
-    if limit is None and tty and not SESSION.json:
+    if limit is None and tty and not session().json:
         limit = TERMINAL_LIMIT
-    ns = SESSION.namespace
+    ns = session().namespace
     ns.require_root()
     request = ScanRequest(
         root=ns.config.root,
         storage=dict(ns.config.storage_options),
         identifier=identifier,
-        delimiter=SESSION.delimiter,
+        delimiter=session().delimiter,
         where=where,
         columns=wanted,
         limit=limit,
@@ -109,7 +107,7 @@ def scan(
         to=to,
         fmt=fmt,
         explain=explain,
-        stream=not tty and not SESSION.json,
+        stream=not tty and not session().json,
     )
     started = time.monotonic()
     message("scan: starting Spark")
@@ -121,13 +119,13 @@ def scan(
         _print_stream(result)
         message(f"scan: done in {seconds:.1f}s")
         return
-    if isinstance(result, ScanCount) and not SESSION.json:
+    if isinstance(result, ScanCount) and not session().json:
         typer.echo(str(result.count))
     else:
-        SESSION.emit(result)
+        session().emit(result)
     if isinstance(result, ScanWritten):
         message(f"scan: wrote {result.format} files to {result.path} in {seconds:.1f}s")
-    elif explain and not SESSION.json:
+    elif explain and not session().json:
         _print_explain(result)
     elif getattr(result, "truncated", False):
         message(

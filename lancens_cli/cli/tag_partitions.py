@@ -6,11 +6,10 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.app import app
-from lancens_cli.cli.common import SESSION, command
+from lancens_cli.cli.options import DryRun
+from lancens_cli.cli.session import session
 
 
-@command(app, "tag-partitions")
 def tag_partitions(
     name: Annotated[str, typer.Argument(metavar="NAME", help="The tag to make.")],
     publish: Annotated[
@@ -23,9 +22,7 @@ def tag_partitions(
         bool,
         typer.Option("--force", help="Move a tag of that name that names another version."),
     ] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Show what would be tagged; change nothing.")
-    ] = False,
+    dry_run: DryRun = False,
 ) -> None:
     """Tag every partition table at the version __manifest publishes for it (a named snapshot
     of the partitioned namespace); --publish makes readers read the tag.
@@ -36,6 +33,6 @@ def tag_partitions(
     from lancens_cli.output import message
     from lancens_cli.service.partition_tags import tag_partitions as run
 
-    result = run(SESSION.namespace, name, publish=publish, force=force, dry_run=dry_run)
-    SESSION.emit(result)
+    result = run(session().namespace, name, publish=publish, force=force, dry_run=dry_run)
+    session().emit(result)
     message(result.summary())

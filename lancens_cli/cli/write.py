@@ -6,35 +6,18 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.app import app
-from lancens_cli.cli.common import SESSION, command
+from lancens_cli.cli.options import Branch, SourceFile, SourceFormat
+from lancens_cli.cli.session import session
 
 
-@command(app, "write")
 def write(
     root_argument: Annotated[
         str | None,
         typer.Argument(metavar="[ROOT]", help="The partitioned namespace (or --root)."),
     ] = None,
-    source: Annotated[
-        str,
-        typer.Option(
-            "--from", metavar="FILE", help="Parquet, CSV, JSON lines or a Lance dataset to load."
-        ),
-    ] = ...,  # type: ignore[assignment]
-    fmt: Annotated[
-        str | None,
-        typer.Option("--format", help="Format of --from: parquet, csv, jsonl, lance."),
-    ] = None,
-    branch: Annotated[
-        str | None,
-        typer.Option(
-            "--branch",
-            metavar="NAME",
-            help="Write to this branch of each partition table (created where missing) and "
-            "publish read_branch; main stays as it is.",
-        ),
-    ] = None,
+    source: SourceFile = ...,  # type: ignore[assignment]
+    fmt: SourceFormat = None,
+    branch: Branch = None,
 ) -> None:
     """Write rows into a partitioned namespace under its current partition spec.
 
@@ -50,11 +33,11 @@ def write(
     from lancens_cli.words import plural
 
     if root_argument is not None:
-        SESSION.merge(root=root_argument)
+        session().merge(root=root_argument)
     data = open_source(source, fmt)
     with progress_bar("writing partition tables") as start:
-        result = write_partitioned(SESSION.namespace, data, branch=branch, progress=start)
-    SESSION.emit(result)
+        result = write_partitioned(session().namespace, data, branch=branch, progress=start)
+    session().emit(result)
     created = sum(1 for t in result.partitions if t.created)
     message(
         f"{plural(result.rows, 'row')} into {plural(len(result.partitions), 'partition')} of spec "

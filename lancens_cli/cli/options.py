@@ -1,0 +1,177 @@
+"""The options and arguments more than one command takes, each declared once with one help text.
+
+`common_parameters()` are the session's options (`--root`, `-s`, `--json`, ...), accepted both
+before and after the command; the `Annotated` aliases below are what commands put in their
+signatures so that one option reads the same in every command.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Annotated, Any
+
+import typer
+
+_PANEL = "Namespace options"
+_OUTPUT = "Global options"
+_SPARK = "Spark options"
+
+# --- options of several commands -----------------------------------------------------------------
+
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")]
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+Target = Annotated[
+    str | None, typer.Argument(metavar="[ID]", help="Namespace or table (default: the root).")
+]
+SourceFile = Annotated[
+    str | None,
+    typer.Option(
+        "--from", metavar="FILE", help="Parquet, CSV, JSON lines or a Lance dataset to load."
+    ),
+]
+SourceFormat = Annotated[
+    str | None,
+    typer.Option("--format", help="Format of --from: parquet, csv, jsonl, lance."),
+]
+Branch = Annotated[
+    str | None,
+    typer.Option(
+        "--branch",
+        metavar="NAME",
+        help="Write to this branch of each partition table (created where missing) and "
+        "publish read_branch; main stays as it is.",
+    ),
+]
+Property = Annotated[
+    list[str] | None,
+    typer.Option("--property", metavar="KEY=VALUE", help="A property to store. Repeatable."),
+]
+ExistOk = Annotated[bool, typer.Option("--exist-ok", help="Succeed if it already exists.")]
+
+# --- the two namespaces and the keys, as `join-plan` and `join` take them -----------------------
+
+LeftRoot = Annotated[
+    str, typer.Argument(metavar="LEFT_ROOT", help="The left partitioned namespace.")
+]
+RightRoot = Annotated[
+    str, typer.Argument(metavar="RIGHT_ROOT", help="The right partitioned namespace.")
+]
+JoinKeys = Annotated[
+    list[str],
+    typer.Option(
+        "--on",
+        metavar="'l.COL = r.COL'",
+        help="A join key: a left column equal to a right column. Repeatable.",
+    ),
+]
+
+# --- the commands that run Spark (`ingest`, `scan`, `join`, `prune --master`) ------------------
+
+Master = Annotated[
+    str | None,
+    typer.Option(
+        "--master",
+        metavar="URL",
+        help="Spark master: local[*] (default), local[N], spark://host:port. "
+        "(env LANCENS_SPARK_MASTER, or the profile's [spark] master)",
+        rich_help_panel=_SPARK,
+    ),
+]
+Conf = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--conf",
+        metavar="KEY=VALUE",
+        help="Spark configuration, as spark-submit's --conf. Repeatable.",
+        rich_help_panel=_SPARK,
+    ),
+]
+
+# --- the session's options, on the program and on every command ---------------------------------
+
+
+def _flag(name: str, help: str) -> Any:
+    """A `--name/--no-name` namespace setting: None when not given, so lower layers decide."""
+    return Annotated[
+        bool | None,
+        typer.Option(
+            f"--{name}/--no-{name}", help=help, rich_help_panel=_PANEL, show_default=False
+        ),
+    ]
+
+
+_SESSION_OPTIONS: dict[str, Any] = {
+    "root": Annotated[
+        str | None,
+        typer.Option(
+            "--root",
+            "-r",
+            help="Namespace root: path, file://, s3:// or gs:// URI. (env LANCENS_ROOT)",
+            rich_help_panel=_PANEL,
+        ),
+    ],
+    "manifest": _flag("manifest", "Use the __manifest table (manifest_enabled)."),
+    "dir_listing": _flag(
+        "dir-listing", "Find root tables by listing <name>.lance (dir_listing_enabled)."
+    ),
+    "indexes": _flag(
+        "indexes",
+        "Rebuild the __manifest scalar indexes after each commit (inline_optimization_enabled).",
+    ),
+    "storage": Annotated[
+        list[str] | None,
+        typer.Option(
+            "--storage-option",
+            "-s",
+            metavar="KEY=VALUE",
+            help="Storage option for Lance and fsspec (the spec's storage.*). Repeatable.",
+            rich_help_panel=_PANEL,
+        ),
+    ],
+    "profile": Annotated[
+        str | None,
+        typer.Option(
+            "--profile",
+            "-p",
+            help="Profile from the config file. (env LANCENS_PROFILE)",
+            rich_help_panel=_PANEL,
+        ),
+    ],
+    "commit_retries": Annotated[
+        int | None,
+        typer.Option(
+            "--commit-retries",
+            min=0,
+            help="Retries of a conflicting manifest commit (commit_retries).",
+            rich_help_panel=_PANEL,
+        ),
+    ],
+    "json": Annotated[
+        bool, typer.Option("--json", help="Print one JSON document.", rich_help_panel=_OUTPUT)
+    ],
+    "delimiter": Annotated[
+        str | None,
+        typer.Option(
+            "--delimiter",
+            help="Separator of identifier parts on the command line and in output (default '.').",
+            rich_help_panel=_OUTPUT,
+        ),
+    ],
+    "debug": Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of errors.", rich_help_panel=_OUTPUT)
+    ],
+}
+SESSION_NAMES = tuple(_SESSION_OPTIONS)
+
+
+def session_parameters() -> list[inspect.Parameter]:
+    """The session's options, as keyword parameters Typer reads from a signature."""
+    return [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=None)
+        for name, kind in _SESSION_OPTIONS.items()
+    ]
+
+
+def pop_session_values(values: dict[str, Any]) -> dict[str, Any]:
+    """Take the session's options out of a command's (or the program's) parsed values."""
+    return {name: values.pop(name, None) for name in SESSION_NAMES}

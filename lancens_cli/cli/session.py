@@ -1,0 +1,121 @@
+"""The session of one invocation: the shared options it was given and the Namespace they build.
+
+Each invocation builds its own `Session` in the root click context (`ctx.obj`, by the app's
+callback); commands reach it through `session()`. Nothing is kept between invocations, so
+in-process runs (tests, a notebook) start clean without resetting a global.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+try:  # Typer >= 0.24 carries its own copy of Click
+    from typer._click.globals import get_current_context
+except ImportError:  # pragma: no cover - older Typer on Click
+    from click import get_current_context
+
+
+@dataclass
+class Session:
+    """Options resolved for one invocation; builds the Namespace on first use."""
+
+    root: str | None = None
+    manifest: bool | None = None
+    dir_listing: bool | None = None
+    indexes: bool | None = None
+    commit_retries: int | None = None
+    storage: list[str] = field(default_factory=list)
+    profile: str | None = None
+    delimiter: str = "."
+    json: bool = False
+    debug: bool = False
+    _namespace: Any = None
+
+    def __post_init__(self) -> None:
+        from lancens_cli.models import set_display_delimiter
+
+        set_display_delimiter(self.delimiter)
+
+    def merge(self, **values: Any) -> None:
+        from lancens_cli.models import set_display_delimiter
+
+        if values.get("delimiter") is not None:
+            set_display_delimiter(values["delimiter"])
+        for key, value in values.items():
+            if key == "storage":
+                self.storage = [*self.storage, *(value or [])]
+            elif key in ("json", "debug"):
+                setattr(self, key, getattr(self, key) or bool(value))  # a plain flag: any place
+            elif value is not None:  # None: not given here; False is a real --no-... choice
+                setattr(self, key, value)
+
+    @property
+    def namespace(self):
+        if self._namespace is None:
+            import os
+
+            from lancens_cli.config import parse_key_values, resolve_config, unknown_env_warning
+            from lancens_cli.service.namespace import Namespace
+
+            warning = unknown_env_warning(os.environ)
+            if warning:  # a misspelt setting would otherwise be silently ignored
+                sys.stderr.write(warning + "\n")
+
+            flags = {
+                "root": self.root,
+                "manifest_enabled": self.manifest,
+                "dir_listing_enabled": self.dir_listing,
+                "inline_optimization_enabled": self.indexes,
+                "commit_retries": self.commit_retries,
+            }
+            storage = parse_key_values(self.storage, "storage option")
+            self._namespace = Namespace(
+                resolve_config(flags, storage, self.profile),
+                on_warning=lambda text: sys.stderr.write(f"warning: {text}\n"),
+            )
+        return self._namespace
+
+    def namespace_at(self, root: str) -> Any:
+        """A namespace at `root` with this invocation's storage options, profile and flags.
+
+        `join-plan` and `join` take their roots as arguments: a copy of the session with
+        another root builds the same configuration (flags > environment > profile) for each.
+        """
+        return dataclasses.replace(self, root=root, _namespace=None).namespace
+
+    def ident(self, text: str | None):
+        from lancens_cli.models import Identifier
+
+        return Identifier.parse(text, self.delimiter)
+
+    def secrets(self) -> list[str]:
+        """Secret values this invocation was given, to keep them out of every message."""
+        import os
+
+        from lancens_cli.config import ENV_STORAGE_PREFIX, is_secret_key
+
+        values = []
+        for pair in self.storage:
+            key, _, value = pair.partition("=")
+            if is_secret_key(key):
+                values.append(value)
+        for key, value in os.environ.items():
+            if key.startswith(ENV_STORAGE_PREFIX) and is_secret_key(key):
+                values.append(value)
+        if self._namespace is not None:
+            options = self._namespace.config.storage_options
+            values += [v for k, v in options.items() if is_secret_key(k)]
+        return values
+
+    def emit(self, result: Any) -> None:
+        from lancens_cli.output import emit
+
+        emit(result, json_mode=self.json)
+
+
+def session() -> Session:
+    """The session of the invocation running now (made by the app's callback)."""
+    return get_current_context().find_root().ensure_object(Session)
