@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from lancens_cli.service.prune_expire import expire_listed
 from lancens_cli.service.prune_policy import PrunePolicy, show_duration
+from lancens_cli.service.prune_versions import VersionInfo, version_files
 
 if TYPE_CHECKING:
-    from lancens_cli.service.prune_protect import Pins, TableState, VersionInfo
     from lancens_cli.store.storage import Storage
 
 
@@ -49,8 +49,6 @@ class BranchPlan:
 
 def read_branch_states(storage: Storage, location: str, ds: Any) -> list[BranchState]:
     """Every branch of the table with its versions (one listing each), tags and children."""
-    from lancens_cli.service.prune_protect import VersionInfo, version_files
-
     branches = ds.branches.list()
     tags: dict[str, dict[str, int]] = defaultdict(dict)
     for name, tag in ds.tags.list().items():
@@ -70,18 +68,22 @@ def read_branch_states(storage: Storage, location: str, ds: Any) -> list[BranchS
 
 
 def plan_branches(
-    state: TableState, pins: Pins, policy: PrunePolicy, now: datetime, read_by_clones: bool
+    branch_states: list[BranchState],
+    published: dict[str, set[int]],
+    policy: PrunePolicy,
+    now: datetime,
+    read_by_clones: bool,
 ) -> tuple[list[BranchPlan], list[str]]:
-    """Each branch's plan, and notes for the table's report."""
-    if not state.branch_states:
+    """Each branch's plan, and notes for the table's report; `published` holds, by branch, the
+    versions kept `__manifest` versions publish with `read_branch`."""
+    if not branch_states:
         return [], []
     if read_by_clones:
         return [], ["branch versions kept: a shallow clone reads this table"]
     window = show_duration(policy.older_than)
     cutoff = now - policy.older_than
-    published = pins.branch_versions.get(state.location, {})
     plans = []
-    for branch in state.branch_states:
+    for branch in branch_states:
         if not branch.versions:
             continue
         protected: dict[int, list[str]] = defaultdict(list)
@@ -113,8 +115,6 @@ def expire_branches(
     dry_run: bool,
 ) -> list[tuple[str, list[int], Any]]:
     """Run each branch's plan on a handle at its head: (branch, versions removed, Lance stats)."""
-    from lancens_cli.service.prune_protect import version_files
-
     done = []
     for plan in plans:
         if not plan.expire:

@@ -18,21 +18,22 @@ so no protected version's files can go.
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from lancens_cli.service.prune_branches import (
+    BranchPlan,
+    BranchState,
+    plan_branches,
+    read_branch_states,
+)
 from lancens_cli.service.prune_policy import PrunePolicy, show_duration
+from lancens_cli.service.prune_versions import VersionInfo, list_table, version_times
 from lancens_cli.store.base_paths import base_path_strings, split_manifest_file
-from lancens_cli.store.inspect import version_from_manifest_name
-from lancens_cli.store.object_storage import modified_of as _modified
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import VERSIONS_DIR
-
-if TYPE_CHECKING:
-    from lancens_cli.service.prune_branches import BranchPlan, BranchState
 
 PIN_COLUMNS = ("read_version", "read_tag", "read_branch")
 
@@ -91,12 +92,6 @@ def _span(manifest_versions: set[int]) -> str:
 
 
 @dataclass(slots=True)
-class VersionInfo:
-    version: int
-    timestamp: datetime
-
-
-@dataclass(slots=True)
 class TableState:
     """One table as read at the start of its prune."""
 
@@ -112,91 +107,6 @@ class TableState:
     @property
     def latest(self) -> int:
         return max(v.version for v in self.versions)
-
-
-def version_times(storage: Storage, location: str) -> dict[int, datetime]:
-    """Every version of a table with when its manifest was written (one listing)."""
-    return {version: when for version, (_name, when) in version_files(storage, location).items()}
-
-
-def version_files(storage: Storage, location: str) -> dict[int, tuple[str, datetime]]:
-    """Every version of a table: its `_versions/` file name and when it was written.
-
-    One listing of `_versions/`. Reading each manifest for its timestamp (`ds.versions()`) costs
-    one read per version; the file's modification time is never earlier than the commit (a copy
-    only makes it later, which keeps a version longer), and Lance checks its own timestamp again
-    before removing one.
-    """
-    found: dict[int, tuple[str, datetime]] = {}
-    directory = f"{location}/{VERSIONS_DIR}"
-    if storage.is_local:
-        try:
-            with os.scandir(storage.uri(directory)) as entries:
-                items = [(e.name, e.stat().st_mtime) for e in entries if e.is_file()]
-        except FileNotFoundError:
-            return found
-        stamped = [(name, datetime.fromtimestamp(mtime, UTC)) for name, mtime in items]
-    else:
-        try:
-            infos = storage._remote(
-                storage.fs.ls, storage._path(directory), detail=True, refresh=True
-            )
-        except FileNotFoundError:
-            return found
-        now = datetime.now(UTC)
-        stamped = [(i["name"].rsplit("/", 1)[-1], _modified(i) or now) for i in infos]
-    for name, when in stamped:
-        version = version_from_manifest_name(name)
-        if version is not None:
-            found[version] = (name, when)
-    return found
-
-
-@dataclass(slots=True)
-class TableListing:
-    """What one listing of a table directory tells prune."""
-
-    versions: dict[int, tuple[str, datetime]]  # version -> its `_versions/` file and mtime
-    has_refs: bool  # a `_refs/` directory: tags or branches to read
-    data_files: int  # files in `data/` (the sweep's shortcut: no more than the latest's)
-
-
-def list_table(storage: Storage, location: str) -> TableListing:
-    """One listing of the table: on an object store one recursive listing request (per 1,000
-    keys) serves the versions, the tags check and the data-file count; locally three
-    directory scans."""
-    if storage.is_local:
-        top = storage.uri(location)
-        try:
-            with os.scandir(top) as entries:
-                names = {e.name for e in entries}
-        except (FileNotFoundError, NotADirectoryError):
-            return TableListing({}, False, 0)
-        data = sum(len(files) for _d, _s, files in os.walk(os.path.join(top, "data")))
-        return TableListing(version_files(storage, location), "_refs" in names, data)
-    base = storage._path(location).rstrip("/") + "/"
-    try:
-        found = storage._remote(storage.fs.find, base, detail=True, refresh=True)
-    except FileNotFoundError:
-        return TableListing({}, False, 0)
-    now = datetime.now(UTC)
-    versions: dict[int, tuple[str, datetime]] = {}
-    has_refs = False
-    data = 0
-    for name, info in found.items():
-        if info.get("type") != "file" or not name.startswith(base):
-            continue
-        inside = name[len(base) :]
-        top, _, rest = inside.partition("/")
-        if top == VERSIONS_DIR and "/" not in rest:
-            version = version_from_manifest_name(rest)
-            if version is not None:
-                versions[version] = (rest, _modified(info) or now)
-        elif top == "_refs":
-            has_refs = True
-        elif top == "data":
-            data += 1
-    return TableListing(versions, has_refs, data)
 
 
 def read_table_state(storage: Storage, location: str, object_id: str | None) -> TableState | None:
@@ -227,8 +137,6 @@ def read_table_state(storage: Storage, location: str, object_id: str | None) -> 
             versions.append(VersionInfo(ds.version, datetime.now(UTC)))
             versions.sort(key=lambda v: v.version)
         if has_refs:
-            from lancens_cli.service.prune_branches import read_branch_states
-
             tags, branches = _refs(ds)
             branch_states = read_branch_states(storage, location, ds)
     return TableState(
@@ -454,9 +362,13 @@ def plan_table(
             protected[version].append(f"younger than {window}")
     expire = [v for v in remaining if v not in protected]
     kept = {v: reasons for v, reasons in sorted(protected.items()) if v in by_version}
-    from lancens_cli.service.prune_branches import plan_branches
-
-    branches, branch_notes = plan_branches(state, pins, policy, now, has_clones)
+    branches, branch_notes = plan_branches(
+        state.branch_states,
+        pins.branch_versions.get(state.location, {}),
+        policy,
+        now,
+        has_clones,
+    )
     return TablePlan(
         state.location,
         state.object_id,

@@ -27,7 +27,8 @@ from lancens_cli.service.prune_branches import BranchPlan, expire_branches
 from lancens_cli.service.prune_compact import Compaction, compact_table
 from lancens_cli.service.prune_expire import expire_listed
 from lancens_cli.service.prune_policy import PrunePolicy
-from lancens_cli.service.prune_protect import TablePlan, manifest_file, version_times
+from lancens_cli.service.prune_protect import TablePlan, manifest_file
+from lancens_cli.service.prune_versions import version_times
 from lancens_cli.store.storage import check_relative
 from lancens_cli.store.tables import VERSIONS_DIR
 

@@ -1,0 +1,103 @@
+"""A table's versions as one listing of its directory shows them (no Lance read)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from lancens_cli.store.inspect import version_from_manifest_name
+from lancens_cli.store.object_storage import modified_of as _modified
+from lancens_cli.store.storage import Storage
+from lancens_cli.store.tables import VERSIONS_DIR
+
+
+@dataclass(slots=True)
+class VersionInfo:
+    version: int
+    timestamp: datetime
+
+
+def version_times(storage: Storage, location: str) -> dict[int, datetime]:
+    """Every version of a table with when its manifest was written (one listing)."""
+    return {version: when for version, (_name, when) in version_files(storage, location).items()}
+
+
+def version_files(storage: Storage, location: str) -> dict[int, tuple[str, datetime]]:
+    """Every version of a table: its `_versions/` file name and when it was written.
+
+    One listing of `_versions/`. Reading each manifest for its timestamp (`ds.versions()`) costs
+    one read per version; the file's modification time is never earlier than the commit (a copy
+    only makes it later, which keeps a version longer), and Lance checks its own timestamp again
+    before removing one.
+    """
+    found: dict[int, tuple[str, datetime]] = {}
+    directory = f"{location}/{VERSIONS_DIR}"
+    if storage.is_local:
+        try:
+            with os.scandir(storage.uri(directory)) as entries:
+                items = [(e.name, e.stat().st_mtime) for e in entries if e.is_file()]
+        except FileNotFoundError:
+            return found
+        stamped = [(name, datetime.fromtimestamp(mtime, UTC)) for name, mtime in items]
+    else:
+        try:
+            infos = storage._remote(
+                storage.fs.ls, storage._path(directory), detail=True, refresh=True
+            )
+        except FileNotFoundError:
+            return found
+        now = datetime.now(UTC)
+        stamped = [(i["name"].rsplit("/", 1)[-1], _modified(i) or now) for i in infos]
+    for name, when in stamped:
+        version = version_from_manifest_name(name)
+        if version is not None:
+            found[version] = (name, when)
+    return found
+
+
+@dataclass(slots=True)
+class TableListing:
+    """What one listing of a table directory tells prune."""
+
+    versions: dict[int, tuple[str, datetime]]  # version -> its `_versions/` file and mtime
+    has_refs: bool  # a `_refs/` directory: tags or branches to read
+    data_files: int  # files in `data/` (the sweep's shortcut: no more than the latest's)
+
+
+def list_table(storage: Storage, location: str) -> TableListing:
+    """One listing of the table: on an object store one recursive listing request (per 1,000
+    keys) serves the versions, the tags check and the data-file count; locally three
+    directory scans."""
+    if storage.is_local:
+        top = storage.uri(location)
+        try:
+            with os.scandir(top) as entries:
+                names = {e.name for e in entries}
+        except (FileNotFoundError, NotADirectoryError):
+            return TableListing({}, False, 0)
+        data = sum(len(files) for _d, _s, files in os.walk(os.path.join(top, "data")))
+        return TableListing(version_files(storage, location), "_refs" in names, data)
+    base = storage._path(location).rstrip("/") + "/"
+    try:
+        found = storage._remote(storage.fs.find, base, detail=True, refresh=True)
+    except FileNotFoundError:
+        return TableListing({}, False, 0)
+    now = datetime.now(UTC)
+    versions: dict[int, tuple[str, datetime]] = {}
+    has_refs = False
+    data = 0
+    for name, info in found.items():
+        if info.get("type") != "file" or not name.startswith(base):
+            continue
+        inside = name[len(base) :]
+        top, _, rest = inside.partition("/")
+        if top == VERSIONS_DIR and "/" not in rest:
+            version = version_from_manifest_name(rest)
+            if version is not None:
+                versions[version] = (rest, _modified(info) or now)
+        elif top == "_refs":
+            has_refs = True
+        elif top == "data":
+            data += 1
+    return TableListing(versions, has_refs, data)
