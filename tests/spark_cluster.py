@@ -25,10 +25,14 @@ from pathlib import Path
 START_TIMEOUT = 180.0
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def _free_ports(count: int) -> list[int]:
+    """`count` distinct free ports: all bound at once, so the kernel cannot hand one out twice
+    (binding one at a time did: the master's UI then moved to the next port, unwatched)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
 
 
 @dataclass
@@ -97,7 +101,7 @@ def standalone_cluster(workdir: Path, cores: int = 2, memory: str = "2g") -> Ite
     """Start a master and one worker on 127.0.0.1; stop both on the way out, whatever happens."""
     home = _spark_home()
     spark_class = str(home / "bin" / "spark-class")
-    port, ui_port, worker_ui = _free_port(), _free_port(), _free_port()
+    port, ui_port, worker_ui = _free_ports(3)
     worker_dir = workdir / "worker"
     worker_dir.mkdir(parents=True, exist_ok=True)
     env = {
