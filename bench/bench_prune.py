@@ -243,11 +243,16 @@ def bench_s3(workdir: Path, n: int, n_versions: int, latency_ms: float = 0) -> N
     source = template(workdir, n_versions)
     files = [(p, p.relative_to(source).as_posix()) for p in source.rglob("*") if p.is_file()]
     started = time.perf_counter()
+    from concurrent.futures import ThreadPoolExecutor
+
     for prefix in ("ours", "loop"):
-        for i in range(n):
-            for path, rel in files:
-                key = f"{prefix}/{table_name(i)}.lance/{rel}"
-                client.upload_file(str(path), "bench", key)
+        uploads = [
+            (str(path), f"{prefix}/{table_name(i)}.lance/{rel}")
+            for i in range(n)
+            for path, rel in files
+        ]
+        with ThreadPoolExecutor(max_workers=16) as pool:  # the setup, not what is measured
+            list(pool.map(lambda item: client.upload_file(item[0], "bench", item[1]), uploads))
         props = {"root": f"s3://bench/{prefix}"}
         props.update({f"storage.{k}": v for k, v in options.items()})
         ns = Namespace.from_properties(props)

@@ -510,7 +510,12 @@ def _check_unreferenced_data(
 
 
 def _unreferenced(
-    ns: Namespace, location: str, directory: str, tracked: set[str], grace: timedelta, prefix=""
+    ns: Namespace,
+    location: str,
+    directory: str,
+    tracked: set[str],
+    grace: timedelta,
+    prefix: str = "",
 ) -> list[tuple[str, bool]]:
     """Files below `location/directory` that `tracked` (paths relative to the dataset or
     branch root, with `prefix` the branch's place in the table) does not name, with whether
