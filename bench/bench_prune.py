@@ -30,6 +30,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -188,9 +189,10 @@ print(removed)
 
 
 def moto_server(latency_ms: float):
-    """A moto S3 server on loopback; with `latency_ms`, each request waits that long first (a
-    sleep, so concurrent requests wait side by side, as on S3 itself, whose per-request latency
-    of tens of milliseconds is what a namespace walk waits on)."""
+    """A moto S3 server on loopback, answering one request at a time; with `latency_ms`, each
+    request waits that long first (a sleep, so concurrent requests wait side by side, as on S3
+    itself, whose per-request latency of tens of milliseconds is what a namespace walk waits
+    on)."""
     from moto.moto_server.threaded_moto_server import MotoRequestHandler, ThreadedMotoServer
     from moto.server import DomainDispatcherApplication, create_backend_app
     from werkzeug.serving import make_server
@@ -198,10 +200,15 @@ def moto_server(latency_ms: float):
     class Server(ThreadedMotoServer):
         def _server_entry(self) -> None:
             inner = DomainDispatcherApplication(create_backend_app)
+            serial = threading.Lock()
 
             def app(environ, start_response):
                 time.sleep(latency_ms / 1000)
-                return inner(environ, start_response)
+                # moto's listing is not safe against a concurrent delete (it answers 500 when a
+                # key goes mid-listing); S3 is. So moto works one request at a time, while the
+                # latency of concurrent requests passes side by side, as on S3.
+                with serial:
+                    return inner(environ, start_response)
 
             self._server = make_server(
                 self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
