@@ -246,7 +246,8 @@ def bench_s3(workdir: Path, n: int, n_versions: int, latency_ms: float = 0) -> N
         aws_access_key_id="bench",
         aws_secret_access_key="bench-secret",
     )
-    client.create_bucket(Bucket="bench")
+    bucket = f"bench-{latency_ms:g}ms".replace(".", "-")  # moto keeps buckets per process
+    client.create_bucket(Bucket=bucket)
     source = template(workdir, n_versions)
     files = [(p, p.relative_to(source).as_posix()) for p in source.rglob("*") if p.is_file()]
     started = time.perf_counter()
@@ -259,8 +260,8 @@ def bench_s3(workdir: Path, n: int, n_versions: int, latency_ms: float = 0) -> N
             for path, rel in files
         ]
         with ThreadPoolExecutor(max_workers=16) as pool:  # the setup, not what is measured
-            list(pool.map(lambda item: client.upload_file(item[0], "bench", item[1]), uploads))
-        props = {"root": f"s3://bench/{prefix}"}
+            list(pool.map(lambda item: client.upload_file(item[0], bucket, item[1]), uploads))
+        props = {"root": f"s3://{bucket}/{prefix}"}
         props.update({f"storage.{k}": v for k, v in options.items()})
         ns = Namespace.from_properties(props)
 
@@ -280,10 +281,10 @@ def bench_s3(workdir: Path, n: int, n_versions: int, latency_ms: float = 0) -> N
         ns.manifest.mutate(plan)
     print(f"S3 (moto): built 2 x {n} tables in {time.perf_counter() - started:.1f} s")
     listing = workdir / f"s3-tables-{n}.txt"
-    listing.write_text("".join(f"s3://bench/loop/{table_name(i)}.lance\n" for i in range(n)))
+    listing.write_text("".join(f"s3://{bucket}/loop/{table_name(i)}.lance\n" for i in range(n)))
     time.sleep(1.5)
     storage = [arg for k, v in options.items() for arg in ("-s", f"{k}={v}")]
-    cmd = [*lancens_cmd(), "--root", "s3://bench/ours", *storage, "prune", "--older-than", "1s"]
+    cmd = [*lancens_cmd(), "--root", f"s3://{bucket}/ours", *storage, "prune", "--older-than", "1s"]
     wall_ours, cpu_ours, proc = run_once([*cmd, "--force", "--yes", "--json"])
     report = json.loads(proc.stdout)
     loop = [sys.executable, "-c", LOOP_S3, str(listing), json.dumps(options)]
