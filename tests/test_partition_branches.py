@@ -38,6 +38,19 @@ def table_uri(root, row) -> str:
     return str(root.local_path / row["location"])
 
 
+def write_main_then_dev(root, files, main_rows: int) -> None:  # noqa: F811
+    """`main_rows` rows written to main, then 50 more (ids from 500) to branch `dev`."""
+    ok(root, "write", "--from", files("a.parquet", events(main_rows, seed=1)))
+    ok(
+        root,
+        "write",
+        "--from",
+        files("b.parquet", events(50, seed=2, start=500)),
+        "--branch",
+        "dev",
+    )
+
+
 def test_branch_write_is_read_while_main_stays(partitioned, files):  # noqa: F811
     ok(partitioned, "write", "--from", files("a.parquet", events(200, seed=1)))
     before = main_rows(partitioned)
@@ -99,15 +112,7 @@ def test_tags_publish_and_a_later_write_moves_touched_partitions_off_the_tag(
     partitioned,
     files,  # noqa: F811
 ):
-    ok(partitioned, "write", "--from", files("a.parquet", events(300, seed=1)))
-    ok(
-        partitioned,
-        "write",
-        "--from",
-        files("b.parquet", events(50, seed=2, start=500)),
-        "--branch",
-        "dev",
-    )
+    write_main_then_dev(partitioned, files, 300)
     snapshot_ids = scanned_ids(partitioned)
     published = {
         r["object_id"]: (r["read_branch"], r["read_version"]) for r in partition_tables(partitioned)
@@ -198,15 +203,7 @@ def _branch_data_file(root, row) -> str:
 
 
 def test_check_reports_a_published_version_readers_cannot_read(partitioned, files):  # noqa: F811
-    ok(partitioned, "write", "--from", files("a.parquet", events(100, seed=1)))
-    ok(
-        partitioned,
-        "write",
-        "--from",
-        files("b.parquet", events(50, seed=2, start=500)),
-        "--branch",
-        "dev",
-    )
+    write_main_then_dev(partitioned, files, 100)
     clean = run_cli(*partitioned.args, "check")
     assert clean.exit_code == 0, clean.stdout + clean.stderr
     row = next(r for r in partition_tables(partitioned) if r["read_branch"] == "dev")
@@ -275,15 +272,7 @@ def test_prune_compact_leaves_partitions_read_from_a_branch_or_tag(partitioned, 
 def test_check_finds_and_fixes_a_dead_branch_writes_files(partitioned, files):  # noqa: F811
     """A branch write killed before its commit leaves files in `tree/<branch>/data`: `check`
     reports them as `unreferenced_data_file` and `--fix` deletes them; the branch reads on."""
-    ok(partitioned, "write", "--from", files("a.parquet", events(100, seed=1)))
-    ok(
-        partitioned,
-        "write",
-        "--from",
-        files("b.parquet", events(50, seed=2, start=500)),
-        "--branch",
-        "dev",
-    )
+    write_main_then_dev(partitioned, files, 100)
     row = next(r for r in partition_tables(partitioned) if r["read_branch"] == "dev")
     lance.fragment.write_fragments(  # no commit
         events(5, seed=3, start=900), table_uri(partitioned, row) + "/tree/dev"
