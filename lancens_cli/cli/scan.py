@@ -25,8 +25,9 @@ def scan(
             "--where",
             "-w",
             metavar="PREDICATE",
-            help="SQL filter over the columns, as for `partitions --where`; pushed to the "
-            "data source, which prunes partition tables and filters in Lance.",
+            help="Spark SQL condition over the columns (functions, arithmetic, LIKE, CASE, "
+            "...); Spark applies it, and the conjuncts lancens understands prune partition "
+            "tables and filter in Lance (--explain says which).",
         ),
     ] = None,
     columns: Annotated[
@@ -80,6 +81,7 @@ def scan(
         ScanRequest,
         ScanStream,
         ScanWritten,
+        request_condition,
         run_scan,
     )
 
@@ -109,6 +111,7 @@ def scan(
         explain=explain,
         stream=not tty and not session().json,
     )
+    request_condition(request)  # a bad --where or column is exit 2 before Spark starts
     started = time.monotonic()
     message("scan: starting Spark")
     spark = spark_session(master, conf)

@@ -278,8 +278,8 @@ def _literal(e: Any) -> tuple[str, Any]:
             return "date", e.this.this
         if target in _TIMESTAMP_TYPES:
             return "timestamp", e.this.this
-        if target in ("DECIMAL", "DECIMAL128", "DECIMAL256"):
-            return "number", e.this.this  # how decimals are rendered for Lance
+        if target in ("DECIMAL", "DECIMAL128", "DECIMAL256", "BIGINT"):
+            return "number", e.this.this  # how decimals and INT64_MIN are rendered for Lance
     raise _fail(f"expected a literal value, got {_describe(e)} {_snippet(e)!r}")
 
 
@@ -473,6 +473,8 @@ def sql_literal(value: Any) -> str:
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
     if isinstance(value, int):
+        if value < -(2**63) + 1:  # DataFusion reads -9223372036854775808 as a Float64
+            return f"CAST('{value}' AS BIGINT)"
         return str(value)
     if isinstance(value, float):
         if not math.isfinite(value):

@@ -11,12 +11,7 @@ from typing import Any
 
 
 def register(spark: Any) -> None:
-    """Register the `lancens` data source in a user's own Spark session.
-
-    Filter pushdown for Python data sources is off by default, and Spark refuses a reader
-    that implements it while it is off, so registering turns it on for the session.
-    """
+    """Register the `lancens` data source in a user's own Spark session."""
     from lancens_cli.pipeline.source import LancensDataSource
 
-    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(LancensDataSource)

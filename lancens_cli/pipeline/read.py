@@ -1,9 +1,9 @@
 """Reads through the `lancens` data source (PySpark's Python Data Source API).
 
 `source_schema` answers `DataSource.schema()`: the namespace schema for `.load()` on a
-partitioned root, the table's schema for `.load("ns.table")`. `LancensReader` takes Spark's
-filters (`pushFilters`), plans the read once (`partitions()`, see `read_plan.py`: `__manifest`
-read once, exact versions, pruned partition tables, one slice per fragment or group of small
+partitioned root, the table's schema for `.load("ns.table")`. `LancensReader` plans the read
+once (`partitions()`, see `read_plan.py`: `__manifest` read once, exact versions, partition
+tables pruned by the `where` / `prune` options, one slice per fragment or group of small
 fragments) and reads a slice in a task (`read()`), yielding Arrow batches in exactly the Arrow
 schema Spark expects. Spark calls all of these in its Python workers, never in a process it
 forks afterwards; Lance is imported only inside them.
@@ -21,10 +21,35 @@ from lancens_cli.pipeline.options import SourceOptions
 from lancens_cli.pipeline.read_plan import LancensSlice, Piece, plan_slices
 from lancens_cli.pipeline.task_errors import marked, marked_iter
 
+
+def option_nodes(opts: SourceOptions, schema: Any) -> list[Any]:
+    """The predicate nodes of the `where` and `prune` options (see READ_OPTIONS)."""
+    from lancens_cli.partition.spark_conditions import split_condition
+
+    zone = opts.extra.get("timezone")
+    nodes: list[Any] = []
+    where = opts.extra.get("where")
+    if where:
+        condition = split_condition(where, schema, session_zone=zone)
+        for part in condition.left:
+            raise InvalidInputError(
+                f"option where: lancens cannot apply {part.text!r} exactly ({part.reason}); "
+                "filter the DataFrame with it instead (.filter(...)), and give it as option "
+                "prune to still prune partitions by it"
+            )
+        nodes += condition.understood
+    prune = opts.extra.get("prune")
+    if prune:
+        nodes += split_condition(prune, schema, session_zone=zone).understood
+    return nodes
+
 BATCH_ROWS = 64 * 1024
-# Read-only options: `where`, a predicate in the syntax of `partitions --where` that prunes
-# and filters in full (Spark cannot push an OR to a Python data source; this can).
-READ_OPTIONS = frozenset(("where",))
+# Read-only options. `where`: a Spark SQL condition the source applies exactly (every conjunct
+# must be one lancens understands, see partition/spark_conditions.py); `prune`: a condition
+# used only to prune and filter as far as it is understood (the caller filters the rows with
+# it again: `scan` does); `timeZone`: the Spark session time zone in which their timestamp
+# literals without an offset name instants.
+READ_OPTIONS = frozenset(("where", "prune", "timezone"))
 
 
 def arrow_schema(opts: SourceOptions) -> Any:
@@ -78,72 +103,37 @@ def spark_schema(schema: Any) -> Any:
 
 
 class LancensReader(DataSourceReader):
-    """Plans and reads one scan; plain data, since Spark pickles it to the tasks."""
+    """Plans and reads one scan; plain data, since Spark pickles it to the tasks.
+
+    It takes no filters from Spark (no `pushFilters`): Spark 4 keeps the read it planned with
+    the DataFrame it was loaded as and reuses it for the DataFrame's later queries, whatever
+    their filters, so a plan narrowed by one query's filters would answer the next one wrongly.
+    The plan depends on the options alone; pruning comes from the `where` and `prune` options.
+    """
 
     def __init__(self, opts: SourceOptions, schema: Any) -> None:
         self.opts = opts
         self.schema = schema  # the columns Spark wants (all, or a user's .schema(...))
-        self.nodes: list[Any] = []  # translated filters lancens applies
-        self.pushed: list[str] = []  # their SQL, for --explain
-        self._arrow: Any = None
-        self._where_taken = False
 
     def _source(self) -> Any:
-        if self._arrow is None:
-            self._arrow = arrow_schema(self.opts)
-            unknown = [n for n in self.schema.fieldNames() if n not in self._arrow.names]
-            if unknown:
-                raise InvalidInputError(
-                    f"unknown column(s) {', '.join(unknown)}; the source has "
-                    f"{', '.join(self._arrow.names)}"
-                )
-        return self._arrow
-
-    @marked
-    def pushFilters(self, filters: list[Any]) -> list[Any]:  # noqa: N802 - Spark's name
-        """Take what lancens applies in full; give the rest back to Spark (by reference)."""
-        from lancens_cli.partition.predicate import to_sql
-        from lancens_cli.pipeline.read_filters import translate
-
-        schema = self._source()
-        returned = []
-        for spark_filter in filters:
-            translated = translate(spark_filter, schema)
-            if translated is None:
-                returned.append(spark_filter)
-                continue
-            self.nodes.append(translated.node)
-            if translated.exact:
-                self.pushed.append(to_sql(translated.node))
-            else:
-                returned.append(spark_filter)  # only narrows pruning and the Lance scan
-        return returned
-
-    def _take_where(self, schema: Any) -> None:
-        """The `where` option's conjuncts, but those on float columns (see read_filters)."""
-        text = self.opts.extra.get("where")
-        if not text or self._where_taken:
-            return
-        import pyarrow.types as t
-
-        from lancens_cli.partition.predicate import columns_of, conjuncts, parse, to_sql
-
-        floats = {f.name for f in schema if t.is_floating(f.type)}
-        for part in conjuncts(parse(text, schema)):
-            if not columns_of(part) & floats:
-                self.nodes.append(part)
-                self.pushed.append(to_sql(part))
-        self._where_taken = True
+        arrow = arrow_schema(self.opts)
+        unknown = [n for n in self.schema.fieldNames() if n not in arrow.names]
+        if unknown:
+            raise InvalidInputError(
+                f"unknown column(s) {', '.join(unknown)}; the source has {', '.join(arrow.names)}"
+            )
+        return arrow
 
     @marked
     def partitions(self) -> list[InputPartition]:
-        from lancens_cli.partition.predicate import FALSE
+        from lancens_cli.partition.predicate import FALSE, to_sql
 
         schema = self._source()
-        self._take_where(schema)
-        if FALSE in self.nodes:
+        nodes = option_nodes(self.opts, schema)
+        if FALSE in nodes:
             return []
-        return list(plan_slices(self.opts, schema, self.nodes, tuple(self.pushed)))
+        pushed = tuple(to_sql(n) for n in nodes)
+        return list(plan_slices(self.opts, schema, nodes, pushed))
 
     @marked_iter
     def read(self, partition: InputPartition) -> Iterator[Any]:
@@ -198,6 +188,19 @@ def conform_batch(batch: Any, target: Any) -> Any:
             continue
         column = batch.column(names.index(f.name))
         if column.type != f.type:
-            column = column.cast(f.type, safe=False)
+            column = _exact_cast(column, f)
         arrays.append(column)
     return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+def _exact_cast(column: Any, field: Any) -> Any:
+    """`column` as `field`'s type with every value kept exactly, or a one-line error."""
+    import pyarrow as pa
+
+    try:
+        return column.cast(field.type, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise InvalidInputError(
+            f"column {field.name!r} holds {column.type} values that {field.type} cannot hold "
+            "exactly; read it as its own type (or a wider one) and convert in Spark"
+        ) from None

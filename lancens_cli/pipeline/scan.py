@@ -1,9 +1,10 @@
 """`lancens scan`: a Spark read through the `lancens` data source.
 
-The predicate is parsed by the same parser as `partitions --where` and handed to Spark as a
-Column expression, so Spark pushes it to our reader (pruning, then the Lance filter) and the
-result is what a brute-force filter of the source gives. Only the columns the result and the
-predicate need are declared to the data source (Spark's Python data sources read every column
+`--where` is any Spark SQL condition. Spark applies all of it to the rows; the data source gets
+it as its `prune` option and uses the conjuncts the predicate model understands
+(`partition/spark_conditions.py`) to prune partition tables and filter in Lance, so the result
+is what Spark's own filter of the source gives. Only the columns the result and the
+condition need are declared to the data source (Spark's Python data sources read every column
 of the schema they are given). `--explain` reads the slices the reader planned back out of the
 physical plan: the partition tables chosen per spec version, their versions and filters.
 """
@@ -14,25 +15,16 @@ import datetime as dt
 import os
 import pickle
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from lancens_cli.errors import InvalidInputError, LancensError, TableAlreadyExistsError
-from lancens_cli.partition.predicate import (
-    And,
-    Between,
-    Comparison,
-    Const,
-    InList,
-    IsNull,
-    Node,
-    Not,
-    Or,
-    columns_of,
-    parse,
-)
+from lancens_cli.partition.spark_conditions import Condition, split_condition
 from lancens_cli.pipeline.task_errors import from_spark
+
+# The CLI's Spark sessions run in UTC: a timestamp literal without an offset is a UTC instant.
+SESSION_ZONE = "UTC"
 
 FORMATS = ("parquet", "csv", "json")
 TERMINAL_LIMIT = 20
@@ -115,6 +107,7 @@ class ScanExplain:
     left_to_spark: str | None
     plan: str
     partitions_total: int | None = None
+    not_pushed: list[dict[str, str]] = field(default_factory=list)
     title = "tables read"
 
     def to_json(self) -> dict[str, Any]:
@@ -125,6 +118,7 @@ class ScanExplain:
             "slices": self.slices,
             "pushed_to_lancens": self.pushed,
             "left_to_spark": self.left_to_spark,
+            "not_pushed": self.not_pushed,
             "physical_plan": self.plan,
         }
 
@@ -165,30 +159,64 @@ def source_options(request: ScanRequest) -> dict[str, str]:
     return options
 
 
-def prepare(spark: Any, request: ScanRequest) -> tuple[Any, list[str]]:
-    """The DataFrame of the scan (filtered, projected) and its result columns."""
+def request_condition(request: ScanRequest) -> tuple[Any, Condition | None]:
+    """The source's Arrow schema and the split `--where` (input errors found before Spark)."""
     from lancens_cli.pipeline.options import SourceOptions
-    from lancens_cli.pipeline.read import arrow_schema, spark_schema
+    from lancens_cli.pipeline.read import arrow_schema
 
     options = source_options(request)
     named = {**options, "path": request.identifier} if request.identifier else options
-    opts = SourceOptions.parse(named)
-    schema = arrow_schema(opts)
-    predicate = parse(request.where, schema) if request.where else None
+    schema = arrow_schema(SourceOptions.parse(named))
+    if not request.where:
+        return schema, None
+    return schema, split_condition(request.where, schema, session_zone=SESSION_ZONE)
+
+
+def prepare(spark: Any, request: ScanRequest) -> tuple[Any, list[str], Condition | None]:
+    """The DataFrame of the scan (filtered, projected), its result columns and the condition.
+
+    Spark applies the whole `--where`; the source gets it as its `prune` option and uses the
+    conjuncts it understands to prune partition tables and filter in Lance.
+    """
+    from pyspark.sql import functions as F  # noqa: N812 - pyspark's convention
+
+    from lancens_cli.pipeline.read import spark_schema
+
+    schema, condition = request_condition(request)
     columns = _columns(request.columns, schema)
-    needed = set(columns) | (columns_of(predicate) if predicate is not None else set())
+    needed = set(columns) | (_condition_columns(request.where, schema) if request.where else set())
     if request.count and not needed:
         needed = {_narrowest(schema)}
     declared = spark_schema(_subset(schema, needed))
     reader = spark.read.format("lancens").schema(declared)
-    for key, value in options.items():
+    for key, value in source_options(request).items():
         reader = reader.option(key, value)
-    if request.where:  # prunes with the whole predicate, ORs too (Spark pushes only ANDs)
-        reader = reader.option("where", request.where)
+    if request.where:
+        reader = reader.option("prune", request.where).option("timeZone", SESSION_ZONE)
     df = reader.load(request.identifier) if request.identifier else reader.load()
-    if predicate is not None:
-        df = df.filter(spark_condition(predicate, schema))
-    return df.select(*columns), columns
+    if request.where:
+        df = df.filter(F.expr(request.where))
+    return df.select(*[F.col(quote_identifier(c)) for c in columns]), columns, condition
+
+
+def quote_identifier(name: str) -> str:
+    """A column name as Spark SQL reads it, whatever characters it holds."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _condition_columns(text: str, schema: Any) -> set[str]:
+    """The source columns a Spark SQL condition reads (names resolved case-insensitively)."""
+    import sqlglot
+    from sqlglot import exp
+
+    names = {f.name.lower(): f.name for f in schema}
+    tree = sqlglot.parse_one(text, read="spark")
+    found = set()
+    for column in tree.find_all(exp.Column):
+        head = column.parts[0].name.lower()
+        if head in names:
+            found.add(names[head])
+    return found
 
 
 def _columns(requested: list[str] | None, schema: Any) -> list[str]:
@@ -219,60 +247,12 @@ def _narrowest(schema: Any) -> str:
     return min(schema, key=width).name
 
 
-def spark_condition(node: Node, schema: Any) -> Any:
-    """A parsed predicate as a Spark Column, with literals typed as the column is."""
-    from pyspark.sql import functions as F  # noqa: N812 - pyspark's convention
-
-    types = {f.name: f.type for f in schema}
-
-    def lit(column: str, value: Any) -> Any:
-        kind = types[column]
-        if isinstance(value, dt.datetime):
-            if getattr(kind, "tz", None) is None:  # a wall time (TIMESTAMP_NTZ)
-                return F.lit(value.isoformat(sep=" ")).cast("timestamp_ntz")
-            return F.lit(value.astimezone(dt.UTC))
-        return F.lit(value)
-
-    def build(n: Node) -> Any:
-        if isinstance(n, Const):
-            return F.lit(n.value)
-        if isinstance(n, And | Or):
-            parts = [build(i) for i in n.items]
-            out = parts[0]
-            for part in parts[1:]:
-                out = (out & part) if isinstance(n, And) else (out | part)
-            return out
-        if isinstance(n, Not):
-            return ~build(n.item)
-        col = F.col(f"`{n.column}`")
-        if isinstance(n, IsNull):
-            return col.isNotNull() if n.negated else col.isNull()
-        if isinstance(n, Comparison):
-            value = lit(n.column, n.literal)
-            return {
-                "=": col == value,
-                "!=": col != value,
-                "<": col < value,
-                "<=": col <= value,
-                ">": col > value,
-                ">=": col >= value,
-            }[n.op]
-        if isinstance(n, InList):
-            inside = col.isin([lit(n.column, v) for v in n.literals])
-            return ~inside if n.negated else inside
-        assert isinstance(n, Between)
-        inside = col.between(lit(n.column, n.low), lit(n.column, n.high))
-        return ~inside if n.negated else inside
-
-    return build(node)
-
-
 def run_scan(spark: Any, request: ScanRequest) -> Any:
     """Rows, a count, files written, or the plan: what `lancens scan` prints."""
     try:
-        df, columns = prepare(spark, request)
+        df, columns, condition = prepare(spark, request)
         if request.explain:
-            return explain(df, request)
+            return explain(df, request, condition)
         if request.count:
             return ScanCount(int(df.count()))
         if request.to:
@@ -387,26 +367,21 @@ def tables_read(slices: list[Any]) -> list[TableChoice]:
     return sorted(by_table.values(), key=lambda t: (t.spec_version or 0, t.table))
 
 
-def explain(df: Any, request: ScanRequest) -> ScanExplain:
+def explain(df: Any, request: ScanRequest, condition: Condition | None) -> ScanExplain:
+    """What the scan would read: tables, slices, and which conjuncts prune and filter in
+    lancens (Spark applies the whole condition again) and which only Spark applies."""
     slices = planned_slices(df)
-    pushed = list(slices[0].pushed) if slices else []
     plan = df._jdf.queryExecution().executedPlan().toString()
+    left = condition.left if condition is not None else []
     return ScanExplain(
         tables=tables_read(slices),
         slices=len(slices),
-        pushed=pushed,
-        left_to_spark=_spark_filter(plan),
+        pushed=[c.text for c in condition.conjuncts if c.node is not None] if condition else [],
+        left_to_spark=" AND ".join(c.text for c in left) or None,
         plan=plan.rstrip(),
         partitions_total=_partition_total(request),
+        not_pushed=[{"condition": c.text, "reason": c.reason or ""} for c in left],
     )
-
-
-def _spark_filter(plan: str) -> str | None:
-    for line in plan.splitlines():
-        text = line.strip().lstrip("+-*() 0123456789").strip()
-        if text.startswith("Filter "):
-            return text[len("Filter ") :]
-    return None
 
 
 def _partition_total(request: ScanRequest) -> int | None:

@@ -12,13 +12,15 @@ fork-safe, so Lance is imported only inside the functions that tasks call.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +37,6 @@ BASE_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.sql.python.filterPushdown.enabled": "true",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
 }
 FIXED_CONF: dict[str, str] = {"spark.sql.session.timeZone": "UTC"}
@@ -172,12 +173,36 @@ def spark_session(settings: SparkSettings) -> Any:
             # Lance warns on any fork once imported; the JVM gateway is forked and exec'd at
             # once and never runs Lance (Python workers come from Spark's own daemon).
             warnings.filterwarnings("ignore", message="lance is not fork-safe")
-            spark = builder.getOrCreate()
+            with _jvm_stderr(settings.debug):
+                spark = builder.getOrCreate()
     except Exception as exc:  # the JVM did not start: one line, the trace only with --debug
         raise LancensError(f"Spark did not start on {settings.master}: {_first_line(exc)}") from exc
     spark.sparkContext.setLogLevel("INFO" if settings.debug else "ERROR")
     _register(spark)
     return spark
+
+
+@contextlib.contextmanager
+def _jvm_stderr(debug: bool) -> Iterator[None]:
+    """The JVM started inside writes its stderr to an unnamed temporary file, not ours.
+
+    The JVM prints lines of its own at start ("Using incubator modules", log4j notices) and
+    Spark's task failures later; a command reports what matters in one line of its own, so
+    they reach the terminal only with --debug. The JVM inherits the descriptor while it is
+    started; ours is restored at once.
+    """
+    if debug:
+        yield
+        return
+    sys.stderr.flush()
+    with tempfile.TemporaryFile(prefix="lancens-spark-") as sink:
+        saved = os.dup(2)
+        try:
+            os.dup2(sink.fileno(), 2)
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _apply_runtime_conf(spark: Any, settings: SparkSettings) -> None:

@@ -1,0 +1,271 @@
+"""Spark SQL conditions, split into what lancens can apply and what only Spark can.
+
+`scan --where`, the data source's `where` and `prune` options and `partitions --where` take a
+boolean SQL expression. Spark (or the caller) evaluates the whole of it; lancens uses the
+top-level conjuncts that the predicate model (`predicate.py`) represents with exactly Spark's
+meaning to prune partition tables and as the Lance scan filter. A conjunct is "understood" only
+when that is certain: comparisons, IN, BETWEEN, IS NULL, NOT and ORs of those over a column and
+literals typed exactly as the column is. Anything else (functions, arithmetic, LIKE, CASE, a
+float column, a double literal, a timestamp whose zone is not known) is left to Spark, which
+never makes the answer wrong, only the read larger.
+
+Unknown columns and malformed conditions are input errors found here, before Spark starts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from lancens_cli.errors import InvalidInputError
+from lancens_cli.partition.predicate import (
+    FALSE,
+    And,
+    Node,
+    _Parser,
+    _snippet,
+    coerce,
+    columns_of,
+    flatten,
+    zone,
+)
+
+DIALECTS = ("spark", "duckdb")
+
+
+@dataclass(frozen=True)
+class Conjunct:
+    """One top-level AND term of a condition: its text, and its node when understood."""
+
+    text: str
+    node: Node | None
+    reason: str | None = None  # why it is not understood
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A condition split into conjuncts (see the module docstring)."""
+
+    text: str
+    conjuncts: tuple[Conjunct, ...]
+
+    @property
+    def understood(self) -> list[Node]:
+        return [c.node for c in self.conjuncts if c.node is not None]
+
+    @property
+    def left(self) -> list[Conjunct]:
+        return [c for c in self.conjuncts if c.node is None]
+
+    def pushed_node(self) -> Node | None:
+        """The AND of the understood conjuncts (None when there is none)."""
+        nodes = self.understood
+        if not nodes:
+            return None
+        return nodes[0] if len(nodes) == 1 else flatten(And(tuple(nodes)))
+
+    @property
+    def always_false(self) -> bool:
+        return FALSE in self.understood
+
+
+def split_condition(
+    text: str,
+    schema: Any,
+    dialect: str = "spark",
+    session_zone: str | None = "UTC",
+    floats: bool = False,
+) -> Condition:
+    """`text` over `schema` (pyarrow) split into conjuncts.
+
+    `session_zone` is the Spark session time zone in which a timestamp literal without an
+    offset names an instant (None: unknown, such literals are left to Spark). `floats`: take
+    conjuncts on float columns too (the predicate model's float order is Lance's, where -0.0
+    sorts below 0.0 and NaN is not equal to itself; Spark's is not).
+    """
+    import sqlglot
+    from sqlglot.errors import SqlglotError
+
+    if not text or not text.strip():
+        raise InvalidInputError("predicate: the condition is empty")
+    try:
+        tree = sqlglot.parse_one(text, read=_read_dialect(dialect))
+    except SqlglotError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InvalidInputError(f"predicate: cannot parse {_short(text)!r}: {first}") from None
+    except RecursionError:
+        raise InvalidInputError("predicate: the condition is nested too deeply") from None
+    if tree is None:
+        raise InvalidInputError("predicate: the condition is empty")
+    _check_columns(tree, schema)
+    _check_condition(tree)
+    parser = _SparkParser(schema, session_zone) if dialect == "spark" else _Parser(schema)
+    float_columns = {f.name for f in schema if _is_float(f.type)}
+    parts = []
+    for term in _terms(tree):
+        sql = _sql(term, dialect)
+        try:
+            node = parser.node(term)
+        except InvalidInputError as exc:
+            parts.append(Conjunct(sql, None, exc.message.removeprefix("predicate: ")))
+            continue
+        except RecursionError:
+            parts.append(Conjunct(sql, None, "nested too deeply"))
+            continue
+        if not floats and columns_of(node) & float_columns:
+            parts.append(Conjunct(sql, None, "a float column (left to Spark's float order)"))
+            continue
+        parts.append(Conjunct(sql, node))
+    return Condition(text, tuple(parts))
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+@functools.cache
+def _read_dialect(dialect: str) -> Any:
+    if dialect == "spark":
+        return "spark"
+    from lancens_cli.partition.predicate import _dialect
+
+    return _dialect()
+
+
+def _sql(term: Any, dialect: str) -> str:
+    try:
+        return term.sql(dialect=_read_dialect(dialect))
+    except Exception:  # noqa: BLE001 - only for messages and --explain
+        return _snippet(term)
+
+
+def _terms(tree: Any) -> list[Any]:
+    """The top-level AND terms of `tree` (through parentheses), without deep recursion."""
+    from sqlglot import exp
+
+    out, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.And):
+            stack += [node.expression, node.this]
+        else:
+            out.append(node)
+    return out
+
+
+def _check_columns(tree: Any, schema: Any) -> None:
+    """Every column the condition names exists (case-insensitively, as Spark resolves)."""
+    from sqlglot import exp
+
+    names = {f.name.lower(): f for f in schema}
+    for column in tree.find_all(exp.Column):
+        parts = [p.name for p in column.parts]
+        head = parts[0]
+        if head.lower() in names:
+            continue
+        if len(parts) > 1 and parts[-1].lower() in names:
+            raise InvalidInputError(
+                f"predicate: qualified column names are not supported: {column.sql()!r}"
+            )
+        known = ", ".join(f.name for f in schema) or "none"
+        raise InvalidInputError(f"predicate: unknown column {head!r} (columns: {known})")
+
+
+def _check_condition(tree: Any) -> None:
+    """What is plainly not a condition (a bare literal or arithmetic) is refused here."""
+    from sqlglot import exp
+
+    node = tree
+    while isinstance(node, exp.Paren):
+        node = node.this
+    plain = (exp.Literal, exp.Null, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg, exp.DPipe)
+    if isinstance(node, plain):
+        raise InvalidInputError(
+            f"predicate: {_snippet(node)!r} is not a condition (it is not true or false)"
+        )
+
+
+def _is_float(kind: Any) -> bool:
+    import pyarrow.types as t
+
+    return bool(t.is_floating(kind))
+
+
+class _SparkParser(_Parser):
+    """The predicate model's parser, with literals read as Spark reads them."""
+
+    def __init__(self, schema: Any, session_zone: str | None) -> None:
+        super().__init__(schema)
+        self.session_zone = session_zone
+
+    def literal(self, e: Any, field: Any) -> Any:
+        import pyarrow.types as t
+
+        kind, raw = _spark_literal(e)
+        if kind == "number" and any(ch in str(raw) for ch in "eE"):
+            raise InvalidInputError(f"predicate: {raw} is a DOUBLE literal in Spark")
+        if t.is_timestamp(field.type):
+            return self._stamp(kind, raw, field)
+        if t.is_date(field.type) and kind not in ("date", "string"):
+            raise InvalidInputError(f"predicate: {_snippet(e)!r} is not a date literal")
+        return coerce(kind, raw, field)
+
+    def _stamp(self, kind: str, raw: Any, field: Any) -> Any:
+        """Spark casts the literal to the column's type in the session zone."""
+        if kind not in ("timestamp", "timestamp_ntz", "string", "date"):
+            raise InvalidInputError(f"predicate: column {field.name!r} takes a timestamp")
+        text = str(raw)
+        if field.type.tz is None:  # TIMESTAMP_NTZ: a wall time, never an instant
+            if kind == "timestamp" or _has_offset(text):
+                raise InvalidInputError(
+                    f"predicate: an instant compared with the wall time {field.name!r}"
+                )
+            return coerce("date" if kind == "date" else "timestamp", text, field)
+        if kind == "timestamp_ntz":
+            raise InvalidInputError(
+                f"predicate: a wall time compared with the instant {field.name!r}"
+            )
+        value = coerce("date" if kind == "date" else "timestamp", text, _naive(field))
+        if _has_offset(text):
+            stamp = dt.datetime.fromisoformat(text.replace(" ", "T", 1))
+            return coerce("timestamp", stamp.astimezone(dt.UTC).isoformat(), field)
+        if self.session_zone is None:
+            raise InvalidInputError(
+                f"predicate: the session time zone of {text!r} is not known; give an offset"
+            )
+        local = value.replace(tzinfo=zone(self.session_zone))
+        instant = local.astimezone(dt.UTC)
+        if instant.astimezone(local.tzinfo).replace(tzinfo=None) != value or local.utcoffset() != (
+            local.replace(fold=1).utcoffset()
+        ):
+            raise InvalidInputError(f"predicate: {text!r} is ambiguous in {self.session_zone}")
+        return coerce("timestamp", instant.isoformat(), field)
+
+
+def _naive(field: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.field(field.name, pa.timestamp("us"))
+
+
+def _has_offset(text: str) -> bool:
+    tail = text[10:]
+    return tail.endswith("Z") or "+" in tail or "-" in tail
+
+
+def _spark_literal(e: Any) -> tuple[str, Any]:
+    from sqlglot import exp
+
+    from lancens_cli.partition.predicate import _literal
+
+    if isinstance(e, exp.Cast) and isinstance(e.this, exp.Literal) and e.this.is_string:
+        target = e.to.this.name if hasattr(e.to.this, "name") else str(e.to.this)
+        if target == "TIMESTAMPNTZ":
+            return "timestamp_ntz", e.this.this
+        if target in ("TIMESTAMPTZ", "TIMESTAMP", "TIMESTAMPLTZ"):
+            return "timestamp", e.this.this
+    return _literal(e)
