@@ -1,4 +1,4 @@
-"""Spark filters -> the predicate model, NULL folding for absent columns, batch conforming.
+"""Spark SQL conditions -> the predicate model, NULL folding for absent columns, conforming.
 
 No Spark runs here: these are the pieces the data source's reader calls in Spark's workers.
 """
@@ -11,8 +11,8 @@ from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 import pytest
-from pyspark.sql import datasource as ds
 
+from lancens_cli.errors import InvalidInputError
 from lancens_cli.partition.predicate import (
     FALSE,
     TRUE,
@@ -23,10 +23,10 @@ from lancens_cli.partition.predicate import (
     Not,
     Or,
     evaluate,
-    to_sql,
 )
+from lancens_cli.partition.spark_conditions import split_condition
 from lancens_cli.pipeline.read import conform_batch
-from lancens_cli.pipeline.read_filters import translate, without_columns
+from lancens_cli.pipeline.read_filters import without_columns
 
 SCHEMA = pa.schema(
     [
@@ -44,66 +44,81 @@ UTC = ZoneInfo("UTC")
 
 
 @pytest.mark.parametrize(
-    ("spark_filter", "node", "exact"),
+    ("text", "node"),
     [
-        (ds.EqualTo(("i",), 5), Comparison("i", "=", 5), True),
+        ("i = 5", Comparison("i", "=", 5)),
+        ("d >= DATE '2025-01-02'", Comparison("d", ">=", dt.date(2025, 1, 2))),
+        ("d >= '2025-01-02'", Comparison("d", ">=", dt.date(2025, 1, 2))),
+        ("s IN ('a', 'b')", InList("s", ("a", "b"))),
+        ("s IS NOT NULL", IsNull("s", negated=True)),
+        ("NOT (i = 1)", Not(Comparison("i", "=", 1))),
+        ("dec < 1.50", Comparison("dec", "<", Decimal("1.50"))),
+        ("ntz < '2025-01-01 10:00:00'", Comparison("ntz", "<", dt.datetime(2025, 1, 1, 10))),
         (
-            ds.GreaterThanOrEqual(("d",), dt.date(2025, 1, 2)),
-            Comparison("d", ">=", dt.date(2025, 1, 2)),
-            True,
-        ),
-        (ds.In(("s",), ["a", None, "b"]), InList("s", ("a", "b")), True),
-        (ds.IsNotNull(("s",)), IsNull("s", negated=True), True),
-        (ds.Not(ds.EqualTo(("i",), 1)), Not(Comparison("i", "=", 1)), True),
-        (ds.EqualNullSafe(("s",), None), IsNull("s"), True),
-        (
-            ds.Not(ds.EqualNullSafe(("s",), "q")),
-            Or((IsNull("s"), Comparison("s", "!=", "q"))),
-            True,
-        ),
-        (ds.LessThan(("dec",), Decimal("1.50")), Comparison("dec", "<", Decimal("1.50")), True),
-        (
-            ds.LessThan(("ntz",), dt.datetime(2025, 1, 1, 10)),
+            "ntz < TIMESTAMP_NTZ '2025-01-01 10:00:00'",
             Comparison("ntz", "<", dt.datetime(2025, 1, 1, 10)),
-            True,
         ),
-        (
-            ds.StringStartsWith(("s",), "ab"),
-            And((Comparison("s", ">=", "ab"), Comparison("s", "<", "ac"))),
-            False,
-        ),
+        ("s = 'it\\'s'", Comparison("s", "=", "it's")),
+        ('s = "dq"', Comparison("s", "=", "dq")),
+        ("I = -9223372036854775808", None),  # out of the int32 column's range
+        ("s = 'a' OR i = 2", Or((Comparison("s", "=", "a"), Comparison("i", "=", 2)))),
     ],
 )
-def test_translated_filters(spark_filter, node, exact):
-    found = translate(spark_filter, SCHEMA)
-    assert found is not None and found.node == node and found.exact is exact
-
-
-def test_a_zoned_timestamp_is_compared_at_the_same_instant():
-    instant = dt.datetime(2025, 6, 1, 16, 0, tzinfo=UTC)  # how Spark sends TIMESTAMP
-    found = translate(ds.GreaterThan(("ts",), instant), SCHEMA)
-    assert found is not None
-    assert found.node.literal == instant and found.node.literal.utcoffset() == dt.timedelta(
-        hours=-4
-    )
-    assert to_sql(found.node) == "ts > TIMESTAMP '2025-06-01 12:00:00'"  # New York wall time
+def test_spark_sql_conjuncts_in_the_predicate_model(text, node):
+    (part,) = split_condition(text, SCHEMA).conjuncts
+    assert part.node == node, part.reason
 
 
 @pytest.mark.parametrize(
-    "spark_filter",
+    "text",
     [
-        ds.EqualTo(("x",), 0.0),  # floats: Lance orders -0.0 below 0.0, Spark does not
-        ds.EqualTo(("i",), 2**40),  # out of the column's range
-        ds.EqualTo(("i",), "5"),  # the wrong type
-        ds.EqualTo(("nope",), 1),
-        ds.EqualTo(("s", "inner"), 1),  # a nested field
-        ds.StringEndsWith(("s",), "x"),
-        ds.Not(ds.StringStartsWith(("s",), "ab")),  # NOT of a weaker condition
-        ds.EqualTo(("ntz",), dt.datetime(2025, 1, 1, tzinfo=UTC)),
+        "i % 7 = 3",
+        "lower(s) = 'a'",
+        "s LIKE 'a%'",
+        "x = 0.0",  # Spark's float order is not Lance's (-0.0, NaN)
+        "i = 1e3",  # a DOUBLE literal in Spark
+        "i <=> 1",
+        "s = 'a' OR lower(s) = 'b'",  # an OR is taken only when every branch is
+        "CASE WHEN i > 0 THEN true ELSE false END",
+        "ntz < TIMESTAMP '2025-01-01 10:00:00'",  # an instant against a wall time
+        "i IN (1, NULL)",
     ],
 )
-def test_filters_left_to_spark(spark_filter):
-    assert translate(spark_filter, SCHEMA) is None
+def test_conjuncts_left_to_spark(text):
+    (part,) = split_condition(text, SCHEMA).conjuncts
+    assert part.node is None and part.reason
+
+
+def test_a_timestamp_literal_names_an_instant_in_the_session_zone():
+    """Spark casts '2025-01-01 10:00:00' to TIMESTAMP in the session zone."""
+    utc = split_condition("ts > '2025-01-01 10:00:00'", SCHEMA, session_zone="UTC")
+    kolkata = split_condition("ts > '2025-01-01 10:00:00'", SCHEMA, session_zone="Asia/Kolkata")
+    (a,), (b,) = utc.understood, kolkata.understood
+    assert a.literal == dt.datetime(2025, 1, 1, 10, tzinfo=UTC)
+    assert b.literal == dt.datetime(2025, 1, 1, 4, 30, tzinfo=UTC)
+    unknown = split_condition("ts > '2025-01-01 10:00:00'", SCHEMA, session_zone=None)
+    assert unknown.understood == []
+    offset = split_condition("ts > '2025-01-01 10:00:00+01:00'", SCHEMA, session_zone=None)
+    assert offset.understood[0].literal == dt.datetime(2025, 1, 1, 9, tzinfo=UTC)
+
+
+def test_conditions_split_at_top_level_ands():
+    found = split_condition("(i = 1 AND (s = 'a')) AND i % 2 = 1 AND s IS NULL", SCHEMA)
+    assert [p.node is not None for p in found.conjuncts] == [True, True, False, True]
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("nosuch = 1", "unknown column 'nosuch'"),
+        ("i = = 1", "cannot parse"),
+        ("   ", "empty"),
+        ("i + 1", "not a condition"),
+    ],
+)
+def test_bad_conditions_are_input_errors(text, words):
+    with pytest.raises(InvalidInputError, match=words):
+        split_condition(text, SCHEMA)
 
 
 @pytest.mark.parametrize(
@@ -139,7 +154,7 @@ def test_folding_agrees_with_the_evaluator(node):
 
 def test_conform_batch_orders_casts_and_fills_absent_columns():
     batch = pa.record_batch(
-        {"b": pa.array([1, 2], pa.int32()), "ts": pa.array([1, 2], pa.timestamp("ns"))}
+        {"b": pa.array([1, 2], pa.int32()), "ts": pa.array([1000, 2000], pa.timestamp("ns"))}
     )
     target = pa.schema(
         [
@@ -151,3 +166,16 @@ def test_conform_batch_orders_casts_and_fills_absent_columns():
     out = conform_batch(batch, target)
     assert out.schema.equals(target) and out.column("gone").null_count == 2
     assert out.column("b").to_pylist() == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("array", "kind"),
+    [
+        (pa.array([1, 1000], pa.int16()), pa.int8()),  # a narrower schema: 1000 is no byte
+        (pa.array([1, 1500], pa.timestamp("ns")), pa.timestamp("us")),  # nanoseconds lost
+    ],
+)
+def test_conform_batch_never_wraps_or_truncates(array, kind):
+    batch = pa.record_batch({"v": array})
+    with pytest.raises(InvalidInputError, match="'v'"):
+        conform_batch(batch, pa.schema([pa.field("v", kind)]))

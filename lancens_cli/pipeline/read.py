@@ -43,6 +43,7 @@ def option_nodes(opts: SourceOptions, schema: Any) -> list[Any]:
         nodes += split_condition(prune, schema, session_zone=zone).understood
     return nodes
 
+
 BATCH_ROWS = 64 * 1024
 # Read-only options. `where`: a Spark SQL condition the source applies exactly (every conjunct
 # must be one lancens understands, see partition/spark_conditions.py); `prune`: a condition
