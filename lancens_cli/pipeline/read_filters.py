@@ -19,7 +19,6 @@ from lancens_cli.partition.predicate import (
     negation_normal_form,
 )
 
-
 # --------------------------------------------------------------------------- missing columns
 
 
