@@ -42,3 +42,8 @@ def partitions(
         for version, residual in selection.residual.items():
             if residual:
                 message(f"{version}: left for the scan: {residual}")
+        for part in selection.not_used:
+            message(
+                f"not used for pruning (the answer is a superset): {part['condition']} "
+                f"({part['reason']})"
+            )

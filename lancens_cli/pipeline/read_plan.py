@@ -100,7 +100,7 @@ def _partition_targets(ns: Any, nodes: list[Node]) -> list[_Target]:
     from lancens_cli.service.partitions import select_partitions
 
     node = _conjunction(nodes)
-    selection = select_partitions(ns, None if node is None else to_sql(node))
+    selection = select_partitions(ns, None if node is None else to_sql(node), strict=True)
     targets = []
     for match in selection.matches:
         row = {

@@ -37,6 +37,8 @@ class PartitionSelection:
     matches: list[PartitionMatch]
     residual: dict[str, str | None]  # spec version namespace -> what its scans must still apply
     pushed: dict[str, list[str]] = field(default_factory=dict)
+    # conjuncts of `where` the pruning could not use: the matches are then a superset
+    not_used: list[dict[str, str]] = field(default_factory=list)
     title = "partition tables"
 
     def to_json(self) -> dict[str, Any]:
@@ -47,6 +49,8 @@ class PartitionSelection:
             "partitions_matched": len(self.matches),
             "residual": self.residual,
             "pushed": self.pushed,
+            "not_used": self.not_used,
+            "exact": not self.not_used,
             "partitions": [
                 {
                     "table": m.table,
@@ -80,9 +84,13 @@ def _text(value: Any) -> Any:
     return value.isoformat() if hasattr(value, "isoformat") else value
 
 
-def select_partitions(ns: Namespace, where: str | None) -> PartitionSelection:
-    from lancens_cli.partition.predicate import parse, to_sql
+def select_partitions(ns: Namespace, where: str | None, strict: bool = False) -> PartitionSelection:
+    """The partition tables `where` may match. Conjuncts the predicate model cannot represent
+    are not used (named in `not_used`; the answer is then a superset), or with `strict` (a
+    read that applies the residual as its whole filter) refused."""
+    from lancens_cli.partition.predicate import to_sql
     from lancens_cli.partition.pruning import plan
+    from lancens_cli.partition.spark_conditions import split_condition
 
     ns.require_root()
     dataset = ns.manifest.open_dataset()
@@ -93,7 +101,11 @@ def select_partitions(ns: Namespace, where: str | None) -> PartitionSelection:
             "the root is not a partitioned namespace: run `lancens add-partition-spec` first"
         )
     _require_readable(metadata)
-    predicate = parse(where, layout.schema) if where else None
+    split = split_condition(where, layout.schema, "duckdb", floats=True) if where else None
+    if split is not None and strict and split.left:
+        part = split.left[0]
+        raise InvalidInputError(f"predicate: {part.reason} in {part.text!r}")
+    predicate = split.pushed_node() if split is not None else None
     pruning = plan(predicate, layout.specs, layout.schema)
     condition = pruning.manifest_filter()
     columns = _columns(dataset, layout)
@@ -130,6 +142,9 @@ def select_partitions(ns: Namespace, where: str | None) -> PartitionSelection:
         matches=matches,
         residual={f"v{v.spec_id}": v.residual for v in pruning.versions},
         pushed={f"v{v.spec_id}": [to_sql(p) for p in v.pushed] for v in pruning.versions},
+        not_used=[{"condition": c.text, "reason": c.reason or ""} for c in split.left]
+        if split is not None
+        else [],
     )
 
 
