@@ -371,7 +371,10 @@ def test_scan_on_s3_through_moto(s3_root, tmp_path, spark):
     [
         (["--where", "nope = 1"], 2, "unknown column 'nope'"),
         (["--where", "country = "], 2, "cannot parse"),
-        (["--where", "country = 5"], 2, "takes a quoted string"),
+        (["--where", "country = 5"], 2, "CAST_INVALID_INPUT"),  # Spark casts 'US' to a number
+        (["--where", "lower(nope) = 'a'"], 2, "unknown column 'nope'"),
+        (["--where", "country"], 2, "not a boolean"),
+        (["--where", "id + 1"], 2, "not a condition"),
         (["--columns", "id,nope"], 2, "unknown column(s) nope"),
         (["--format", "avro", "--to", "x"], 2, "avro"),
         (["--count", "--explain"], 2, "exclude"),

@@ -155,6 +155,7 @@ def spark_session(settings: SparkSettings) -> Any:
                 f"cannot start one on {settings.master}"
             )
         _apply_runtime_conf(active, settings)
+        _quiet_python_loggers(settings.debug)
         _register(active)
         return active
     require_java()
@@ -178,6 +179,7 @@ def spark_session(settings: SparkSettings) -> Any:
     except Exception as exc:  # the JVM did not start: one line, the trace only with --debug
         raise LancensError(f"Spark did not start on {settings.master}: {_first_line(exc)}") from exc
     spark.sparkContext.setLogLevel("INFO" if settings.debug else "ERROR")
+    _quiet_python_loggers(settings.debug)
     _register(spark)
     return spark
 
@@ -203,6 +205,18 @@ def _jvm_stderr(debug: bool) -> Iterator[None]:
         finally:
             os.dup2(saved, 2)
             os.close(saved)
+
+
+# PySpark logs every error of a query as a JSON document with its JVM trace on stderr, before
+# the exception reaches us; the command reports the error in one line of its own.
+_PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+def _quiet_python_loggers(debug: bool) -> None:
+    import logging
+
+    for name in _PYSPARK_ERROR_LOGGERS:
+        logging.getLogger(name).disabled = not debug
 
 
 def _apply_runtime_conf(spark: Any, settings: SparkSettings) -> None:

@@ -18,6 +18,7 @@ from lancens_cli.errors import InvalidInputError, LancensError
 
 F = TypeVar("F", bound=Callable[..., Any])
 _TAG = re.compile(r"\[lancens:([A-Za-z]+)\] ([^\n]*)")
+_INPUT_STATE = re.compile(r"SQLSTATE: (22|42)[0-9A-Z]{3}\b")
 
 
 class LancensTaskError(RuntimeError):
@@ -65,6 +66,8 @@ def from_spark(exc: BaseException, doing: str) -> LancensError:
         return LancensError(found.group(2).strip())
     first = _first_line(text) or type(exc).__name__
     if type(exc).__name__ in ("AnalysisException", "ParseException", "IllegalArgumentException"):
+        return InvalidInputError(f"{doing}: {first}")
+    if _INPUT_STATE.search(text[:4000]):  # a data exception (22), a bad statement (42)
         return InvalidInputError(f"{doing}: {first}")
     return LancensError(f"{doing} failed in Spark: {first}")
 
