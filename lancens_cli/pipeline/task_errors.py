@@ -73,8 +73,18 @@ def from_spark(exc: BaseException, doing: str) -> LancensError:
 
 
 def _first_line(text: str) -> str:
-    for line in text.strip().splitlines():
-        line = line.strip()
-        if line and not line.startswith(("Traceback", "File ", "at ")):
-            return line[:500]
+    """The line that says what went wrong: Spark's error-class line, else the first line."""
+    lines = [line.strip() for line in text.strip().splitlines()[:200]]
+    for line in lines:
+        if _ERROR_CLASS.search(line) and not line.startswith("at "):
+            return _JVM_CLASS.sub("", line)[:500]
+    for line in lines:
+        if line and not line.startswith(("Traceback", "File ", "at ", "An error occurred while")):
+            return _JVM_CLASS.sub("", line)[:500]
     return ""
+
+
+_ERROR_CLASS = re.compile(r"\[[A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)*\] ")
+
+# ": org.apache.spark.SparkNumberFormatException: " before the words of a JVM error
+_JVM_CLASS = re.compile(r"^:?\s*(?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error): ")
