@@ -91,6 +91,7 @@ def main() -> None:
     del table
 
     condition = (F.col("part") == 42) & (F.col("k") < 500)
+    condition_sql = "part = 42 AND k < 500"  # the same, as the source's prune option
 
     from lancens_cli.pipeline.options import SourceOptions
     from lancens_cli.pipeline.read import arrow_schema, spark_schema
@@ -99,6 +100,8 @@ def main() -> None:
 
     def lancens_df(columns=None, where=True):
         reader = spark.read.format("lancens").option("root", str(root))
+        if where:  # what `lancens scan --where` hands the source; Spark filters again
+            reader = reader.option("prune", condition_sql)
         if columns is not None:  # what `lancens scan --columns` / `--count` declares
             reader = reader.schema(spark_schema(_only(source, columns)))
         df = reader.load()
