@@ -39,6 +39,7 @@ from lancens_cli.service.catalog_rows import (
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partition_check import check_partitions, fix_partitions
 from lancens_cli.service.published_check import check_published
+from lancens_cli.store.containment import row_locations, shown
 from lancens_cli.store.manifest import (
     BASE_COLUMNS,
     KNOWN_READER_FLAGS,
@@ -47,7 +48,6 @@ from lancens_cli.store.manifest import (
     ManifestSnapshot,
     decode_properties,
 )
-from lancens_cli.store.storage import check_relative
 from lancens_cli.store.tables import (
     V1_SUFFIX,
     is_deregistered,
@@ -222,9 +222,10 @@ def _check_manifest(snapshot: ManifestSnapshot, report: CheckReport) -> None:
 
 def _check_rows(ns, snapshot, rows, report, delimiter, grace: timedelta, progress=None) -> None:
     tables = []
+    verdicts = row_locations(ns.storage, snapshot)
     for row in rows:
         object_id, kind, location = row["object_id"], row["object_type"], row["location"]
-        name = Identifier.from_object_id(object_id).display(delimiter)
+        name = shown(Identifier.from_object_id(object_id).display(delimiter))
         try:
             for part in split_id(object_id):
                 validate_name(part)
@@ -255,13 +256,9 @@ def _check_rows(ns, snapshot, rows, report, delimiter, grace: timedelta, progres
                 properties[RENAMED_FROM_KEY],
                 "the old directory of a finished rename is still there; rerun the rename",
             )
-        if not location:
-            report.add("bad_location", name, None, "a table row has no location")
-            continue
-        try:
-            check_relative(location)
-        except InvalidInputError as exc:
-            report.add("bad_location", name, location, exc.message)
+        refused = verdicts.problem(object_id)
+        if refused is not None:  # reported, never opened (store/containment.py)
+            report.add("bad_location", name, shown(refused.location), refused.reason)
             continue
         tables.append((name, location))
     report.tables_checked = len(tables)

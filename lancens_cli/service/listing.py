@@ -17,7 +17,10 @@ from lancens_cli.models import (
     Listing,
 )
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.store.containment import directory_location_problem, row_locations, shown
 from lancens_cli.store.tables import table_state
+
+STATE_REFUSED = "refused"  # a location lancens will not open (store/containment.py)
 
 
 def list_namespace(
@@ -41,14 +44,22 @@ def list_namespace(
     ns.require_namespace(ident, snapshot)
 
     entries: dict[str, Entry] = {}
+    verdicts = row_locations(ns.storage, snapshot)
+    refused: set[str] = set()
     for row in snapshot.children(ident.object_id, recursive=recursive):
         child = Identifier.from_object_id(row["object_id"])
+        problem = verdicts.problem(row["object_id"])
+        location = row["location"] if row["object_type"] == KIND_TABLE else None
+        state = STATE_OK if row["object_type"] == KIND_NAMESPACE else ""
+        if problem is not None:  # shown, never opened
+            refused.add(row["object_id"])
+            location, state = shown(problem.location), f"{STATE_REFUSED}: {problem.reason}"
         entries[row["object_id"]] = Entry(
             id=child.display(delimiter),
             kind=row["object_type"],
-            location=row["location"] if row["object_type"] == KIND_TABLE else None,
+            location=location,
             source=SOURCE_MANIFEST,
-            state=STATE_OK if row["object_type"] == KIND_NAMESPACE else "",
+            state=state,
         )
     if ident.is_root:
         _merge_directory_tables(ns, snapshot, entries)
@@ -62,7 +73,7 @@ def list_namespace(
     if limit is not None and len(ordered) > limit:
         ordered = ordered[:limit]
         next_token = ordered[-1].id
-    tables = [e for e in ordered if e.kind == KIND_TABLE]
+    tables = [e for e in ordered if e.kind == KIND_TABLE and not e.state]
     if with_state and tables:
         _fill_states(ns, tables)
     listing = Listing(ident.display(delimiter), ordered, next_token)
@@ -81,8 +92,10 @@ def _merge_directory_tables(ns: Namespace, snapshot, entries: dict[str, Entry]) 
         if known is not None:
             known.source = SOURCE_BOTH
         elif name not in entries:
+            problem = directory_location_problem(ns.storage, location)
+            state = "" if problem is None else f"{STATE_REFUSED}: {problem}"
             entries[name] = Entry(
-                id=name, kind=KIND_TABLE, location=location, source=SOURCE_DIRECTORY, state=""
+                id=name, kind=KIND_TABLE, location=location, source=SOURCE_DIRECTORY, state=state
             )
 
 

@@ -15,6 +15,7 @@ from lancens_cli.config import NamespaceConfig
 from lancens_cli.errors import (
     InvalidInputError,
     NamespaceNotFoundError,
+    RefusedError,
     TableNotFoundError,
     UnsupportedError,
 )
@@ -32,6 +33,7 @@ from lancens_cli.service.catalog_rows import (  # noqa: F401 (callers import the
     RENAME_INTENT_KEY,
     RENAMED_FROM_KEY,
 )
+from lancens_cli.store.containment import directory_location_problem, row_locations
 from lancens_cli.store.manifest import (
     ManifestSnapshot,
     ManifestStore,
@@ -143,6 +145,7 @@ class Namespace:
         if row is not None:
             if row["object_type"] != KIND_TABLE:
                 return None
+            row_locations(self.storage, snapshot).require(ident.object_id)
             location = row["location"] or ""
             source = SOURCE_MANIFEST
             if (
@@ -160,6 +163,9 @@ class Namespace:
                 return None
             # Spec 001: the directory makes the table, even when it is empty.
             if self.storage.exists(location) and not is_deregistered(self.storage, location):
+                problem = directory_location_problem(self.storage, location)
+                if problem is not None:
+                    raise RefusedError(f"{ident.display()}: lancens will not touch it: {problem}")
                 return TableRef(ident, location, SOURCE_DIRECTORY)
         return None
 

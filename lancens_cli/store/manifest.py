@@ -91,6 +91,7 @@ class ManifestSnapshot:
     data_storage_version: str | None = None
     _index: dict[str, int] | None = field(default=None, repr=False)
     _rows: list[dict[str, Any]] | None = field(default=None, repr=False)
+    _containment: Any = field(default=None, repr=False, compare=False)  # store/containment.py
 
     @property
     def exists(self) -> bool:

@@ -1,0 +1,176 @@
+"""The trust boundary: which catalog locations a command may open, write or delete.
+
+`__manifest` is a Lance table any Lance writer can append to, so a row's location is input, not
+a fact. Every location a command opens, writes or deletes for a catalog row goes through
+`RowLocations` (one per `__manifest` snapshot): it accepts a location only when it is a plain
+relative path, names nothing the layout reserves, resolves (local: the real path, symlinks
+followed; object stores: bucket and normalised key) strictly inside the root (a `/` boundary:
+`cat-sib/` is not inside `cat/`), and belongs to no other row (neither the same directory nor
+one inside another row's). A refused row is reported by `check`, shown by `ls` without being
+opened, refused by the commands that name it (exit 5), and skipped, with a word, by the commands
+that walk the whole catalog. Shallow clones may read a source outside the root; that is Lance
+following a base path, not a catalog row, and nothing here writes or deletes there.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from lancens_cli.errors import InvalidInputError, RefusedError
+from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE
+
+MAX_LOCATION_CHARS = 1024  # far beyond any name lancens makes; longer is not a real table
+LEASE_DIR = ".lancens-prune"  # prune's leases (service/prune_lease.py)
+RESERVED_TOP = frozenset({MANIFEST_TABLE, LEASE_DIR})
+
+
+@dataclass(frozen=True)
+class RefusedLocation:
+    """A catalog row whose location no command may touch, and why."""
+
+    object_id: str
+    location: str
+    reason: str
+
+
+def shown(text: str, limit: int = 120) -> str:
+    """A location fit for a one-line message: control characters escaped, length bounded."""
+    escaped = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
+    return escaped if len(escaped) <= limit else escaped[:limit] + f"... ({len(text)} chars)"
+
+
+def syntax_problem(location: Any) -> str | None:
+    """Why a location is not a plain path relative to the root, or None."""
+    if not isinstance(location, str) or not location:
+        return "the row has no location"
+    if len(location) > MAX_LOCATION_CHARS:
+        return f"the location is {len(location)} characters long (at most {MAX_LOCATION_CHARS})"
+    if any(not ch.isprintable() for ch in location):
+        return "the location holds control characters"
+    from lancens_cli.store.storage import check_relative
+
+    try:
+        normal = check_relative(location)
+    except InvalidInputError as exc:
+        return exc.message
+    if normal.split("/")[0] in RESERVED_TOP:
+        return f"the location is inside {normal.split('/')[0]}, which lancens reserves"
+    return None
+
+
+def canonical(storage: Any, location: str) -> str:
+    """The location's canonical form: the real local path, or the object key as written."""
+    if storage.is_local:
+        return os.path.realpath(storage.uri(location))
+    return location
+
+
+def canonical_root(storage: Any) -> str:
+    return os.path.realpath(storage.uri()) if storage.is_local else ""
+
+
+def inside(child: str, parent: str, local: bool) -> bool:
+    """Whether canonical `child` lies strictly below canonical `parent` (a `/` boundary)."""
+    if not local:
+        return child != parent and (not parent or child.startswith(parent.rstrip("/") + "/"))
+    return child != parent and child.startswith(parent.rstrip(os.sep) + os.sep)
+
+
+class RowLocations:
+    """The verdict on every table row's location in one `__manifest` snapshot."""
+
+    def __init__(self, storage: Any, rows: list[dict[str, Any]]) -> None:
+        self.storage = storage
+        self.refused: dict[str, RefusedLocation] = {}
+        root = canonical_root(storage)
+        placed: list[tuple[str, str, str]] = []  # (canonical, object_id, location)
+        for row in rows:
+            if row.get("object_type") != KIND_TABLE:
+                continue
+            object_id, location = row["object_id"], row.get("location")
+            problem = syntax_problem(location)
+            if problem is None:
+                try:
+                    real = canonical(storage, location)
+                except (OSError, ValueError) as exc:
+                    problem = f"the location cannot be resolved ({exc})"
+                else:
+                    if storage.is_local and not inside(real, root, True):
+                        problem = f"the location resolves outside the root, to {shown(real)}"
+                    else:
+                        placed.append((real, object_id, location))
+            if problem is not None:
+                self._refuse(object_id, location, problem)
+        self._overlaps(placed)
+
+    def _refuse(self, object_id: str, location: Any, reason: str) -> None:
+        text = location if isinstance(location, str) else ""
+        self.refused.setdefault(object_id, RefusedLocation(object_id, text, reason))
+
+    def _overlaps(self, placed: list[tuple[str, str, str]]) -> None:
+        """Rows sharing a directory, or one row's directory inside another's: all refused."""
+        local = self.storage.is_local
+        ordered = sorted(placed)
+        for i, (real, object_id, location) in enumerate(ordered):
+            for other_real, other_id, _ in ordered[i + 1 :]:
+                if not other_real.startswith(real):
+                    break  # sorted: what is equal to or below `real` comes next, together
+                if other_real == real:
+                    why = "its location is also that of"
+                elif inside(other_real, real, local):
+                    why = "its location holds that of"
+                else:
+                    continue  # a sibling whose name starts alike (`cat-sib` beside `cat`)
+                self._refuse(object_id, location, f"{why} {_display(other_id)}")
+                self._refuse(
+                    other_id,
+                    self._location_of(ordered, other_id),
+                    f"its location overlaps that of {_display(object_id)}",
+                )
+
+    @staticmethod
+    def _location_of(ordered: list[tuple[str, str, str]], object_id: str) -> str:
+        return next(loc for _, oid, loc in ordered if oid == object_id)
+
+    def problem(self, object_id: str) -> RefusedLocation | None:
+        return self.refused.get(object_id)
+
+    def require(self, object_id: str) -> None:
+        """Refuse (exit 5) a command that would open, write or delete this row's location."""
+        found = self.refused.get(object_id)
+        if found is not None:
+            raise RefusedError(
+                f"{_display(object_id)}: lancens will not touch its location "
+                f"{shown(found.location)!r}: {found.reason} (see `lancens check`)"
+            )
+
+
+def row_locations(storage: Any, snapshot: Any) -> RowLocations:
+    """The verdicts for a snapshot, computed once per snapshot."""
+    cached = getattr(snapshot, "_containment", None)
+    if cached is None:
+        cached = RowLocations(storage, snapshot.rows if snapshot.exists else [])
+        snapshot._containment = cached
+    return cached
+
+
+def directory_location_problem(storage: Any, location: str) -> str | None:
+    """For a `<name>.lance` directory found by listing: does it lead out of the root?"""
+    problem = syntax_problem(location)
+    if problem is not None or not storage.is_local:
+        return problem
+    real = canonical(storage, location)
+    if not inside(real, canonical_root(storage), True):
+        return f"the directory resolves outside the root, to {shown(real)}"
+    return None
+
+
+def _display(object_id: str) -> str:
+    from lancens_cli.models import Identifier
+
+    try:
+        return shown(Identifier.from_object_id(object_id).display())
+    except Exception:  # noqa: BLE001 - a hostile id is shown as it is, escaped
+        return shown(object_id)
