@@ -69,7 +69,15 @@ def _cell(value: Any) -> str:
         return "-"
     if isinstance(value, (dict, list)):
         return json.dumps(value, default=str, separators=(",", ":"))
-    return str(value).replace("\t", " ").replace("\n", " ")
+    return printable(str(value).replace("\t", " ").replace("\n", " "))
+
+
+def printable(text: str) -> str:
+    """Control characters as `\\xNN`: a catalog row written by any tool never reaches a
+    terminal raw (an escape sequence could rewrite the screen)."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch == " " else f"\\x{ord(ch):02x}" for ch in text)
 
 
 def _flatten(prefix: str, value: Any) -> list[tuple[str, Any]]:
@@ -133,7 +141,8 @@ def _emit_rich(result: Any, stream: TextIO) -> None:
             table.add_column(column)
         for e in result.entries:
             style = None if e.state in ("ok", "") else "yellow"
-            table.add_row(e.id, e.kind, e.location or "", e.source, e.state, style=style)
+            cells = (e.id, e.kind, e.location or "", e.source, e.state)
+            table.add_row(*(printable(c) for c in cells), style=style)
         console.print(table)
         if result.next_page_token:
             console.print(f"next page: --page-token {result.next_page_token}")
@@ -144,7 +153,8 @@ def _emit_rich(result: Any, stream: TextIO) -> None:
             table.add_column(column)
         for c in result.changes:
             action = ("would " if c.dry_run else "") + c.action
-            table.add_row(action, c.kind, c.id, c.location or "", c.detail or "")
+            cells = (action, c.kind, c.id, c.location or "", c.detail or "")
+            table.add_row(*(printable(c) for c in cells))
         console.print(table)
         if result.message:
             console.print(result.message)

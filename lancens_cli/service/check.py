@@ -47,6 +47,7 @@ from lancens_cli.store.manifest import (
     ManifestEdit,
     ManifestSnapshot,
     decode_properties,
+    metadata_problem,
 )
 from lancens_cli.store.tables import (
     V1_SUFFIX,
@@ -244,6 +245,9 @@ def _check_rows(ns, snapshot, rows, report, delimiter, grace: timedelta, progres
         if kind != KIND_TABLE:
             report.add("bad_object_type", name, location, f"unknown object_type {kind!r}")
             continue
+        bad_metadata = metadata_problem(row.get("metadata"))
+        if bad_metadata is not None:
+            report.add("bad_metadata", name, shown(location or ""), bad_metadata)
         properties = decode_properties(row.get("metadata"))
         if RENAME_INTENT_KEY in properties:
             report.add(

@@ -19,8 +19,13 @@ from lancens_cli.words import plural
 
 def namespace_tables(ns: Namespace, snapshot: ManifestSnapshot, delimiter: str) -> dict[str, str]:
     """location -> display name of every table the namespace knows (rows and directories)."""
+    from lancens_cli.store.containment import row_locations
+
+    verdicts = row_locations(ns.storage, snapshot)
     tables: dict[str, str] = {}
     for row in snapshot.rows:
+        if verdicts.problem(row["object_id"]) is not None:
+            continue  # never opened (store/containment.py)
         if row["object_type"] == KIND_TABLE and row["location"]:
             name = Identifier.from_object_id(row["object_id"]).display(delimiter)
             tables[row["location"]] = name

@@ -30,6 +30,7 @@ from lancens_cli.service.dependents import attach, outside_dependents, refuse
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.namespace import stale_rename_sources as renamed_away
 from lancens_cli.service.partition_refusals import refuse_spec_names
+from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import (
     ManifestEdit,
     ManifestSnapshot,
@@ -89,6 +90,9 @@ def _plan_drop(ns: Namespace, ident: Identifier, cascade: bool, delimiter: str) 
                 f"namespace {ident.display(delimiter)} is not empty ({len(below)} objects); "
                 "use --cascade to drop it with everything in it"
             )
+        verdicts = row_locations(ns.storage, snapshot)
+        for r in below:  # one refused row refuses the whole cascade: nothing is deleted
+            verdicts.require(r["object_id"])
         # Deepest first, so a namespace goes after everything in it.
         ordered = sorted(below, key=lambda r: -r["object_id"].count(OBJECT_ID_DELIMITER))
         changes = [

@@ -39,6 +39,7 @@ from lancens_cli.service.partition_layout import (
     layout_of,
     manifest_columns,
 )
+from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import PARTITIONED_WRITER_FLAG, ManifestEdit, ManifestSnapshot
 from lancens_cli.store.partition_tables import (
     commit_new_table,
@@ -362,6 +363,7 @@ def _prepare(
     table_id = child_id(path[-1] if path else spec.namespace, TABLE_NAME)
     row = snapshot.get(table_id)
     if row is not None and row["object_type"] == KIND_TABLE:
+        row_locations(storage, snapshot).require(table_id)  # never a write outside the root
         if touch.created and touch.location != row["location"]:
             if touch.rows is None:
                 touch.rows = read_back(storage, touch)
@@ -506,10 +508,11 @@ def _pin_unversioned(ns: Namespace, snapshot: ManifestSnapshot, spec: PartitionS
     """
     import lance
 
+    verdicts = row_locations(ns.storage, snapshot)
     loose = [
         row
         for row in partition_table_rows(snapshot.rows, [spec])
-        if branches.ref_of(row) == (None, None, None)
+        if branches.ref_of(row) == (None, None, None) and verdicts.problem(row["object_id"]) is None
     ]
     if not loose:
         return False

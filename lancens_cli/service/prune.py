@@ -100,6 +100,7 @@ class PruneReport:
     debris: list[DebrisResult] = field(default_factory=list)
     compacted: list[dict[str, Any]] = field(default_factory=list)
     compacted_published_in: int | None = None  # the __manifest version publishing them
+    refused: list[dict[str, str]] = field(default_factory=list)  # rows skipped (containment)
 
     @property
     def failed(self) -> list[TableResult]:
@@ -157,6 +158,8 @@ class PruneReport:
             )
         for d in self.debris:
             rows.append([d.object or "-", d.location, f"{d.action}: {d.code}", "", "", "", ""])
+        for r in self.refused:
+            rows.append([r["table"], "", f"skipped: {r['reason']}", "", "", "", ""])
         return header, rows
 
     def to_json(self) -> dict[str, Any]:
@@ -170,6 +173,7 @@ class PruneReport:
             "debris": [d.__dict__ for d in self.debris],
             "compacted": self.compacted,
             "compacted_published_in": self.compacted_published_in,
+            "refused": self.refused,
         }
 
 
@@ -216,8 +220,8 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
     now = datetime.now(UTC)
     report = PruneReport(ns.storage.root_uri, policy, dry_run)
     snapshot = ns.snapshot()
-    every = _all_tables(ns, snapshot)
-    scope = _tables_in_scope(ns, snapshot, idents, every)
+    every, report.refused = _accepted(ns, snapshot, _all_tables(ns, snapshot))
+    scope, _ = _accepted(ns, snapshot, _tables_in_scope(ns, snapshot, idents, every))
     manifest_plan, pins = _manifest_pins(ns, snapshot, policy, now, parallel)
     states, unreadable = _read_states(ns, every, parallel)
     states_for_clones_only: dict[str, TableState] = {}
@@ -341,6 +345,28 @@ def _tables_in_scope(
             if row["object_type"] == KIND_TABLE and row["location"]:
                 found[row["location"]] = row["object_id"]
     return sorted(found.items())
+
+
+def _accepted(
+    ns: Namespace, snapshot: ManifestSnapshot, tables: list[tuple[str, str | None]]
+) -> tuple[list[tuple[str, str | None]], list[dict[str, str]]]:
+    """The tables whose location the trust boundary accepts, and the refused ones (skipped:
+    never opened, expired or compacted; `check` reports them)."""
+    from lancens_cli.store.containment import directory_location_problem, row_locations, shown
+
+    verdicts = row_locations(ns.storage, snapshot)
+    kept, refused = [], []
+    for location, object_id in tables:
+        if object_id is not None and object_id in snapshot:
+            problem = verdicts.problem(object_id)
+            reason = problem.reason if problem is not None else None
+        else:
+            reason = directory_location_problem(ns.storage, location)
+        if reason is None:
+            kept.append((location, object_id))
+        else:
+            refused.append({"table": shown(object_id or location), "reason": reason})
+    return kept, refused
 
 
 def _all_tables(ns: Namespace, snapshot: ManifestSnapshot) -> list[tuple[str, str | None]]:

@@ -68,17 +68,32 @@ def encode_properties(properties: dict[str, str] | None) -> str | None:
 
 
 def decode_properties(text: str | None) -> dict[str, str]:
+    """A row's `metadata` as properties; what is not a JSON object reads as none (any Lance
+    writer can put anything there: `check` reports it, see `metadata_problem`)."""
     if not text:
         return {}
     try:
         value = json.loads(text)
-    except ValueError:
+        if not isinstance(value, dict):
+            return {}
+        return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in value.items()}
+    except (ValueError, RecursionError):
         return {}
-    return (
-        {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in value.items()}
-        if (isinstance(value, dict))
-        else {}
-    )
+
+
+def metadata_problem(text: Any) -> str | None:
+    """Why a row's `metadata` is not the JSON object the spec stores there, or None."""
+    if text is None or text == "":
+        return None
+    if not isinstance(text, str):
+        return "metadata is not text"
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        return "metadata is JSON nested too deeply"
+    except ValueError:
+        return "metadata is not valid JSON"
+    return None if isinstance(value, dict) else "metadata is JSON but not an object"
 
 
 @dataclass
