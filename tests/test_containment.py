@@ -1,0 +1,326 @@
+"""The root is the trust boundary: catalog rows written by any tool never make a command touch
+what lies outside the root, the catalog itself, or another row's data.
+
+Rows are appended to `__manifest` with lancens' own store (as any Lance writer could), with
+"victim" tables and files beside the root; every command a user or a cron job runs is then run
+through the CLI, and the files outside the root must be byte-identical afterwards while every
+legitimate table inside reads as before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import lance
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import invoke, tree_snapshot
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lancens_cli.service.namespace import Namespace
+
+
+class World:
+    """A root with legitimate tables, and victims beside it."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.root = base / "cat"
+        self.root.mkdir()
+        self.args = ("--root", str(self.root))
+        lance.write_dataset(pa.table({"v": [1, 2, 3]}), str(base / "victim.lance"))
+        sibling = base / "cat-sib"
+        sibling.mkdir()
+        lance.write_dataset(pa.table({"v": [9]}), str(sibling / "t.lance"))
+        (base / "secret.txt").write_text("outside")
+        os.symlink("..", self.root / "lnk")
+        data = base / "rows.parquet"
+        pq.write_table(pa.table({"id": list(range(10)), "s": ["x"] * 10}), data)
+        for name in ("good", "other"):
+            assert self.ok("create", "table", name, "--from", str(data))
+        assert self.ok("create", "namespace", "team")
+        assert self.ok("create", "table", "team.inner", "--from", str(data))
+        self.ns = Namespace.from_properties({"root": str(self.root)})
+
+    def ok(self, *args: str) -> bool:
+        result = invoke(*self.args, *args)
+        assert result.exit_code == 0, result.stderr
+        return True
+
+    def run(self, *args: str):
+        return invoke(*self.args, *args)
+
+    def add_row(self, object_id: str, location: str, metadata: str | None = None) -> None:
+        template = self.ns.snapshot().get("good")
+        row = {**template, "object_id": object_id, "location": location, "metadata": metadata}
+        self.ns.manifest.mutate(lambda snapshot, edit: edit.add(row))
+
+    def outside(self) -> dict[str, bytes]:
+        return {
+            name: content
+            for name, content in tree_snapshot(self.base).items()
+            if not name.startswith("cat/")
+        }
+
+    def legit(self) -> dict[str, list]:
+        """What every legitimate table reads, through pylance."""
+        found = {}
+        for name, location in (("good", "good.lance"), ("other", "other.lance")):
+            found[name] = lance.dataset(str(self.root / location)).to_table().to_pylist()
+        inner = self.ns.snapshot().get("team$inner")["location"]
+        found["team.inner"] = lance.dataset(str(self.root / inner)).to_table().to_pylist()
+        return found
+
+
+@pytest.fixture
+def world(tmp_path) -> World:
+    return World(tmp_path)
+
+
+def test_drop_through_a_symlink_out_of_the_root_is_refused(world):
+    world.add_row("evil", "lnk/victim.lance")
+    before = world.outside()
+    result = world.run("drop", "evil", "--yes")
+    assert result.exit_code == 5, result.stderr
+    assert "resolves outside the root" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert world.outside() == before
+
+
+@pytest.mark.parametrize("location", ["__manifest", "__manifest/data", ".lancens-prune"])
+def test_drop_of_a_row_located_in_the_catalog_is_refused(world, location):
+    world.add_row("evil", location)
+    legit = world.legit()
+    result = world.run("drop", "evil", "--yes")
+    assert result.exit_code == 5, result.stderr
+    assert "reserves" in result.stderr
+    assert world.legit() == legit
+    assert world.ns.snapshot().get("good") is not None
+
+
+def test_drop_of_a_row_sharing_another_tables_location_is_refused(world):
+    world.add_row("twin", "good.lance")
+    legit = world.legit()
+    result = world.run("drop", "twin", "--yes")
+    assert result.exit_code == 5, result.stderr
+    assert "good" in result.stderr
+    assert world.legit() == legit
+
+
+def test_drop_cascade_of_a_namespace_holding_a_refused_row_changes_nothing(world):
+    world.add_row("team$evil", "lnk/victim.lance")
+    before, legit = world.outside(), world.legit()
+    result = world.run("drop", "team", "--cascade", "--yes")
+    assert result.exit_code == 5, result.stderr
+    assert world.outside() == before and world.legit() == legit
+
+
+@pytest.mark.parametrize(
+    "location",
+    [
+        "lnk/victim.lance",
+        "lnk/cat-sib/t.lance",
+        "lnk/secret.txt",
+    ],
+)
+def test_prune_and_compact_never_change_a_table_outside_the_root(world, location):
+    world.add_row("evil", location)
+    before, legit = world.outside(), world.legit()
+    for extra in ([], ["--compact"]):
+        result = world.run(
+            "prune", "--older-than", "0s", "--grace", "0s", "--force", "--yes", *extra, "--json"
+        )
+        assert result.exit_code in (0, 6), result.stderr
+        report = json.loads(result.stdout)
+        assert [r["table"] for r in report["refused"]] == ["evil"]
+        assert world.outside() == before
+    assert world.legit() == legit
+
+
+def test_reads_never_open_a_refused_location(world):
+    world.add_row("evil", "lnk/victim.lance")
+    listing = world.run("ls", "--json")
+    assert listing.exit_code == 0, listing.stderr
+    states = {e["id"]: e["state"] for e in json.loads(listing.stdout)["entries"]}
+    assert states["evil"].startswith("refused:") and states["good"] == "ok"
+    described = world.run("describe", "evil")
+    assert described.exit_code == 5 and "v\t" not in described.stdout
+    checked = world.run("check", "--json")
+    findings = json.loads(checked.stdout)["findings"]
+    assert {(f["code"], f.get("object") or f.get("name")) for f in findings} >= {
+        ("bad_location", "evil")
+    }
+
+
+def test_one_bad_row_does_not_take_the_root_down(world):
+    world.add_row("long", "x" * 5000)
+    world.add_row("nul", "a\x00b")
+    world.add_row("deep", "deep.lance", metadata="[" * 100_000 + "]" * 100_000)
+    world.add_row("list", "list.lance", metadata="[1, 2]")
+    for args in (["ls"], ["check"], ["check", "--fix"], ["prune", "--yes"], ["ls", "--json"]):
+        result = world.run(*args)
+        assert result.exit_code in (0, 1, 6), (args, result.stderr)
+        assert "Internal" not in result.stderr and "Traceback" not in result.stderr
+        assert all(len(line) < 600 for line in result.stdout.splitlines()), args
+        assert all(len(line) < 600 for line in result.stderr.splitlines()), args
+    checked = json.loads(world.run("check", "--json").stdout)
+    codes = {(f["code"], f.get("object") or f.get("name")) for f in checked["findings"]}
+    assert {("bad_location", "long"), ("bad_location", "nul")} <= codes
+    assert {("bad_metadata", "deep"), ("bad_metadata", "list")} <= codes
+
+
+def test_control_characters_never_reach_the_terminal_raw(world):
+    world.add_row("esc", "esc\x1b[2J.lance")
+    for args in (["ls"], ["check"]):
+        result = world.run(*args)
+        assert "\x1b" not in result.stdout + result.stderr
+        assert "\\x1b" in result.stdout + result.stderr
+
+
+def test_a_symlinked_lance_directory_leading_out_is_refused(world):
+    os.symlink(world.base / "victim.lance", world.root / "ghost.lance")
+    before = world.outside()
+    assert world.run("drop", "ghost", "--yes").exit_code == 5
+    listing = json.loads(world.run("ls", "--json").stdout)
+    assert {e["id"]: e["state"] for e in listing["entries"]}["ghost"].startswith("refused")
+    world.run("prune", "--older-than", "0s", "--grace", "0s", "--force", "--yes")
+    assert world.outside() == before
+
+
+def test_a_write_into_a_partition_row_outside_the_root_is_refused(tmp_path):
+    base = tmp_path
+    root = base / "cat"
+    root.mkdir()
+    lance.write_dataset(pa.table({"k": [1], "v": ["victim"]}), str(base / "victim.lance"))
+    os.symlink("..", root / "lnk")
+    args = ("--root", str(root))
+    rows = base / "rows.parquet"
+    pq.write_table(pa.table({"k": [1, 2], "v": ["a", "b"]}), rows)
+    assert invoke(*args, "add-partition-spec", "--schema", str(rows), "--field", "k").exit_code == 0
+    assert invoke(*args, "write", "--from", str(rows)).exit_code == 0
+    ns = Namespace.from_properties({"root": str(root)})
+    snapshot = ns.snapshot()
+    row = next(
+        r for r in snapshot.rows if r["object_type"] == "table" and r["partition_field_k"] == 1
+    )
+    ns.manifest.mutate(lambda s, e: e.replace(row["object_id"], location="lnk/victim.lance"))
+    before = {k: v for k, v in tree_snapshot(base).items() if not k.startswith("cat/")}
+    result = invoke(*args, "write", "--from", str(rows))
+    assert result.exit_code == 5, result.stderr
+    assert {k: v for k, v in tree_snapshot(base).items() if not k.startswith("cat/")} == before
+
+
+SPELLINGS = [
+    "lnk/victim.lance",
+    "lnk/cat-sib/t.lance",
+    "lnk/../victim.lance",
+    "../victim.lance",
+    "/abs/victim.lance",
+    "file:///tmp/victim.lance",
+    "__manifest",
+    "./__manifest",
+    "good.lance",
+    "team",
+    "",
+    "x" * 3000,
+    "a\x00b",
+    "esc\x1b.lance",
+    "lnk",
+]
+COMMANDS = [
+    ("ls",),
+    ("ls", "--recursive"),
+    ("describe", "{id}"),
+    ("check",),
+    ("check", "--fix"),
+    ("drop", "{id}", "--yes"),
+    ("rename", "{id}", "renamed"),
+    ("prune", "--older-than", "0s", "--grace", "0s", "--force", "--yes"),
+    ("prune", "--compact", "--yes"),
+    ("migrate-v1", "--yes"),
+]
+
+
+@settings(
+    max_examples=8,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    rows=st.lists(st.sampled_from(SPELLINGS), min_size=1, max_size=3),
+    commands=st.permutations(COMMANDS),
+)
+def test_hostile_rows_never_let_a_command_touch_the_outside(tmp_path_factory, rows, commands):
+    world = World(tmp_path_factory.mktemp("hostile"))
+    for i, location in enumerate(rows):
+        world.add_row(f"evil{i}", location)
+    before, legit = world.outside(), world.legit()
+    for command in commands:
+        args = [part.format(id=f"evil{len(rows) - 1}") for part in command]
+        result = world.run(*args)
+        assert result.exit_code in (0, 1, 2, 3, 4, 5, 6), (args, result.stderr)
+        assert "Traceback" not in result.stderr, (args, result.stderr)
+        assert "Internal" not in result.stderr, (args, result.stderr)
+        assert world.outside() == before, args
+    after = world.legit()
+    # a legitimate table may be gone only because a command dropped or renamed a row
+    # sharing its location was refused: never
+    assert after == legit
+
+
+@pytest.mark.s3
+def test_on_s3_no_command_reaches_a_sibling_prefix(s3_bucket, s3_options, moto_endpoint):
+    """`cat-sib/` beside `cat/` in the same bucket: nothing there is read, written or deleted."""
+    from conftest import s3_client
+
+    storage_args = [f"-s{k}={v}" for k, v in s3_options.items()]
+    lance_options = {k: str(v) for k, v in s3_options.items()}
+    lance.write_dataset(
+        pa.table({"v": [9]}), f"s3://{s3_bucket}/cat-sib/t.lance", storage_options=lance_options
+    )
+    args = ("--root", f"s3://{s3_bucket}/cat", *storage_args)
+    ns = Namespace.from_properties(
+        {"root": f"s3://{s3_bucket}/cat", **{f"storage.{k}": v for k, v in s3_options.items()}}
+    )
+    ns.storage.ensure_root()
+    assert invoke(*args, "create", "namespace", "team").exit_code == 0
+    template = {
+        "object_id": "team",
+        "object_type": "table",
+        "location": "",
+        "metadata": None,
+    }
+    for object_id, location in (
+        ("evil1", "../cat-sib/t.lance"),
+        ("evil2", f"s3://{s3_bucket}/cat-sib/t.lance"),
+        ("evil3", "%2e%2e/cat-sib/t.lance"),
+    ):
+        row = {**template, "object_id": object_id, "location": location}
+        ns.manifest.mutate(lambda snapshot, edit, row=row: edit.add(row))
+
+    client = s3_client(moto_endpoint)
+
+    def sibling() -> dict[str, str]:
+        found = client.list_objects_v2(Bucket=s3_bucket, Prefix="cat-sib/")
+        return {o["Key"]: o["ETag"] for o in found.get("Contents", [])}
+
+    before = sibling()
+    assert before
+    for command in (
+        ["ls"],
+        ["describe", "evil1"],
+        ["check"],
+        ["drop", "evil1", "--yes"],
+        ["drop", "evil2", "--yes"],
+        ["drop", "evil3", "--yes"],
+        ["prune", "--older-than", "0s", "--grace", "0s", "--force", "--yes"],
+    ):
+        result = invoke(*args, *command)
+        assert "Traceback" not in result.stderr and "Internal" not in result.stderr, command
+        assert sibling() == before, command
