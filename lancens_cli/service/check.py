@@ -39,7 +39,7 @@ from lancens_cli.service.catalog_rows import (
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partition_check import check_partitions, fix_partitions
 from lancens_cli.service.published_check import check_published
-from lancens_cli.store.containment import row_locations, shown
+from lancens_cli.store.containment import directory_location_problem, row_locations, shown
 from lancens_cli.store.manifest import (
     BASE_COLUMNS,
     KNOWN_READER_FLAGS,
@@ -153,7 +153,10 @@ def check(
             check_partitions(ns, snapshot, report)
     rows = _rows_in_scope(ns, snapshot, ident)
     _check_rows(ns, snapshot, rows, report, delimiter, grace, progress)
-    check_published(ns, rows, report, delimiter)
+    verdicts = row_locations(ns.storage, snapshot)
+    check_published(
+        ns, [r for r in rows if verdicts.problem(r["object_id"]) is None], report, delimiter
+    )
     if ident.is_root:
         _check_orphans(ns, snapshot, report, delimiter, grace)
         if snapshot.exists:
@@ -264,6 +267,11 @@ def _check_rows(ns, snapshot, rows, report, delimiter, grace: timedelta, progres
         if refused is not None:  # reported, never opened (store/containment.py)
             report.add("bad_location", name, shown(refused.location), refused.reason)
             continue
+        if object_id not in snapshot:  # a `<name>.lance` directory found by listing
+            problem = directory_location_problem(ns.storage, location)
+            if problem is not None:
+                report.add("bad_location", name, shown(location), problem)
+                continue
         tables.append((name, location))
     report.tables_checked = len(tables)
 
@@ -459,10 +467,12 @@ def _check_unreferenced_data(
     Any other table's unreferenced files may be another tool's, and are never touched.
     """
     spec_namespaces = _spec_namespaces(snapshot)
+    verdicts = row_locations(ns.storage, snapshot)
     tables = [
         row
         for row in snapshot.rows
         if row["object_type"] == KIND_TABLE
+        and verdicts.problem(row["object_id"]) is None
         and row.get("location")
         and top_namespace(row["object_id"]) in spec_namespaces
         and OBJECT_ID_DELIMITER in row["object_id"]

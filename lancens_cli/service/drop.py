@@ -30,7 +30,7 @@ from lancens_cli.service.dependents import attach, outside_dependents, refuse
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.namespace import stale_rename_sources as renamed_away
 from lancens_cli.service.partition_refusals import refuse_spec_names
-from lancens_cli.store.containment import row_locations
+from lancens_cli.store.containment import directory_location_problem, row_locations
 from lancens_cli.store.manifest import (
     ManifestEdit,
     ManifestSnapshot,
@@ -238,6 +238,9 @@ def register(
     location = check_relative(location.rstrip("/"))
     ns.require_manifest("register")
     ns.require_root()
+    problem = directory_location_problem(ns.storage, location)  # before anything is read
+    if problem is not None:
+        raise InvalidInputError(f"cannot register {location!r}: {problem}")
     state = table_state(ns.storage, location)
     if state != STATE_OK and not allow_non_lance:
         raise InvalidInputError(f"{location!r} is not a Lance table ({state})")

@@ -137,11 +137,17 @@ def _rebuild_values(
     ns: Namespace, snapshot: ManifestSnapshot, edit: ManifestEdit, layout: PartitionLayout
 ) -> list[str]:
     """Partition values of every row under each v<N>, from one row of each partition table."""
+    from lancens_cli.store.containment import row_locations
+
+    verdicts = row_locations(ns.storage, snapshot)
     values_of: dict[str, dict[str, Any]] = {}
     unknown = []
     for spec in layout.specs:
         for found in partition_rows(snapshot.rows, [spec], KIND_TABLE):
             row, oid = found.row, found.object_id
+            if verdicts.problem(oid) is not None:
+                unknown.append(oid)  # never opened (store/containment.py)
+                continue
             values, version = _values_from_data(ns, row, spec, layout)
             if values is None:
                 unknown.append(oid)

@@ -117,6 +117,8 @@ class RowLocations:
             for other_real, other_id, _ in ordered[i + 1 :]:
                 if not other_real.startswith(real):
                     break  # sorted: what is equal to or below `real` comes next, together
+                if other_id == object_id:
+                    continue  # one id twice: `check` reports duplicate_object_id
                 if other_real == real:
                     why = "its location is also that of"
                 elif inside(other_real, real, local):
