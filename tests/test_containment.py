@@ -324,3 +324,20 @@ def test_on_s3_no_command_reaches_a_sibling_prefix(s3_bucket, s3_options, moto_e
         result = invoke(*args, *command)
         assert "Traceback" not in result.stderr and "Internal" not in result.stderr, command
         assert sibling() == before, command
+
+
+def test_check_fix_removes_refused_rows_only_when_asked_and_never_their_data(world):
+    world.add_row("evil", "lnk/victim.lance")
+    world.add_row("cat", "__manifest")
+    before, legit = world.outside(), world.legit()
+    assert world.run("check", "--drop-refused-rows").exit_code == 2  # needs --fix
+    assert world.run("check", "--fix").exit_code == 1  # not asked: the rows stay
+    assert world.ns.snapshot().get("evil") is not None
+    result = world.run("check", "--fix", "--drop-refused-rows", "--json")
+    fixed = [f for f in json.loads(result.stdout)["findings"] if f["fixed"]]
+    assert {f["object"] for f in fixed} == {"evil", "cat"}
+    assert all("row removed from the catalog" in f["message"] for f in fixed)
+    snapshot = world.ns.snapshot()
+    assert snapshot.get("evil") is None and snapshot.get("cat") is None
+    assert world.outside() == before and world.legit() == legit
+    assert world.run("check").exit_code == 0

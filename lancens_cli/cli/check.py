@@ -24,16 +24,26 @@ def check(
             help="Staged __manifest files younger than this may belong to a commit in flight.",
         ),
     ] = 60,
+    drop_refused_rows: Annotated[
+        bool,
+        typer.Option(
+            "--drop-refused-rows",
+            help="With --fix: remove catalog rows whose location lancens refuses to touch "
+            "(bad_location); only the rows, never what they point at.",
+        ),
+    ] = False,
 ) -> None:
     """Verify a namespace: exit 0 when healthy, 1 with one finding per line when not."""
     from datetime import timedelta
 
     from lancens_cli.cli.progress import progress_bar
-    from lancens_cli.errors import ExitCode
+    from lancens_cli.errors import ExitCode, InvalidInputError
     from lancens_cli.output import message
     from lancens_cli.service.check import check as run_check
     from lancens_cli.words import plural
 
+    if drop_refused_rows and not fix:
+        raise InvalidInputError("--drop-refused-rows goes with --fix")
     with progress_bar("checking tables") as start:
         report = run_check(
             session().namespace,
@@ -43,6 +53,7 @@ def check(
             grace=timedelta(minutes=grace_minutes),
             delimiter=session().delimiter,
             progress=start,
+            drop_refused_rows=drop_refused_rows,
         )
     session().emit(report)
     if not session().json:

@@ -82,6 +82,8 @@ class CheckReport:
     tables_checked: int = 0
     namespaces_checked: int = 0
     dry_run: bool = False
+    # refused rows `--fix --drop-refused-rows` may remove: finding index -> (object_id, location)
+    refused_rows: dict[int, tuple[str, Any]] = field(default_factory=dict, repr=False)
 
     @property
     def healthy(self) -> bool:
@@ -135,9 +137,11 @@ def check(
     grace: timedelta = DEFAULT_GRACE,
     delimiter: str = ".",
     progress: Callable[[int], Callable[[], None]] | None = None,
+    drop_refused_rows: bool = False,
 ) -> CheckReport:
     """`progress(total)` is called with the number of tables to verify; what it returns,
-    once per table verified."""
+    once per table verified. `drop_refused_rows`: with `fix`, remove the catalog rows whose
+    location the trust boundary refuses (the rows only, never what they point at)."""
     ns.require_root()
     report = CheckReport(ns.storage.root_uri, ident.display(delimiter), dry_run=dry_run)
     try:
@@ -152,7 +156,7 @@ def check(
         if ident.is_root:
             check_partitions(ns, snapshot, report)
     rows = _rows_in_scope(ns, snapshot, ident)
-    _check_rows(ns, snapshot, rows, report, delimiter, grace, progress)
+    _check_rows(ns, snapshot, rows, report, delimiter, grace, progress, drop_refused_rows)
     verdicts = row_locations(ns.storage, snapshot)
     check_published(
         ns, [r for r in rows if verdicts.problem(r["object_id"]) is None], report, delimiter
@@ -224,7 +228,9 @@ def _check_manifest(snapshot: ManifestSnapshot, report: CheckReport) -> None:
             )
 
 
-def _check_rows(ns, snapshot, rows, report, delimiter, grace: timedelta, progress=None) -> None:
+def _check_rows(
+    ns, snapshot, rows, report, delimiter, grace: timedelta, progress=None, drop_refused=False
+) -> None:
     tables = []
     verdicts = row_locations(ns.storage, snapshot)
     for row in rows:
@@ -265,7 +271,8 @@ def _check_rows(ns, snapshot, rows, report, delimiter, grace: timedelta, progres
             )
         refused = verdicts.problem(object_id)
         if refused is not None:  # reported, never opened (store/containment.py)
-            report.add("bad_location", name, shown(refused.location), refused.reason)
+            report.add("bad_location", name, shown(refused.location), refused.reason, drop_refused)
+            report.refused_rows[len(report.findings) - 1] = (object_id, location)
             continue
         if object_id not in snapshot:  # a `<name>.lance` directory found by listing
             problem = directory_location_problem(ns.storage, location)
@@ -542,8 +549,31 @@ def _unreferenced(
     return found
 
 
+def _drop_refused_rows(ns: Namespace, report: CheckReport) -> None:
+    """Remove, in one `__manifest` commit, the refused rows `--drop-refused-rows` asked for,
+    each only if it still holds the location that was refused."""
+    wanted = {i: item for i, item in report.refused_rows.items() if report.findings[i].fixable}
+    if not wanted:
+        return
+
+    def remove(snapshot: ManifestSnapshot, edit: ManifestEdit) -> None:
+        for i, (object_id, location) in wanted.items():
+            row = snapshot.get(object_id)
+            report.findings[i].fixed = row is not None and row.get("location") == location
+            if report.findings[i].fixed:
+                edit.remove(object_id)
+
+    ns.manifest.mutate(remove)
+    for i in wanted:
+        if report.findings[i].fixed:
+            report.findings[
+                i
+            ].message += "; row removed from the catalog (nothing it names was touched)"
+
+
 def _apply_fixes(ns: Namespace, report: CheckReport, grace: timedelta) -> None:
     fix_partitions(ns, report)
+    _drop_refused_rows(ns, report)
     registrations = [f for f in report.findings if f.fixable and f.code == "orphan_table_directory"]
     if registrations:
 
