@@ -42,7 +42,12 @@ def check_partitions(ns: Namespace, snapshot: ManifestSnapshot, report: Any) -> 
         return
     if layout is None:
         return
-    if not snapshot.writer_flags & PARTITIONED_WRITER_FLAG:
+    names = set(snapshot.table.schema.names)
+    missing = [c.name for c in manifest_columns(layout.fields) if c.name not in names]
+    if missing and not snapshot.writer_flags & PARTITIONED_WRITER_FLAG:
+        # without the columns: a writer that does not know spec 004 rewrote __manifest. With
+        # them, the flag is only ours to add (a namespace another tool laid out as the spec
+        # says is not damaged; our next write adds it)
         report.add(
             "partition_guard_missing",
             None,
@@ -51,8 +56,6 @@ def check_partitions(ns: Namespace, snapshot: ManifestSnapshot, report: Any) -> 
             "partition columns may drop them",
             fixable=True,
         )
-    names = set(snapshot.table.schema.names)
-    missing = [c.name for c in manifest_columns(layout.fields) if c.name not in names]
     if missing:
         report.add(
             "partition_columns_missing",

@@ -40,7 +40,12 @@ from lancens_cli.service.partition_layout import (
     manifest_columns,
 )
 from lancens_cli.store.containment import row_locations
-from lancens_cli.store.manifest import PARTITIONED_WRITER_FLAG, ManifestEdit, ManifestSnapshot
+from lancens_cli.store.manifest import (
+    PARTITIONED_WRITER_FLAG,
+    WRITER_FLAGS_KEY,
+    ManifestEdit,
+    ManifestSnapshot,
+)
 from lancens_cli.store.partition_tables import (
     commit_new_table,
     commit_on_base,
@@ -491,11 +496,10 @@ def _require_intact(snapshot: ManifestSnapshot, layout: PartitionLayout) -> None
     """A write into a catalog that lost its partition columns or guard would misplace rows."""
     names = set(snapshot.table.schema.names)
     missing = [c.name for c in manifest_columns(layout.fields) if c.name not in names]
-    if missing or not snapshot.writer_flags & PARTITIONED_WRITER_FLAG:
-        lost = ", ".join(missing) if missing else "the partitioned-namespace writer flag"
+    if missing:  # without our writer flag but with every column: another conformant writer's
         raise RefusedError(
-            f"__manifest lost {lost} (rewritten by a writer that does not know partition "
-            "columns?); run `lancens check --fix` before writing"
+            f"__manifest lost {', '.join(missing)} (rewritten by a writer that does not know "
+            "partition columns?); run `lancens check --fix` before writing"
         )
 
 
@@ -555,6 +559,11 @@ def _publish(layout: PartitionLayout, spec: PartitionSpec, touches: list[Partiti
                 "published: rerun the write"
             )
         edit.add_columns(manifest_columns(now.fields))
+        if not snapshot.writer_flags & PARTITIONED_WRITER_FLAG:  # a namespace another tool
+            # laid out as the spec says: our guard goes in with our first commit
+            edit.set_metadata(
+                {WRITER_FLAGS_KEY: str(snapshot.writer_flags | PARTITIONED_WRITER_FLAG)}
+            )
         stale = []
         for touch in touches:
             row = snapshot.get(touch.table_id)
