@@ -149,6 +149,9 @@ def test_a_namespace_laid_out_by_another_tool_takes_writes(foreign, tmp_path):
         dataset = lance.dataset(str(root / row["location"]), version=row["read_version"])
         published += dataset.to_table().column("id").to_pylist()
     assert sorted(published) == list(range(8))
+    # rows lancens added carry `metadata` `{}`, as Appendix C shows
+    added = [r for r in manifest.to_table().to_pylist() if r["partition_field_country"] == "DE"]
+    assert len(added) == 2 and {r["metadata"] for r in added} == {"{}"}
     # the schema and the spec another tool wrote are unchanged; our guard came with the write
     metadata = manifest.metadata
     assert json.loads(metadata["schema"]) == SCHEMA_JSON

@@ -30,6 +30,21 @@ def table_row(object_id: str, location: str, properties: dict[str, str] | None) 
     }
 
 
+# spec 004 Appendix C: partition namespaces and tables (and the spec-version namespaces) carry
+# `metadata` `{}`, an object without properties
+PARTITION_METADATA = "{}"
+
+
+def partition_namespace_row(object_id: str, **columns) -> dict:
+    """A row of the partitioned layout: a spec-version or partition namespace."""
+    return {**namespace_row(object_id, **columns), "metadata": PARTITION_METADATA}
+
+
+def partition_table_row(object_id: str, location: str, **columns) -> dict:
+    """A partition table's row (its `read_*` and partition columns in `columns`)."""
+    return {**table_row(object_id, location, None), "metadata": PARTITION_METADATA, **columns}
+
+
 def namespace_row(object_id: str, properties: dict[str, str] | None = None, **columns) -> dict:
     """A namespace row; `columns` are extra ones (a partition namespace's values)."""
     return {

@@ -15,7 +15,7 @@ from typing import Any
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, MANIFEST_TABLE
 from lancens_cli.partition.rows import dotted, partition_rows
 from lancens_cli.partition.spec import PartitionSpec
-from lancens_cli.service.catalog_rows import namespace_row
+from lancens_cli.service.catalog_rows import partition_namespace_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partition_layout import (
     PartitionLayout,
@@ -118,7 +118,7 @@ def fix_partitions(ns: Namespace, report: Any) -> None:
         edit.add_columns(manifest_columns(layout.fields))
         for spec in layout.specs:
             if snapshot.get(spec.namespace) is None:
-                edit.add(namespace_row(spec.namespace))
+                edit.add(partition_namespace_row(spec.namespace))
         names = set(snapshot.table.schema.names)
         if any(c.name not in names for c in manifest_columns(layout.fields)):
             unknown[:] = _rebuild_values(ns, snapshot, edit, layout)

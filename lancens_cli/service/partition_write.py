@@ -31,7 +31,7 @@ from lancens_cli.partition.rows import child_id, partition_rows, partition_table
 from lancens_cli.partition.schema import schema_to_text
 from lancens_cli.partition.spec import PartitionSpec
 from lancens_cli.service import partition_branch as branches
-from lancens_cli.service.catalog_rows import namespace_row, table_row
+from lancens_cli.service.catalog_rows import partition_namespace_row, partition_table_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partition_layout import (
     READ_COLUMNS,
@@ -601,8 +601,8 @@ def _add_partition_rows(
     for level, object_id in enumerate(touch.path):
         values[spec.fields[level].column] = touch.values[level]
         if object_id not in snapshot and not edit.has(object_id):
-            edit.add(namespace_row(object_id, **values))
-    row = {**table_row(touch.table_id, touch.location, None), **values}
+            edit.add(partition_namespace_row(object_id, **values))
+    row = partition_table_row(touch.table_id, touch.location, **values)
     row["read_version"] = touch.version
     row["read_branch"] = touch.branch
     edit.add(row)

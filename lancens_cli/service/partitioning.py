@@ -28,7 +28,7 @@ from lancens_cli.partition.spec import (
     all_fields,
 )
 from lancens_cli.schema_json import type_from_json, type_to_json
-from lancens_cli.service.catalog_rows import namespace_row
+from lancens_cli.service.catalog_rows import partition_namespace_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partition_layout import layout_of, manifest_columns
 from lancens_cli.store.manifest import (
@@ -261,7 +261,7 @@ def _add_version_namespace(
     """
     row = snapshot.get(spec.namespace)
     if row is None:
-        edit.add(namespace_row(spec.namespace))
+        edit.add(partition_namespace_row(spec.namespace))
     elif row["object_type"] != KIND_NAMESPACE or new or snapshot.children(spec.namespace):
         raise NamespaceAlreadyExistsError(
             f"{Identifier((spec.namespace,)).display()} already exists and is not a spec-version "
