@@ -224,3 +224,24 @@ def test_field_ids_are_assigned_depth_first_and_kept():
                 ]
             )
         )
+
+
+def test_a_spec_whose_tables_cannot_be_laid_out_is_refused_before_anything_is_written(tmp_path):
+    """`<hash>_v1$<16 chars>...$dataset`: 14 levels pass a file system's 255-byte name."""
+    import pyarrow.parquet as pq
+    from conftest import invoke, tree_snapshot
+
+    root = tmp_path / "ns"
+    root.mkdir()
+    columns = {f"c{i}": pa.array([i], pa.int32()) for i in range(14)}
+    pq.write_table(pa.table(columns), tmp_path / "rows.parquet")
+    fields = [arg for i in range(14) for arg in ("--field", f"c{i}")]
+    args = ("--root", str(root), "add-partition-spec", "--schema", str(tmp_path / "rows.parquet"))
+    before = tree_snapshot(root)
+    refused = invoke(*args, *fields)
+    assert refused.exit_code == 2 and "255-byte limit" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert tree_snapshot(root) == before
+    assert invoke(*args, *fields[:-2]).exit_code == 0  # 13 levels fit
+    written = invoke("--root", str(root), "write", "--from", str(tmp_path / "rows.parquet"))
+    assert written.exit_code == 0, written.stderr

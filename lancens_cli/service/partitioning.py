@@ -169,6 +169,37 @@ def fields_from_spec_json(document: Any, schema: Any, known: dict[str, Partition
     return fields, reused
 
 
+NAME_BYTES_LOCAL = 255  # a directory name on local file systems (ext4, xfs, apfs, ntfs)
+KEY_BYTES_OBJECT_STORE = 1024  # an object key on S3 and GCS
+
+
+def partition_table_name_bytes(spec: PartitionSpec) -> int:
+    """The length of a partition table's directory name: `<8 hex>_v<N>$<16>...$dataset`."""
+    from lancens_cli.service.partition_write import TABLE_NAME
+
+    levels = len(spec.fields)
+    return 8 + 1 + len(spec.namespace) + levels * (1 + 16) + 1 + len(TABLE_NAME)
+
+
+def _require_layable(ns: Namespace, spec: PartitionSpec) -> None:
+    """Refuse, before anything is written, a spec whose tables could not be created."""
+    name = partition_table_name_bytes(spec)
+    if ns.storage.is_local and name > NAME_BYTES_LOCAL:
+        raise InvalidInputError(
+            f"a spec of {len(spec.fields)} fields makes partition table directory names of "
+            f"{name} bytes, over the {NAME_BYTES_LOCAL}-byte limit of local file systems; "
+            "use fewer fields (or a multi-field transform such as multi_bucket)"
+        )
+    if not ns.storage.is_local:
+        prefix = ns.storage.root_uri.split("://", 1)[-1].partition("/")[2]
+        key = len(prefix.encode()) + 1 + name + len("/_versions/") + 64
+        if key > KEY_BYTES_OBJECT_STORE:
+            raise InvalidInputError(
+                f"a spec of {len(spec.fields)} fields makes object keys of about {key} bytes "
+                f"below this root, over the {KEY_BYTES_OBJECT_STORE}-byte limit of object stores"
+            )
+
+
 def add_partition_spec(
     ns: Namespace,
     *,
@@ -228,6 +259,8 @@ def add_partition_spec(
         else:
             spec = PartitionSpec((current.id if current else 0) + 1, tuple(fields))
             action = "evolve" if current else "create"
+        if action != "exists":
+            _require_layable(ns, spec)
         every = all_fields([*specs, spec]) if action != "exists" else known
         columns = manifest_columns(every)
         edit.add_columns(columns)
