@@ -47,6 +47,24 @@ Property = Annotated[
     typer.Option("--property", metavar="KEY=VALUE", help="A property to store. Repeatable."),
 ]
 ExistOk = Annotated[bool, typer.Option("--exist-ok", help="Succeed if it already exists.")]
+VersionAsOf = Annotated[
+    int | None,
+    typer.Option(
+        "--version-as-of",
+        metavar="N",
+        min=1,
+        help="Read the namespace as __manifest version N published it (time travel).",
+    ),
+]
+TimestampAsOf = Annotated[
+    str | None,
+    typer.Option(
+        "--timestamp-as-of",
+        metavar="TS",
+        help="Read the namespace as the newest __manifest version committed at or before TS "
+        "(ISO 8601; UTC without an offset) published it.",
+    ),
+]
 
 # --- the two namespaces and the keys, as `join-plan` and `join` take them -----------------------
 

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from lancens_cli.cli.options import TimestampAsOf, VersionAsOf
 from lancens_cli.cli.session import session
 from lancens_cli.words import plural
 
@@ -24,6 +25,8 @@ def partitions(
     explain: Annotated[
         bool, typer.Option("--explain", help="Print the __manifest query and what is pushed.")
     ] = False,
+    version_as_of: VersionAsOf = None,
+    timestamp_as_of: TimestampAsOf = None,
 ) -> None:
     """List the partition tables a filter must read (partition pruning), across all spec
     versions, with location, read_version / branch / tag and partition values; what each
@@ -31,7 +34,8 @@ def partitions(
     from lancens_cli.output import message
     from lancens_cli.service.partitions import select_partitions
 
-    selection = select_partitions(session().namespace, where)
+    ns = session().namespace.as_of(version_as_of, timestamp_as_of)
+    selection = select_partitions(ns, where)
     if explain and not session().json:
         message(selection.manifest_query)
         for version, parts in selection.pushed.items():

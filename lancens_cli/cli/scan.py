@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.options import Conf, Master
+from lancens_cli.cli.options import Conf, Master, TimestampAsOf, VersionAsOf
 from lancens_cli.cli.session import session
 from lancens_cli.words import noun, plural
 
@@ -59,6 +59,8 @@ def scan(
             "physical plan; reads no rows.",
         ),
     ] = False,
+    version_as_of: VersionAsOf = None,
+    timestamp_as_of: TimestampAsOf = None,
     master: Master = None,
     conf: Conf = None,
 ) -> None:
@@ -110,6 +112,8 @@ def scan(
         fmt=fmt,
         explain=explain,
         stream=not tty and not session().json,
+        version_as_of=version_as_of,
+        timestamp_as_of=timestamp_as_of,
     )
     request_condition(request)  # a bad --where or column is exit 2 before Spark starts
     started = time.monotonic()

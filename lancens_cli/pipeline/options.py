@@ -55,10 +55,15 @@ class SourceOptions:
         props.update({f"{STORAGE_PREFIX}{k}": v for k, v in self.storage.items()})
         return props
 
-    def namespace(self) -> Any:
+    def namespace(self, as_of: bool = True) -> Any:
+        """The namespace, as of the `versionAsOf` / `timestampAsOf` options when given (tasks,
+        which read exact table versions the driver planned, pass `as_of=False`)."""
         from lancens_cli.service.namespace import Namespace
 
-        return Namespace.from_properties(self.properties())
+        ns = Namespace.from_properties(self.properties())
+        if not as_of:
+            return ns
+        return ns.as_of(self.extra.get("versionasof"), self.extra.get("timestampasof"))
 
     def ident(self) -> Any:
         """The identifier given to load()/save(), or None for the whole partitioned root."""

@@ -50,7 +50,8 @@ BATCH_ROWS = 64 * 1024
 # used only to prune and filter as far as it is understood (the caller filters the rows with
 # it again: `scan` does); `timeZone`: the Spark session time zone in which their timestamp
 # literals without an offset name instants.
-READ_OPTIONS = frozenset(("where", "prune", "timezone"))
+# `versionAsOf` / `timestampAsOf`: read the namespace as that `__manifest` version published it.
+READ_OPTIONS = frozenset(("where", "prune", "timezone", "versionasof", "timestampasof"))
 
 
 def arrow_schema(opts: SourceOptions) -> Any:
@@ -143,7 +144,7 @@ class LancensReader(DataSourceReader):
         from pyspark.sql.pandas.types import to_arrow_schema
 
         target = to_arrow_schema(self.schema, timezone="UTC")
-        ns = self.opts.namespace()
+        ns = self.opts.namespace(as_of=False)  # the planned versions are exact: no __manifest
         for piece in partition.pieces:
             yield from _read_piece(ns, piece, target)
 

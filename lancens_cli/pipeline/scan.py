@@ -46,6 +46,8 @@ class ScanRequest:
     fmt: str = "parquet"
     explain: bool = False
     stream: bool = False  # rows one partition at a time (an unbounded scan into a pipe)
+    version_as_of: int | None = None  # a past __manifest version to read
+    timestamp_as_of: str | None = None  # or the newest at or before this time
 
 
 @dataclass
@@ -156,17 +158,21 @@ def source_options(request: ScanRequest) -> dict[str, str]:
     """The data source options that name what `request` reads."""
     options = {"root": request.root, "delimiter": request.delimiter}
     options.update({f"storage.{k}": v for k, v in request.storage.items()})
+    if request.version_as_of is not None:
+        options["versionAsOf"] = str(request.version_as_of)
+    if request.timestamp_as_of is not None:
+        options["timestampAsOf"] = request.timestamp_as_of
     return options
 
 
 def request_condition(request: ScanRequest) -> tuple[Any, Condition | None]:
     """The source's Arrow schema and the split `--where` (input errors found before Spark)."""
     from lancens_cli.pipeline.options import SourceOptions
-    from lancens_cli.pipeline.read import arrow_schema
+    from lancens_cli.pipeline.read import READ_OPTIONS, arrow_schema
 
     options = source_options(request)
     named = {**options, "path": request.identifier} if request.identifier else options
-    schema = arrow_schema(SourceOptions.parse(named))
+    schema = arrow_schema(SourceOptions.parse(named, READ_OPTIONS))
     if not request.where:
         return schema, None
     return schema, split_condition(request.where, schema, session_zone=SESSION_ZONE)
@@ -388,7 +394,8 @@ def _partition_total(request: ScanRequest) -> int | None:
     if request.identifier is not None:
         return None
     from lancens_cli.pipeline.options import SourceOptions
+    from lancens_cli.pipeline.read import READ_OPTIONS
     from lancens_cli.service.partitions import select_partitions
 
-    ns = SourceOptions.parse(source_options(request)).namespace()
+    ns = SourceOptions.parse(source_options(request), READ_OPTIONS).namespace()
     return select_partitions(ns, None).total

@@ -75,6 +75,17 @@ class Namespace:
     def from_properties(cls, properties: dict[str, object]) -> Namespace:
         return cls(NamespaceConfig.from_properties(properties))
 
+    def as_of(self, version: str | int | None = None, timestamp: str | None = None) -> Namespace:
+        """This namespace as `__manifest` version `version` (or the newest at or before
+        `timestamp`) published it: every read goes to that version; writes are refused."""
+        if version is None and timestamp is None:
+            return self
+        import copy
+
+        other = copy.copy(self)
+        other.manifest = self.manifest.pinned(self.manifest.resolve_version(version, timestamp))
+        return other
+
     # --- preconditions ------------------------------------------------------------------
     def require_root(self) -> None:
         if not self.storage.root_exists():

@@ -9,13 +9,20 @@ commits; see REFERENCE.md for what a plain reference writer does to them.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from lancens_cli import interrupt
-from lancens_cli.errors import ConcurrentModificationError, ManifestError, lance_message
+from lancens_cli.errors import (
+    ConcurrentModificationError,
+    InvalidInputError,
+    ManifestError,
+    TableVersionNotFoundError,
+    lance_message,
+)
 from lancens_cli.models import MANIFEST_TABLE, OBJECT_ID_DELIMITER
 from lancens_cli.store.commit import COMMIT_ERRORS, backoff, is_conflict
 from lancens_cli.store.storage import Storage
@@ -266,10 +273,58 @@ class ManifestStore:
     # Where a warning goes (an index not built): the command line prints it; elsewhere the
     # `warnings` module has it. The store itself never writes to the terminal.
     on_warning: Callable[[str], None] = field(default=lambda text: _warn(text))
+    # a past version to read (time travel); a store pinned to one is read-only
+    pinned_version: int | None = None
 
     @property
     def uri(self) -> str:
         return self.storage.uri(MANIFEST_TABLE)
+
+    def pinned(self, version: int) -> ManifestStore:
+        """This store reading `__manifest` as it was at `version` (read-only)."""
+        return dataclasses.replace(self, pinned_version=version)
+
+    def resolve_version(self, version: str | int | None, timestamp: str | None) -> int:
+        """The `__manifest` version a time-travel read names: `version` as given (it must still
+        be readable), or the newest committed at or before `timestamp` (ISO 8601; without an
+        offset, UTC). TableVersionNotFoundError (exit 3) names the readable range."""
+        from datetime import UTC, datetime
+
+        if version is not None and timestamp is not None:
+            raise InvalidInputError("give a version or a timestamp to read, not both")
+        latest = dataclasses.replace(self, pinned_version=None).open_dataset()
+        if latest is None:
+            raise TableVersionNotFoundError("__manifest does not exist: it has no versions")
+        history = sorted(
+            (int(v["version"]), v["timestamp"].astimezone(UTC)) for v in latest.versions()
+        )
+        span = f"readable versions are {history[0][0]} to {history[-1][0]}"
+        if version is not None:
+            try:
+                wanted = int(str(version).strip())
+            except ValueError:
+                raise InvalidInputError(f"version {version!r} is not a whole number") from None
+            if wanted not in {number for number, _ in history}:
+                raise TableVersionNotFoundError(
+                    f"__manifest version {wanted} does not exist or was pruned; {span}"
+                )
+            return wanted
+        assert timestamp is not None
+        try:
+            moment = datetime.fromisoformat(str(timestamp).strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidInputError(
+                f"timestamp {timestamp!r} is not ISO 8601 (e.g. 2025-12-10T08:00:00Z)"
+            ) from None
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+        before = [number for number, when in history if when <= moment]
+        if not before:
+            first = history[0][1].isoformat(timespec="seconds")
+            raise TableVersionNotFoundError(
+                f"no __manifest version was committed at or before {moment.isoformat()} (the "
+                f"oldest readable, version {history[0][0]}, is from {first}); {span}"
+            )
+        return before[-1]
 
     def exists(self) -> bool:
         """Whether there is a manifest to open; ManifestError when one is there but damaged.
@@ -323,8 +378,14 @@ class ManifestStore:
         if not self.exists():
             return None
         try:
-            return lance.dataset(self.uri, storage_options=self.storage.lance_options)
+            return lance.dataset(
+                self.uri, version=self.pinned_version, storage_options=self.storage.lance_options
+            )
         except (ValueError, OSError, RuntimeError) as exc:
+            if self.pinned_version is not None and "not found" in str(exc).lower():
+                raise TableVersionNotFoundError(
+                    f"__manifest version {self.pinned_version} does not exist or was pruned"
+                ) from None
             raise ManifestError(f"__manifest cannot be read: {lance_message(exc)}") from None
 
     def read(self) -> ManifestSnapshot:
@@ -354,6 +415,10 @@ class ManifestStore:
         `plan` may raise (e.g. the name is taken); it is called again on every retry, so it
         must derive everything from the snapshot it is given.
         """
+        if self.pinned_version is not None:
+            raise InvalidInputError(
+                f"__manifest version {self.pinned_version} is a past version: it is read-only"
+            )
         attempt = landed = 0
         while attempt <= self.retries:
             interrupt.checkpoint()  # Ctrl-C before a commit: the caller's clean-up runs
