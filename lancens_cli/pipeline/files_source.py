@@ -1,9 +1,11 @@
-"""`lancens_files`: Parquet, CSV, JSON lines or ORC files on S3 / GCS, read by Spark tasks.
+"""`lancens_files`: Parquet, CSV, JSON lines or ORC files read by Spark tasks with pyarrow.
 
 Spark's own readers reach object stores through the Hadoop connectors (hadoop-aws and its
-jars), which a pip-installed tool does not have. The driver lists the files (fsspec, with the
-namespace's storage options) and gives the list to this small Python data source; each task
-reads its file with pyarrow through the same fsspec filesystem and yields Arrow batches.
+jars), which a pip-installed tool does not have, and refuse Parquet nanosecond timestamps
+(pandas' default). The driver lists the files (fsspec, with the namespace's storage options, or
+the local disk) and gives the list to this small Python data source; each task reads its file
+with pyarrow and yields Arrow batches in Spark's types, every value converted exactly or refused
+in one line naming its column and file.
 """
 
 from __future__ import annotations
@@ -37,13 +39,17 @@ class FilesDataSource(DataSource):
             k[len(STORAGE_PREFIX) :]: v for k, v in options.items() if k.startswith(STORAGE_PREFIX)
         }
         return FilesReader(
-            json.loads(options["files"]), options["format"], options["base"], storage, schema
+            json.loads(options["files"]),
+            options["format"],
+            options.get("base") or None,
+            storage,
+            schema,
         )
 
 
 class FilesReader(DataSourceReader):
     def __init__(
-        self, files: list[str], fmt: str, base: str, storage: dict[str, str], schema: Any
+        self, files: list[str], fmt: str, base: str | None, storage: dict[str, str], schema: Any
     ) -> None:
         self.files, self.fmt, self.base, self.storage = files, fmt, base, storage
         self.schema = schema
@@ -57,12 +63,18 @@ class FilesReader(DataSourceReader):
 
         target = arrow_schema(self.schema)
         try:
-            fs = remote_fs(self.base, self.storage)
-            with fs.open(partition.path, "rb") as handle:
+            with open_source(self.base, self.storage, partition.path) as handle:
                 for batch in read_batches(handle, self.fmt, target):
-                    yield _conform(batch, target)
+                    yield _conform(batch, target, partition.path)
         except Exception as exc:
             raise carried(exc) from None
+
+
+def open_source(base: str | None, storage: dict[str, str], path: str) -> Any:
+    """A binary file object of one source: on the object store of `base`, or local."""
+    if base is None:
+        return open(path, "rb")  # noqa: SIM115 - the caller closes it (with)
+    return remote_fs(base, storage).open(path, "rb")
 
 
 def remote_fs(base: str, storage: dict[str, str]) -> Any:
@@ -99,15 +111,27 @@ def read_batches(handle: Any, fmt: str, target: Any | None) -> Iterator[Any]:
         yield from pjson.read_json(handle, parse_options=options).to_batches()
 
 
-def _conform(batch: Any, target: Any) -> Any:
-    """The batch with exactly Spark's columns and types (missing columns are NULL)."""
+def _conform(batch: Any, target: Any, path: str) -> Any:
+    """The batch with exactly Spark's columns and types (missing columns are NULL); a value
+    the type cannot hold exactly (a timestamp with nanoseconds) is an input error."""
     import pyarrow as pa
+
+    from lancens_cli.errors import InvalidInputError
 
     columns = []
     for f in target:
-        if f.name in batch.schema.names:
-            column = batch.column(f.name)
-            columns.append(column if column.type == f.type else column.cast(f.type))
-        else:
+        if f.name not in batch.schema.names:
             columns.append(pa.nulls(batch.num_rows, f.type))
+            continue
+        column = batch.column(f.name)
+        if column.type != f.type:
+            try:
+                column = column.cast(f.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                lost = "nanoseconds" if "would lose data" in str(exc) else "its value"
+                raise InvalidInputError(
+                    f"{path}: column {f.name!r} holds {column.type} values that {f.type} cannot "
+                    f"hold exactly ({lost} would be lost)"
+                ) from None
+        columns.append(column)
     return pa.RecordBatch.from_arrays(columns, schema=target)

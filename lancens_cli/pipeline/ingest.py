@@ -209,28 +209,86 @@ def _remote_sources(sources: list[str], fmt: str | None, storage: dict[str, str]
 
 
 def source_frame(spark: Any, sources: Sources, target: Any, storage: dict[str, str]) -> Any:
-    """A DataFrame over the sources; CSV and JSON columns typed as the target's."""
+    """A DataFrame over the sources; CSV and JSON columns typed as the target's.
+
+    CSV columns are matched by their header's names, file by file (as DuckDB does), never by
+    position; a 0-byte file holds no rows and is skipped. Parquet files with nanosecond
+    timestamps (pandas writes them; Spark's reader refuses them) are read with pyarrow by the
+    tasks, each value converted to microseconds exactly or refused naming its column and file.
+    """
     if sources.base is not None:
         return _remote_frame(spark, sources, target, storage)
-    reader = spark.read.format(sources.fmt)
     if sources.fmt == "csv":
-        names = _csv_header(sources.paths[0])
-        reader = reader.option("header", "true").option("mode", "FAILFAST")
-        if target is None:
-            reader = reader.option("inferSchema", "true")
-        else:
-            reader = reader.schema(_struct(names, target))
-    elif sources.fmt == "json" and target is not None:
+        return _csv_frame(spark, sources.paths, target)
+    if sources.fmt == "parquet" and _nanosecond_files(sources.paths):
+        return _pyarrow_frame(spark, sources, target, storage)
+    reader = spark.read.format(sources.fmt)
+    if sources.fmt == "json" and target is not None:
         names = spark.read.json(sources.paths).columns  # inference pass: the keys present
         reader = reader.option("mode", "FAILFAST").schema(_struct(names, target))
     return reader.load(sources.paths)
 
 
+def _csv_frame(spark: Any, paths: list[str], target: Any) -> Any:
+    """Files grouped by header, each group read with its own column order, then united by
+    name. Spark checks every file's header against the names it is given (enforceSchema
+    off), so a file whose header differs from its group's fails instead of shifting values."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for path in paths:
+        header = _csv_header(path)
+        if not header:
+            continue  # 0 bytes (or no header line): no rows
+        if len(set(header)) != len(header):
+            twice = sorted({n for n in header if header.count(n) > 1})
+            raise InvalidInputError(f"{path}: the CSV header names {', '.join(twice)} twice")
+        groups.setdefault(tuple(header), []).append(path)
+    if not groups:
+        raise InvalidInputError("every CSV source is empty (no header line)")
+    frames = []
+    for header, files in groups.items():
+        if target is not None:
+            _require_columns(header, target, files[0])
+        reader = spark.read.format("csv").option("header", "true").option("mode", "FAILFAST")
+        if target is None:
+            reader = reader.option("inferSchema", "true")
+        else:
+            reader = reader.option("enforceSchema", "false").schema(_struct(list(header), target))
+        frames.append(reader.load(files))
+    frame = frames[0]
+    for other in frames[1:]:
+        frame = frame.unionByName(other, allowMissingColumns=True)
+    return frame
+
+
+def _require_columns(header: tuple[str, ...], target: Any, path: str) -> None:
+    """A file lacking a non-nullable column is refused by name before the job."""
+    for f in target:
+        if not f.nullable and f.name not in header:
+            raise InvalidInputError(
+                f"{path}: the CSV header lacks the non-nullable column {f.name!r}"
+            )
+
+
 def _csv_header(path: str) -> list[str]:
     import csv
 
-    with open(path, newline="", encoding="utf-8") as handle:
+    with open(path, newline="", encoding="utf-8-sig") as handle:
         return next(csv.reader(handle), [])
+
+
+def _nanosecond_files(paths: list[str]) -> bool:
+    """Whether a Parquet source holds nanosecond timestamps (footers only)."""
+    import pyarrow.parquet as pq
+    import pyarrow.types as t
+
+    for path in paths:
+        try:
+            schema = pq.read_schema(path)
+        except Exception:  # noqa: BLE001 - not Parquet: Spark's reader says so in its words
+            return False
+        if any(t.is_timestamp(f.type) and f.type.unit == "ns" for f in schema):
+            return True
+    return False
 
 
 def _struct(names: list[str], target: Any) -> Any:
@@ -247,13 +305,18 @@ def _struct(names: list[str], target: Any) -> Any:
 
 
 def _remote_frame(spark: Any, sources: Sources, target: Any, storage: dict[str, str]) -> Any:
+    return _pyarrow_frame(spark, sources, target, storage)
+
+
+def _pyarrow_frame(spark: Any, sources: Sources, target: Any, storage: dict[str, str]) -> Any:
+    """The sources read by the tasks with pyarrow (`files_source.py`): object stores, and
+    local Parquet that Spark's reader cannot read exactly."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from lancens_cli.pipeline.files_source import FilesDataSource, read_batches, remote_fs
+    from lancens_cli.pipeline.files_source import FilesDataSource, open_source, read_batches
 
-    fs = remote_fs(sources.base, storage)
-    with fs.open(sources.paths[0], "rb") as handle:
+    with open_source(sources.base, storage, sources.paths[0]) as handle:
         if sources.fmt == "parquet":
             import pyarrow.parquet as pq
 
@@ -264,14 +327,24 @@ def _remote_frame(spark: Any, sources: Sources, target: Any, storage: dict[str, 
     if target is not None and sources.fmt in ("csv", "json"):
         types = {f.name: f.type for f in target}
         schema = pa.schema([pa.field(f.name, types.get(f.name, f.type)) for f in schema])
-    schema = pa.schema([pa.field(f.name, f.type, True) for f in schema])
+    schema = pa.schema([pa.field(f.name, _microseconds(f.type), True) for f in schema])
     spark.dataSource.register(FilesDataSource)
     reader = spark.read.format("lancens_files").schema(from_arrow_schema(schema))
     reader = reader.option("files", json.dumps(sources.paths)).option("format", sources.fmt)
-    reader = reader.option("base", sources.base)
+    reader = reader.option("base", sources.base or "")
     for key, value in storage.items():
         reader = reader.option(f"storage.{key}", value)
     return reader.load()
+
+
+def _microseconds(kind: Any) -> Any:
+    """Spark holds timestamps in microseconds: a nanosecond column is read as one."""
+    import pyarrow as pa
+    import pyarrow.types as t
+
+    if t.is_timestamp(kind) and kind.unit == "ns":
+        return pa.timestamp("us", tz=kind.tz)
+    return kind
 
 
 # --- the job -----------------------------------------------------------------------------------
