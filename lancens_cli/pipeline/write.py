@@ -65,6 +65,7 @@ class LancensWriter(DataSourceArrowWriter):
         except BaseException as exc:
             _clean_up(self.plan, entries)
             raise carried(exc) from None
+        _forget_job(self.plan)
         path = self.opts.extra.get("report")
         if path:
             try:
@@ -74,7 +75,13 @@ class LancensWriter(DataSourceArrowWriter):
                 pass  # committed all the same; only the summary is lost
 
     def abort(self, messages: list[Any]) -> None:
+        from lancens_cli.pipeline.write_task import aborted_marker
+        from lancens_cli.service.namespace import Namespace
+
+        storage = Namespace.from_properties(self.plan.root_properties).storage
+        storage.write_text(aborted_marker(self.plan.job_id), "aborted")
         _clean_up(self.plan, _entries(messages))
+        _sweep_stragglers(self.plan)
 
 
 def _entries(messages: list[Any]) -> list[dict[str, Any]]:
@@ -347,7 +354,7 @@ def _commit_plain(
 def _clean_up(plan: WritePlan, entries: list[dict[str, Any]]) -> None:
     """Remove what the job's tasks wrote: their data files, and the job's new table
     directories that nothing published."""
-    from lancens_cli.pipeline.write_task import delete_written
+    from lancens_cli.pipeline.write_task import delete_written, job_log_dir, job_logged_entries
     from lancens_cli.service.namespace import Namespace
 
     ns = Namespace.from_properties(plan.root_properties)
@@ -356,7 +363,11 @@ def _clean_up(plan: WritePlan, entries: list[dict[str, Any]]) -> None:
         published = set(ns.snapshot().locations()) if ns.config.manifest_enabled else set()
     except Exception:
         published = None  # cannot tell what is published: leave the directories be
-    delete_written(storage, _unreferenced(storage, entries))
+    # what the tasks that reported wrote, and what the job's log names (tasks that did not)
+    delete_written(
+        storage, _unreferenced(storage, entries + job_logged_entries(storage, plan.job_id))
+    )
+    storage.delete_tree(job_log_dir(plan.job_id))
     if published is None:
         return
     keep = published
@@ -366,6 +377,56 @@ def _clean_up(plan: WritePlan, entries: list[dict[str, Any]]) -> None:
     for entry in storage.list_dir():
         if entry.is_dir and entry.name.startswith(plan.prefix + "_") and entry.name not in keep:
             storage.delete_tree(entry.name)
+
+
+STRAGGLER_QUIET_SECONDS = 3.0  # no new file of the job for this long: its tasks are gone
+STRAGGLER_MAX_SECONDS = 60.0
+
+
+def _sweep_stragglers(plan: WritePlan) -> None:
+    """Spark calls `abort()` without waiting for the tasks it cancels; a task still writing
+    sees the aborted marker after its next file and removes it, and this sweeps again until
+    nothing of the job has appeared for a while. Then the marker goes too."""
+    import time
+
+    from lancens_cli.pipeline.write_task import aborted_marker, job_log_dir
+    from lancens_cli.service.namespace import Namespace
+
+    storage = Namespace.from_properties(plan.root_properties).storage
+
+    def traces() -> set[str]:
+        found = {e.name for e in storage.list_dir(job_log_dir(plan.job_id))}
+        found |= {e.name for e in storage.list_dir() if e.name.startswith(plan.prefix + "_")}
+        return found
+
+    started = quiet_since = time.monotonic()
+    seen = traces()
+    while time.monotonic() - quiet_since < STRAGGLER_QUIET_SECONDS:
+        if time.monotonic() - started > STRAGGLER_MAX_SECONDS:
+            break
+        time.sleep(0.25)
+        now = traces()
+        if now != seen:
+            _clean_up(plan, [])
+            seen, quiet_since = traces(), time.monotonic()
+    if seen:
+        _clean_up(plan, [])
+    storage.delete_file(aborted_marker(plan.job_id))
+
+
+def _forget_job(plan: WritePlan) -> None:
+    """After the commit: the files of task attempts that did not report (retried, killed)
+    are in no version; remove them (what the commit references is tracked, so kept), then
+    the job's log."""
+    from lancens_cli.pipeline.write_task import delete_written, job_log_dir, job_logged_entries
+    from lancens_cli.service.namespace import Namespace
+
+    storage = Namespace.from_properties(plan.root_properties).storage
+    try:
+        delete_written(storage, _unreferenced(storage, job_logged_entries(storage, plan.job_id)))
+        storage.delete_tree(job_log_dir(plan.job_id))
+    except Exception:  # noqa: BLE001 - committed all the same; `check --fix` finds the rest
+        return
 
 
 def _unreferenced(storage: Any, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -4,7 +4,12 @@ The task conforms its Arrow batches to the target schema, splits them by the cur
 spec (the same code `lancens write` runs), and writes Lance fragments into the partition
 tables, a bounded chunk at a time, so a worker holds at most one chunk of its input split.
 Nothing is committed here: the fragments travel to the driver in the commit message. A task
-that fails removes the files it wrote before it fails.
+that fails removes the files it wrote before it fails. Every data file is also written down in
+the job's log (`.lancens-jobs/<job id>/`, a small file per call to Lance, as soon as it
+returns), so that an aborted job removes the files of tasks that never reported: attempts Spark
+cancelled or retried that still finished their write; a task that finds the job aborted removes
+what it wrote. (A worker killed inside Lance's write leaves files no log names; `check --fix`
+reports and removes them after the grace.)
 
 New partitions get their table directory from the job id and the partition values alone, so
 every task writing the same new partition writes into the same directory.
@@ -21,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _BASE36 = "abcdefghijklmnopqrstuvwxyz0123456789"
+JOBS_DIR = ".lancens-jobs"  # the write jobs' logs of data files, below the root
 CHUNK_ROWS = 1 << 20  # rows of input a task splits and writes at once
 CHUNK_BYTES = 128 << 20
 WRITERS = 4  # partition tables a task writes at once
@@ -131,6 +137,8 @@ def run_task(plan: WritePlan, batches: Iterator[Any]) -> str:
 
     written = _Written()
     storage = _storage(plan)
+    if storage.exists(aborted_marker(plan.job_id)):
+        raise JobAbortedError("the job was aborted")
     try:
         for chunk in _chunks(batches):
             if plan.spec is None:
@@ -140,6 +148,9 @@ def run_task(plan: WritePlan, batches: Iterator[Any]) -> str:
     except BaseException as exc:
         delete_written(storage, json.loads(written.to_text()))
         raise carried(exc) from None
+    if storage.exists(aborted_marker(plan.job_id)):  # finished after the job failed
+        delete_written(storage, json.loads(written.to_text()))
+        raise carried(JobAbortedError("the job was aborted"))
     return written.to_text()
 
 
@@ -157,17 +168,65 @@ def _table(plan: WritePlan, chunk: list[Any]) -> Any:
     return conform(pa.Table.from_batches(chunk), plan.schema)
 
 
-def _write_fragments(storage: Any, location: str, rows: Any, schema: Any) -> list[Any]:
+def job_log_dir(job_id: str) -> str:
+    return f"{JOBS_DIR}/{job_id}"
+
+
+def aborted_marker(job_id: str) -> str:
+    """Written by `abort()`: a task still running (Spark does not wait for the tasks it
+    cancels) removes what it writes instead of leaving it behind."""
+    return f"{JOBS_DIR}/{job_id}.aborted"
+
+
+class JobAbortedError(RuntimeError):
+    """A task of a job the driver has aborted."""
+
+
+def _log_written(storage: Any, job_id: str, entry: dict[str, Any], fragments: list[Any]) -> None:
+    """Write down the data files Lance just wrote, in the job's log, before anything else
+    happens; a straggler of an aborted job removes them instead (and says so by failing)."""
+    import secrets
+
+    files = [f.path for fragment in fragments for f in fragment.data_files()]
+    record = {"location": entry["location"], "branch": entry.get("branch"), "files": files}
+    storage.write_text(f"{job_log_dir(job_id)}/{secrets.token_hex(8)}.json", json.dumps(record))
+    if storage.exists(aborted_marker(job_id)):
+        for path in files:
+            storage.delete_file(f"{data_root(entry)}/data/{path}")
+        raise JobAbortedError("the job was aborted")
+
+
+def _write_fragments(
+    storage: Any, entry: dict[str, Any], rows: Any, schema: Any, job_id: str
+) -> list[Any]:
     import lance
 
-    return lance.fragment.write_fragments(
-        rows, storage.uri(location), schema=schema, storage_options=storage.lance_options
+    fragments = lance.fragment.write_fragments(
+        rows, storage.uri(data_root(entry)), schema=schema, storage_options=storage.lance_options
     )
+    _log_written(storage, job_id, entry, fragments)
+    return fragments
+
+
+def job_logged_entries(storage: Any, job_id: str) -> list[dict[str, Any]]:
+    """The data files the job's log names, as entries `delete_written` takes."""
+    entries = []
+    for item in storage.list_dir(job_log_dir(job_id)):
+        try:
+            record = json.loads(storage.read_bytes(f"{job_log_dir(job_id)}/{item.name}"))
+        except (OSError, ValueError):
+            continue
+        fragments = [{"files": [{"path": path} for path in record.get("files", [])]}]
+        entries.append(
+            {"location": record["location"], "branch": record.get("branch"), "fragments": fragments}
+        )
+    return entries
 
 
 def _write_plain(plan: WritePlan, storage: Any, chunk: list[Any], written: _Written) -> None:
     table = _table(plan, chunk)
-    fragments = _write_fragments(storage, plan.location, table, plan.schema)
+    entry = {"location": plan.location}
+    fragments = _write_fragments(storage, entry, table, plan.schema, plan.job_id)
     written.add(plan.location, {"location": plan.location}, fragments, table.num_rows)
 
 
@@ -179,7 +238,7 @@ def _write_partitioned(plan: WritePlan, storage: Any, chunk: list[Any], written:
 
     def write(item: tuple[Any, dict[str, Any]]) -> None:
         touch, entry = item
-        fragments = _write_fragments(storage, data_root(entry), touch.rows, plan.schema)
+        fragments = _write_fragments(storage, entry, touch.rows, plan.schema, plan.job_id)
         written.add(entry["table_id"], entry, fragments, touch.rows.num_rows)
 
     # Partition tables side by side, as `write` does: Lance encodes and writes outside the GIL.

@@ -23,7 +23,8 @@ from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE
 
 MAX_LOCATION_CHARS = 1024  # far beyond any name lancens makes; longer is not a real table
 LEASE_DIR = ".lancens-prune"  # prune's leases (service/prune_lease.py)
-RESERVED_TOP = frozenset({MANIFEST_TABLE, LEASE_DIR})
+JOBS_DIR = ".lancens-jobs"  # Spark write jobs' logs of data files (pipeline/write_task.py)
+RESERVED_TOP = frozenset({MANIFEST_TABLE, LEASE_DIR, JOBS_DIR})
 
 
 @dataclass(frozen=True)
