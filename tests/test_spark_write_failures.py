@@ -82,7 +82,7 @@ def failing_frame(spark, kind: str):
 def test_a_failed_job_publishes_nothing_and_leaves_no_file(root, spark, kind):
     before = files_below(root.local_path)
     ids = published_ids(spark, root)
-    with pytest.raises(Exception):
+    with pytest.raises(Exception, match="not nullable|boom"):
         failing_frame(spark, kind).write.format("lancens").option("root", root.uri).mode(
             "append"
         ).save()

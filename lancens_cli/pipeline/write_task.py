@@ -165,7 +165,61 @@ def _table(plan: WritePlan, chunk: list[Any]) -> Any:
 
     from lancens_cli.service.partition_write import conform
 
-    return conform(pa.Table.from_batches(chunk), plan.schema)
+    table = spark_times(pa.Table.from_batches(chunk), plan.schema, session_zone())
+    return conform(table, plan.schema)
+
+
+def session_zone() -> str:
+    """The Spark session time zone of the running task (Spark hands SQL settings to its
+    tasks); UTC outside Spark."""
+    try:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        zone = context.getLocalProperty("spark.sql.session.timeZone") if context else None
+    except Exception:  # noqa: BLE001 - not in a Spark task
+        zone = None
+    return zone or "UTC"
+
+
+def spark_times(table: Any, target: Any, zone: str) -> Any:
+    """Timestamp columns moved between instants and wall times as Spark's own CAST does in
+    the session zone: TIMESTAMP -> TIMESTAMP_NTZ is the wall time there, TIMESTAMP_NTZ ->
+    TIMESTAMP the instant that wall time names there (a skipped time moved forward by the gap,
+    a repeated one at its earlier offset, as java.time does). Never a silent shift."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.types as t
+
+    kinds = {f.name: f.type for f in target}
+    columns, changed = [], False
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        want = kinds.get(name)
+        if want is not None and t.is_timestamp(want) and t.is_timestamp(column.type):
+            if column.type.tz is not None and want.tz is None:  # instant -> wall time
+                zoned = column.cast(pa.timestamp(column.type.unit, tz=zone))
+                column, changed = pc.local_timestamp(zoned), True
+            elif column.type.tz is None and want.tz is not None:  # wall time -> instant
+                column, changed = _instants(column, zone), True
+        columns.append(column)
+    return pa.table(columns, names=table.column_names) if changed else table
+
+
+def _instants(column: Any, zone: str) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    unit = column.type.unit
+    try:
+        return pc.assume_timezone(column, timezone=zone, ambiguous="earliest", nonexistent="raise")
+    except pa.ArrowInvalid:  # a wall time the zone skips: java.time's rule, value by value
+        from zoneinfo import ZoneInfo
+
+        place = ZoneInfo(zone)
+        values = [
+            None if v is None else v.replace(tzinfo=place, fold=0) for v in column.to_pylist()
+        ]
+        return pa.array(values, pa.timestamp(unit, tz=zone))
 
 
 def job_log_dir(job_id: str) -> str:
