@@ -108,12 +108,16 @@ def _plan(opts: SourceOptions, spark_schema: Any, overwrite: bool) -> WritePlan:
         from lancens_cli.partition.rows import partition_table_rows
         from lancens_cli.service.partition_write import _LevelIndex, partitioned_target
 
+        from lancens_cli.store.containment import row_locations
+
         snapshot, layout = partitioned_target(ns)
         check_columns(spark_schema, layout.schema)
         spec = layout.current
-        tables = {
-            row["object_id"]: row["location"] for row in partition_table_rows(snapshot.rows, [spec])
-        }
+        verdicts = row_locations(ns.storage, snapshot)
+        tables = {}
+        for row in partition_table_rows(snapshot.rows, [spec]):
+            verdicts.require(row["object_id"])  # no task ever writes outside the root
+            tables[row["object_id"]] = row["location"]
         children = _LevelIndex(snapshot, spec).children
         return WritePlan(
             opts.properties(),
