@@ -107,7 +107,6 @@ def _plan(opts: SourceOptions, spark_schema: Any, overwrite: bool) -> WritePlan:
     if ident is None:
         from lancens_cli.partition.rows import partition_table_rows
         from lancens_cli.service.partition_write import _LevelIndex, partitioned_target
-
         from lancens_cli.store.containment import row_locations
 
         snapshot, layout = partitioned_target(ns)
@@ -116,8 +115,10 @@ def _plan(opts: SourceOptions, spark_schema: Any, overwrite: bool) -> WritePlan:
         verdicts = row_locations(ns.storage, snapshot)
         tables = {}
         for row in partition_table_rows(snapshot.rows, [spec]):
-            verdicts.require(row["object_id"])  # no task ever writes outside the root
-            tables[row["object_id"]] = row["location"]
+            # a refused location is never handed to a task: its rows go to a new directory of
+            # the job, and the commit then refuses the partition (nothing written outside)
+            if verdicts.problem(row["object_id"]) is None:
+                tables[row["object_id"]] = row["location"]
         children = _LevelIndex(snapshot, spec).children
         return WritePlan(
             opts.properties(),
