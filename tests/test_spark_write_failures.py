@@ -13,7 +13,7 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import Root, invoke
+from conftest import Root, invoke, tree_snapshot
 
 pytestmark = pytest.mark.spark
 
@@ -118,3 +118,33 @@ def test_a_committed_job_leaves_no_log_behind(root, spark):
     )
     assert invoke(*root.args, "check").exit_code == 0
     assert len(published_ids(spark, root)) == 90
+
+
+def test_a_partition_row_pointing_outside_the_root_is_never_written(root, spark, tmp_path):
+    """A catalog row another writer pointed out of the root (through a symlink): the job's
+    rows for that partition never reach it, the commit refuses (exit 5), nothing published."""
+    import lance
+
+    from lancens_cli.service.namespace import Namespace
+
+    outside = tmp_path / "victim.lance"
+    lance.write_dataset(
+        pa.table({"id": [1], "country": ["US"], "n": [1]}, schema=SCHEMA), str(outside)
+    )
+    os.symlink(tmp_path, root.local_path / "lnk")
+    ns = Namespace.from_properties({"root": root.uri})
+    row = next(
+        r
+        for r in ns.snapshot().rows
+        if r["object_type"] == "table" and r.get("partition_field_country") == "US"
+    )
+    ns.manifest.mutate(lambda s, e: e.replace(row["object_id"], location="lnk/victim.lance"))
+    victim = tree_snapshot(outside)
+    rows = pa.table({"id": [7000, 7001], "country": ["US", "US"], "n": [1, 2]}, schema=SCHEMA)
+    pq.write_table(rows, tmp_path / "us.parquet")
+    result = invoke(*root.args, "ingest", str(tmp_path / "us.parquet"))
+    assert result.exit_code == 5, result.stderr
+    assert tree_snapshot(outside) == victim
+    # a read that would open the refused partition refuses too, rather than skip its rows
+    refused = invoke(*root.args, "scan", "--count")
+    assert refused.exit_code == 5, refused.stderr

@@ -101,8 +101,17 @@ def _partition_targets(ns: Any, nodes: list[Node]) -> list[_Target]:
 
     node = _conjunction(nodes)
     selection = select_partitions(ns, None if node is None else to_sql(node), strict=True)
+    from lancens_cli.errors import RefusedError
+    from lancens_cli.store.containment import directory_location_problem
+
     targets = []
     for match in selection.matches:
+        problem = directory_location_problem(ns.storage, match.location)
+        if problem is not None:  # never opened; and never skipped, which would drop its rows
+            raise RefusedError(
+                f"partition table {match.table}: lancens will not read its location: {problem} "
+                "(see `lancens check`)"
+            )
         row = {
             "read_version": match.read_version,
             "read_branch": match.read_branch,

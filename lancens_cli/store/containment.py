@@ -160,7 +160,9 @@ def row_locations(storage: Any, snapshot: Any) -> RowLocations:
 
 
 def directory_location_problem(storage: Any, location: str) -> str | None:
-    """For a `<name>.lance` directory found by listing: does it lead out of the root?"""
+    """Whether one location may be opened, without the whole catalog at hand (a `<name>.lance`
+    directory found by listing, a partition table a read selected): its syntax, reserved
+    names, and where it resolves."""
     problem = syntax_problem(location)
     if problem is not None or not storage.is_local:
         return problem
