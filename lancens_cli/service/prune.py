@@ -197,6 +197,7 @@ def prune(
     prune_tasks.py), by default this process's thread pool (`run_locally`)."""
     policy.check()
     ns.require_root()
+    _require_targets(ns, idents)  # bad input is found before the lease changes the disk
     lease = None if dry_run else acquire(ns.storage)
     try:
         return _run(
@@ -214,6 +215,19 @@ def prune(
     finally:
         if lease is not None:
             lease.release()
+
+
+def _require_targets(ns: Namespace, idents: list[Identifier]) -> None:
+    """Every named table or namespace exists (exit 3 otherwise), and none is refused."""
+    named = [i for i in idents if not i.is_root]
+    if not named:
+        return
+    snapshot = ns.snapshot()
+    for ident in named:
+        if ns.kind_of(ident, snapshot) == KIND_TABLE:
+            ns.require_table(ident, snapshot)
+        else:
+            ns.require_namespace(ident, snapshot)
 
 
 def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, progress, tasks):

@@ -11,6 +11,7 @@ from lancens_cli.errors import InvalidInputError, RefusedError
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w)\s*$", re.IGNORECASE)
 _UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 MIN_WINDOW = timedelta(hours=1)  # below this a version or file may belong to a running write
+MAX_WINDOW = timedelta(days=36500)  # a century: beyond it "older than" reaches before any date
 
 
 def parse_duration(text: str, option: str) -> timedelta:
@@ -20,7 +21,15 @@ def parse_duration(text: str, option: str) -> timedelta:
         raise InvalidInputError(
             f"{option}: {text!r} is not a duration (a number and a unit: 30s, 90m, 24h, 7d, 2w)"
         )
-    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2).lower()])
+    try:
+        value = timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2).lower()])
+    except OverflowError:
+        value = None
+    if value is None or value > MAX_WINDOW:
+        raise InvalidInputError(
+            f"{option}: {text.strip()!r} is out of range (at most {MAX_WINDOW.days}d)"
+        )
+    return value
 
 
 def show_duration(value: timedelta) -> str:
