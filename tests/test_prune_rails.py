@@ -1,4 +1,5 @@
-"""`prune`'s bad input is refused before anything on disk changes (the lease included)."""
+"""`prune`'s rails and debris: bad input is refused before anything on disk changes (the lease
+included); the debris `check` reports past the grace is what prune removes."""
 
 from __future__ import annotations
 
@@ -41,3 +42,22 @@ def test_bad_input_changes_nothing_on_disk(root, args, code, words):
     assert words in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert tree_snapshot(root) == before
+
+
+def test_a_root_table_write_that_never_committed_is_removed_past_the_grace(root):
+    import json
+    import os
+
+    ghost = root / "ghost.lance" / "data"
+    ghost.mkdir(parents=True)
+    (ghost / "0.lance").write_bytes(b"never committed")
+    for path in (ghost / "0.lance", ghost, ghost.parent):
+        os.utime(path, (1e9, 1e9))  # long past the grace
+    checked = json.loads(invoke("--root", str(root), "check", "--json").stdout)
+    assert [f["code"] for f in checked["findings"]] == ["abandoned_table_write"]
+    result = invoke("--root", str(root), "prune", "--yes", "--json")
+    assert result.exit_code == 0, result.stderr
+    debris = json.loads(result.stdout)["debris"]
+    assert [(d["code"], d["action"]) for d in debris] == [("abandoned_table_write", "deleted")]
+    assert not (root / "ghost.lance").exists()
+    assert invoke("--root", str(root), "check").exit_code == 0

@@ -323,6 +323,24 @@ def _expired(ns: Namespace, location: str, grace: timedelta) -> bool:
     return changed is None or datetime.now(UTC) - changed > grace
 
 
+def check_uncommitted_root_tables(
+    ns: Namespace, snapshot: ManifestSnapshot, report: CheckReport, grace: timedelta
+) -> None:
+    """Root `<name>.lance` directories known only by listing that hold a write that never
+    committed: the `abandoned_table_write` findings `check` makes while it verifies tables,
+    for `prune`, which removes debris without verifying every table."""
+    registered = snapshot.locations()
+    for name, location in ns.visible_dir_tables(snapshot).items():
+        if location in registered or name in snapshot:
+            continue
+        if directory_location_problem(ns.storage, location) is not None:
+            continue  # never touched (store/containment.py)
+        if table_state(ns.storage, location) != STATE_UNCOMMITTED:
+            continue
+        code, message, fixable = _abandoned(ns, location, grace, UNCOMMITTED_WRITE)
+        report.add(code, name, location, message, fixable=fixable)
+
+
 def _abandoned(ns: Namespace, location: str, grace: timedelta, what: str) -> tuple:
     """An `abandoned_table_write` finding: fixable only once older than the grace."""
     expired = _expired(ns, location, grace)

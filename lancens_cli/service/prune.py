@@ -487,6 +487,7 @@ def _debris(ns: Namespace, policy: PrunePolicy, dry_run: bool, delimiter: str):
     findings = check_module.CheckReport(ns.storage.root_uri, "")
     snapshot = ns.snapshot()
     check_module._check_orphans(ns, snapshot, findings, delimiter, policy.grace)
+    check_module.check_uncommitted_root_tables(ns, snapshot, findings, policy.grace)
     if snapshot.exists:
         check_module._check_staged_files(ns, findings, policy.grace)
     results = []
