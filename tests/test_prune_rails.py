@@ -61,3 +61,33 @@ def test_a_root_table_write_that_never_committed_is_removed_past_the_grace(root)
     assert [(d["code"], d["action"]) for d in debris] == [("abandoned_table_write", "deleted")]
     assert not (root / "ghost.lance").exists()
     assert invoke("--root", str(root), "check").exit_code == 0
+
+
+@pytest.mark.s3
+def test_on_s3_the_sweep_removes_a_killed_appends_file(s3_bucket, s3_options, tmp_path):
+    """The unreferenced data file a killed append leaves, by the object's own timestamp."""
+    import json
+
+    import lance
+
+    args = ["--root", f"s3://{s3_bucket}/ns", *[f"-s{k}={v}" for k, v in s3_options.items()]]
+    pq.write_table(pa.table({"id": [1, 2]}), tmp_path / "t.parquet")
+    assert invoke(*args, "init").exit_code == 0
+    assert (
+        invoke(*args, "create", "table", "t", "--from", str(tmp_path / "t.parquet")).exit_code == 0
+    )
+    uri = f"s3://{s3_bucket}/ns/t.lance"
+    options = {k: str(v) for k, v in s3_options.items()}
+    lance.fragment.write_fragments(pa.table({"id": [3]}), uri, storage_options=options)  # no commit
+    result = invoke(*args, "prune", "--yes", "--grace", "0s", "--force", "--json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["totals"]["unreferenced_removed"] == 1
+    names = {
+        f.path
+        for f in lance.dataset(uri, storage_options=options).get_fragments()[0].metadata.files
+    }
+    assert len(names) == 1
+    assert lance.dataset(uri, storage_options=options).to_table().num_rows == 2
+    again = json.loads(invoke(*args, "check", "--json", "--grace-minutes", "0").stdout)
+    assert again["findings"] == [], again["findings"]

@@ -302,13 +302,16 @@ def _sweep_unreferenced(
         max_files=UNREFERENCED_BATCH,
     )
     base = (storage.uri(location) if storage.is_local else storage._path(location)).strip("/")
+    # Lance names an object by its key (no bucket) on object stores, a path on local disk
+    bases = [base] if storage.is_local else [base, base.split("/", 1)[-1]]
     now = datetime.now(UTC)
     doomed = []
     for candidate in explanation.candidate_files:
         path = candidate.path.strip("/")
-        if not candidate.unverified or not path.startswith(base + "/"):
+        within = next((b for b in bases if path.startswith(b + "/")), None)
+        if not candidate.unverified or within is None:
             continue  # nothing outside the table's directory, nothing a version references
-        inside = path[len(base) + 1 :]
+        inside = path[len(within) + 1 :]
         if inside in read_by_clones:
             continue  # a shallow clone reads it through its base path
         rel = f"{location}/{inside}"
