@@ -259,10 +259,6 @@ def clone_needed_versions(
     import lance
 
     options = storage.lance_options
-    source_uris = {
-        storage.uri(source.location).rstrip("/"),
-        f"{storage.root_uri}/{source.location}",
-    }
     ds = lance.dataset(storage.uri(source.location), storage_options=options)
     source_files = {
         info.version: set().union(
@@ -279,7 +275,8 @@ def clone_needed_versions(
         ids = {
             bid
             for bid, base in clone_ds.base_paths().items()
-            if str(base.path).rstrip("/") in source_uris
+            # one canonical spelling: a clone made through a symlink, `//` or `..` counts
+            if storage.relative(str(base.path).rstrip("/")) == source.location
         }
         wanted: set[str] = set()
         for info in clone_ds.versions():

@@ -33,6 +33,28 @@ def check_relative(location: str) -> str:
     return "/".join(parts)
 
 
+def canonical_uri(uri: str, local: bool) -> str | None:
+    """A location's one spelling: the real path of a local file (symlinks, `//` and `..`
+    resolved), `scheme://bucket/normalised/key` on an object store; None when it cannot be
+    told (a relative local path: relative to what?)."""
+    import os
+    import posixpath
+
+    if local:
+        path = uri[len("file://") :] if uri.startswith("file://") else uri
+        if not path.startswith("/"):
+            return None
+        return os.path.realpath(path)
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        return None
+    bucket, _, key = rest.partition("/")
+    key = posixpath.normpath("/" + key).lstrip("/") if key else ""
+    if key.startswith(".."):
+        return None
+    return f"{scheme}://{bucket}/{key}" if key else f"{scheme}://{bucket}"
+
+
 class Storage:
     """Operations on paths below one namespace root."""
 
@@ -63,8 +85,17 @@ class Storage:
         return self._files.path(rel)
 
     def relative(self, uri: str) -> str | None:
-        """The location of a URI below the root, or None when it lies elsewhere."""
-        for prefix in (self.uri(), self.root_uri):
+        """The location of a URI below the root, or None when it lies elsewhere.
+
+        Spellings are compared in canonical form: on local disk the real path (the root or
+        the URI reached through a symlink, `//`, `..`), on object stores the bucket and the
+        normalised key; a clone made through any spelling of its source is found.
+        """
+        found, root = canonical_uri(uri, self.is_local), canonical_uri(self.uri(), self.is_local)
+        if found is not None and root is not None:
+            root = root.rstrip("/")
+            return found[len(root) + 1 :] if found.startswith(root + "/") else None
+        for prefix in (self.uri(), self.root_uri):  # a spelling with no canonical form
             if uri.startswith(prefix.rstrip("/") + "/"):
                 return uri[len(prefix.rstrip("/")) + 1 :]
         return None

@@ -1,0 +1,57 @@
+"""A shallow clone keeps what it reads, however its source's path was spelt.
+
+The root given through a symlink (`/data -> /disk1`), a clone made through the real path, a
+doubled slash or a `..`: prune compares locations in one canonical form, finds every clone as a
+dependent of its source, and removes no source version a clone reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import lance
+import pyarrow as pa
+import pytest
+from conftest import invoke
+
+FAST = ["--older-than", "1s", "--grace", "1s", "--force"]
+
+
+@pytest.fixture
+def disks(tmp_path):
+    """`data/ns` (the root as the user names it) is `disk1/ns` through a symlink."""
+    (tmp_path / "disk1" / "ns").mkdir(parents=True)
+    os.symlink(tmp_path / "disk1", tmp_path / "data")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "{link}/ns/src.lance",  # as the root is spelt
+        "{real}/ns/src.lance",  # the real path, while the root is given through the symlink
+        "{link}/ns//src.lance",  # a doubled slash
+        "{link}/ns/sub/../src.lance",  # a `..`
+        "{link}/./ns/src.lance",  # a `.`
+    ],
+)
+def test_a_clone_through_any_spelling_keeps_its_source_version(disks, spelling):
+    root = disks / "data" / "ns"
+    source = root / "src.lance"
+    for value in (1, 2, 3):
+        lance.write_dataset(
+            pa.table({"a": [value]}), source, mode="append" if value > 1 else "create"
+        )
+    path = spelling.format(real=disks / "disk1", link=disks / "data")
+    (root / "sub").mkdir(exist_ok=True)
+    lance.dataset(path, version=1).shallow_clone(str(root / "copy.lance"), 1)
+    expected = lance.dataset(str(root / "copy.lance")).to_table()
+    time.sleep(1.2)
+    result = invoke("--root", str(root), "prune", *FAST, "--yes", "--json")
+    assert result.exit_code == 0, result.stderr
+    report = {t["location"]: t for t in json.loads(result.stdout)["tables"]}
+    kept = {k["version"] for k in report["src.lance"]["protected"]}
+    assert 1 in kept, report["src.lance"]
+    assert lance.dataset(str(root / "copy.lance")).to_table().equals(expected)
