@@ -55,3 +55,38 @@ def test_a_clone_through_any_spelling_keeps_its_source_version(disks, spelling):
     kept = {k["version"] for k in report["src.lance"]["protected"]}
     assert 1 in kept, report["src.lance"]
     assert lance.dataset(str(root / "copy.lance")).to_table().equals(expected)
+
+
+def test_a_clones_index_files_stay_after_its_source_rebuilt_its_indexes(tmp_path):
+    """A shallow clone of an untagged version; the source then rebuilds its scalar and FTS
+    indexes (replace=True). The clone's manifest names the old index files in the source: the
+    version holding them stays, and the clone's index queries answer as before."""
+    root = tmp_path / "ns"
+    root.mkdir()
+    source = root / "src.lance"
+    rows = pa.table({"a": list(range(200)), "s": [f"word{i % 7} other" for i in range(200)]})
+    ds = lance.write_dataset(rows, source)
+    ds.create_scalar_index("a", "BTREE")
+    ds = lance.dataset(str(source))
+    ds.create_scalar_index("s", "INVERTED")
+    ds = lance.dataset(str(source))
+    ds.shallow_clone(str(root / "copy.lance"), ds.version)
+    clone = lance.dataset(str(root / "copy.lance"))
+    before = (
+        clone.to_table(filter="a = 42").to_pylist(),
+        sorted(r["a"] for r in clone.to_table(full_text_query="word3").to_pylist()),
+    )
+    ds = lance.dataset(str(source))
+    ds.create_scalar_index("a", "BTREE", replace=True)
+    lance.dataset(str(source)).create_scalar_index("s", "INVERTED", replace=True)
+    time.sleep(1.2)
+    result = invoke("--root", str(root), "prune", *FAST, "--yes", "--json")
+    assert result.exit_code == 0, result.stderr
+    clone = lance.dataset(str(root / "copy.lance"))
+    after = (
+        clone.to_table(filter="a = 42").to_pylist(),
+        sorted(r["a"] for r in clone.to_table(full_text_query="word3").to_pylist()),
+    )
+    assert after == before and before[1]
+    uuids = {i["uuid"] for i in clone.list_indices()}
+    assert all((source / "_indices" / u).is_dir() for u in uuids)

@@ -231,6 +231,21 @@ def clone_dependents(states: list[TableState]) -> dict[str, list[str]]:
     return found
 
 
+def _index_dirs(dataset: Any, base_ids: set[int] | None) -> set[str]:
+    """`_indices/<uuid>` of the indexes a version names (those read through `base_ids`, or
+    its own with None): a clone's scalar, FTS and vector indexes live in its source."""
+    try:
+        indices = dataset.list_indices()
+    except Exception:  # noqa: BLE001 - unreadable index metadata: data files alone decide
+        return set()
+    found = set()
+    for index in indices:
+        base = index.get("base_id")
+        if (base is None) if base_ids is None else (base in base_ids):
+            found.add(f"_indices/{index['uuid']}")
+    return found
+
+
 def _fragment_files(fragment: Any, base_ids: set[int] | None = None) -> set[str]:
     """The data and deletion files of one fragment (only those read through `base_ids`)."""
     files = {f"data/{f.path}" for f in fragment.files if base_ids is None or f.base_id in base_ids}
@@ -267,6 +282,7 @@ def clone_needed_versions(
                 for f in ds.checkout_version(info.version).get_fragments()
             )
         )
+        | _index_dirs(ds.checkout_version(info.version), None)
         for info in source.versions
     }
     needed: dict[int, str] = {}
@@ -283,6 +299,7 @@ def clone_needed_versions(
             view = clone_ds.checkout_version(int(info["version"]))
             for fragment in view.get_fragments():
                 wanted |= _fragment_files(fragment.metadata, ids)
+            wanted |= _index_dirs(view, ids)  # a clone's indexes are the source's files too
         if read_by_clones is not None:
             read_by_clones |= wanted
         if not wanted:

@@ -312,8 +312,8 @@ def _sweep_unreferenced(
         if not candidate.unverified or within is None:
             continue  # nothing outside the table's directory, nothing a version references
         inside = path[len(within) + 1 :]
-        if inside in read_by_clones:
-            continue  # a shallow clone reads it through its base path
+        if inside in read_by_clones or "/".join(inside.split("/")[:2]) in read_by_clones:
+            continue  # a shallow clone reads it (or its index) through its base path
         rel = f"{location}/{inside}"
         check_relative(rel)
         changed = storage.modified(rel)
