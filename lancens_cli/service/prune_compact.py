@@ -55,6 +55,10 @@ class CompactionBudget:
         return True
 
 
+def before_compaction(location: str) -> None:
+    """A seam for tests that interleave a writer with a compaction (does nothing)."""
+
+
 def compact_table(ns: Namespace, location: str, object_id: str | None, published: int | None):
     """Compact one table; None when there was nothing to merge or it must not be touched.
 
@@ -67,11 +71,17 @@ def compact_table(ns: Namespace, location: str, object_id: str | None, published
         return None  # a write is in flight (or died): compacting its version would publish it
     if len(ds.get_fragments()) < 2:
         return None
-    before = ds.version
+    before, rows = ds.version, ds.count_rows()
+    before_compaction(location)
     metrics = ds.optimize.compact_files()
     if not metrics.fragments_removed:
         return None
     after = lance.dataset(ns.storage.uri(location), storage_options=ns.storage.lance_options)
+    if published is not None and (after.version != before + 1 or after.count_rows() != rows):
+        # a writer committed to the table between our look and our commit: Lance rebased the
+        # compaction over its unpublished version, so ours holds rows __manifest has not
+        # published. It is never published; it expires like any unpublished version.
+        return None
     result = Compaction(
         location,
         object_id,
