@@ -54,6 +54,7 @@ from lancens_cli.service.prune_policy import PrunePolicy
 from lancens_cli.service.prune_protect import (
     PIN_COLUMNS,
     Pins,
+    TablePlan,
     TableState,
     clone_dependents,
     clone_needed_versions,
@@ -230,11 +231,31 @@ def _require_targets(ns: Namespace, idents: list[Identifier]) -> None:
             ns.require_namespace(ident, snapshot)
 
 
-def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, progress, tasks):
-    now = datetime.now(UTC)
-    report = PruneReport(ns.storage.root_uri, policy, dry_run)
+@dataclass
+class Decisions:
+    """What a prune run decides before it changes anything: for each table in scope its plan
+    (what stays and why, what goes) or its result when there is nothing to run. `lancens
+    versions` shows exactly this; `prune` then carries it out."""
+
+    snapshot: ManifestSnapshot
+    scope: list[tuple[str, str | None]]
+    planned: list[TableResult | TableWork]
+    states: dict[str, TableState]
+    manifest_plan: TablePlan | None
+    pins: Pins
+    refused: list[dict[str, str]]
+
+
+def decide(
+    ns: Namespace,
+    idents: list[Identifier],
+    policy: PrunePolicy,
+    now: datetime,
+    parallel: int = 8,
+) -> Decisions:
+    """The one decision of what every version keeps or loses (prune and versions call it)."""
     snapshot = ns.snapshot()
-    every, report.refused = _accepted(ns, snapshot, _all_tables(ns, snapshot))
+    every, refused = _accepted(ns, snapshot, _all_tables(ns, snapshot))
     scope, _ = _accepted(ns, snapshot, _tables_in_scope(ns, snapshot, idents, every))
     manifest_plan, pins = _manifest_pins(ns, snapshot, policy, now, parallel)
     states, unreadable = _read_states(ns, every, parallel)
@@ -250,7 +271,6 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
             states_for_clones_only[location] = TableState(location, None, [], {}, {}, bases)
     dependents = clone_dependents([*states.values(), *states_for_clones_only.values()])
     present = {*states, *unreadable}
-    advance = progress(len(scope)) if progress else (lambda freed: None)
 
     def plan(item: tuple[str, str | None]) -> TableResult | TableWork:
         """The table's work, or its result when there is nothing to run (or it failed)."""
@@ -286,6 +306,16 @@ def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, pro
 
     with ThreadPoolExecutor(max_workers=parallel) as pool:
         planned = list(pool.map(plan, scope))
+    return Decisions(snapshot, scope, planned, states, manifest_plan, pins, refused)
+
+
+def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, progress, tasks):
+    now = datetime.now(UTC)
+    report = PruneReport(ns.storage.root_uri, policy, dry_run)
+    decisions = decide(ns, idents, policy, now, parallel)
+    report.refused = decisions.refused
+    planned, pins, manifest_plan = decisions.planned, decisions.pins, decisions.manifest_plan
+    advance = progress(len(decisions.scope)) if progress else (lambda freed: None)
     works = [(i, p) for i, p in enumerate(planned) if isinstance(p, TableWork)]
     budget = CompactionBudget()
     for _, work in works:
