@@ -33,6 +33,7 @@ from lancens_cli.cli import (
     rename,
     scan,
     tag_partitions,
+    versions,
     write,
 )
 from lancens_cli.cli.common import add_command
@@ -70,6 +71,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("migrate-v1", migrate.migrate_v1, _MAINTAIN, pandas_free=True),
     Command("check", check.check, _MAINTAIN, pandas_free=True),
     Command("prune", prune.prune, _MAINTAIN, pandas_free=True),
+    Command("versions", versions.versions, _MAINTAIN, pandas_free=True),
     Command(
         "add-partition-spec", partition_spec.add_partition_spec, _PARTITIONED, pandas_free=True
     ),

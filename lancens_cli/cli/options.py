@@ -47,6 +47,19 @@ Property = Annotated[
     typer.Option("--property", metavar="KEY=VALUE", help="A property to store. Repeatable."),
 ]
 ExistOk = Annotated[bool, typer.Option("--exist-ok", help="Succeed if it already exists.")]
+# --- the retention policy, as `prune` applies it and `versions` shows it ------------------------
+
+OlderThan = Annotated[
+    str, typer.Option("--older-than", help="Expire versions older than this (e.g. 7d, 24h).")
+]
+Retain = Annotated[int, typer.Option("--retain", min=1, help="Always keep the newest N versions.")]
+Grace = Annotated[
+    str,
+    typer.Option("--grace", help="Remove debris of dead writes older than this (e.g. 24h)."),
+]
+ForceWindow = Annotated[
+    bool, typer.Option("--force", help="Allow --older-than or --grace under 1 hour.")
+]
 VersionAsOf = Annotated[
     int | None,
     typer.Option(

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from lancens_cli.cli.common import confirm_destruction
-from lancens_cli.cli.options import Conf, DryRun, Master, Yes
+from lancens_cli.cli.options import Conf, DryRun, ForceWindow, Grace, Master, OlderThan, Retain, Yes
 from lancens_cli.cli.session import session
 
 
@@ -62,24 +62,15 @@ def prune(
         list[str] | None,
         typer.Argument(metavar="[ID]...", help="Tables or namespaces to prune (default: all)."),
     ] = None,
-    older_than: Annotated[
-        str, typer.Option("--older-than", help="Expire versions older than this (e.g. 7d, 24h).")
-    ] = "7d",
-    retain: Annotated[
-        int, typer.Option("--retain", min=1, help="Always keep the newest N versions.")
-    ] = 1,
-    grace: Annotated[
-        str,
-        typer.Option("--grace", help="Remove debris of dead writes older than this (e.g. 24h)."),
-    ] = "24h",
+    older_than: OlderThan = "7d",
+    retain: Retain = 1,
+    grace: Grace = "24h",
     compact: Annotated[
         bool, typer.Option("--compact", help="Also compact small fragments of tables.")
     ] = False,
     dry_run: DryRun = False,
     yes: Yes = False,
-    force: Annotated[
-        bool, typer.Option("--force", help="Allow --older-than or --grace under 1 hour.")
-    ] = False,
+    force: ForceWindow = False,
     parallel: Annotated[
         int | None,
         typer.Option(
@@ -103,16 +94,10 @@ def prune(
     from lancens_cli.errors import ExitCode
     from lancens_cli.output import message
     from lancens_cli.service.prune import prune as run_prune
-    from lancens_cli.service.prune_policy import PrunePolicy, parse_duration
+    from lancens_cli.service.prune_policy import PrunePolicy
     from lancens_cli.words import plural
 
-    policy = PrunePolicy(
-        older_than=parse_duration(older_than, "--older-than"),
-        retain=retain,
-        grace=parse_duration(grace, "--grace"),
-        force=force,
-    )
-    policy.check()
+    policy = PrunePolicy.from_options(older_than, retain, grace, force)
     spark = _wants_spark(master, conf)
     if spark:
         from lancens_cli.pipeline.session import require_pyspark

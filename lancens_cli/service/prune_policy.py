@@ -51,6 +51,18 @@ class PrunePolicy:
     grace: timedelta = timedelta(hours=24)
     force: bool = False
 
+    @classmethod
+    def from_options(cls, older_than: str, retain: int, grace: str, force: bool) -> PrunePolicy:
+        """The policy the command line gives (`prune`, `versions`), checked."""
+        policy = cls(
+            older_than=parse_duration(older_than, "--older-than"),
+            retain=retain,
+            grace=parse_duration(grace, "--grace"),
+            force=force,
+        )
+        policy.check()
+        return policy
+
     def check(self) -> None:
         if self.retain < 1:
             raise InvalidInputError("--retain must be at least 1 (the newest version stays)")

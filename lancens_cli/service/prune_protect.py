@@ -234,8 +234,12 @@ def clone_dependents(states: list[TableState]) -> dict[str, list[str]]:
 def _index_dirs(dataset: Any, base_ids: set[int] | None) -> set[str]:
     """`_indices/<uuid>` of the indexes a version names (those read through `base_ids`, or
     its own with None): a clone's scalar, FTS and vector indexes live in its source."""
+    import warnings
+
     try:
-        indices = dataset.list_indices()
+        with warnings.catch_warnings():  # list_indices names each index's base; not deprecated
+            warnings.simplefilter("ignore", DeprecationWarning)  # away before describe_* does
+            indices = dataset.list_indices()
     except Exception:  # noqa: BLE001 - unreadable index metadata: data files alone decide
         return set()
     found = set()

@@ -1,0 +1,312 @@
+"""`versions [ID]`: every version a table keeps and why, and what tonight's `prune` removes.
+
+The answer comes from the decision `prune` itself makes (`service.prune.decide`) under the same
+policy (`--older-than`, `--retain`, `--grace`, `--force`, the profile's settings): what this
+command says expires is exactly what `prune` then removes. Nothing is changed here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from lancens_cli.errors import TableNotFoundError
+from lancens_cli.models import MANIFEST_TABLE, Identifier
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.prune import Decisions, decide
+from lancens_cli.service.prune_policy import PrunePolicy
+from lancens_cli.service.prune_table import TableResult, TableWork
+
+
+@dataclass
+class VersionLine:
+    """One version of one table."""
+
+    version: int
+    timestamp: str | None
+    rows: int | None
+    bytes: int | None
+    tags: list[str]
+    branches: list[str]  # branches that start at this version
+    fate: str  # "kept" or "expires"
+    reasons: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+@dataclass
+class TableVersions:
+    """`versions ID`: a table's versions under the policy."""
+
+    table: str
+    location: str
+    policy: PrunePolicy
+    versions: list[VersionLine] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    title = "versions"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "location": self.location,
+            "policy": self.policy.to_json(),
+            "versions": [v.to_json() for v in self.versions],
+            "expiring": [v.version for v in self.versions if v.fate == "expires"],
+            "notes": self.notes,
+        }
+
+    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
+        header = ["version", "timestamp", "rows", "bytes", "tags", "branches", "fate", "why"]
+        rows = [
+            [
+                v.version,
+                v.timestamp,
+                v.rows,
+                v.bytes,
+                ", ".join(v.tags),
+                ", ".join(v.branches),
+                v.fate,
+                "; ".join(v.reasons),
+            ]
+            for v in self.versions
+        ]
+        return header, rows
+
+
+@dataclass
+class TableSummary:
+    table: str
+    location: str
+    versions: int
+    expiring: int
+    kept_by: dict[str, int]
+    bytes_reclaimable: int | None
+    note: str | None = None
+
+
+@dataclass
+class NamespaceVersions:
+    """`versions` of a namespace: one line per table."""
+
+    policy: PrunePolicy
+    tables: list[TableSummary] = field(default_factory=list)
+    title = "versions"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy.to_json(),
+            "tables": [vars(t) for t in self.tables],
+            "expiring": sum(t.expiring for t in self.tables),
+        }
+
+    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
+        header = ["table", "versions", "expiring", "kept by", "bytes reclaimable", "location"]
+        rows = [
+            [
+                t.table,
+                t.versions,
+                t.expiring,
+                ", ".join(f"{k} {n}" for k, n in sorted(t.kept_by.items())),
+                t.bytes_reclaimable,
+                t.location,
+            ]
+            for t in self.tables
+        ]
+        return header, rows
+
+
+_KINDS = (
+    ("published", "published"),
+    ("tag ", "tag"),
+    ("branch ", "branch"),
+    ("shallow clone", "clone"),
+    ("latest", "latest"),
+    ("newest", "newest"),
+    ("younger", "younger"),
+)
+
+
+def reason_kind(reason: str) -> str:
+    """The kind of a keep reason ("tag v1" -> "tag"), for the per-table summary."""
+    for prefix, kind in _KINDS:
+        if reason.startswith(prefix):
+            return kind
+    return reason.split()[0] if reason else reason
+
+
+def table_versions(
+    ns: Namespace, ident: Identifier, policy: PrunePolicy, delimiter: str = "."
+) -> TableVersions:
+    """Every version of one table (or of `__manifest`), kept or expiring, with every reason."""
+    ns.require_root()
+    now = datetime.now(UTC)
+    if ident.parts and ident.parts[-1] == MANIFEST_TABLE:
+        decisions = decide(ns, [Identifier.parse(None)], policy, now)
+        plan = decisions.manifest_plan
+        if plan is None:
+            raise TableNotFoundError("__manifest does not exist yet")
+        report = TableVersions(MANIFEST_TABLE, MANIFEST_TABLE, policy)
+        report.versions = _lines(ns, MANIFEST_TABLE, plan.protected, plan.expire, {}, {})
+        _publishing(decisions, report)
+        return report
+    decisions = decide(ns, [ident], policy, now)
+    if not decisions.scope:
+        raise TableNotFoundError(f"table {ident.display(delimiter)} has no versions to show")
+    (location, _), planned = decisions.scope[0], decisions.planned[0]
+    report = TableVersions(ident.display(delimiter), location, policy)
+    state = decisions.states.get(location)
+    if isinstance(planned, TableWork):
+        plan = planned.plan
+        tags = _by_version(state.tags if state else {})
+        branches = _by_version(state.branches if state else {})
+        report.versions = _lines(ns, location, plan.protected, plan.expire, tags, branches)
+        report.notes = list(plan.notes)
+        for branch in plan.branches:
+            report.notes.append(
+                f"branch {branch.name}: {len(branch.expire)} of its own versions expire"
+            )
+    else:
+        assert isinstance(planned, TableResult)
+        kept = {k["version"]: list(k["reasons"]) for k in planned.kept}
+        report.versions = _lines(ns, location, kept, [], {}, {})
+        report.notes = list(planned.notes) + ([planned.error] if planned.error else [])
+    return report
+
+
+def namespace_versions(
+    ns: Namespace, ident: Identifier, policy: PrunePolicy, delimiter: str = "."
+) -> NamespaceVersions:
+    """One line per table of the namespace (or the root): what prune keeps and removes."""
+    ns.require_root()
+    decisions = decide(ns, [ident], policy, datetime.now(UTC))
+    report = NamespaceVersions(policy)
+    for (location, object_id), planned in zip(decisions.scope, decisions.planned, strict=True):
+        name = Identifier.from_object_id(object_id).display(delimiter) if object_id else location
+        if isinstance(planned, TableWork):
+            plan = planned.plan
+            kinds: dict[str, int] = {}
+            for reasons in plan.protected.values():
+                for kind in {reason_kind(r) for r in reasons}:
+                    kinds[kind] = kinds.get(kind, 0) + 1
+            reclaim = _reclaimable(ns, location, plan.expire, list(plan.protected))
+            report.tables.append(
+                TableSummary(
+                    name,
+                    location,
+                    len(plan.protected) + len(plan.expire),
+                    len(plan.expire),
+                    kinds,
+                    reclaim,
+                )
+            )
+        else:
+            report.tables.append(
+                TableSummary(
+                    name, location, len(planned.kept), 0, {}, None, planned.error or planned.status
+                )
+            )
+    return report
+
+
+RECLAIM_VERSIONS = 200  # past this many versions, bytes reclaimable are not worked out
+
+
+def _reclaimable(
+    ns: Namespace, location: str, expire: list[int], kept: list[int]
+) -> int | None:
+    """Bytes of the data files only expiring versions reference (None: not cheap to tell)."""
+    import lance
+
+    if not expire:
+        return 0
+    if len(expire) + len(kept) > RECLAIM_VERSIONS:
+        return None
+    try:
+        ds = lance.dataset(ns.storage.uri(location), storage_options=ns.storage.lance_options)
+
+        def files(version: int) -> dict[str, int]:
+            found = {}
+            for fragment in ds.checkout_version(version).get_fragments():
+                for data_file in fragment.metadata.files:
+                    found[data_file.path] = int(data_file.file_size_bytes or 0)
+            return found
+
+        keep = set().union(*(files(v) for v in kept)) if kept else set()
+        going: dict[str, int] = {}
+        for version in expire:
+            going.update(files(version))
+        return sum(size for path, size in going.items() if path not in keep)
+    except Exception:  # noqa: BLE001 - a courtesy figure: unknown rather than wrong
+        return None
+
+
+def _by_version(refs: dict[str, int]) -> dict[int, list[str]]:
+    found: dict[int, list[str]] = {}
+    for name, version in refs.items():
+        found.setdefault(int(version), []).append(name)
+    return found
+
+
+def _sizes(ns: Namespace, location: str) -> dict[int, tuple[int | None, int | None]]:
+    """version -> (rows, bytes of its files) from the versions' own statistics (cheap)."""
+    import lance
+
+    try:
+        ds = lance.dataset(ns.storage.uri(location), storage_options=ns.storage.lance_options)
+        found = {}
+        for info in ds.versions():
+            metadata = info.get("metadata") or {}
+            rows = metadata.get("total_rows")
+            size = metadata.get("total_files_size")
+            found[int(info["version"])] = (
+                int(rows) if rows is not None else None,
+                int(size) if size is not None else None,
+            )
+        return found
+    except Exception:  # noqa: BLE001 - sizes are a courtesy: a table that does not load has none
+        return {}
+
+
+def _lines(
+    ns: Namespace,
+    location: str,
+    protected: dict[int, list[str]],
+    expire: list[int],
+    tags: dict[int, list[str]],
+    branches: dict[int, list[str]],
+) -> list[VersionLine]:
+    from lancens_cli.service.prune_versions import version_times
+
+    times = version_times(ns.storage, location)
+    sizes = _sizes(ns, location)
+    lines = []
+    for version in sorted({*protected, *expire}):
+        when = times.get(version)
+        rows, size = sizes.get(version, (None, None))
+        lines.append(
+            VersionLine(
+                version,
+                when.isoformat(timespec="seconds") if when else None,
+                rows,
+                size,
+                sorted(tags.get(version, [])),
+                sorted(branches.get(version, [])),
+                "kept" if version in protected else "expires",
+                list(protected.get(version, [])),
+            )
+        )
+    return lines
+
+
+def _publishing(decisions: Decisions, report: TableVersions) -> None:
+    """For `__manifest`: how many tables each kept version publishes."""
+    counts: dict[int, int] = {}
+    for per_version in decisions.pins.versions.values():
+        for manifest_versions in per_version.values():
+            for manifest_version in manifest_versions:
+                counts[manifest_version] = counts.get(manifest_version, 0) + 1
+    for line in report.versions:
+        if line.version in counts:
+            line.reasons.append(f"publishes {counts[line.version]} table version(s)")
