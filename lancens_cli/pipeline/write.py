@@ -359,7 +359,7 @@ def _commit_plain(
 def _clean_up(plan: WritePlan, entries: list[dict[str, Any]]) -> None:
     """Remove what the job's tasks wrote: their data files, and the job's new table
     directories that nothing published."""
-    from lancens_cli.pipeline.write_task import delete_written, job_log_dir, job_logged_entries
+    from lancens_cli.pipeline.write_task import delete_written, forget_job_log, job_logged_entries
     from lancens_cli.service.namespace import Namespace
 
     ns = Namespace.from_properties(plan.root_properties)
@@ -372,7 +372,7 @@ def _clean_up(plan: WritePlan, entries: list[dict[str, Any]]) -> None:
     delete_written(
         storage, _unreferenced(storage, entries + job_logged_entries(storage, plan.job_id))
     )
-    storage.delete_tree(job_log_dir(plan.job_id))
+    forget_job_log(storage, plan.job_id)
     if published is None:
         return
     keep = published
@@ -394,7 +394,7 @@ def _sweep_stragglers(plan: WritePlan) -> None:
     nothing of the job has appeared for a while. Then the marker goes too."""
     import time
 
-    from lancens_cli.pipeline.write_task import aborted_marker, job_log_dir
+    from lancens_cli.pipeline.write_task import JOBS_DIR, aborted_marker, job_log_dir
     from lancens_cli.service.namespace import Namespace
 
     storage = Namespace.from_properties(plan.root_properties).storage
@@ -417,19 +417,20 @@ def _sweep_stragglers(plan: WritePlan) -> None:
     if seen:
         _clean_up(plan, [])
     storage.delete_file(aborted_marker(plan.job_id))
+    storage.remove_empty_dir(JOBS_DIR)
 
 
 def _forget_job(plan: WritePlan) -> None:
     """After the commit: the files of task attempts that did not report (retried, killed)
     are in no version; remove them (what the commit references is tracked, so kept), then
     the job's log."""
-    from lancens_cli.pipeline.write_task import delete_written, job_log_dir, job_logged_entries
+    from lancens_cli.pipeline.write_task import delete_written, forget_job_log, job_logged_entries
     from lancens_cli.service.namespace import Namespace
 
     storage = Namespace.from_properties(plan.root_properties).storage
     try:
         delete_written(storage, _unreferenced(storage, job_logged_entries(storage, plan.job_id)))
-        storage.delete_tree(job_log_dir(plan.job_id))
+        forget_job_log(storage, plan.job_id)
     except Exception:  # noqa: BLE001 - committed all the same; `check --fix` finds the rest
         return
 

@@ -262,6 +262,12 @@ def _write_fragments(
     return fragments
 
 
+def forget_job_log(storage: Any, job_id: str) -> None:
+    """Remove a job's log (and the logs' directory once no job has one)."""
+    storage.delete_tree(job_log_dir(job_id))
+    storage.remove_empty_dir(JOBS_DIR)
+
+
 def job_logged_entries(storage: Any, job_id: str) -> list[dict[str, Any]]:
     """The data files the job's log names, as entries `delete_written` takes."""
     entries = []

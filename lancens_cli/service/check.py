@@ -162,6 +162,7 @@ def check(
         ns, [r for r in rows if verdicts.problem(r["object_id"]) is None], report, delimiter
     )
     if ident.is_root:
+        check_job_logs(ns, report, grace)
         _check_orphans(ns, snapshot, report, delimiter, grace)
         if snapshot.exists:
             _check_staged_files(ns, report, grace)
@@ -321,6 +322,24 @@ def _expired(ns: Namespace, location: str, grace: timedelta) -> bool:
     """Nothing below `location` was written within the grace period (no write in flight)."""
     changed = ns.storage.newest_change(location)
     return changed is None or datetime.now(UTC) - changed > grace
+
+
+JOBS_DIR = ".lancens-jobs"  # Spark write jobs' logs (pipeline/write_task.py)
+
+
+def check_job_logs(ns: Namespace, report: CheckReport, grace: timedelta) -> None:
+    """The log of a Spark write job whose driver died (a finished or aborted job removes
+    its own): past the grace, `--fix` removes it. The data files it names are findings of
+    their own (`unreferenced_data_file`, `abandoned_table_write`)."""
+    for entry in ns.storage.list_dir(JOBS_DIR):
+        location = f"{JOBS_DIR}/{entry.name}"
+        report.add(
+            "abandoned_job_log",
+            None,
+            location,
+            "the log of a Spark write job that never finished (its driver died)",
+            fixable=_expired(ns, location, grace),
+        )
 
 
 def check_uncommitted_root_tables(
@@ -620,6 +639,14 @@ def _apply_fixes(ns: Namespace, report: CheckReport, grace: timedelta) -> None:
                 finding.message += "; written to meanwhile, so kept"
                 continue
             ns.storage.delete_tree(finding.location)
+            finding.fixed = True
+            finding.message += "; deleted"
+        if finding.fixable and finding.code == "abandoned_job_log":
+            if ns.storage.is_dir(finding.location):
+                ns.storage.delete_tree(finding.location)
+            else:  # an aborted job's marker
+                ns.storage.delete_file(finding.location)
+            ns.storage.remove_empty_dir(JOBS_DIR)
             finding.fixed = True
             finding.message += "; deleted"
         if finding.fixable and finding.code in ("staged_manifest_file", "unreferenced_data_file"):

@@ -73,7 +73,7 @@ from lancens_cli.store.manifest import ManifestSnapshot
 from lancens_cli.words import plural
 
 MANIFEST_COMPACT_FRAGMENTS = 16  # compact __manifest when it has more fragments than this
-DEBRIS_CODES = ("abandoned_table_write", "staged_manifest_file")
+DEBRIS_CODES = ("abandoned_table_write", "staged_manifest_file", "abandoned_job_log")
 
 # (ns, works, policy, dry_run, parallel, advance) -> (result, compaction) per work, in order
 TableRunner = Callable[
@@ -518,6 +518,7 @@ def _debris(ns: Namespace, policy: PrunePolicy, dry_run: bool, delimiter: str):
     snapshot = ns.snapshot()
     check_module._check_orphans(ns, snapshot, findings, delimiter, policy.grace)
     check_module.check_uncommitted_root_tables(ns, snapshot, findings, policy.grace)
+    check_module.check_job_logs(ns, findings, policy.grace)
     if snapshot.exists:
         check_module._check_staged_files(ns, findings, policy.grace)
     results = []
@@ -525,7 +526,7 @@ def _debris(ns: Namespace, policy: PrunePolicy, dry_run: bool, delimiter: str):
         if finding.code in DEBRIS_CODES and finding.fixable:
             action = "would delete" if dry_run else "deleted"
             if not dry_run:
-                if finding.code == "abandoned_table_write":
+                if finding.code == "abandoned_table_write" or ns.storage.is_dir(finding.location):
                     ns.storage.delete_tree(finding.location)
                 else:
                     ns.storage.delete_file(finding.location)

@@ -172,6 +172,17 @@ class Storage:
         interrupt.mark_durable()  # no way back: a Ctrl-C from here on lets the command finish
         self._files.delete_tree(rel)
 
+    def remove_empty_dir(self, rel: str) -> None:
+        """Remove a directory if it is empty (local disk; object stores have none to remove).
+        Never recursive: a concurrent writer's new file keeps it."""
+        check_relative(rel)
+        if self.is_local:
+            import contextlib
+            import os
+
+            with contextlib.suppress(OSError):
+                os.rmdir(self._path(rel))
+
     def copy_tree(self, src: str, dst: str) -> None:
         """Copy a table directory; a rerun after a partial copy completes it.
 
