@@ -91,7 +91,8 @@ def build(root, tmp: Path) -> Built:
     (path / ABANDONED / "data").mkdir(parents=True)
     shutil.copy(data_file, path / ABANDONED / "data" / data_file.name)
     staged_source = next((path / "__manifest" / "data").iterdir())
-    staged = path / "__manifest" / "data" / ("0" * 8 + staged_source.name[8:])
+    prefix = "0" * 8 if not staged_source.name.startswith("0" * 8) else "1" * 8
+    staged = path / "__manifest" / "data" / (prefix + staged_source.name[8:])
     shutil.copy(staged_source, staged)
     return Built(
         path,

@@ -10,7 +10,7 @@ from conftest import invoke
 GROUPS = {
     "Inspect": ["ls", "describe", "partitions", "scan"],
     "Change": ["init", "create", "rename", "drop", "register", "deregister"],
-    "Migrate and maintain": ["migrate-v1", "check", "prune"],
+    "Migrate and maintain": ["migrate-v1", "check", "prune", "versions"],
     "Partitioned data": [
         "add-partition-spec",
         "evolve-schema",
