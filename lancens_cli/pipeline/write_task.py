@@ -241,7 +241,7 @@ def _log_written(storage: Any, job_id: str, entry: dict[str, Any], fragments: li
     happens; a straggler of an aborted job removes them instead (and says so by failing)."""
     import secrets
 
-    files = [f.path for fragment in fragments for f in fragment.data_files()]
+    files = [f.path for fragment in fragments for f in fragment.files]
     record = {"location": entry["location"], "branch": entry.get("branch"), "files": files}
     storage.write_text(f"{job_log_dir(job_id)}/{secrets.token_hex(8)}.json", json.dumps(record))
     if storage.exists(aborted_marker(job_id)):
