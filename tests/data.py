@@ -64,3 +64,20 @@ def random_predicate(rng: random.Random, atoms: list[Callable[[], str]], depth: 
     left, right = (random_predicate(rng, atoms, depth + 1) for _ in range(2))
     text = f"({left}{op}{right})"
     return f"NOT {text}" if rng.random() < 0.2 else text
+
+
+def partitioned_root(folder, schema: pa.Schema, *fields: str):
+    """An empty partitioned namespace at `folder/ns`: `schema` as its namespace schema and one
+    spec of `fields` (`add-partition-spec --field ...` through the CLI)."""
+    import pyarrow.parquet as pq
+    from conftest import Root, invoke
+
+    root = Root(str(folder / "ns"), {}, folder / "ns")
+    root.local_path.mkdir()
+    pq.write_table(schema.empty_table(), folder / "schema.parquet")
+    spec = [arg for field in fields for arg in ("--field", field)]
+    result = invoke(
+        *root.args, "add-partition-spec", "--schema", str(folder / "schema.parquet"), *spec
+    )
+    assert result.exit_code == 0, result.stderr
+    return root

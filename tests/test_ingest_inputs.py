@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import Root, invoke
+from data import partitioned_root
 
 pytestmark = pytest.mark.spark
 
@@ -35,19 +36,7 @@ COLUMNS = ["id", "name", "ts", "n"]
 @pytest.fixture
 def target(tmp_path, spark) -> Root:
     """An empty namespace partitioned by bucket(4, id)."""
-    root = Root(str(tmp_path / "ns"), {}, tmp_path / "ns")
-    root.local_path.mkdir()
-    pq.write_table(SCHEMA.empty_table(), tmp_path / "schema.parquet")
-    result = invoke(
-        *root.args,
-        "add-partition-spec",
-        "--schema",
-        str(tmp_path / "schema.parquet"),
-        "--field",
-        "bucket(4, id)",
-    )
-    assert result.exit_code == 0, result.stderr
-    return root
+    return partitioned_root(tmp_path, SCHEMA, "bucket(4, id)")
 
 
 def published(root: Root) -> list[tuple]:

@@ -19,9 +19,9 @@ from decimal import Decimal
 
 import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from conftest import Root, invoke
+from data import partitioned_root
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -106,23 +106,12 @@ def make_rows(n: int, seed: int, start: int) -> pa.Table:
 def world(tmp_path_factory, spark):
     """The namespace written by a user's job in a Kolkata session, and the source rows."""
     folder = tmp_path_factory.mktemp("differential")
-    root = Root(str(folder / "ns"), {}, folder / "ns")
-    root.local_path.mkdir()
-    pq.write_table(SCHEMA.empty_table(), folder / "schema.parquet")
+    root = partitioned_root(folder, SCHEMA, "bucket(4, id)", "year(d)")
 
     def ok(*args):
         result = invoke(*root.args, *args)
         assert result.exit_code == 0, result.stderr
 
-    ok(
-        "add-partition-spec",
-        "--schema",
-        str(folder / "schema.parquet"),
-        "--field",
-        "bucket(4, id)",
-        "--field",
-        "year(d)",
-    )
     first, second = make_rows(160, 1, 0), make_rows(160, 2, 1000)
     previous = spark.conf.get("spark.sql.session.timeZone")
     spark.conf.set("spark.sql.session.timeZone", ZONE)

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import Root, invoke, run_cli
+from data import partitioned_root
 
 pytestmark = pytest.mark.spark
 
@@ -72,16 +73,7 @@ def rows(n: int = 240) -> pa.Table:
 def namespace(tmp_path_factory, spark):
     """A namespace partitioned by `s` and bucket(4, id), written with the CLI."""
     folder = tmp_path_factory.mktemp("queries")
-    root = Root(str(folder / "ns"), {}, folder / "ns")
-    root.local_path.mkdir()
-    pq.write_table(SCHEMA.empty_table(), folder / "schema.parquet")
-    spec = ["--field", "s", "--field", "bucket(4, id)"]
-    assert (
-        invoke(
-            *root.args, "add-partition-spec", "--schema", str(folder / "schema.parquet"), *spec
-        ).exit_code
-        == 0
-    )
+    root = partitioned_root(folder, SCHEMA, "s", "bucket(4, id)")
     data = rows()
     pq.write_table(data, folder / "rows.parquet")
     result = invoke(*root.args, "write", "--from", str(folder / "rows.parquet"))

@@ -9,9 +9,9 @@ read in the session returns what Spark's own Parquet round trip of the same rows
 from __future__ import annotations
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from conftest import Root, invoke
+from conftest import Root
+from data import partitioned_root
 
 pytestmark = pytest.mark.spark
 
@@ -36,19 +36,7 @@ VALUES = [
 
 @pytest.fixture
 def root(tmp_path, spark) -> Root:
-    root = Root(str(tmp_path / "ns"), {}, tmp_path / "ns")
-    root.local_path.mkdir()
-    pq.write_table(SCHEMA.empty_table(), tmp_path / "schema.parquet")
-    result = invoke(
-        *root.args,
-        "add-partition-spec",
-        "--schema",
-        str(tmp_path / "schema.parquet"),
-        "--field",
-        "bucket(2, id)",
-    )
-    assert result.exit_code == 0, result.stderr
-    return root
+    return partitioned_root(tmp_path, SCHEMA, "bucket(2, id)")
 
 
 @pytest.fixture(params=["Asia/Kolkata", "America/New_York"])

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import Root, invoke, tree_snapshot
+from data import partitioned_root
 
 pytestmark = pytest.mark.spark
 
@@ -25,16 +26,7 @@ SCHEMA = pa.schema(
 @pytest.fixture
 def root(tmp_path, spark) -> Root:
     """A partitioned namespace (country, bucket(4, id)) holding one write already."""
-    root = Root(str(tmp_path / "ns"), {}, tmp_path / "ns")
-    root.local_path.mkdir()
-    pq.write_table(SCHEMA.empty_table(), tmp_path / "schema.parquet")
-    args = ["--field", "country", "--field", "bucket(4, id)"]
-    assert (
-        invoke(
-            *root.args, "add-partition-spec", "--schema", str(tmp_path / "schema.parquet"), *args
-        ).exit_code
-        == 0
-    )
+    root = partitioned_root(tmp_path, SCHEMA, "country", "bucket(4, id)")
     first = pa.table(
         {"id": list(range(40)), "country": ["US", "DE"] * 20, "n": [1] * 40}, schema=SCHEMA
     )

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import Root, invoke
+from data import partitioned_root
 
 pytestmark = pytest.mark.spark
 
@@ -48,10 +49,7 @@ def ok(root: Root, *args: str) -> str:
 def history(tmp_path_factory, spark):
     """(root, [(manifest version, commit time, ids published then)]) over five changes."""
     folder = tmp_path_factory.mktemp("travel")
-    root = Root(str(folder / "ns"), {}, folder / "ns")
-    root.local_path.mkdir()
-    pq.write_table(SCHEMA.empty_table(), folder / "schema.parquet")
-    ok(root, "add-partition-spec", "--schema", str(folder / "schema.parquet"), "--field", "country")
+    root = partitioned_root(folder, SCHEMA, "country")
     seen: list[tuple[int, dt.datetime, list[int]]] = []
     published: set[int] = set()
 

@@ -21,7 +21,6 @@ from typing import Any
 
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.partition.predicate import (
-    FALSE,
     And,
     Node,
     _Parser,
@@ -31,8 +30,6 @@ from lancens_cli.partition.predicate import (
     flatten,
     zone,
 )
-
-DIALECTS = ("spark", "duckdb")
 
 
 @dataclass(frozen=True)
@@ -50,6 +47,7 @@ class Condition:
 
     text: str
     conjuncts: tuple[Conjunct, ...]
+    columns: frozenset[str] = frozenset()  # the source columns it reads, as the schema names them
 
     @property
     def understood(self) -> list[Node]:
@@ -65,10 +63,6 @@ class Condition:
         if not nodes:
             return None
         return nodes[0] if len(nodes) == 1 else flatten(And(tuple(nodes)))
-
-    @property
-    def always_false(self) -> bool:
-        return FALSE in self.understood
 
 
 def split_condition(
@@ -99,7 +93,7 @@ def split_condition(
         raise InvalidInputError("predicate: the condition is nested too deeply") from None
     if tree is None:
         raise InvalidInputError("predicate: the condition is empty")
-    _check_columns(tree, schema)
+    columns = _check_columns(tree, schema)
     _check_condition(tree)
     parser = _SparkParser(schema, session_zone) if dialect == "spark" else _Parser(schema)
     float_columns = {f.name for f in schema if _is_float(f.type)}
@@ -118,7 +112,7 @@ def split_condition(
             parts.append(Conjunct(sql, None, "a float column (left to Spark's float order)"))
             continue
         parts.append(Conjunct(sql, node))
-    return Condition(text, tuple(parts))
+    return Condition(text, tuple(parts), columns)
 
 
 def _short(text: str) -> str:
@@ -157,15 +151,18 @@ def _terms(tree: Any) -> list[Any]:
     return out
 
 
-def _check_columns(tree: Any, schema: Any) -> None:
-    """Every column the condition names exists (case-insensitively, as Spark resolves)."""
+def _check_columns(tree: Any, schema: Any) -> frozenset[str]:
+    """The columns the condition names, each one that exists (case-insensitively, as Spark
+    resolves them)."""
     from sqlglot import exp
 
     names = {f.name.lower(): f for f in schema}
+    found = set()
     for column in tree.find_all(exp.Column):
         parts = [p.name for p in column.parts]
         head = parts[0]
         if head.lower() in names:
+            found.add(names[head.lower()].name)
             continue
         if len(parts) > 1 and parts[-1].lower() in names:
             raise InvalidInputError(
@@ -173,6 +170,7 @@ def _check_columns(tree: Any, schema: Any) -> None:
             )
         known = ", ".join(f.name for f in schema) or "none"
         raise InvalidInputError(f"predicate: unknown column {head!r} (columns: {known})")
+    return frozenset(found)
 
 
 def _check_condition(tree: Any) -> None:

@@ -116,7 +116,7 @@ def _conform(batch: Any, target: Any, path: str) -> Any:
     the type cannot hold exactly (a timestamp with nanoseconds) is an input error."""
     import pyarrow as pa
 
-    from lancens_cli.errors import InvalidInputError
+    from lancens_cli.pipeline.read import exact_cast
 
     columns = []
     for f in target:
@@ -124,14 +124,5 @@ def _conform(batch: Any, target: Any, path: str) -> Any:
             columns.append(pa.nulls(batch.num_rows, f.type))
             continue
         column = batch.column(f.name)
-        if column.type != f.type:
-            try:
-                column = column.cast(f.type, safe=True)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                lost = "nanoseconds" if "would lose data" in str(exc) else "its value"
-                raise InvalidInputError(
-                    f"{path}: column {f.name!r} holds {column.type} values that {f.type} cannot "
-                    f"hold exactly ({lost} would be lost)"
-                ) from None
-        columns.append(column)
+        columns.append(column if column.type == f.type else exact_cast(column, f, f"{path}: "))
     return pa.RecordBatch.from_arrays(columns, schema=target)

@@ -190,19 +190,23 @@ def conform_batch(batch: Any, target: Any) -> Any:
             continue
         column = batch.column(names.index(f.name))
         if column.type != f.type:
-            column = _exact_cast(column, f)
+            column = exact_cast(
+                column, f, advice="read it as its own type (or a wider one) and convert in Spark"
+            )
         arrays.append(column)
     return pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
-def _exact_cast(column: Any, field: Any) -> Any:
-    """`column` as `field`'s type with every value kept exactly, or a one-line error."""
+def exact_cast(column: Any, field: Any, context: str = "", advice: str = "") -> Any:
+    """`column` as `field`'s type with every value kept exactly, or a one-line error naming the
+    column (after `context`, e.g. the file) and, when given, what to do instead."""
     import pyarrow as pa
 
     try:
         return column.cast(field.type, safe=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        lost = " (nanoseconds would be lost)" if "would lose data" in str(exc) else ""
         raise InvalidInputError(
-            f"column {field.name!r} holds {column.type} values that {field.type} cannot hold "
-            "exactly; read it as its own type (or a wider one) and convert in Spark"
+            f"{context}column {field.name!r} holds {column.type} values that {field.type} "
+            f"cannot hold exactly{lost}" + (f"; {advice}" if advice else "")
         ) from None

@@ -190,7 +190,7 @@ def prepare(spark: Any, request: ScanRequest) -> tuple[Any, list[str], Condition
 
     schema, condition = request_condition(request)
     columns = _columns(request.columns, schema)
-    needed = set(columns) | (_condition_columns(request.where, schema) if request.where else set())
+    needed = set(columns) | (condition.columns if condition is not None else set())
     if request.count and not needed:
         needed = {_narrowest(schema)}
     declared = spark_schema(_subset(schema, needed))
@@ -208,21 +208,6 @@ def prepare(spark: Any, request: ScanRequest) -> tuple[Any, list[str], Condition
 def quote_identifier(name: str) -> str:
     """A column name as Spark SQL reads it, whatever characters it holds."""
     return "`" + name.replace("`", "``") + "`"
-
-
-def _condition_columns(text: str, schema: Any) -> set[str]:
-    """The source columns a Spark SQL condition reads (names resolved case-insensitively)."""
-    import sqlglot
-    from sqlglot import exp
-
-    names = {f.name.lower(): f.name for f in schema}
-    tree = sqlglot.parse_one(text, read="spark")
-    found = set()
-    for column in tree.find_all(exp.Column):
-        head = column.parts[0].name.lower()
-        if head in names:
-            found.add(names[head])
-    return found
 
 
 def _columns(requested: list[str] | None, schema: Any) -> list[str]:

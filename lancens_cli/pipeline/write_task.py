@@ -25,8 +25,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from lancens_cli.store.containment import JOBS_DIR  # the write jobs' logs, below the root
+
 _BASE36 = "abcdefghijklmnopqrstuvwxyz0123456789"
-JOBS_DIR = ".lancens-jobs"  # the write jobs' logs of data files, below the root
 CHUNK_ROWS = 1 << 20  # rows of input a task splits and writes at once
 CHUNK_BYTES = 128 << 20
 WRITERS = 4  # partition tables a task writes at once

@@ -39,7 +39,12 @@ from lancens_cli.service.catalog_rows import (
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partition_check import check_partitions, fix_partitions
 from lancens_cli.service.published_check import check_published
-from lancens_cli.store.containment import directory_location_problem, row_locations, shown
+from lancens_cli.store.containment import (
+    JOBS_DIR,
+    directory_location_problem,
+    row_locations,
+    shown,
+)
 from lancens_cli.store.manifest import (
     BASE_COLUMNS,
     KNOWN_READER_FLAGS,
@@ -322,9 +327,6 @@ def _expired(ns: Namespace, location: str, grace: timedelta) -> bool:
     """Nothing below `location` was written within the grace period (no write in flight)."""
     changed = ns.storage.newest_change(location)
     return changed is None or datetime.now(UTC) - changed > grace
-
-
-JOBS_DIR = ".lancens-jobs"  # Spark write jobs' logs (pipeline/write_task.py)
 
 
 def check_job_logs(ns: Namespace, report: CheckReport, grace: timedelta) -> None:

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from lancens_cli.errors import ConcurrentModificationError
+from lancens_cli.store.containment import LEASE_DIR
 from lancens_cli.store.storage import Storage
 
-LEASE_DIR = ".lancens-prune"
 LEASE_SECONDS = int(os.environ.get("LANCENS_PRUNE_LEASE_SECONDS", "600"))
 
 
