@@ -90,3 +90,25 @@ def test_a_clones_index_files_stay_after_its_source_rebuilt_its_indexes(tmp_path
     assert after == before and before[1]
     uuids = {i["uuid"] for i in clone.list_indices()}
     assert all((source / "_indices" / u).is_dir() for u in uuids)
+
+
+def test_prune_compact_leaves_a_clone_with_borrowed_indexes_as_it_reads(tmp_path):
+    """Lance's compaction of a shallow clone remaps the indexes it reads from its source into
+    the clone but keeps the source's base id, so every index query on the compacted clone
+    fails. `prune --compact` leaves such a clone as it is and says why."""
+    root = tmp_path / "ns"
+    root.mkdir()
+    source = root / "src.lance"
+    for start in (0, 10, 20):
+        rows = pa.table({"a": list(range(start, start + 10))})
+        lance.write_dataset(rows, source, mode="append" if start else "create")
+    lance.dataset(str(source)).create_scalar_index("a", "BTREE")
+    ds = lance.dataset(str(source))
+    ds.shallow_clone(str(root / "copy.lance"), ds.version)
+    result = invoke("--root", str(root), "prune", "--compact", "--yes", "--json")
+    assert result.exit_code == 0, result.stderr
+    report = {t["location"]: t for t in json.loads(result.stdout)["tables"]}
+    assert any("not compacted" in n for n in report["copy.lance"]["notes"])
+    clone = lance.dataset(str(root / "copy.lance"))
+    assert clone.to_table(filter="a = 12").column("a").to_pylist() == [12]
+    assert len(clone.get_fragments()) == 3

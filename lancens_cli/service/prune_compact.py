@@ -70,12 +70,44 @@ def _interleaved(after: Any, before: int) -> bool:
     return len(transactions) != after.version - before or not kinds <= _COMPACTION_OPERATIONS
 
 
+def borrowed_indexes(ds: Any) -> list[str]:
+    """The indexes this version reads from another dataset's directory (a shallow clone's).
+
+    Lance's compaction remaps such an index into the clone's own `_indices/` but keeps the
+    source's base id in the index entry: the compacted clone then looks for the remapped index
+    in its source and every index query fails ("Not found"; seen with pylance 14). Such a
+    table is therefore not compacted; its data and indexes stay as readers know them."""
+    import warnings
+
+    with warnings.catch_warnings():  # list_indices names each index's base
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            indices = ds.list_indices()
+        except Exception:  # noqa: BLE001 - unreadable index metadata: do not rewrite either
+            return ["(unreadable index metadata)"]
+    return sorted({i["name"] for i in indices if i.get("base_id") is not None})
+
+
+NOT_COMPACTED = (
+    "not compacted: its index(es) {names} are read from its clone source, and compacting "
+    "would leave them unreadable (run `optimize.optimize_indices` on a deep copy instead)"
+)
+
+
 def before_compaction(location: str) -> None:
     """A seam for tests that interleave a writer with a compaction (does nothing)."""
 
 
-def compact_table(ns: Namespace, location: str, object_id: str | None, published: int | None):
-    """Compact one table; None when there was nothing to merge or it must not be touched.
+def compact_table(
+    ns: Namespace,
+    location: str,
+    object_id: str | None,
+    published: int | None,
+    notes: list[str],
+    dry_run: bool = False,
+) -> Compaction | None:
+    """Compact one table; None when there was nothing to merge or it must not be touched
+    (then `notes` says why, where a reader would wonder).
 
     `published` is the `read_version` the current `__manifest` gives a partition table (None
     for any other table)."""
@@ -86,6 +118,12 @@ def compact_table(ns: Namespace, location: str, object_id: str | None, published
         return None  # a write is in flight (or died): compacting its version would publish it
     if len(ds.get_fragments()) < 2:
         return None
+    borrowed = borrowed_indexes(ds)
+    if borrowed:
+        notes.append(NOT_COMPACTED.format(names=", ".join(borrowed)))
+        return None
+    if dry_run:
+        return Compaction(location, object_id, ds.version)
     before, rows = ds.version, ds.count_rows()
     before_compaction(location)
     metrics = ds.optimize.compact_files()

@@ -127,7 +127,9 @@ def run_table(
             ns, plan.location, policy, dry_run, result, work.read_by_clones, ds, plan.data_files
         )
         if work.compact:
-            compaction = _compact(ns, plan.location, plan.object_id, work.published, dry_run)
+            compaction = compact_table(
+                ns, plan.location, plan.object_id, work.published, result.notes, dry_run
+            )
     except Exception as exc:  # one table's failure must not stop the others
         record_failure(ns, result, exc)
     return result, compaction
@@ -194,15 +196,6 @@ def run_group(job: dict[str, Any], group: list[tuple[int, dict[str, Any]]]) -> l
 
 def compaction_from_json(data: dict[str, Any] | None) -> Compaction | None:
     return Compaction(**data) if data else None
-
-
-def _compact(ns, location, object_id, published, dry_run) -> Compaction | None:
-    if dry_run:
-        import lance
-
-        ds = lance.dataset(ns.storage.uri(location), storage_options=ns.storage.lance_options)
-        return Compaction(location, object_id, ds.version) if len(ds.get_fragments()) > 1 else None
-    return compact_table(ns, location, object_id, published)
 
 
 def execute_plan(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: TableResult) -> Any:

@@ -213,9 +213,7 @@ def namespace_versions(
 RECLAIM_VERSIONS = 200  # past this many versions, bytes reclaimable are not worked out
 
 
-def _reclaimable(
-    ns: Namespace, location: str, expire: list[int], kept: list[int]
-) -> int | None:
+def _reclaimable(ns: Namespace, location: str, expire: list[int], kept: list[int]) -> int | None:
     """Bytes of the data files only expiring versions reference (None: not cheap to tell)."""
     import lance
 
