@@ -4,6 +4,9 @@ prune's look at the table and its compaction (a seam pauses prune there)."""
 
 from __future__ import annotations
 
+import json
+import os
+
 import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -76,4 +79,28 @@ def test_a_write_committed_during_compaction_is_published_once_and_only_by_itsel
         lambda snapshot, edit: edit.replace(table["object_id"], read_version=committed["version"])
     )
     assert published_ids(ns) == sorted(before + [100, 101])  # once, not twice
+    assert invoke("--root", str(root), "check").exit_code == 0
+
+
+def test_a_compaction_a_writer_beat_leaves_no_file_behind(root, monkeypatch):
+    """A commit the compaction cannot rebase over (a partitioned write first restores the
+    published version) lands between prune's plan and its commit: the writer wins, the files
+    the compaction wrote are gone at once, and the report says the next run compacts."""
+    ns = Namespace.from_properties({"root": str(root)})
+    table = next(r for r in ns.snapshot().rows if r["object_type"] == "table")
+    uri = ns.storage.uri(table["location"])
+    data = f"{root}/{table['location']}/data"
+
+    def writer_restores(location: str) -> None:
+        if location == table["location"]:
+            lance.dataset(uri, version=lance.dataset(uri).version).restore()
+
+    monkeypatch.setattr(prune_compact, "before_compaction", writer_restores)
+    files_before = set(os.listdir(data))
+    result = invoke("--root", str(root), "prune", "--compact", "--yes", "--json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    notes = [n for t in report["tables"] for n in t["notes"]]
+    assert any("a writer committed to it meanwhile" in n for n in notes), report
+    assert set(os.listdir(data)) == files_before
     assert invoke("--root", str(root), "check").exit_code == 0

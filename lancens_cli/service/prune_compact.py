@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.store.commit import COMMIT_ERRORS, is_conflict
 
 MAX_TABLES_PER_RUN = 1000  # compaction rewrites data: bounded per run, the rest next time
 _PUBLISH_ROUNDS = 5
@@ -98,6 +99,36 @@ def before_compaction(location: str) -> None:
     """A seam for tests that interleave a writer with a compaction (does nothing)."""
 
 
+def _rewrite(ns: Namespace, location: str, ds: Any, notes: list[str]) -> Any:
+    """Lance's compaction, planned, executed and committed in steps so that a commit Lance
+    refuses leaves no file behind; its metrics, or None when a writer won.
+
+    A compaction rebases over concurrent appends, but not over every commit (a partitioned
+    write restoring the published version first): then the writer wins, the files the
+    compaction wrote are removed at once (no sweep would know them from a write in flight)
+    and the next run compacts."""
+    from lance.optimize import Compaction as LanceCompaction
+
+    plan = LanceCompaction.plan(ds, {})
+    results = [task.execute(ds) for task in plan.tasks]
+    if not results:
+        return None
+    try:
+        return LanceCompaction.commit(ds, results)
+    except COMMIT_ERRORS as exc:
+        written = [
+            f"{location}/data/{data_file.path}"
+            for result in results
+            for fragment in result.new_fragments
+            for data_file in fragment.files
+        ]
+        ns.storage.delete_files(written)
+        if not is_conflict(exc, "incompatible"):
+            raise
+        notes.append("not compacted: a writer committed to it meanwhile; the next run will")
+        return None
+
+
 def compact_table(
     ns: Namespace,
     location: str,
@@ -126,7 +157,9 @@ def compact_table(
         return Compaction(location, object_id, ds.version)
     before, rows = ds.version, ds.count_rows()
     before_compaction(location)
-    metrics = ds.optimize.compact_files()
+    metrics = _rewrite(ns, location, ds, notes)
+    if metrics is None:
+        return None
     if not metrics.fragments_removed:
         return None
     after = lance.dataset(ns.storage.uri(location), storage_options=ns.storage.lance_options)
