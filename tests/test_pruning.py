@@ -508,7 +508,7 @@ def test_zoned_timestamps_render_as_lance_reads_them() -> None:
         parse("tz = '2025-06-01 12:00:00'", SCHEMA), [PartitionSpec(1, (ident, hour))], SCHEMA
     )
     assert to_sql(pruning.versions[0].filter) == (
-        "partition_field_tz = TIMESTAMP '2025-06-01 12:00:00' AND partition_field_h = 16"
+        "partition_field_tz = TIMESTAMP '2025-06-01 12:00:00' AND partition_field_h = 12"
     )
     kind = pa.timestamp("us", tz="America/New_York")
     noon = dt.datetime(2025, 6, 1, 16, tzinfo=UTC)
@@ -517,13 +517,13 @@ def test_zoned_timestamps_render_as_lance_reads_them() -> None:
             "object_id": "v1$a$dataset",
             "object_type": "table",
             "partition_field_tz": noon,
-            "partition_field_h": 16,
+            "partition_field_h": 12,
         },
         {
             "object_id": "v1$b$dataset",
             "object_type": "table",
             "partition_field_tz": noon + dt.timedelta(hours=1),
-            "partition_field_h": 17,
+            "partition_field_h": 13,
         },
     ]
     types = {"partition_field_tz": kind, "partition_field_h": pa.int32()}
@@ -809,7 +809,7 @@ TIME_FIELDS = [
     field(t, c, field_id=f"{t}_{c}") for t in ("year", "month", "day") for c in ("d", "ts", "tz")
 ]
 TIME_FIELDS += [field("hour", c, field_id=f"hour_{c}") for c in ("ts", "tz")]
-NEW_YORK = ZoneInfo("America/New_York")  # the `tz` column's zone; transforms read UTC parts
+NEW_YORK = ZoneInfo("America/New_York")  # the `tz` column's zone; transforms read wall time
 MULTI_FIELDS = [f for f in CATALOGUE if len(f.source_ids) > 1 and set(_names(f)) == {"i", "s"}]
 
 

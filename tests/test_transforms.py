@@ -9,7 +9,7 @@ import mmh3
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lancens_cli.errors import InvalidInputError
@@ -280,11 +280,71 @@ def test_timestamp_parts_including_negative_timestamps(unit):
     }
 
 
-def test_zoned_timestamps_are_read_in_utc():
+def test_zoned_timestamps_are_read_as_wall_time_in_their_zone():
     local = dt.datetime(2025, 1, 1, 0, 30, tzinfo=PLUS2)
     got = parts([local], pa.timestamp("us", tz="+02:00"))
-    assert got == {"year": [2024], "month": [12], "day": [31], "hour": [22]}
+    assert got == {"year": [2025], "month": [1], "day": [1], "hour": [0]}
+    three_utc = dt.datetime(2025, 6, 1, 3, tzinfo=dt.UTC)  # the issue's example: 23 in New York
+    assert parts([three_utc], pa.timestamp("us", tz="America/New_York"))["hour"] == [23]
     assert apply_transform(Transform("year"), [pa.array([local])], 1).type == pa.int32()
+
+
+ZONES = [None, "UTC", "America/New_York", "Asia/Kolkata", "+05:30", "-03:00", "Europe/London"]
+ZONES += ["Australia/Lord_Howe", "Asia/Kathmandu", "Pacific/Apia", "America/St_Johns"]
+
+
+def datafusion_parts(array: pa.Array) -> dict[str, list]:
+    """The spec's derived expressions, `date_part(<part>, col0)`, as DataFusion evaluates them."""
+    import datafusion
+
+    context = datafusion.SessionContext()
+    batch = pa.RecordBatch.from_arrays([array], ["col0"])
+    found = {}
+    for part in ("year", "month", "day", "hour"):
+        if part == "hour" and pa.types.is_date(array.type):
+            continue
+        query = context.from_arrow(batch).select(
+            datafusion.functions.date_part(datafusion.lit(part), datafusion.col("col0")).alias("v")
+        )
+        found[part] = query.to_arrow_table()["v"].cast(pa.int32()).to_pylist()
+    return found
+
+
+_NEAR_DST = st.sampled_from([1710054000, 1730613600, 1711846800, 1729990800, 1317468000])
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    zone=st.sampled_from(ZONES),
+    unit=st.sampled_from(["s", "ms", "us", "ns"]),
+    seconds=st.lists(
+        st.one_of(
+            st.integers(-62_135_596_800, 253_402_300_799),  # years 1 to 9999
+            _NEAR_DST.flatmap(lambda t: st.integers(t - 7200, t + 7200)),
+            st.integers(-86_400 * 800, 86_400 * 800),  # around 1970
+            st.none(),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+)
+def test_time_transforms_equal_their_expressions_as_datafusion_evaluates_them(zone, unit, seconds):
+    """Every zone (DST changes, half- and quarter-hour offsets, a day skipped), every unit,
+    pre-1970 and NULLs: what `write` stores is what the spec's expression evaluates to."""
+    scale = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}[unit]
+    if unit == "ns":  # ns timestamps reach 1677..2262 only
+        seconds = [
+            None if s is None else max(min(s, 9_200_000_000), -9_200_000_000) for s in seconds
+        ]
+    values = [None if s is None else s * scale + (scale // 3 if s % 2 else 0) for s in seconds]
+    kind = pa.timestamp(unit, tz=zone)
+    assert parts(values, kind) == datafusion_parts(pa.array(values, kind))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(st.integers(-719_162, 2_932_896), st.none()), min_size=1))
+def test_date_transforms_equal_their_expressions_as_datafusion_evaluates_them(days):
+    assert parts(days, pa.date32()) == datafusion_parts(pa.array(days, pa.date32()))
 
 
 # -------------------------------------------------------------------------------- truncate

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -513,17 +514,54 @@ _WIDEN = {"=": "=", "<": "<=", "<=": "<=", ">": ">=", ">=": ">="}
 
 
 def _monotone(conv: _Converter, node: Node, field: PartitionField) -> Node:
-    """t non-decreasing: x < c => t(x) <= t(c); x > c => t(x) >= t(c); `!=` tells nothing."""
+    """t non-decreasing: x < c => t(x) <= t(c); x > c => t(x) >= t(c); `!=` tells nothing.
+
+    `year` of a timestamp in a named zone is wall time, which a zone's change of offset can
+    set back (by at most a day in the time zone database): a bound is first moved that far
+    outward (`_slack`), so no row of a year the range reaches is ever left out."""
     column = field.column
+    down, up = _slack(field, conv.source_type(field))
     if isinstance(node, Comparison):
         if node.op not in _WIDEN:
             raise _NoPrune
-        return _renderable(Comparison(column, _WIDEN[node.op], conv.fitted(field, [node.literal])))
+        if node.op == "=":
+            return _renderable(Comparison(column, "=", conv.fitted(field, [node.literal])))
+        moved = up(node.literal) if node.op in ("<", "<=") else down(node.literal)
+        return _renderable(Comparison(column, _WIDEN[node.op], conv.fitted(field, [moved])))
     if isinstance(node, InList):
         return _renderable(one_of(column, [conv.fitted(field, [v]) for v in node.literals]))
     assert isinstance(node, Between)
-    low, high = conv.fitted(field, [node.low]), conv.fitted(field, [node.high])
+    low, high = conv.fitted(field, [down(node.low)]), conv.fitted(field, [up(node.high)])
     return _renderable(Between(column, low, high))
+
+
+_ZONE_SETBACK = dt.timedelta(days=3)  # beyond any backward jump of a zone's wall clock
+
+
+def _slack(field: PartitionField, kind: Any) -> tuple[Any, Any]:
+    """How to move a lower and an upper bound so that a monotone transform stays safe."""
+    if field.transform.type == "year" and zone_of(kind) not in (None, "fixed"):
+
+        def down(value: Any) -> Any:
+            return value - _ZONE_SETBACK if isinstance(value, dt.datetime) else value
+
+        def up(value: Any) -> Any:
+            return value + _ZONE_SETBACK if isinstance(value, dt.datetime) else value
+
+        return down, up
+    return (lambda value: value), (lambda value: value)
+
+
+_FIXED_OFFSET = re.compile(r"^[+-]\d{2}:?\d{2}$")
+
+
+def zone_of(kind: Any) -> str | None:
+    """None for dates, naive timestamps and UTC; "fixed" for a fixed offset; else the name."""
+    import pyarrow.types as t
+
+    if not t.is_timestamp(kind) or kind.tz is None or kind.tz.upper() in ("UTC", "Z", "ETC/UTC"):
+        return None
+    return "fixed" if _FIXED_OFFSET.match(kind.tz) else kind.tz
 
 
 def _cyclic(conv: _Converter, node: Node, field: PartitionField) -> Node:
@@ -597,19 +635,60 @@ def _upper(node: Node, column: str) -> list[Any]:
 
 
 def _unit_starts(low: Any, high: Any, unit: str, kind: Any) -> list[Any]:
-    """`low` and every start of a UTC month / day / hour in (low, high].
+    """`low` and every instant in (low, high] where the transform's value may change.
 
-    The transforms take date parts in UTC (a zoned timestamp at its UTC instant), so each
-    value in [low, high] shares its partition value with the latest of these points at or
-    before it. Refused beyond one cycle: it would keep every partition anyway.
+    Each value in [low, high] shares its partition value with the latest of these points at
+    or before it. Dates, naive and UTC timestamps: the starts of each month / day / hour. A
+    timestamp in another zone: every whole minute, for wall time there moves by whole minutes
+    between changes of offset, and those fall on whole minutes too (checked: an offset of
+    seconds, a zone's local mean time before standard time, is refused). Refused beyond one
+    cycle: it would keep every partition anyway.
     """
     import pyarrow.types as t
 
     if t.is_date(kind):
         return _walk(low, high, "month" if unit == "month" else "day", _next_date)
+    if zone_of(kind) is not None:
+        return _zoned_minutes(low, high, unit, kind)
     if isinstance(low, dt.datetime) and low.tzinfo is not None:
         low, high = low.astimezone(dt.UTC), high.astimezone(dt.UTC)
     return _walk(low, high, unit, _next_stamp)
+
+
+_CYCLE_SPAN = {
+    "hour": dt.timedelta(days=1),
+    "day": dt.timedelta(days=31),
+    "month": dt.timedelta(days=366),
+}
+
+
+def _zoned_minutes(low: dt.datetime, high: dt.datetime, unit: str, kind: Any) -> Any:
+    """`low` and every whole minute in (low, high], as an array of `kind` (wall time in a
+    zone other than UTC changes value only at whole minutes, as long as its offsets are
+    whole minutes)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if high - low > _CYCLE_SPAN[unit]:
+        raise _NoPrune
+    minute = 60_000_000
+    start = _epoch_micros(low)
+    first = -(-start // minute) * minute
+    micros = np.concatenate(([start], np.arange(first, _epoch_micros(high) + 1, minute)))
+    instants = pa.array(micros, pa.timestamp("us", tz=kind.tz))
+    offsets = pc.subtract(
+        pc.local_timestamp(instants).cast(pa.int64()), instants.cast(pa.int64())
+    ).to_numpy()
+    if (offsets % minute).any():
+        raise _NoPrune  # a zone's local mean time: offsets of seconds
+    return instants
+
+
+def _epoch_micros(value: dt.datetime) -> int:
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+    delta = aware - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def _walk(low: Any, high: Any, unit: str, step: Any) -> list[Any]:
@@ -640,12 +719,16 @@ def _next_stamp(stamp: dt.datetime, unit: str) -> dt.datetime:
 def _apply(field: PartitionField, points: list[Any], kind: Any) -> list[Any]:
     """Partition values of `points`, through the same vectorized code the writer uses."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     from lancens_cli.partition.transforms import apply_field
 
     try:
-        array = pa.array([_floor_to_unit(p, kind) for p in points], type=kind)
-        return apply_field(field, [array], len(points)).to_pylist()
+        if isinstance(points, pa.Array):  # whole minutes already: floor `low` to the unit
+            array = pc.floor_temporal(points, unit="second").cast(kind)
+        else:
+            array = pa.array([_floor_to_unit(p, kind) for p in points], type=kind)
+        return list(dict.fromkeys(apply_field(field, [array], len(points)).to_pylist()))
     except Exception:  # noqa: BLE001 - no pruning rather than a guess
         raise _NoPrune from None
 

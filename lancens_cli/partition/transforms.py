@@ -6,8 +6,9 @@ spec says it reads as NULL.
 
 Semantics chosen where the spec leaves room:
 
-* year / month / day / hour are `date_part` in UTC (month 1-12, day 1-31, hour 0-23): a
-  timestamp with a time zone is read at its UTC instant, a naive one is taken as UTC;
+* year / month / day / hour are `date_part` exactly as DataFusion evaluates the derived
+  expression (month 1-12, day 1-31, hour 0-23): a timestamp with a time zone is read as wall
+  time in that zone, a naive one as it reads;
 * truncate of an integer is `v - (v mod W)` with FLOOR modulo, so negatives go down
   (-1 -> -10 for W = 10) as in Iceberg; a result outside the source type is an error; strings
   keep their first W code points, binaries their first W bytes;
@@ -129,9 +130,8 @@ def _plain(source: Source) -> pa.Array | None:
 
 
 def _time_part(part: str, array: pa.Array) -> pa.Array:
-    """date_part in UTC: a zoned timestamp is viewed as its naive UTC value first."""
-    if pt.is_timestamp(array.type) and array.type.tz is not None:
-        array = array.view(pa.timestamp(array.type.unit))
+    """`date_part` as DataFusion evaluates it: a zoned timestamp in its own zone (03:00Z in
+    America/New_York is hour 23), a naive one as it reads, a date as a date."""
     return _TIME_PARTS[part](array).cast(pa.int32())
 
 

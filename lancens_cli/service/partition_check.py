@@ -77,6 +77,7 @@ def check_partitions(ns: Namespace, snapshot: ManifestSnapshot, report: Any) -> 
             )
     if not missing:
         _check_inheritance(snapshot, layout, report)
+        _check_zoned_time_values(ns, snapshot, layout, report)
     from lancens_cli.service.evolve_schema import check_table_schemas
 
     check_table_schemas(ns.storage, snapshot, layout, report)
@@ -98,6 +99,64 @@ def _check_inheritance(snapshot: ManifestSnapshot, layout: PartitionLayout, repo
                         dotted(found.object_id),
                         row.get("location"),
                         f"{level.column} differs from its ancestor {dotted(found.ancestor(depth))}",
+                    )
+
+
+def _zoned_time_fields(spec: PartitionSpec, layout: PartitionLayout) -> list[Any]:
+    """The spec's year / month / day / hour fields over a timestamp in a zone other than UTC:
+    the ones an older lancens computed in UTC instead of the zone's wall time."""
+    import pyarrow.types as pt
+
+    from lancens_cli.partition.pruning import zone_of
+    from lancens_cli.partition.schema import top_level_ids
+    from lancens_cli.partition.spec import TIME_TRANSFORMS
+
+    by_id = top_level_ids(layout.schema)
+    found = []
+    for f in spec.fields:
+        if f.transform is None or f.transform.type not in TIME_TRANSFORMS:
+            continue
+        source = by_id.get(f.source_ids[0])
+        if source is not None and pt.is_timestamp(source.type) and zone_of(source.type):
+            found.append((f, source.name))
+    return found
+
+
+def _check_zoned_time_values(
+    ns: Namespace, snapshot: ManifestSnapshot, layout: PartitionLayout, report: Any
+) -> None:
+    """Each stored time partition value over a zoned timestamp equals its derived expression,
+    `date_part(part, col0)`, in the column's zone, for every row of the table (spec 004)."""
+    from lancens_cli.partition.transforms import apply_field
+    from lancens_cli.store.containment import row_locations
+    from lancens_cli.store.tables import open_table
+
+    verdicts = row_locations(ns.storage, snapshot)
+    for spec in layout.specs:
+        fields = _zoned_time_fields(spec, layout)
+        if not fields:
+            continue
+        for found in partition_rows(snapshot.rows, [spec], KIND_TABLE):
+            row = found.row
+            if row.get("read_version") is None or verdicts.problem(found.object_id) is not None:
+                continue
+            data = open_table(ns.storage, row["location"], row["read_version"])
+            columns = sorted({name for _, name in fields})
+            rows = data.to_table(columns=columns)
+            for f, name in fields:
+                values = apply_field(f, [rows.column(name)], rows.num_rows).to_pylist()
+                wrong = sorted({v for v in values if v != row.get(f.column)}, key=repr)
+                if wrong:
+                    report.add(
+                        "partition_value_disagrees",
+                        dotted(found.object_id),
+                        row.get("location"),
+                        f"{f.column} = {row.get(f.column)!r}, but date_part('{f.transform.type}', "
+                        f"{name}) in the column's zone gives {wrong[:5]!r} for some rows (written "
+                        "by a lancens that took time parts in UTC); filters on "
+                        f"{name} may miss these rows. Rewrite the namespace: `lancens scan --to "
+                        "DIR` (a read without --where), then `add-partition-spec` and `write` "
+                        "(or `ingest`) it into a new root",
                     )
 
 
