@@ -69,6 +69,73 @@ def _walk(fields: list[Any]) -> list[Any]:
     return out
 
 
+def field_ids_by_path(schema: Any) -> dict[str, int]:
+    """`lance:field_id` of every field of an Arrow schema, by dotted path (`s.x`)."""
+    found: dict[str, int] = {}
+
+    def visit(fields: list[Any], prefix: str) -> None:
+        for f in fields:
+            fid = _field_id(f)
+            if fid is not None:
+                found[prefix + f.name] = fid
+            visit(_children(f), f"{prefix}{f.name}.")
+
+    visit(list(schema), "")
+    return found
+
+
+def lance_ids_by_path(lance_schema: Any) -> dict[str, int]:
+    """The field id Lance gave every field of a table, by dotted path."""
+    found: dict[str, int] = {}
+
+    def visit(fields: list[Any], prefix: str) -> None:
+        for f in fields:
+            found[prefix + f.name()] = f.id()
+            visit(f.children(), f"{prefix}{f.name()}.")
+
+    visit(lance_schema.fields(), "")
+    return found
+
+
+GAP_PREFIX = "_lancens_field_id_gap_"
+
+
+def padded_for_field_ids(table: Any, highest: int = -1) -> tuple[Any, list[str]]:
+    """The rows with a NULL placeholder column in each gap of the schema's field ids (and up
+    to `highest`, the highest id the namespace ever used, so that Lance gives a column added
+    later the id the namespace does), and the placeholders' names.
+
+    Lance numbers a new table's fields 0, 1, 2, ... in schema order; spec 004 wants every
+    partition table to carry the namespace schema's ids, which have gaps after a drop. A table
+    created from the padded rows gets exactly those ids once the placeholders are dropped
+    (a metadata-only commit). Gaps are filled between top-level columns; a schema whose ids
+    cannot be reached so (a gap inside a nested column, ids out of order) is returned as it
+    is, and `check` reports the table (`partition_field_ids_differ`)."""
+    import pyarrow as pa
+
+    padded: list[tuple[Any, Any]] = []
+    gaps: list[str] = []
+    next_id = 0
+    for index, f in enumerate(table.schema):
+        ids = [_field_id(x) for x in _walk([f])]
+        if None in ids or ids != list(range(ids[0], ids[0] + len(ids))) or ids[0] < next_id:
+            return table, []
+        for gap in range(next_id, ids[0]):
+            name = f"{GAP_PREFIX}{gap}"
+            gaps.append(name)
+            padded.append((pa.field(name, pa.int8()), pa.nulls(table.num_rows, pa.int8())))
+        padded.append((f, table.column(index)))
+        next_id = ids[-1] + 1
+    for gap in range(next_id, highest + 1):
+        name = f"{GAP_PREFIX}{gap}"
+        gaps.append(name)
+        padded.append((pa.field(name, pa.int8()), pa.nulls(table.num_rows, pa.int8())))
+    if not gaps:
+        return table, []
+    schema = pa.schema([f for f, _ in padded], metadata=table.schema.metadata)
+    return pa.Table.from_arrays([c for _, c in padded], schema=schema), gaps
+
+
 def with_field_ids(schema: Any) -> Any:
     """The schema with a `lance:field_id` on every field; ids already there are kept."""
     import pyarrow as pa

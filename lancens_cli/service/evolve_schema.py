@@ -33,7 +33,7 @@ from lancens_cli.errors import (
 )
 from lancens_cli.models import Identifier
 from lancens_cli.partition.rows import partition_table_rows
-from lancens_cli.partition.schema import schema_to_text
+from lancens_cli.partition.schema import field_ids_by_path, lance_ids_by_path, schema_to_text
 from lancens_cli.partition.schema_evolution import (
     HISTORY_KEY,
     Change,
@@ -234,7 +234,7 @@ def bring_table(storage: Storage, job: Brought, schema: Any, history: list[Any])
         if steps.empty:
             return dataset.version
         start = dataset.version
-        commits = _apply(dataset, steps)
+        commits = _apply(dataset, steps, field_ids_by_path(schema))
         return dataset.version if dataset.version == start + commits else None
 
     return retry_on_conflict(
@@ -248,7 +248,7 @@ def bring_table(storage: Storage, job: Brought, schema: Any, history: list[Any])
     )
 
 
-def _apply(dataset: Any, steps: TableSteps) -> int:
+def _apply(dataset: Any, steps: TableSteps, wanted_ids: dict[str, int]) -> int:
     """Run the steps as Lance commits on `dataset`; how many commits that took."""
     commits = 0
     if steps.drop:
@@ -260,9 +260,31 @@ def _apply(dataset: Any, steps: TableSteps) -> int:
         dataset.alter_columns(*({"path": n, "data_type": t} for n, t in steps.cast))
         commits += 1
     if steps.add:
-        dataset.add_columns(steps.add)
-        commits += 1
+        commits += _add_with_ids(dataset, steps.add, wanted_ids)
     return commits
+
+
+def _add_with_ids(dataset: Any, fields: list[Any], wanted: dict[str, int]) -> int:
+    """Add columns with the field ids the namespace schema gives them; the commits it took.
+
+    Lance numbers an added column one past the highest id the table has now, which is lower
+    than the namespace's after the highest column was dropped (ids are never reused, spec
+    004). Then the columns are added again behind NULL placeholders that take up the missing
+    ids, and the placeholders dropped (all metadata-only commits)."""
+    import pyarrow as pa
+
+    from lancens_cli.partition.schema import GAP_PREFIX
+
+    dataset.add_columns(fields)
+    first = fields[0].name
+    short = wanted.get(first, 0) - lance_ids_by_path(dataset.lance_schema)[first]
+    if short <= 0:
+        return 1
+    dataset.drop_columns([f.name for f in fields])
+    gaps = [pa.field(f"{GAP_PREFIX}{n}", pa.int8()) for n in range(short)]
+    dataset.add_columns(gaps + list(fields))
+    dataset.drop_columns([g.name for g in gaps])
+    return 4
 
 
 def _rename(dataset: Any, renames: list[tuple[str, str]]) -> int:
@@ -331,6 +353,26 @@ def _publish(
     return version
 
 
+def _check_field_ids(
+    row: dict[str, Any], ids: dict[str, int], wanted: dict[str, int], report: Any
+) -> None:
+    """Spec 004, Namespace Schema: field ids are never reused and the same in every partition
+    table. A table whose Lance field ids differ from the namespace schema's is read right by
+    readers that match columns by name (lancens, pylance, lancedb), wrong by one matching ids."""
+    differ = sorted(p for p in wanted.keys() & ids.keys() if wanted[p] != ids[p])
+    if not differ:
+        return
+    shown = ", ".join(f"{p} has id {ids[p]}, the schema says {wanted[p]}" for p in differ[:5])
+    report.add(
+        "partition_field_ids_differ",
+        row["object_id"],
+        row["location"],
+        f"field ids are not the namespace schema's ({shown}): a reader matching columns by "
+        "field id reads the wrong columns. Rewrite its rows: `lancens scan --to DIR` (a read "
+        "without --where), then `add-partition-spec` and `write` them into a new root",
+    )
+
+
 def check_table_schemas(
     storage: Storage, snapshot: ManifestSnapshot, layout: PartitionLayout, report: Any
 ) -> None:
@@ -347,13 +389,17 @@ def check_table_schemas(
 
     def table_schema(row: dict[str, Any]) -> Any:
         try:
-            return open_published(storage, row).schema
+            dataset = open_published(storage, row)
+            return dataset.schema, lance_ids_by_path(dataset.lance_schema)
         except InvalidTableStateError:
-            return None  # the table checks report an unreadable table
+            return None, {}  # the table checks report an unreadable table
 
+    wanted_ids = field_ids_by_path(layout.schema)
     with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
         schemas = list(pool.map(table_schema, rows))
-    for row, schema in zip(rows, schemas, strict=True):
+    for row, (schema, ids) in zip(rows, schemas, strict=True):
+        if schema is not None and shape(schema) == shape(layout.schema):
+            _check_field_ids(row, ids, wanted_ids, report)
         if schema is None or shape(schema) == shape(layout.schema):
             continue
         known = generation_of(schema, layout.schema, history) is not None

@@ -28,7 +28,8 @@ from lancens_cli.errors import (
 )
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Identifier
 from lancens_cli.partition.rows import child_id, partition_rows, partition_table_rows
-from lancens_cli.partition.schema import schema_to_text
+from lancens_cli.partition.schema import padded_for_field_ids, schema_to_text
+from lancens_cli.partition.schema_evolution import highest_id, history_from_metadata
 from lancens_cli.partition.spec import PartitionSpec
 from lancens_cli.service import partition_branch as branches
 from lancens_cli.service.catalog_rows import partition_namespace_row, partition_table_row
@@ -87,6 +88,7 @@ class PartitionTouch:
     branch: str | None = None  # the branch the write goes to (None: main)
     base_ref: tuple[Any, Any, Any] = (None, None, None)  # the row's read_* when prepared
     base_branch: str | None = None  # the branch of the published version (None: main)
+    highest_field_id: int = -1  # the highest id the namespace schema ever used (spec 004)
 
     @property
     def row_count(self) -> int:
@@ -292,7 +294,10 @@ def _write_table(
             dataset = commit_new_table(storage, touch.location, first, touch.schema)
         else:
             rows = touch.rows if on_main else empty_like(touch.rows)
-            dataset = write_new_table(storage, touch.location, rows, exclusive=True)
+            padded, gaps = padded_for_field_ids(rows, touch.highest_field_id)
+            dataset = write_new_table(storage, touch.location, padded, exclusive=True)
+            if gaps:  # the namespace schema's field ids, never reused ones (spec 004)
+                dataset.drop_columns(gaps)
         touch.version = dataset.version if on_main else start_on_branch(storage, touch)
         touch.written_to = touch.location
     else:
@@ -409,8 +414,10 @@ def write_partitioned(
     spec = layout.current
     table = conform(data, layout.schema)
     touches = split_by_partition(table, spec, layout.schema)
+    highest = highest_id(layout.schema, history_from_metadata(snapshot.metadata))
     for touch in touches:
         touch.branch = branch
+        touch.highest_field_id = highest
     result = PartitionWrite(spec.id, table.num_rows, touches, [f.field_id for f in spec.fields])
     return commit_touches(ns, snapshot, layout, result, progress=progress)
 
