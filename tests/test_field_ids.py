@@ -119,4 +119,4 @@ def test_check_finds_a_partition_table_whose_field_ids_are_not_the_schemas(tmp_p
     (found,) = [
         f for f in json.loads(result.stdout)["findings"] if f["code"].endswith("ids_differ")
     ]
-    assert "c has id 2, the schema says 3" in found["message"]
+    assert "c has id 2, which the namespace gave b" in found["message"]

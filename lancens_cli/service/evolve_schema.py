@@ -256,11 +256,11 @@ def _apply(dataset: Any, steps: TableSteps, wanted_ids: dict[str, int]) -> int:
         commits += 1
     if steps.rename:
         commits += _rename(dataset, steps.rename)
+    if steps.add:  # before the casts: Lance numbers a rewritten column like a new one
+        commits += _add_with_ids(dataset, steps.add, wanted_ids)
     if steps.cast:
         dataset.alter_columns(*({"path": n, "data_type": t} for n, t in steps.cast))
         commits += 1
-    if steps.add:
-        commits += _add_with_ids(dataset, steps.add, wanted_ids)
     return commits
 
 
@@ -354,23 +354,50 @@ def _publish(
 
 
 def _check_field_ids(
-    row: dict[str, Any], ids: dict[str, int], wanted: dict[str, int], report: Any
+    row: dict[str, Any], ids: dict[str, int], ever: dict[int, str], widened: set[int], report: Any
 ) -> None:
     """Spec 004, Namespace Schema: field ids are never reused and the same in every partition
-    table. A table whose Lance field ids differ from the namespace schema's is read right by
-    readers that match columns by name (lancens, pylance, lancedb), wrong by one matching ids."""
-    differ = sorted(p for p in wanted.keys() & ids.keys() if wanted[p] != ids[p])
-    if not differ:
+    table. Reported: a column whose Lance field id is one the namespace gave another column
+    (now or in an earlier generation), so that a reader matching columns by field id reads
+    that other column's data. Readers matching by name (lancens, pylance, lancedb) are right.
+
+    A column `evolve-schema --widen` rewrote is left out: Lance's cast gives the rewritten
+    column a new id, which its public API cannot choose (docs/partitioning.md)."""
+    wanted = {path: fid for fid, path in ever.items() if path in ids}
+    reused = sorted(
+        path
+        for path, fid in ids.items()
+        if fid in ever and path in wanted and wanted[path] != fid and wanted[path] not in widened
+    )
+    if not reused:
         return
-    shown = ", ".join(f"{p} has id {ids[p]}, the schema says {wanted[p]}" for p in differ[:5])
+    shown = ", ".join(
+        f"{p} has id {ids[p]}, which the namespace gave {ever[ids[p]]}" for p in reused[:5]
+    )
     report.add(
         "partition_field_ids_differ",
         row["object_id"],
         row["location"],
-        f"field ids are not the namespace schema's ({shown}): a reader matching columns by "
-        "field id reads the wrong columns. Rewrite its rows: `lancens scan --to DIR` (a read "
-        "without --where), then `add-partition-spec` and `write` them into a new root",
+        f"field ids are reused ({shown}): a reader matching columns by field id reads the "
+        "wrong column. Rewrite its rows: `lancens scan --to DIR` (a read without --where), "
+        "then `add-partition-spec` and `write` them into a new root",
     )
+
+
+def widened_ids(schema: Any, history: list[Any]) -> set[int]:
+    """Field ids whose type differs in some earlier generation of the namespace schema."""
+    now = field_types_by_id(schema)
+    return {
+        i
+        for old in history
+        for i, kind in field_types_by_id(old).items()
+        if now.get(i, kind) != kind
+    }
+
+
+def field_types_by_id(schema: Any) -> dict[int, Any]:
+    ids = field_ids_by_path(schema)
+    return {ids[f.name]: f.type for f in schema if f.name in ids}
 
 
 def check_table_schemas(
@@ -394,12 +421,15 @@ def check_table_schemas(
         except InvalidTableStateError:
             return None, {}  # the table checks report an unreadable table
 
-    wanted_ids = field_ids_by_path(layout.schema)
+    ever: dict[int, str] = {}
+    for generation in [*history, layout.schema]:  # the current names last: they win
+        ever |= {fid: path for path, fid in field_ids_by_path(generation).items()}
+    widened = widened_ids(layout.schema, history)
     with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
         schemas = list(pool.map(table_schema, rows))
     for row, (schema, ids) in zip(rows, schemas, strict=True):
         if schema is not None and shape(schema) == shape(layout.schema):
-            _check_field_ids(row, ids, wanted_ids, report)
+            _check_field_ids(row, ids, ever, widened, report)
         if schema is None or shape(schema) == shape(layout.schema):
             continue
         known = generation_of(schema, layout.schema, history) is not None
