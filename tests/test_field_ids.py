@@ -10,6 +10,7 @@ import json
 import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from conftest import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -120,3 +121,43 @@ def test_check_finds_a_partition_table_whose_field_ids_are_not_the_schemas(tmp_p
         f for f in json.loads(result.stdout)["findings"] if f["code"].endswith("ids_differ")
     ]
     assert "c has id 2, which the namespace gave b" in found["message"]
+
+
+@pytest.mark.spark
+def test_ingest_creates_partition_tables_with_the_namespace_schemas_field_ids(tmp_path, spark):
+    """The Spark path: tasks write the data files, the driver commits each new table; after a
+    drop and an add the new table's `c` has the namespace's id 3, not the dropped `b`'s 2, and
+    its rows read back."""
+    root = tmp_path / "ns"
+    root.mkdir()
+    args = ("--root", str(root))
+    rows = pa.table({"k": pa.array([0], pa.int64()), "a": ["x"], "b": pa.array([1], pa.int32())})
+    pq.write_table(rows, tmp_path / "rows.parquet")
+    spec = ("add-partition-spec", "--schema", str(tmp_path / "rows.parquet"), "--field", "k")
+    assert invoke(*args, *spec).exit_code == 0
+    assert invoke(*args, "write", "--from", str(tmp_path / "rows.parquet")).exit_code == 0
+    assert invoke(*args, "evolve-schema", "--drop", "b", "--add", "c int32").exit_code == 0
+    more = pa.table({"k": pa.array([7, 8], pa.int64()), "a": ["y", "z"], "c": pa.array([5, 6])})
+    pq.write_table(
+        more.cast(pa.schema([("k", pa.int64()), ("a", pa.string()), ("c", pa.int32())])),
+        tmp_path / "more.parquet",
+    )
+    result = invoke(*args, "ingest", str(tmp_path / "more.parquet"), "--master", "local[2]")
+    assert result.exit_code == 0, result.stderr
+    wanted, tables = published_ids(root)
+    assert len(tables) == 3
+    for ids in tables:
+        assert {p: ids[p] for p in wanted} == wanted == {"k": 0, "a": 1, "c": 3}
+    ns = Namespace.from_properties({"root": str(root)})
+    read = []
+    for row in ns.snapshot().rows:
+        if row["object_type"] == "table" and row.get("read_version"):
+            ds = lance.dataset(str(root / row["location"]), version=row["read_version"])
+            assert ds.schema.names == ["k", "a", "c"]
+            read += ds.to_table().to_pylist()
+    assert sorted(read, key=lambda r: r["k"]) == [
+        {"k": 0, "a": "x", "c": None},
+        {"k": 7, "a": "y", "c": 5},
+        {"k": 8, "a": "z", "c": 6},
+    ]
+    assert invoke(*args, "check").exit_code == 0

@@ -100,40 +100,94 @@ def lance_ids_by_path(lance_schema: Any) -> dict[str, int]:
 GAP_PREFIX = "_lancens_field_id_gap_"
 
 
-def padded_for_field_ids(table: Any, highest: int = -1) -> tuple[Any, list[str]]:
-    """The rows with a NULL placeholder column in each gap of the schema's field ids (and up
-    to `highest`, the highest id the namespace ever used, so that Lance gives a column added
-    later the id the namespace does), and the placeholders' names.
+def field_id_padding(schema: Any, highest: int = -1) -> tuple[Any, list[str]]:
+    """The schema with a NULL placeholder column in each gap of its field ids (and up to
+    `highest`, the highest id the namespace ever used, so that Lance gives a column added later
+    the id the namespace does), and the placeholders' names.
 
     Lance numbers a new table's fields 0, 1, 2, ... in schema order; spec 004 wants every
     partition table to carry the namespace schema's ids, which have gaps after a drop. A table
-    created from the padded rows gets exactly those ids once the placeholders are dropped
+    created with the padded schema gets exactly those ids once the placeholders are dropped
     (a metadata-only commit). Gaps are filled between top-level columns; a schema whose ids
     cannot be reached so (a gap inside a nested column, ids out of order) is returned as it
-    is, and `check` reports the table (`partition_field_ids_differ`)."""
+    is, and `check` reports a table that reuses an id (`partition_field_ids_differ`)."""
     import pyarrow as pa
 
-    padded: list[tuple[Any, Any]] = []
+    padded: list[Any] = []
     gaps: list[str] = []
     next_id = 0
-    for index, f in enumerate(table.schema):
+
+    def pad(upto: int) -> None:
+        for gap in range(next_id, upto):
+            gaps.append(f"{GAP_PREFIX}{gap}")
+            padded.append(pa.field(gaps[-1], pa.int8()))
+
+    for f in schema:
         ids = [_field_id(x) for x in _walk([f])]
         if None in ids or ids != list(range(ids[0], ids[0] + len(ids))) or ids[0] < next_id:
-            return table, []
-        for gap in range(next_id, ids[0]):
-            name = f"{GAP_PREFIX}{gap}"
-            gaps.append(name)
-            padded.append((pa.field(name, pa.int8()), pa.nulls(table.num_rows, pa.int8())))
-        padded.append((f, table.column(index)))
+            return schema, []
+        pad(ids[0])
+        padded.append(f)
         next_id = ids[-1] + 1
-    for gap in range(next_id, highest + 1):
-        name = f"{GAP_PREFIX}{gap}"
-        gaps.append(name)
-        padded.append((pa.field(name, pa.int8()), pa.nulls(table.num_rows, pa.int8())))
+    pad(highest + 1)
+    if not gaps:
+        return schema, []
+    return pa.schema(padded, metadata=schema.metadata), gaps
+
+
+def padded_for_field_ids(table: Any, highest: int = -1) -> tuple[Any, list[str]]:
+    """The rows in `field_id_padding`'s schema (placeholders all NULL), and the placeholders."""
+    import pyarrow as pa
+
+    schema, gaps = field_id_padding(table.schema, highest)
     if not gaps:
         return table, []
-    schema = pa.schema([f for f, _ in padded], metadata=table.schema.metadata)
-    return pa.Table.from_arrays([c for _, c in padded], schema=schema), gaps
+    columns = [
+        pa.nulls(table.num_rows, f.type) if f.name in gaps else table.column(f.name) for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema), gaps
+
+
+def renumbered_fragments(fragments: list[Any], schema: Any, padded: Any) -> list[Any] | None:
+    """Fragments whose data files Lance numbered by `schema` (0, 1, 2, ... depth-first),
+    renumbered for `padded` (the same columns with placeholders between them); None when a
+    file names an id `schema` does not have."""
+    import dataclasses
+
+    from lance.fragment import DataFile
+
+    def numbering(fields: list[Any]) -> dict[str, int]:
+        paths: list[str] = []
+
+        def visit(items: list[Any], prefix: str) -> None:
+            for f in items:
+                paths.append(prefix + f.name)
+                visit(_children(f), f"{prefix}{f.name}.")
+
+        visit(fields, "")
+        return {path: n for n, path in enumerate(paths)}
+
+    old = {n: path for path, n in numbering(list(schema)).items()}
+    new = numbering(list(padded))
+    renumbered = []
+    for fragment in fragments:
+        files = []
+        for data_file in fragment.files:
+            if any(i not in old for i in data_file.fields):
+                return None
+            files.append(
+                DataFile(
+                    data_file.path,
+                    [new[old[i]] for i in data_file.fields],
+                    data_file.column_indices,
+                    data_file.file_major_version,
+                    data_file.file_minor_version,
+                    data_file.file_size_bytes,
+                    data_file.base_id,
+                )
+            )
+        renumbered.append(dataclasses.replace(fragment, files=files))
+    return renumbered
 
 
 def with_field_ids(schema: Any) -> Any:

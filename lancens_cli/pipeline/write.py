@@ -263,6 +263,9 @@ def _commit_partitioned(
         found = merged.setdefault(entry["table_id"], {**entry, "fragments": [], "rows": 0})
         found["fragments"] += entry["fragments"]
         found["rows"] += entry["rows"]
+    from lancens_cli.partition.schema_evolution import highest_id, history_from_metadata
+
+    highest = highest_id(layout.schema, history_from_metadata(snapshot.metadata))
     touches = []
     fresh: dict[tuple[str, Any], str] = {}
     for entry in merged.values():
@@ -279,6 +282,7 @@ def _commit_partitioned(
             overwrite=plan.overwrite,
             schema=layout.schema,
             branch=plan.branch,
+            highest_field_id=highest,
         )
         if touch.created:
             parent = spec.namespace

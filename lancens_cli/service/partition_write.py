@@ -291,7 +291,9 @@ def _write_table(
         on_main = touch.branch is None  # else main gets an empty version 1, the branch the rows
         if touch.fragments is not None:  # written by Spark tasks: commit version 1 of them
             first = touch.fragments if on_main else []
-            dataset = commit_new_table(storage, touch.location, first, touch.schema)
+            dataset = commit_new_table(
+                storage, touch.location, first, touch.schema, touch.highest_field_id
+            )
         else:
             rows = touch.rows if on_main else empty_like(touch.rows)
             padded, gaps = padded_for_field_ids(rows, touch.highest_field_id)

@@ -148,19 +148,32 @@ def commit_on_base(storage: Storage, touch: Any, confirm_base: Callable[[Any], N
     )
 
 
-def commit_new_table(storage: Storage, location: str, fragments: list[Any], schema: Any) -> Any:
-    """Version 1 of a table whose data files are written already (put-if-not-exists)."""
+def commit_new_table(
+    storage: Storage, location: str, fragments: list[Any], schema: Any, highest: int = -1
+) -> Any:
+    """Version 1 of a table whose data files are written already (put-if-not-exists), with
+    the namespace schema's field ids: placeholders fill the gaps and are dropped at once
+    (partition/schema.py `field_id_padding`)."""
     import lance
 
+    from lancens_cli.partition.schema import field_id_padding, renumbered_fragments
+
+    padded, gaps = field_id_padding(schema, highest)
+    renumbered = renumbered_fragments(fragments, schema, padded) if gaps else None
+    if renumbered is None:
+        padded, gaps, renumbered = schema, [], fragments
     try:
-        return lance.LanceDataset.commit(
+        dataset = lance.LanceDataset.commit(
             storage.uri(location),
-            lance.LanceOperation.Overwrite(schema, fragments),
+            lance.LanceOperation.Overwrite(padded, renumbered),
             read_version=None,
             max_retries=0,
             storage_options=storage.lance_options,
             enable_v2_manifest_paths=True,
         )
+        if gaps:
+            dataset.drop_columns(gaps)
+        return dataset
     except (ValueError, OSError, RuntimeError) as exc:
         raise InvalidTableStateError(
             f"cannot commit table at {location!r}: {lance_message(exc)}"
@@ -178,13 +191,13 @@ def read_back(storage: Storage, touch: Any) -> Any:
     uri = storage.uri(touch.location)
     if not storage.exists(f"{touch.location}/{VERSIONS_DIR}"):
         first = touch.fragments if touch.branch is None else []
-        commit_new_table(storage, touch.location, first, touch.schema)
+        commit_new_table(storage, touch.location, first, touch.schema, touch.highest_field_id)
         if touch.branch is not None:
             start_on_branch(storage, touch)
     dataset = lance.dataset(uri, storage_options=storage.lance_options)
     if touch.branch is not None:
         return dataset.checkout_version((touch.branch, None)).to_table()
-    return dataset.checkout_version(1).to_table()
+    return dataset.checkout_version(1).to_table(columns=touch.schema.names)
 
 
 def _why(exc: BaseException) -> str:
