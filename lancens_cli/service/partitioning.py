@@ -226,7 +226,7 @@ def add_partition_spec(
         if ours is not None:  # only the rows and columns are left to do
             layout = layout_of(snapshot)
             edit.add_columns(manifest_columns(layout.fields))
-            _add_version_namespace(snapshot, edit, ours.spec, new=False)
+            _add_version_namespace(snapshot, edit, ours.spec)
             return ours
         layout = layout_of(snapshot)
         specs = layout.specs if layout else []
@@ -273,29 +273,32 @@ def add_partition_spec(
             updates[WRITER_FLAGS_KEY] = str(snapshot.writer_flags | PARTITIONED_WRITER_FLAG)
             edit.set_metadata(updates)
             planned.append(change)
-        _add_version_namespace(snapshot, edit, spec, new=action != "exists")
+        _add_version_namespace(snapshot, edit, spec)
         return change
 
     if dry_run:
         snapshot = ns.snapshot()
         return plan(snapshot, ManifestEdit(snapshot))
-    # The metadata is committed in one round and the rows in the next, which finds our spec
-    # in place and answers with the change that round planned.
-    return ns.manifest.mutate(plan)
+    # The columns and the `v<N>` row are committed in one round and the spec (metadata) in
+    # the next: Lance cannot commit both at once, and in this order every `__manifest`
+    # version in between reads as the namespace did before (no spec names a missing column).
+    # The last round finds our spec in place and answers with the change it planned.
+    return ns.manifest.mutate(plan, metadata_last=True)
 
 
 def _add_version_namespace(
-    snapshot: ManifestSnapshot, edit: ManifestEdit, spec: PartitionSpec, *, new: bool
+    snapshot: ManifestSnapshot, edit: ManifestEdit, spec: PartitionSpec
 ) -> None:
     """Add `v<N>`, unless it is there; refuse one that belongs to someone else.
 
-    For a spec about to be added, any existing `v<N>` is the user's: its tables would pass
-    for partitions. Once the spec is in place, an existing empty namespace is ours.
+    An existing `v<N>` with anything in it is the user's: its tables would pass for
+    partitions. An empty one is taken: it is the `v<N>` this change commits before the spec
+    itself (`metadata_last`), found again by a later round or by a rerun after a kill.
     """
     row = snapshot.get(spec.namespace)
     if row is None:
         edit.add(partition_namespace_row(spec.namespace))
-    elif row["object_type"] != KIND_NAMESPACE or new or snapshot.children(spec.namespace):
+    elif row["object_type"] != KIND_NAMESPACE or snapshot.children(spec.namespace):
         raise NamespaceAlreadyExistsError(
             f"{Identifier((spec.namespace,)).display()} already exists and is not a spec-version "
             "namespace of this partitioned namespace"

@@ -409,11 +409,19 @@ class ManifestStore:
         snapshot.data_storage_version = ds.data_storage_version
         return snapshot
 
-    def mutate(self, plan: Callable[[ManifestSnapshot, ManifestEdit], T]) -> T:
+    def mutate(
+        self, plan: Callable[[ManifestSnapshot, ManifestEdit], T], *, metadata_last: bool = False
+    ) -> T:
         """Apply `plan` to the newest snapshot and commit it, re-planning on conflict.
 
         `plan` may raise (e.g. the name is taken); it is called again on every retry, so it
         must derive everything from the snapshot it is given.
+
+        Lance commits rows (an Overwrite) and table metadata (UpdateConfig) in separate
+        operations, never in one. By default the metadata lands first; `metadata_last` lands
+        the rows and columns first, for a change whose metadata names them (a partition spec
+        names its `partition_field_*` columns and `v<N>` namespace): every version in between
+        then reads consistently, as if the change had not begun.
         """
         if self.pinned_version is not None:
             raise InvalidInputError(
@@ -428,7 +436,17 @@ class ManifestStore:
             if edit.is_empty and not edit.metadata_updates:
                 return result
             require_writable(snapshot)
-            if edit.metadata_updates:
+            if metadata_last and edit.metadata_updates and not edit.is_empty:
+                # the rows first; the next round plans again and finds only the metadata
+                if self._try_commit(snapshot, edit.build()):
+                    interrupt.mark_durable()
+                    if self.build_indexes:
+                        self.create_indexes()
+                    landed += 1
+                    if landed > _METADATA_COMMITS:
+                        raise ManifestError("__manifest keeps changing; giving up")
+                    continue
+            elif edit.metadata_updates:
                 # Metadata goes first, in its own commit; the plan sees it on the next round
                 # and the rows follow. A crash in between leaves the metadata, which a rerun
                 # of the same plan finds already there.
