@@ -213,7 +213,7 @@ def test_after_prune_every_version_a_reader_can_reach_reads_as_before(tmp_path_f
     removed_in_all: list[int] = []
 
     @settings(
-        max_examples=30,
+        max_examples=12,
         deadline=None,
         derandomize=True,
         database=None,

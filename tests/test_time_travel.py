@@ -135,3 +135,32 @@ def test_past_versions_read_the_same_after_a_prune_that_kept_them(history, spark
     ok(root, "prune", "--yes")  # the default policy keeps what recent versions publish
     for version, _, ids in seen:
         assert read_ids(spark, root, versionAsOf=str(version)) == ids, version
+
+
+def test_join_and_join_plan_read_each_root_as_of_a_version(history):
+    """A self-join on the unique id counts the ids published at that version; a timestamp
+    reads both roots as of one moment."""
+    root, seen = history
+    for version, moment, ids in (seen[0], seen[3]):
+        for travel in (
+            ["--version-as-of", str(version)],
+            ["--timestamp-as-of", moment.isoformat()],
+        ):
+            result = invoke(
+                "--json", "join", root.uri, root.uri, "--on", "l.id = r.id", "--count", *travel
+            )
+            assert result.exit_code == 0, result.stderr
+            assert json.loads(result.stdout)["count"] == len(ids), (travel, version)
+    first = invoke(
+        "--json",
+        "join-plan",
+        root.uri,
+        root.uri,
+        "--on",
+        "l.id = r.id",
+        "--version-as-of",
+        str(seen[0][0]),
+    )
+    latest = invoke("--json", "join-plan", root.uri, root.uri, "--on", "l.id = r.id")
+    assert first.exit_code == latest.exit_code == 0, first.stderr + latest.stderr
+    assert len(first.stdout) < len(latest.stdout)  # fewer partitions back then

@@ -6,7 +6,15 @@ from typing import Annotated, Any
 
 import typer
 
-from lancens_cli.cli.options import Conf, JoinKeys, LeftRoot, Master, RightRoot
+from lancens_cli.cli.options import (
+    Conf,
+    JoinKeys,
+    LeftRoot,
+    Master,
+    RightRoot,
+    TimestampAsOf,
+    VersionAsOf,
+)
 from lancens_cli.cli.session import session
 
 DEFAULT_LIMIT = 20
@@ -57,6 +65,8 @@ def join(
         bool,
         typer.Option("--explain", help="Print the partition groups and Spark's physical plan."),
     ] = False,
+    version_as_of: VersionAsOf = None,
+    timestamp_as_of: TimestampAsOf = None,
     master: Master = None,
     conf: Conf = None,
 ) -> None:
@@ -66,6 +76,9 @@ def join(
     published version in the driver, then runs one Spark task per partition group; each task
     joins its group's tables in Arrow, so rows are never shuffled. When the layouts are not
     compatible, says why on stderr and runs an ordinary Spark (shuffle) join.
+
+    Time travel: --timestamp-as-of reads both roots as of one moment; --version-as-of N reads
+    each root as its own __manifest version N published it.
 
     A column name found on both sides is output as l_<name> and r_<name>; other columns keep
     their names. Prints rows (--limit), a --count, or writes files (--to). Exit codes: 2 for a
@@ -90,9 +103,9 @@ def join(
     wanted = job_module.parse_columns(columns)
     left = session().namespace_at(left_root)
     session()._namespace = left  # its profile's secrets are masked in error messages too
-    job = job_module.plan_job(
-        left, session().namespace_at(right_root), keys, how, wanted, filtered=where is not None
-    )
+    right = session().namespace_at(right_root).as_of(version_as_of, timestamp_as_of)
+    left = left.as_of(version_as_of, timestamp_as_of)
+    job = job_module.plan_job(left, right, keys, how, wanted, filtered=where is not None)
     if not job.spj and not session().json:
         message(f"join: no storage-partitioned join ({job.fallback_reasons[0]}); shuffling")
     started = time.monotonic()

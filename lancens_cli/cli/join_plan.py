@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.options import JoinKeys, LeftRoot, RightRoot
+from lancens_cli.cli.options import JoinKeys, LeftRoot, RightRoot, TimestampAsOf, VersionAsOf
 from lancens_cli.cli.session import session
 
 
@@ -22,6 +22,8 @@ def join_plan(
             "versions on its own); by default only the current spec of each side is planned.",
         ),
     ] = False,
+    version_as_of: VersionAsOf = None,
+    timestamp_as_of: TimestampAsOf = None,
 ) -> None:
     """Plan a storage partitioned join (SPJ) of two partitioned namespaces.
 
@@ -30,6 +32,9 @@ def join_plan(
     strings), the same time parts. Prints one group per set of partitions to join together,
     with each table's location and read_version. Storage options, --profile and the
     environment apply to both roots; --root is not used.
+
+    Time travel: --timestamp-as-of plans both roots as of one moment; --version-as-of N plans
+    each root as its own __manifest version N published it.
 
     Exit codes: 0 with a plan, compatible or not ("compatible": false and the reasons are an
     answer); 2 for a bad --on, an unknown column or a root that is not a partitioned
@@ -45,6 +50,8 @@ def join_plan(
     keys = [parse_on(text) for text in on]
     left = session().namespace_at(left_root)
     session()._namespace = left  # its profile's secrets are masked in error messages too
-    result = plan_join(left, session().namespace_at(right_root), keys, all_versions=all_versions)
+    right = session().namespace_at(right_root).as_of(version_as_of, timestamp_as_of)
+    left = left.as_of(version_as_of, timestamp_as_of)
+    result = plan_join(left, right, keys, all_versions=all_versions)
     session().emit(result)
     message(result.summary())
