@@ -3,7 +3,7 @@
 The namespace schema and every `partition_spec_v<N>` live in the `__manifest` table metadata;
 the spec-version namespace `v<N>` and the `partition_field_*`, `read_version`, `read_branch`,
 `read_tag` columns live in its rows. Our writer feature flag goes with the first spec, so that a
-writer that does not know partition columns refuses to rewrite the catalog (REFERENCE.md).
+writer that does not know partition columns refuses to rewrite the catalog.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Every mutation reads the manifest at version N, builds the complete new content 
 `Overwrite` at exactly N+1 (put-if-not-exists underneath). On conflict the staged data files are
 removed, the manifest is read again and the edit is rebuilt from the fresh snapshot, with bounded
 retries and jittered backoff. Extra columns (partition fields) and table metadata survive our
-commits; see REFERENCE.md for what a plain reference writer does to them.
+commits; a plain reference writer rewrites them without knowing what they mean.
 """
 
 from __future__ import annotations

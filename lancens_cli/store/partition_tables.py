@@ -17,7 +17,7 @@ from lancens_cli.store.tables import VERSIONS_DIR
 
 
 def branch_uri(storage: Storage, location: str, branch: str) -> str:
-    """Where a branch keeps its own data files (`tree/<branch>/`, REFERENCE.md)."""
+    """Where a branch keeps its own data files (`tree/<branch>/`, as Lance lays branches out)."""
     return storage.uri(f"{location}/tree/{branch}")
 
 
