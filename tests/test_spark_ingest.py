@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import data
@@ -335,9 +336,10 @@ def test_real_process_ingest_and_killed_driver(partitioned, tmp_path):
     inputs = tmp_path / "many"
     for i in range(40):
         write_parquet(tmp_path, f"many/{i}.parquet", events(5000, seed=100 + i, start=i * 5000))
+    marker = f"lancens-killed-driver-{uuid.uuid4().hex}"
     process = subprocess.Popen(
         [sys.executable, "-m", "lancens_cli", *partitioned.args, "ingest", str(inputs)],
-        env={**os.environ, **env},
+        env={**os.environ, **env, "LANCENS_TEST_JOB": marker},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -352,12 +354,35 @@ def test_real_process_ingest_and_killed_driver(partitioned, tmp_path):
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+        # PySpark's worker daemon runs in a process group of its own; it notices the JVM's death
+        # and ends its workers, which may still be finishing a file until then.
+        wait_until_no_process_has(marker)
     assert manifest_version(partitioned) == version
     debris = set(tree_snapshot(partitioned.local_path)) - known
     assert debris  # it was killed mid-job
     ok(partitioned, "check", "--fix", "--grace-minutes", "0")
     after = tree_snapshot(partitioned.local_path)
     assert after == before, sorted(set(after) ^ set(before))
+
+
+def wait_until_no_process_has(marker: str, timeout: float = 60) -> None:
+    """Wait until no process of this user carries `marker` in its environment."""
+    deadline = time.monotonic() + timeout
+    needle = f"LANCENS_TEST_JOB={marker}".encode()
+    while True:
+        alive = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if needle in (entry / "environ").read_bytes().split(b"\0"):
+                    alive.append(int(entry.name))
+            except OSError:
+                continue
+        if not alive:
+            return
+        assert time.monotonic() < deadline, f"processes of the killed job still run: {alive}"
+        time.sleep(0.1)
 
 
 def _file_names(root: Path) -> list[str]:
