@@ -103,7 +103,7 @@ def make_partitioned(root: Path, data: Path) -> None:
 def write_service(root: Path, data: Path) -> None:
     from lancens_cli.config import NamespaceConfig
     from lancens_cli.service.namespace import Namespace
-    from lancens_cli.service.partition_write import write_partitioned
+    from lancens_cli.service.partitioned.write import write_partitioned
     from lancens_cli.store.sources import open_source
 
     ns = Namespace(NamespaceConfig.from_properties({"root": str(root)}))
@@ -214,7 +214,7 @@ def warm_up(workdir: Path) -> None:
     import lance
     import pyarrow as pa
 
-    import lancens_cli.service.partition_write  # noqa: F401
+    import lancens_cli.service.partitioned.write  # noqa: F401
     import lancens_cli.store.sources  # noqa: F401
 
     scratch = workdir / "warm-up.lance"

@@ -265,7 +265,7 @@ def warm(root: Path, where: str, repeat: int) -> tuple[dict[str, list[float]], l
     """In-process: the same Namespace (after one untimed call) and a new one per call."""
     from lancens_cli.config import NamespaceConfig
     from lancens_cli.service.namespace import Namespace
-    from lancens_cli.service.partitions import select_partitions
+    from lancens_cli.service.partitioned.partitions import select_partitions
 
     def new_namespace():
         return Namespace(NamespaceConfig.from_properties({"root": str(root)}))

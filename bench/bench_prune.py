@@ -344,7 +344,7 @@ def bench_memory(workdir: Path, sizes: list[int]) -> None:
 
 
 def bench_manifest(workdir: Path, commits: int) -> None:
-    from lancens_cli.service.create import namespace_row
+    from lancens_cli.service.catalog.create import namespace_row
     from lancens_cli.service.namespace import Namespace
 
     root = workdir / f"manifest-{commits}"

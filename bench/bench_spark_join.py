@@ -113,7 +113,7 @@ def run(workdir: Path, left_rows: int, right_rows: int, repeat: int, master: str
 
     from lancens_cli.pipeline import join as job_module
     from lancens_cli.pipeline.session import SparkSettings, spark_session
-    from lancens_cli.service.join_plan import parse_on
+    from lancens_cli.service.join.plan import parse_on
     from lancens_cli.service.namespace import Namespace
 
     started = time.perf_counter()

@@ -70,8 +70,8 @@ def main() -> None:
 
     from lancens_cli.partition.field_syntax import parse_field
     from lancens_cli.service.namespace import Namespace
-    from lancens_cli.service.partition_write import write_partitioned
-    from lancens_cli.service.partitioning import add_partition_spec
+    from lancens_cli.service.partitioned.spec_change import add_partition_spec
+    from lancens_cli.service.partitioned.write import write_partitioned
 
     table = make_rows(rows)
     root = work / "ns"

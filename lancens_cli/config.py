@@ -46,7 +46,7 @@ KNOWN_ENV = frozenset(
         "LANCENS_PROFILE",
         "LANCENS_CONFIG",
         "LANCENS_SPARK_MASTER",  # pipeline/session.py
-        "LANCENS_PRUNE_LEASE_SECONDS",  # service/prune_lease.py
+        "LANCENS_PRUNE_LEASE_SECONDS",  # service/prune/lease.py
         *_TEST_SUITE_ENV,
     }
 )

@@ -50,8 +50,8 @@ import pyarrow.compute as pc
 from conftest import Root, invoke
 
 from lancens_cli.models import KIND_TABLE, STATE_UNCOMMITTED, Identifier
+from lancens_cli.service.catalog.listing import list_namespace
 from lancens_cli.service.check import check
-from lancens_cli.service.listing import list_namespace
 from lancens_cli.service.namespace import RENAME_INTENT_KEY, RENAMED_FROM_KEY, Namespace
 from lancens_cli.store.manifest import decode_properties
 from lancens_cli.store.tables import DEREGISTERED_MARKER, table_state, v2_location_object_id
@@ -241,7 +241,7 @@ class Scenario:
 
 
 def _create_table(path: Path, name: str, data: pa.Table) -> None:
-    from lancens_cli.service.create import create_table
+    from lancens_cli.service.catalog.create import create_table
 
     create_table(ns_of(Root(str(path), {}, path)), Identifier.parse(name), data=data)
 

@@ -325,7 +325,7 @@ def test_missing_parent(local_root, parquet):
     healthy_namespace(local_root, parquet)
     # A real table directory whose row names a namespace that does not exist.
     shutil.copytree(local_root.local_path / "r.lance", local_root.local_path / "cafe0001_ghost$t")
-    from lancens_cli.service.create import table_row
+    from lancens_cli.service.catalog.create import table_row
 
     add_rows(local_root, table_row("ghost$t", "cafe0001_ghost$t", None))
     report = check(local_root, code=1)
@@ -333,7 +333,7 @@ def test_missing_parent(local_root, parquet):
 
 
 def test_bad_location(local_root, parquet):
-    from lancens_cli.service.create import table_row
+    from lancens_cli.service.catalog.create import table_row
 
     healthy_namespace(local_root, parquet)
     add_rows(

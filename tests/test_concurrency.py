@@ -3,7 +3,7 @@
 Two kinds of process are used:
 
 * service workers: `python -c WORKER` processes that build a `Namespace` and call
-  `lancens_cli.service.create.create_table` for each of their names;
+  `lancens_cli.service.catalog.create.create_table` for each of their names;
 * CLI processes: either plain `python -m lancens_cli ...` subprocesses, or a pre-warmed process
   that imports the CLI, waits at a start line and then runs `lancens_cli.cli.app.main()` with the
   given argv (the real CLI, exit code included, without the ~1 s import skew between racers).
@@ -72,7 +72,7 @@ def rows_for(name):
 
 if spec["mode"] == "cli":
     from lancens_cli.cli.app import main
-    import lancens_cli.service.create, lancens_cli.store.manifest  # noqa: F401,E401
+    import lancens_cli.service.catalog.create, lancens_cli.store.manifest  # noqa: F401,E401
     import lancens_cli.store.sources  # noqa: F401
     if spec.get("s3"):
         import s3fs  # noqa: F401
@@ -91,7 +91,7 @@ if spec["mode"] == "cli":
 
 from lancens_cli.errors import LancensError
 from lancens_cli.models import Identifier
-from lancens_cli.service.create import create_table
+from lancens_cli.service.catalog.create import create_table
 from lancens_cli.service.namespace import Namespace
 
 ns = Namespace.from_properties(spec["properties"])
@@ -363,7 +363,7 @@ def verify_namespace(
 def _init(root: Root, *namespaces: str) -> None:
     """Create the root (local) and the given namespaces, through the service layer."""
     from lancens_cli.models import Identifier
-    from lancens_cli.service.create import create_namespace
+    from lancens_cli.service.catalog.create import create_namespace
     from lancens_cli.service.namespace import Namespace, init_root
 
     ns = Namespace.from_properties(root.properties)

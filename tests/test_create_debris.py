@@ -108,7 +108,7 @@ def test_failing_input_removes_only_its_own_files_from_a_shared_directory(
 ):
     """A root `<name>.lance` may receive a racer's files while we write: a failed write takes
     away its own only. (The racer's files are put there once our create has checked the name.)"""
-    import lancens_cli.service.create as create_module
+    import lancens_cli.service.catalog.create as create_module
 
     target = local_root.local_path / "orders.lance"
     real_write = create_module.write_new_table

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from lancens_cli.partition.schema import field_ids_by_path, lance_ids_by_path
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partition_layout import layout_of
+from lancens_cli.service.partitioned.layout import layout_of
 
 STEP = st.one_of(
     st.tuples(st.just("add"), st.sampled_from(["int32", "string", "int64"])),

@@ -19,7 +19,7 @@ from conftest import invoke, run_cli
 
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.schema_json import schema_to_json
-from lancens_cli.service.join_plan import parse_on
+from lancens_cli.service.join.plan import parse_on
 
 # --- helpers ----------------------------------------------------------------------------------
 

@@ -51,8 +51,8 @@ import lance  # noqa: F401  (warm up before the start line)
 import lance_namespace as ln
 from lance.namespace import DirectoryNamespace
 from lancens_cli.models import Identifier
-from lancens_cli.service.create import create_namespace, create_table
-from lancens_cli.service.drop import drop
+from lancens_cli.service.catalog.create import create_namespace, create_table
+from lancens_cli.service.catalog.drop import drop
 from lancens_cli.service.namespace import Namespace
 if spec["properties"]["root"].startswith("s3://"):
     import s3fs  # noqa: F401
@@ -307,7 +307,7 @@ def _mixed_run(root: Root, tmp_path: Path, tables: int, drop_every: int) -> None
     from lance.namespace import DirectoryNamespace
 
     from lancens_cli.models import Identifier
-    from lancens_cli.service.create import create_namespace
+    from lancens_cli.service.catalog.create import create_namespace
     from lancens_cli.service.namespace import Namespace, init_root
 
     ns = Namespace.from_properties(root.properties)

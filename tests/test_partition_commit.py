@@ -145,8 +145,8 @@ def test_a_check_fix_during_a_write_cannot_lose_its_new_tables(root, tmp_path, m
     """`check --fix` with too short a grace takes a write's not-yet-published tables for a dead
     write's and deletes them; the write notices before it publishes and writes them again."""
     from lancens_cli.config import NamespaceConfig
-    from lancens_cli.service import partition_write
     from lancens_cli.service.namespace import Namespace
+    from lancens_cli.service.partitioned import write as partition_write
 
     real = partition_write._write_tables
     fixes = []

@@ -169,7 +169,7 @@ def test_missing_root_is_not_found(tmp_path):
 
 def test_a_second_prune_exits_4_while_the_lease_is_held(local_root, built):
     from lancens_cli.config import resolve_config
-    from lancens_cli.service.prune_lease import LEASE_DIR, acquire
+    from lancens_cli.service.prune.lease import LEASE_DIR, acquire
     from lancens_cli.store.storage import Storage
 
     storage = Storage(resolve_config({"root": local_root.uri}, {}, None))
@@ -193,7 +193,7 @@ def test_a_second_prune_exits_4_while_the_lease_is_held(local_root, built):
 def test_a_killed_prunes_lease_does_not_block_the_next(local_root, built, stale):
     from datetime import UTC, datetime, timedelta
 
-    from lancens_cli.service.prune_lease import LEASE_DIR
+    from lancens_cli.service.prune.lease import LEASE_DIR
 
     done = subprocess.run([sys.executable, "-c", "pass"])
     assert done.returncode == 0
@@ -394,7 +394,7 @@ def test_prune_on_s3(s3_root, tmp_path):
 
     # The lease works on S3: put-if-not-exists, and a second run exits 4.
     from lancens_cli.config import resolve_config
-    from lancens_cli.service.prune_lease import _create_exclusive, acquire
+    from lancens_cli.service.prune.lease import _create_exclusive, acquire
     from lancens_cli.store.storage import Storage
 
     props = {"root": s3_root.uri}
@@ -523,9 +523,9 @@ def test_a_table_dropped_during_prune_is_gone_not_failed(local_root, built):
     from datetime import timedelta
 
     from lancens_cli.service.namespace import Namespace
-    from lancens_cli.service.prune import prune as prune_root
-    from lancens_cli.service.prune import run_locally
-    from lancens_cli.service.prune_policy import PrunePolicy
+    from lancens_cli.service.prune.policy import PrunePolicy
+    from lancens_cli.service.prune.run import prune as prune_root
+    from lancens_cli.service.prune.run import run_locally
 
     other = next(p for p in built.path.iterdir() if p.name.endswith("more$u"))
     lance.write_dataset(pa.table({"a": pa.array([7], pa.int64())}), other, mode="append")

@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import invoke
 
-from lancens_cli.service import prune_compact
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.prune import compact as prune_compact
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("k", pa.string())])
 

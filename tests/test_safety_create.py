@@ -250,7 +250,7 @@ def test_a_loser_after_its_own_version_1_removes_only_its_own_files(
 ):
     """Our version 1 of `x.lance` is committed, then the name is taken before our row lands:
     we remove our version, data and transaction files, and leave a file someone else put there."""
-    import lancens_cli.service.create as create_module
+    import lancens_cli.service.catalog.create as create_module
     from lancens_cli.config import NamespaceConfig
     from lancens_cli.service.namespace import Namespace
 
@@ -425,7 +425,8 @@ RACE_ROUNDS = int(os.environ.get("LANCENS_RACE_ROUNDS", "16"))
 _STARTER = """
 import os, sys, time
 import lance, pyarrow, pyarrow.compute
-import lancens_cli.service.check, lancens_cli.service.drop, lancens_cli.service.rename
+import lancens_cli.service.check
+import lancens_cli.service.catalog.drop, lancens_cli.service.catalog.rename
 from lancens_cli.cli.app import main
 go, delay = sys.argv[1], float(sys.argv[2])
 sys.argv = ["lancens", *sys.argv[3:]]

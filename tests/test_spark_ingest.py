@@ -408,7 +408,7 @@ def _writer_tasks(root, table: pa.Table, parts: int = 2):
 
 def test_new_partition_a_concurrent_writer_created_first_keeps_every_row(partitioned, tmp_path):
     from lancens_cli.service.namespace import Namespace
-    from lancens_cli.service.partition_write import write_partitioned
+    from lancens_cli.service.partitioned.write import write_partitioned
 
     ours = events(400, seed=30)
     writer, messages = _writer_tasks(partitioned, ours)

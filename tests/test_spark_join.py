@@ -167,7 +167,7 @@ def test_the_physical_plan_has_no_exchange(spark, bucketed):
 
     # the DataFrame the job builds, asked directly
     from lancens_cli.pipeline import join as job_module
-    from lancens_cli.service.join_plan import parse_on
+    from lancens_cli.service.join.plan import parse_on
     from lancens_cli.service.namespace import Namespace
 
     job = job_module.plan_job(
@@ -316,7 +316,7 @@ def test_incompatible_layouts_shuffle_and_still_answer(spark, tmp_path):
 def test_a_join_reads_the_versions_pinned_when_it_was_planned(spark, tmp_path):
     """Writes committed after planning (new versions of the same partitions) are not seen."""
     from lancens_cli.pipeline import join as job_module
-    from lancens_cli.service.join_plan import parse_on
+    from lancens_cli.service.join.plan import parse_on
     from lancens_cli.service.namespace import Namespace
 
     orders, customers = orders_and_customers(400, 200)

@@ -31,7 +31,7 @@ def create_namespace(
     dry_run: DryRun = False,
 ) -> None:
     """Create a namespace (needs the manifest); its parent must exist."""
-    from lancens_cli.service.create import create_namespace as create
+    from lancens_cli.service.catalog.create import create_namespace as create
 
     session().emit(
         create(
@@ -61,7 +61,7 @@ def create_table(
     """Create a table from a file, from a schema, or declared only."""
     from lancens_cli.cli.dry_run import note_location_pattern
     from lancens_cli.errors import InvalidInputError
-    from lancens_cli.service.create import create_table as create
+    from lancens_cli.service.catalog.create import create_table as create
 
     if sum(x is not None for x in (schema, source)) + int(declare) != 1:
         raise InvalidInputError("give exactly one of --schema, --from or --declare")

@@ -32,8 +32,8 @@ def drop(
     (a shallow clone), unless --force.
     """
     from lancens_cli.cli.progress import progress_bar
-    from lancens_cli.service.drop import drop as drop_object
-    from lancens_cli.service.drop import plan_drop, refuse_breaking
+    from lancens_cli.service.catalog.drop import drop as drop_object
+    from lancens_cli.service.catalog.drop import plan_drop, refuse_breaking
     from lancens_cli.words import plural
 
     ns = session().namespace

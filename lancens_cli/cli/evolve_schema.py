@@ -44,7 +44,7 @@ def evolve_schema(
     """
     from lancens_cli.output import message
     from lancens_cli.partition.schema_evolution import parse_changes
-    from lancens_cli.service.evolve_schema import evolve_schema as run
+    from lancens_cli.service.partitioned.evolve_schema import evolve_schema as run
 
     changes = parse_changes(add or [], rename or [], drop or [], widen or [])
     result = run(session().namespace, changes, dry_run=dry_run)

@@ -91,7 +91,7 @@ def join(
     from lancens_cli.errors import InvalidInputError
     from lancens_cli.output import message
     from lancens_cli.pipeline import join as job_module
-    from lancens_cli.service.join_plan import parse_on
+    from lancens_cli.service.join.plan import parse_on
 
     if session().root is not None:
         raise InvalidInputError("join takes LEFT_ROOT and RIGHT_ROOT as arguments, not --root")

@@ -42,8 +42,8 @@ def join_plan(
     """
     from lancens_cli.errors import InvalidInputError
     from lancens_cli.output import message
-    from lancens_cli.service.join_plan import join_plan as plan_join
-    from lancens_cli.service.join_plan import parse_on
+    from lancens_cli.service.join.plan import join_plan as plan_join
+    from lancens_cli.service.join.plan import parse_on
 
     if session().root is not None:
         raise InvalidInputError("join-plan takes LEFT_ROOT and RIGHT_ROOT as arguments, not --root")

@@ -26,7 +26,7 @@ def ls(
     ] = False,
 ) -> None:
     """List namespaces and tables: kind, location, where each is known from, and state."""
-    from lancens_cli.service.listing import list_namespace
+    from lancens_cli.service.catalog.listing import list_namespace
 
     result = list_namespace(
         session().namespace,

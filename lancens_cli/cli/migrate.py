@@ -29,7 +29,7 @@ def migrate_v1(
     from lancens_cli.cli.progress import progress_bar
     from lancens_cli.errors import ExitCode
     from lancens_cli.output import message
-    from lancens_cli.service.migrate import migrate_v1 as migrate
+    from lancens_cli.service.catalog.migrate import migrate_v1 as migrate
     from lancens_cli.words import plural
 
     with progress_bar("scanning table directories") as start:

@@ -50,7 +50,7 @@ def add_partition_spec(
     from lancens_cli.output import message
     from lancens_cli.partition.field_syntax import parse_field
     from lancens_cli.schema_json import read_json_file
-    from lancens_cli.service.partitioning import add_partition_spec as add
+    from lancens_cli.service.partitioned.spec_change import add_partition_spec as add
     from lancens_cli.store.schema_sources import load_schema_source
 
     if (field is None) == (spec is None):

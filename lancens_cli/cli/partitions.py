@@ -32,7 +32,7 @@ def partitions(
     versions, with location, read_version / branch / tag and partition values; what each
     version's scans must still apply is printed on stderr."""
     from lancens_cli.output import message
-    from lancens_cli.service.partitions import select_partitions
+    from lancens_cli.service.partitioned.partitions import select_partitions
 
     ns = session().namespace.as_of(version_as_of, timestamp_as_of)
     selection = select_partitions(ns, where)

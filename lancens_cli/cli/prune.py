@@ -93,8 +93,8 @@ def prune(
     """
     from lancens_cli.errors import ExitCode
     from lancens_cli.output import message
-    from lancens_cli.service.prune import prune as run_prune
-    from lancens_cli.service.prune_policy import PrunePolicy
+    from lancens_cli.service.prune.policy import PrunePolicy
+    from lancens_cli.service.prune.run import prune as run_prune
     from lancens_cli.words import plural
 
     policy = PrunePolicy.from_options(older_than, retain, grace, force)

@@ -22,7 +22,7 @@ def register(
     dry_run: DryRun = False,
 ) -> None:
     """Register an existing table directory in the manifest under a name."""
-    from lancens_cli.service.drop import register as register_table
+    from lancens_cli.service.catalog.drop import register as register_table
 
     session().emit(
         register_table(
@@ -40,6 +40,6 @@ def deregister(
     dry_run: DryRun = False,
 ) -> None:
     """Forget a table but keep its files."""
-    from lancens_cli.service.drop import deregister as deregister_table
+    from lancens_cli.service.catalog.drop import deregister as deregister_table
 
     session().emit(deregister_table(session().namespace, session().ident(ident), dry_run=dry_run))

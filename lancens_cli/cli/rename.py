@@ -34,7 +34,7 @@ def rename(
     it; a move that would break another table reading it (a shallow clone) is refused (exit 5).
     """
     from lancens_cli.cli.dry_run import note_location_pattern
-    from lancens_cli.service.rename import rename as rename_object
+    from lancens_cli.service.catalog.rename import rename as rename_object
 
     result = rename_object(
         session().namespace,

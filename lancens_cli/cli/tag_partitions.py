@@ -31,7 +31,7 @@ def tag_partitions(
     moves the partitions it touches off the tag.
     """
     from lancens_cli.output import message
-    from lancens_cli.service.partition_tags import tag_partitions as run
+    from lancens_cli.service.partitioned.tags import tag_partitions as run
 
     result = run(session().namespace, name, publish=publish, force=force, dry_run=dry_run)
     session().emit(result)

@@ -28,7 +28,7 @@ def versions(
     publishes, shallow clones, newest, young), and what `prune` with the same options would
     remove now. Changes nothing."""
     from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE
-    from lancens_cli.service.prune_policy import PrunePolicy
+    from lancens_cli.service.prune.policy import PrunePolicy
     from lancens_cli.service.versions import namespace_versions, table_versions
 
     policy = PrunePolicy.from_options(older_than, retain, grace, force)

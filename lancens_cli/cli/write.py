@@ -28,7 +28,7 @@ def write(
     """
     from lancens_cli.cli.progress import progress_bar
     from lancens_cli.output import message
-    from lancens_cli.service.partition_write import write_partitioned
+    from lancens_cli.service.partitioned.write import write_partitioned
     from lancens_cli.store.sources import open_source
     from lancens_cli.words import plural
 

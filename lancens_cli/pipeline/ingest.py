@@ -354,7 +354,7 @@ def target_schema(ns: Any, into: Any) -> tuple[str, Any]:
     """What the rows go into: ("partitioned", namespace schema) or (table, its schema or None
     for a table the job creates)."""
     if into is None:
-        from lancens_cli.service.partition_write import partitioned_target
+        from lancens_cli.service.partitioned.write import partitioned_target
 
         _, layout = partitioned_target(ns)
         return "partitioned", layout.schema
@@ -385,7 +385,7 @@ def ingest(
     branch: str | None = None,
 ) -> IngestResult:
     from lancens_cli.pipeline.write import check_columns
-    from lancens_cli.service.partition_branch import check_ref_name
+    from lancens_cli.service.partitioned.branch import check_ref_name
 
     if mode not in ("append", "overwrite"):
         raise InvalidInputError(f"--mode {mode!r}: use append or overwrite")
@@ -499,7 +499,7 @@ def _dry_run(frame: Any, ns: Any, into: Any, schema: Any, result: IngestResult) 
     if into is not None or schema is None:
         result.rows = frame.count()
         return
-    from lancens_cli.service.partition_write import _LevelIndex, partitioned_target
+    from lancens_cli.service.partitioned.write import _LevelIndex, partitioned_target
 
     snapshot, layout = partitioned_target(ns)
     spec = layout.current
@@ -511,7 +511,7 @@ def _dry_run(frame: Any, ns: Any, into: Any, schema: Any, result: IngestResult) 
     index = _LevelIndex(snapshot, spec)
     from lancens_cli.partition.rows import child_id
     from lancens_cli.pipeline.write_task import decode_value
-    from lancens_cli.service.partition_write import TABLE_NAME, PartitionTouch, _locate
+    from lancens_cli.service.partitioned.write import TABLE_NAME, PartitionTouch, _locate
 
     fields = [f.field_id for f in spec.fields]
     for key, rows in counted.collect():
@@ -535,7 +535,7 @@ def _partition_counter(schema: Any, spec: Any) -> Any:
 
         from lancens_cli.pipeline.failures import carried
         from lancens_cli.pipeline.write_task import encode_value
-        from lancens_cli.service.partition_write import conform, split_by_partition
+        from lancens_cli.service.partitioned.write import conform, split_by_partition
 
         try:
             for batch in batches:

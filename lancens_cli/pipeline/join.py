@@ -1,6 +1,6 @@
 """`lancens join`: execute a storage-partitioned join (SPJ) of two partitioned namespaces on Spark.
 
-The driver plans with `join-plan` (service/join_plan.py) over every spec version that holds
+The driver plans with `join-plan` (service/join/plan.py) over every spec version that holds
 partition tables, resolves each table's published version once (so the join reads one snapshot
 of each side, and tasks never read `__manifest`), and builds a DataFrame on the `lancens_join`
 data source (pipeline/join_source.py) with one input partition per group. Each task joins its
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lancens_cli.errors import InvalidInputError
-from lancens_cli.service.join_plan import JoinPlan, PartitionTable, Side
+from lancens_cli.service.join.plan import JoinPlan, PartitionTable, Side
 from lancens_cli.service.namespace import Namespace
 
 HOWS = ("inner", "left")
@@ -257,7 +257,7 @@ def plan_job(
     `filtered`: a --where will be applied, which may name any output column, so every column
     is read and `selected` is picked after the filter.
     """
-    from lancens_cli.service.join_plan import join_plan
+    from lancens_cli.service.join.plan import join_plan
 
     if how not in HOWS:
         raise InvalidInputError(f"--how {how!r}: expected one of {', '.join(HOWS)}")

@@ -1,9 +1,9 @@
 """`prune --master`: the per-table work of a prune as Spark tasks, one task per group of tables.
 
 The driver does everything up to the per-table plans (the lease, `__manifest`, which versions
-of which table stay and why: service/prune.py) and everything after (`__manifest` maintenance,
+of which table stay and why: service/prune/run.py) and everything after (`__manifest` maintenance,
 debris, the report, the lease's release). In between, the tables' plans go to Spark as plain
-data, split into groups; each task runs its group through `run_group` (service/prune_table.py),
+data, split into groups; each task runs its group through `run_group` (service/prune/table.py),
 the same `run_table` the local thread pool calls, and returns one JSON-able dict per table.
 
 A table that fails in a task is that table's result (`failed`, exit 6), the rest go on. A task
@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.prune_compact import Compaction
-from lancens_cli.service.prune_policy import PrunePolicy
-from lancens_cli.service.prune_table import (
+from lancens_cli.service.prune.compact import Compaction
+from lancens_cli.service.prune.policy import PrunePolicy
+from lancens_cli.service.prune.table import (
     TableResult,
     TableWork,
     compaction_from_json,
@@ -39,14 +39,14 @@ def groups_of(count: int, slots: int) -> int:
 
 def _task(job: dict[str, Any], groups: Iterable[list[tuple[int, dict]]]) -> Iterator[dict]:
     """What a Spark task runs: its partition's group(s) of tables; Lance is imported inside."""
-    from lancens_cli.service.prune_table import run_group
+    from lancens_cli.service.prune.table import run_group
 
     for group in groups:
         yield from run_group(job, group)
 
 
 class SparkTables:
-    """A `TableRunner` for service/prune.py that runs the tables on a Spark session."""
+    """A `TableRunner` for service/prune/run.py that runs the tables on a Spark session."""
 
     def __init__(self, spark: Any) -> None:
         self.spark = spark

@@ -69,7 +69,7 @@ def arrow_schema(opts: SourceOptions) -> Any:
 
 
 def _namespace_schema(ns: Any) -> Any:
-    from lancens_cli.service.partition_layout import layout_from_metadata
+    from lancens_cli.service.partitioned.layout import layout_from_metadata
 
     dataset = ns.manifest.open_dataset()
     layout = layout_from_metadata(dict(dataset.metadata or {})) if dataset is not None else None

@@ -1,10 +1,11 @@
 """Planning a read in the driver: which tables, at which exact versions, in which slices.
 
 `__manifest` is read once, with the pruning filter `partitions --where` uses
-(`service.partitions.select_partitions`); every chosen table is opened at the version the
-manifest publishes (`store.tables.open_published`) and that version is written down as a number
-(a tag or a branch resolved here), with the fragments to read. The tasks then open exactly
-those versions and never look at `__manifest`: a read sees each write whole or not at all.
+(`service.partitioned.partitions.select_partitions`); every chosen table is opened at the
+version the manifest publishes (`store.tables.open_published`) and that version is written down
+as a number (a tag or a branch resolved here), with the fragments to read.
+The tasks then open exactly those versions and never look at `__manifest`: a read sees each
+write whole or not at all.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def _conjunction(nodes: list[Node]) -> Node | None:
 
 
 def _partition_targets(ns: Any, nodes: list[Node]) -> list[_Target]:
-    from lancens_cli.service.partitions import select_partitions
+    from lancens_cli.service.partitioned.partitions import select_partitions
 
     node = _conjunction(nodes)
     selection = select_partitions(ns, None if node is None else to_sql(node), strict=True)

@@ -380,7 +380,7 @@ def _partition_total(request: ScanRequest) -> int | None:
         return None
     from lancens_cli.pipeline.options import SourceOptions
     from lancens_cli.pipeline.read import READ_OPTIONS
-    from lancens_cli.service.partitions import select_partitions
+    from lancens_cli.service.partitioned.partitions import select_partitions
 
     ns = SourceOptions.parse(source_options(request), READ_OPTIONS).namespace()
     return select_partitions(ns, None).total

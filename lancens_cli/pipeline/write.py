@@ -4,14 +4,14 @@
 writes a plain table (created when missing, else appended to or overwritten). The writer is
 made on the driver from one `__manifest` snapshot, its tasks write fragments
 (`write_task.py`), and `commit()` on the driver commits them through the same path
-`lancens write` takes (`service.partition_write.commit_touches`): each partition table's
+`lancens write` takes (`service.partitioned.write.commit_touches`): each partition table's
 commit, then one `__manifest` commit. `mode("overwrite")` replaces the contents of the
 partitions the job touches only. A failed or aborted job publishes nothing and removes the
 files its tasks wrote; a killed driver publishes nothing (`check --fix` removes its debris).
 
 Options beyond the data source's own: `report` (a local path: `commit()` writes what it
 committed there as JSON, for `lancens ingest`), `branch` (partitioned writes only: the rows
-go to that branch of each partition table, `service.partition_branch`).
+go to that branch of each partition table, `service.partitioned.branch`).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def _entries(messages: list[Any]) -> list[dict[str, Any]]:
 def _plan(opts: SourceOptions, spark_schema: Any, overwrite: bool) -> WritePlan:
     import secrets
 
-    from lancens_cli.service.partition_branch import check_ref_name
+    from lancens_cli.service.partitioned.branch import check_ref_name
 
     ns = opts.namespace()
     job_id = secrets.token_hex(16)
@@ -106,7 +106,7 @@ def _plan(opts: SourceOptions, spark_schema: Any, overwrite: bool) -> WritePlan:
     branch = check_ref_name(opts.extra.get("branch"), "the branch option")
     if ident is None:
         from lancens_cli.partition.rows import partition_table_rows
-        from lancens_cli.service.partition_write import _LevelIndex, partitioned_target
+        from lancens_cli.service.partitioned.write import _LevelIndex, partitioned_target
         from lancens_cli.store.containment import row_locations
 
         snapshot, layout = partitioned_target(ns)
@@ -141,7 +141,7 @@ def _plan(opts: SourceOptions, spark_schema: Any, overwrite: bool) -> WritePlan:
 def _plan_plain(
     opts: SourceOptions, ns: Any, ident: Any, spark_schema: Any, job_id: str, overwrite: bool
 ) -> WritePlan:
-    from lancens_cli.service.create import new_table_location
+    from lancens_cli.service.catalog.create import new_table_location
     from lancens_cli.store.tables import is_v2_location, open_table
 
     ns.require_root()
@@ -174,7 +174,7 @@ def refuse_partition_table(snapshot: Any, ident: Any) -> None:
     """A table below a spec-version namespace is a partition: its rows go in through the
     partitioned write (`save()` with no identifier), which keeps them in their partition."""
     from lancens_cli.errors import InvalidInputError
-    from lancens_cli.service.partition_layout import layout_of
+    from lancens_cli.service.partitioned.layout import layout_of
 
     layout = layout_of(snapshot) if snapshot.exists else None
     if layout is None or ident.is_root:
@@ -242,7 +242,7 @@ def _commit_partitioned(
 
     from lancens_cli.errors import ConcurrentModificationError
     from lancens_cli.pipeline.write_task import decode_value
-    from lancens_cli.service.partition_write import (
+    from lancens_cli.service.partitioned.write import (
         PartitionTouch,
         PartitionWrite,
         commit_touches,
@@ -308,7 +308,7 @@ def _commit_plain(
     from lance.fragment import FragmentMetadata
 
     from lancens_cli.errors import InvalidTableStateError, lance_message
-    from lancens_cli.service.create import register_new_table
+    from lancens_cli.service.catalog.create import register_new_table
     from lancens_cli.store.partition_tables import commit_new_table
 
     ns = opts.namespace()

@@ -164,7 +164,7 @@ def _storage(plan: WritePlan) -> Any:
 def _table(plan: WritePlan, chunk: list[Any]) -> Any:
     import pyarrow as pa
 
-    from lancens_cli.service.partition_write import conform
+    from lancens_cli.service.partitioned.write import conform
 
     table = spark_times(pa.Table.from_batches(chunk), plan.schema, session_zone())
     return conform(table, plan.schema)
@@ -292,7 +292,7 @@ def _write_plain(plan: WritePlan, storage: Any, chunk: list[Any], written: _Writ
 
 
 def _write_partitioned(plan: WritePlan, storage: Any, chunk: list[Any], written: _Written) -> None:
-    from lancens_cli.service.partition_write import split_by_partition
+    from lancens_cli.service.partitioned.write import split_by_partition
 
     table = _table(plan, chunk)
     placed = [_place(plan, touch) for touch in split_by_partition(table, plan.spec, plan.schema)]
@@ -311,7 +311,7 @@ def _write_partitioned(plan: WritePlan, storage: Any, chunk: list[Any], written:
 def _place(plan: WritePlan, touch: Any) -> tuple[Any, dict[str, Any]]:
     """The partition's table: the existing one, or the job's directory for a new one."""
     from lancens_cli.partition.rows import child_id
-    from lancens_cli.service.partition_write import TABLE_NAME, value_key
+    from lancens_cli.service.partitioned.write import TABLE_NAME, value_key
 
     parent, path, new = plan.spec.namespace, [], False
     for value in touch.values:

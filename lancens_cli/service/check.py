@@ -30,15 +30,15 @@ from lancens_cli.models import (
     validate_name,
 )
 from lancens_cli.partition.rows import split_id, top_namespace
-from lancens_cli.service.catalog_rows import (
+from lancens_cli.service.catalog.rows import (
     RENAME_INTENT_KEY,
     RENAMED_FROM_KEY,
     rename_intent,
     table_row,
 )
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partition_check import check_partitions, fix_partitions
-from lancens_cli.service.published_check import check_published
+from lancens_cli.service.partitioned.check import check_partitions, fix_partitions
+from lancens_cli.service.partitioned.published_check import check_published
 from lancens_cli.store.containment import (
     JOBS_DIR,
     directory_location_problem,

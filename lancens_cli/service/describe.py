@@ -33,7 +33,7 @@ def describe(ns: Namespace, ident: Identifier, *, versions: bool = False, delimi
         ns.require_namespace(ident.parent, snapshot)
     row = snapshot.get(ident.object_id)
     if row is not None and row["object_type"] == KIND_NAMESPACE:
-        from lancens_cli.service.partition_layout import runtime_properties
+        from lancens_cli.service.partitioned.layout import runtime_properties
 
         children = snapshot.children(ident.object_id)
         return NamespaceDescription(
@@ -77,7 +77,7 @@ def describe_root(ns: Namespace, snapshot) -> RootDescription:
             ],
             "data_storage_version": snapshot.data_storage_version,
         }
-        from lancens_cli.service.partition_layout import partition_summary
+        from lancens_cli.service.partitioned.layout import partition_summary
 
         summary = partition_summary(snapshot)
         if summary is not None:

@@ -1,6 +1,6 @@
 """`versions [ID]`: every version a table keeps and why, and what tonight's `prune` removes.
 
-The answer comes from the decision `prune` itself makes (`service.prune.decide`) under the same
+The answer comes from the decision `prune` itself makes (`service.prune.run.decide`) under the same
 policy (`--older-than`, `--retain`, `--grace`, `--force`, the profile's settings): what this
 command says expires is exactly what `prune` then removes. Nothing is changed here.
 """
@@ -14,9 +14,9 @@ from typing import Any
 from lancens_cli.errors import TableNotFoundError
 from lancens_cli.models import MANIFEST_TABLE, Identifier
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.prune import Decisions, decide
-from lancens_cli.service.prune_policy import PrunePolicy
-from lancens_cli.service.prune_table import TableResult, TableWork
+from lancens_cli.service.prune.policy import PrunePolicy
+from lancens_cli.service.prune.run import Decisions, decide
+from lancens_cli.service.prune.table import TableResult, TableWork
 
 
 @dataclass
@@ -275,7 +275,7 @@ def _lines(
     tags: dict[int, list[str]],
     branches: dict[int, list[str]],
 ) -> list[VersionLine]:
-    from lancens_cli.service.prune_versions import version_times
+    from lancens_cli.service.prune.version_files import version_times
 
     times = version_times(ns.storage, location)
     sizes = _sizes(ns, location)

@@ -22,7 +22,7 @@ from lancens_cli.errors import InvalidInputError, RefusedError
 from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE
 
 MAX_LOCATION_CHARS = 1024  # far beyond any name lancens makes; longer is not a real table
-LEASE_DIR = ".lancens-prune"  # prune's leases (service/prune_lease.py)
+LEASE_DIR = ".lancens-prune"  # prune's leases (service/prune/lease.py)
 JOBS_DIR = ".lancens-jobs"  # Spark write jobs' logs of data files (pipeline/write_task.py)
 RESERVED_TOP = frozenset({MANIFEST_TABLE, LEASE_DIR, JOBS_DIR})
 

@@ -2,7 +2,7 @@
 
 Every commit here is compare-and-swap on the version the write planned on (store/commit.py);
 which version that is, and what `__manifest` publishes, is the service layer's business
-(service/partition_write.py, service/partition_branch.py). `touch` is a PartitionTouch.
+(service/partitioned/write.py, service/partitioned/branch.py). `touch` is a PartitionTouch.
 """
 
 from __future__ import annotations

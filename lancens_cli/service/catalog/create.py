@@ -25,9 +25,9 @@ from lancens_cli.models import (
     ChangeSet,
     Identifier,
 )
-from lancens_cli.service.catalog_rows import namespace_row, refuse_taken, table_row
+from lancens_cli.service.catalog.rows import namespace_row, refuse_taken, table_row
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partition_refusals import refuse_spec_names
+from lancens_cli.service.partitioned.refusals import refuse_spec_names
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.tables import (
     VERSIONS_DIR,

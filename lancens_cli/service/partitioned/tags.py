@@ -25,7 +25,7 @@ from lancens_cli.errors import (
 from lancens_cli.models import Identifier
 from lancens_cli.partition.rows import partition_table_rows
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partition_branch import check_ref_name, published_branch, ref_of
+from lancens_cli.service.partitioned.branch import check_ref_name, published_branch, ref_of
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.tables import open_published
 from lancens_cli.words import plural
@@ -101,7 +101,7 @@ class TagResult:
 def tag_partitions(
     ns: Namespace, name: str, *, publish: bool = False, force: bool = False, dry_run: bool = False
 ) -> TagResult:
-    from lancens_cli.service.partition_write import partitioned_target
+    from lancens_cli.service.partitioned.write import partitioned_target
 
     check_ref_name(name, "tag")
     snapshot, layout = partitioned_target(ns)

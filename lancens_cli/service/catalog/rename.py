@@ -34,7 +34,8 @@ from lancens_cli.errors import (
     TableNotFoundError,
 )
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Change, ChangeSet, Identifier
-from lancens_cli.service.catalog_rows import (
+from lancens_cli.service.catalog.dependents import attach, outside_dependents, refuse
+from lancens_cli.service.catalog.rows import (
     DROPPING_KEY,
     RENAME_INTENT_KEY,
     RENAMED_FROM_KEY,
@@ -42,9 +43,8 @@ from lancens_cli.service.catalog_rows import (
     rename_intent,
     table_row,
 )
-from lancens_cli.service.dependents import attach, outside_dependents, refuse
 from lancens_cli.service.namespace import Namespace, TableRef
-from lancens_cli.service.partition_refusals import refuse_moving_spec_objects, refuse_spec_names
+from lancens_cli.service.partitioned.refusals import refuse_moving_spec_objects, refuse_spec_names
 from lancens_cli.store.base_paths import relocate_table, spellings
 from lancens_cli.store.manifest import (
     ManifestEdit,

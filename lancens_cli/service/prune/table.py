@@ -1,6 +1,6 @@
 """One table's prune work, the same whether a thread of the driver or a Spark task runs it.
 
-The driver decides what stays of every table and why (service/prune.py, prune_protect.py) and
+The driver decides what stays of every table and why (service/prune/run.py, prune_protect.py) and
 hands each table over as a `TableWork`: its plan, the files shallow clones read, whether to
 compact it. `run_table` then removes the dead write's unpublished versions, expires the plan's
 versions with Lance, sweeps files no version references past the grace and compacts; it reads
@@ -23,12 +23,12 @@ from typing import Any
 from lancens_cli.config import NamespaceConfig
 from lancens_cli.errors import LancensError, lance_message
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.prune_branches import BranchPlan, expire_branches
-from lancens_cli.service.prune_compact import Compaction, compact_table
-from lancens_cli.service.prune_expire import expire_listed
-from lancens_cli.service.prune_policy import PrunePolicy
-from lancens_cli.service.prune_protect import TablePlan, manifest_file
-from lancens_cli.service.prune_versions import version_times
+from lancens_cli.service.prune.branches import BranchPlan, expire_branches
+from lancens_cli.service.prune.compact import Compaction, compact_table
+from lancens_cli.service.prune.expire import expire_listed
+from lancens_cli.service.prune.policy import PrunePolicy
+from lancens_cli.service.prune.protect import TablePlan, manifest_file
+from lancens_cli.service.prune.version_files import version_times
 from lancens_cli.store.storage import check_relative
 from lancens_cli.store.tables import VERSIONS_DIR
 

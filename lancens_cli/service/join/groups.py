@@ -10,9 +10,9 @@ from lancens_cli.models import KIND_TABLE
 from lancens_cli.partition.rows import split_id
 from lancens_cli.partition.schema import top_level_ids
 from lancens_cli.partition.spec import PartitionSpec
-from lancens_cli.service.join_relations import SpecPairAnalysis
+from lancens_cli.service.join.relations import SpecPairAnalysis
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partition_layout import PartitionLayout, layout_of
+from lancens_cli.service.partitioned.layout import PartitionLayout, layout_of
 
 TABLE_NAME = "dataset"
 

@@ -31,10 +31,10 @@ from lancens_cli.partition.rows import child_id, partition_rows, partition_table
 from lancens_cli.partition.schema import padded_for_field_ids, schema_to_text
 from lancens_cli.partition.schema_evolution import highest_id, history_from_metadata
 from lancens_cli.partition.spec import PartitionSpec
-from lancens_cli.service import partition_branch as branches
-from lancens_cli.service.catalog_rows import partition_namespace_row, partition_table_row
+from lancens_cli.service.catalog.rows import partition_namespace_row, partition_table_row
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partition_layout import (
+from lancens_cli.service.partitioned import branch as branches
+from lancens_cli.service.partitioned.layout import (
     READ_COLUMNS,
     PartitionLayout,
     layout_of,

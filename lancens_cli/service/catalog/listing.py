@@ -78,7 +78,7 @@ def list_namespace(
         _fill_states(ns, tables)
     listing = Listing(ident.display(delimiter), ordered, next_token)
     if ident.is_root and snapshot.exists:
-        from lancens_cli.service.partition_layout import partition_summary
+        from lancens_cli.service.partitioned.layout import partition_summary
 
         listing.partitioning = partition_summary(snapshot)
     return listing

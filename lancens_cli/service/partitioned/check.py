@@ -15,9 +15,9 @@ from typing import Any
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, MANIFEST_TABLE
 from lancens_cli.partition.rows import dotted, partition_rows
 from lancens_cli.partition.spec import PartitionSpec
-from lancens_cli.service.catalog_rows import partition_namespace_row
+from lancens_cli.service.catalog.rows import partition_namespace_row
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partition_layout import (
+from lancens_cli.service.partitioned.layout import (
     PartitionLayout,
     layout_of,
     manifest_columns,
@@ -78,7 +78,7 @@ def check_partitions(ns: Namespace, snapshot: ManifestSnapshot, report: Any) -> 
     if not missing:
         _check_inheritance(snapshot, layout, report)
         _check_zoned_time_values(ns, snapshot, layout, report)
-    from lancens_cli.service.evolve_schema import check_table_schemas
+    from lancens_cli.service.partitioned.evolve_schema import check_table_schemas
 
     check_table_schemas(ns.storage, snapshot, layout, report)
 

@@ -5,7 +5,7 @@ A table readers reach through "latest" is compacted in place (Lance's `compact_f
 `read_version` `__manifest` publishes, so its compacted version means nothing until published:
 it is compacted only when its latest version is the published one (no write in flight), and
 every compacted partition table of the run is published in ONE `__manifest` commit through the
-partitioned write's own publish plan (service/partition_write.py), which re-checks that each
+partitioned write's own publish plan (service/partitioned/write.py), which re-checks that each
 table's `read_version` has not moved. A table whose `read_version` moved meanwhile keeps the
 writer's version; our compacted version stays unpublished and expires later like any other.
 """
@@ -183,8 +183,8 @@ def compact_table(
 
 def publish_compacted(ns: Namespace, compactions: list[Compaction]) -> int | None:
     """Publish the compacted partition tables in one `__manifest` commit; its version."""
-    from lancens_cli.service import partition_write as pw
-    from lancens_cli.service.partition_layout import layout_of
+    from lancens_cli.service.partitioned import write as pw
+    from lancens_cli.service.partitioned.layout import layout_of
 
     pending = [c for c in compactions if c.published is False and c.object_id]
     if not pending:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from lancens_cli.service.prune_policy import PrunePolicy
+from lancens_cli.service.prune.policy import PrunePolicy
 
 
 def expire_listed(

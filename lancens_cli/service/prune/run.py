@@ -1,13 +1,13 @@
 """`prune`: namespace-wide maintenance that never takes a version a reader can be sent to.
 
-One run, under the root's lease (service/prune_lease.py):
+One run, under the root's lease (service/prune/lease.py):
 
 1. read `__manifest`: its versions, which of them stay (the same retention as tables), and what
    every kept version publishes (`read_version` / `read_tag` / `read_branch`);
 2. read every table's versions, tags, branches and base paths (in parallel), to know which
    tables are shallow clones of which;
-3. per table (in parallel): decide what stays and why (service/prune_protect.py); then run each
-   table's plan (service/prune_table.py: remove a dead write's unpublished versions of a
+3. per table (in parallel): decide what stays and why (service/prune/protect.py); then run each
+   table's plan (service/prune/table.py: remove a dead write's unpublished versions of a
    partition table, expire the rest with Lance, sweep files no version references, compact),
    in this process's threads or, with `--master`, as Spark tasks (pipeline/prune_tasks.py);
 4. remove the debris `check` finds past the grace (never-committed table writes, staged
@@ -48,10 +48,10 @@ from typing import Any
 from lancens_cli.errors import LancensError, lance_message
 from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE, Identifier
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.prune_compact import Compaction, CompactionBudget, publish_compacted
-from lancens_cli.service.prune_lease import acquire
-from lancens_cli.service.prune_policy import PrunePolicy
-from lancens_cli.service.prune_protect import (
+from lancens_cli.service.prune.compact import Compaction, CompactionBudget, publish_compacted
+from lancens_cli.service.prune.lease import acquire
+from lancens_cli.service.prune.policy import PrunePolicy
+from lancens_cli.service.prune.protect import (
     PIN_COLUMNS,
     Pins,
     TablePlan,
@@ -62,7 +62,7 @@ from lancens_cli.service.prune_protect import (
     plan_table,
     read_table_state,
 )
-from lancens_cli.service.prune_table import (
+from lancens_cli.service.prune.table import (
     TableResult,
     TableWork,
     execute_plan,

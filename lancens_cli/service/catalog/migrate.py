@@ -22,7 +22,7 @@ from lancens_cli.models import (
     to_plain,
     validate_name,
 )
-from lancens_cli.service.catalog_rows import table_row
+from lancens_cli.service.catalog.rows import table_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.tables import (

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lancens_cli.partition.spec import TIME_TRANSFORMS, PartitionField, PartitionSpec, Transform
-from lancens_cli.service.join_keys import JoinKey, key_family
+from lancens_cli.service.join.keys import JoinKey, key_family
 
 OTHER_FIELDS_NOTE = (
     "partition fields not on a join key do not prevent SPJ: partitions pair up on the join-key "

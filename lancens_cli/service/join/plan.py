@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lancens_cli.partition.rows import dotted
-from lancens_cli.service.join_groups import (
+from lancens_cli.service.join.groups import (
     Group,
     PartitionTable,
     Side,
@@ -18,10 +18,10 @@ from lancens_cli.service.join_groups import (
     load_side,
     plain_value,
 )
-from lancens_cli.service.join_keys import JoinKey, parse_on, resolve_keys
+from lancens_cli.service.join.keys import JoinKey, parse_on, resolve_keys
 
 __all__ = ["JoinPlan", "PartitionTable", "Side", "join_plan", "parse_on"]
-from lancens_cli.service.join_relations import (
+from lancens_cli.service.join.relations import (
     OTHER_FIELDS_NOTE,
     SpecPairAnalysis,
     analyse,

@@ -13,10 +13,10 @@ from lancens_cli.errors import NamespaceAlreadyExistsError, TableAlreadyExistsEr
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Identifier
 from lancens_cli.store.manifest import ManifestSnapshot, decode_properties, encode_properties
 
-# Table-row metadata keys we use for crash-safe renames (see service/rename.py).
+# Table-row metadata keys we use for crash-safe renames (see service/catalog/rename.py).
 RENAME_INTENT_KEY = "lancens.rename_to"
 RENAMED_FROM_KEY = "lancens.renamed_from"
-# Set on a table row in the commit before drop deletes its data (see service/drop.py).
+# Set on a table row in the commit before drop deletes its data (see service/catalog/drop.py).
 DROPPING_KEY = "lancens.dropping"
 
 

@@ -2,7 +2,7 @@
 
 A branch (spec 002: `tree/<name>/`) has a version history of its own, which grows with every
 commit to it exactly as the main one does. Its versions stay on the same rules as a table's
-(service/prune_protect.py), read per branch:
+(service/prune/protect.py), read per branch:
 
 - `latest`, `newest <n>`, `younger than <window>`: the branch's own newest versions;
 - `tag <name>`: a tag on a version of this branch;
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from lancens_cli.service.prune_expire import expire_listed
-from lancens_cli.service.prune_policy import PrunePolicy, show_duration
-from lancens_cli.service.prune_versions import VersionInfo, version_files
+from lancens_cli.service.prune.expire import expire_listed
+from lancens_cli.service.prune.policy import PrunePolicy, show_duration
+from lancens_cli.service.prune.version_files import VersionInfo, version_files
 
 if TYPE_CHECKING:
     from lancens_cli.store.storage import Storage

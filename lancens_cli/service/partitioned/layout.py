@@ -2,7 +2,7 @@
 
 The read model every partitioned service starts from: the namespace schema and the specs
 from the table metadata, the `__manifest` columns they need, and what `ls` / `describe` show.
-Changing the layout is `service/partitioning.py`'s job (`add-partition-spec`).
+Changing the layout is `service/partitioned/spec_change.py`'s job (`add-partition-spec`).
 """
 
 from __future__ import annotations

@@ -23,14 +23,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from lancens_cli.service.prune_branches import (
+from lancens_cli.service.prune.branches import (
     BranchPlan,
     BranchState,
     plan_branches,
     read_branch_states,
 )
-from lancens_cli.service.prune_policy import PrunePolicy, show_duration
-from lancens_cli.service.prune_versions import VersionInfo, list_table, version_times
+from lancens_cli.service.prune.policy import PrunePolicy, show_duration
+from lancens_cli.service.prune.version_files import VersionInfo, list_table, version_times
 from lancens_cli.store.base_paths import base_path_strings, split_manifest_file
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import VERSIONS_DIR

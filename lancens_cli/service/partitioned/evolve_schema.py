@@ -47,7 +47,7 @@ from lancens_cli.partition.schema_evolution import (
 )
 from lancens_cli.partition.spec import SCHEMA_KEY
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partition_layout import PartitionLayout, layout_of
+from lancens_cli.service.partitioned.layout import PartitionLayout, layout_of
 from lancens_cli.store.commit import TABLE_COMMIT_ATTEMPTS, retry_on_conflict
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.storage import Storage

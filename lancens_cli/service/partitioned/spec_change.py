@@ -28,9 +28,9 @@ from lancens_cli.partition.spec import (
     all_fields,
 )
 from lancens_cli.schema_json import type_from_json, type_to_json
-from lancens_cli.service.catalog_rows import partition_namespace_row
+from lancens_cli.service.catalog.rows import partition_namespace_row
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partition_layout import layout_of, manifest_columns
+from lancens_cli.service.partitioned.layout import layout_of, manifest_columns
 from lancens_cli.store.manifest import (
     PARTITIONED_WRITER_FLAG,
     WRITER_FLAGS_KEY,
@@ -175,7 +175,7 @@ KEY_BYTES_OBJECT_STORE = 1024  # an object key on S3 and GCS
 
 def partition_table_name_bytes(spec: PartitionSpec) -> int:
     """The length of a partition table's directory name: `<8 hex>_v<N>$<16>...$dataset`."""
-    from lancens_cli.service.partition_write import TABLE_NAME
+    from lancens_cli.service.partitioned.write import TABLE_NAME
 
     levels = len(spec.fields)
     return 8 + 1 + len(spec.namespace) + levels * (1 + 16) + 1 + len(TABLE_NAME)

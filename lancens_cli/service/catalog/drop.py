@@ -25,11 +25,11 @@ from lancens_cli.models import (
     ChangeSet,
     Identifier,
 )
-from lancens_cli.service.catalog_rows import DROPPING_KEY, refuse_taken, table_row
-from lancens_cli.service.dependents import attach, outside_dependents, refuse
+from lancens_cli.service.catalog.dependents import attach, outside_dependents, refuse
+from lancens_cli.service.catalog.rows import DROPPING_KEY, refuse_taken, table_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.namespace import stale_rename_sources as renamed_away
-from lancens_cli.service.partition_refusals import refuse_spec_names
+from lancens_cli.service.partitioned.refusals import refuse_spec_names
 from lancens_cli.store.containment import directory_location_problem, row_locations
 from lancens_cli.store.manifest import (
     ManifestEdit,

@@ -13,7 +13,7 @@ from typing import Any
 from lancens_cli.errors import LancensError
 from lancens_cli.models import KIND_TABLE, STATE_OK, Identifier
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partition_branch import published_branch
+from lancens_cli.service.partitioned.branch import published_branch
 from lancens_cli.store.tables import open_published, open_table, published_version, table_state
 from lancens_cli.store.verify import version_problems
 

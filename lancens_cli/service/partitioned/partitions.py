@@ -14,7 +14,11 @@ from lancens_cli.errors import InvalidInputError, ManifestError
 from lancens_cli.models import MANIFEST_TABLE, Identifier
 from lancens_cli.partition.rows import top_namespace
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partition_layout import READ_COLUMNS, PartitionLayout, layout_from_metadata
+from lancens_cli.service.partitioned.layout import (
+    READ_COLUMNS,
+    PartitionLayout,
+    layout_from_metadata,
+)
 from lancens_cli.store.manifest import KNOWN_READER_FLAGS, READER_FLAGS_KEY
 
 
