@@ -131,7 +131,7 @@ def run(workdir: Path, left_rows: int, right_rows: int, repeat: int, master: str
         )
         assert job.spj, job.fallback_reasons
         df = job.dataframe(spark)
-        assert not job_module.has_exchange(job_module.physical_plan(df))
+        assert "Exchange" not in job_module.physical_plan(df)
         df.write.format("noop").mode("overwrite").save()
         return df.rdd.getNumPartitions()
 

@@ -1,8 +1,9 @@
 """Namespace configuration: the spec's properties, resolved from flags, environment and profiles.
 
-Precedence (DESIGN decision 10): flags > environment > a profile in the config file > defaults.
-Unknown keys and malformed booleans are errors that name the key, unlike the reference, which
-ignores the first and reads the second as true.
+Precedence, highest first: flags > environment > a profile in the config file > defaults.
+Unknown keys and malformed booleans are errors that name the key, unlike the reference
+implementation (pylance's `DirectoryNamespace`), which ignores the first and reads the second as
+true.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
 """The error hierarchy.
 
-Every error carries two numbers: the process exit code of the CLI contract (DESIGN decision 8)
-and the numeric code of the Lance namespace error catalogue, so that JSON consumers can match
-errors the same way they match those of the reference implementation.
+Every error carries two numbers: the process exit code of the CLI contract (`ExitCode` below,
+listed in `lancens --help` and in the README's "Output and exit codes") and the numeric code of
+the Lance namespace error catalogue, so that JSON consumers can match errors the same way they
+match those of the reference implementation (pylance's `DirectoryNamespace`). An error raised
+in a command becomes one line on stderr and its exit code in `cli/common.py` (`run`); a usage
+error Click finds before any command runs gets the same treatment in `cli/app.py` (exit 2).
 """
 
 from __future__ import annotations
@@ -101,10 +104,6 @@ class ManifestError(LancensError):
     """`__manifest` cannot be read or is not one we understand."""
 
     namespace_code, name = 19, "InvalidTableState"
-
-
-class PartialFailureError(LancensError):
-    exit_code, namespace_code, name = ExitCode.PARTIAL, 18, "Internal"
 
 
 def lance_message(exc: BaseException) -> str:

@@ -43,7 +43,7 @@ class _State:
 _STATE = _State()
 
 
-def _handler(signum: int, frame: Any) -> None:
+def _handler(_signum: int, _frame: Any) -> None:
     if _STATE.immediate:
         _STATE.pending = True
         raise KeyboardInterrupt

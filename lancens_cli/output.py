@@ -1,4 +1,4 @@
-"""Rendering results and errors (DESIGN decision 8).
+"""Rendering results and errors (the output contract: README "Output and exit codes").
 
 stdout carries only the result: a rich table on a terminal, tab-separated lines when piped,
 exactly one JSON document with --json. Messages and errors go to stderr; in JSON mode an error is

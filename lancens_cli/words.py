@@ -1,4 +1,11 @@
-"""Counts in words for messages: "1 object", "2 directories", never "object(s)"."""
+"""Words for the text a person reads: counts, sizes and times.
+
+`plural` / `noun` say a count as words ("1 object", "2 directories", never "object(s)");
+`human_bytes` and `human_time` give sizes in binary units and timestamps as dates. Every layer
+that writes text uses them: command messages, progress bars and terminal tables (cli/,
+describe_view.py), the summaries and error messages built in service/ and pipeline/, and config
+errors (config.py). Results in `--json` keep their plain numbers.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The output contract (README "Output and exit codes", DESIGN decision 8).
+"""The output contract (README "Output and exit codes").
 
 stdout carries only the result: exactly one JSON document with --json, tab-separated lines when
 piped. An error prints nothing on stdout and one line on stderr (`lancens: error: ...`), or with
@@ -215,7 +215,7 @@ def test_errors_through_a_real_process(populated):
 
 
 def test_usage_error_with_json_is_a_json_error(local_root):
-    """DESIGN 8 / README: with --json an error is one {"error": ...} object on stderr; exit 2
+    """README: with --json an error is one {"error": ...} object on stderr; exit 2
     covers an unknown option. Usage errors are caught where the process starts (`main`), so this
     runs the real command."""
     result = run_cli(*local_root.args, "--json", "ls", "--no-such-option")

@@ -401,7 +401,7 @@ def test_prune_on_s3(s3_root, tmp_path):
     storage = Storage(resolve_config(props, opts, None))
     assert _create_exclusive(storage, "probe/once", "first")
     assert not _create_exclusive(storage, "probe/once", "second")  # If-None-Match: * honoured
-    assert storage.fs.cat_file(storage._path("probe/once")) == b"first"
+    assert storage.fs.cat_file(storage.fs_path("probe/once")) == b"first"
     storage.delete_file("probe/once")
     lease = acquire(storage)
     try:

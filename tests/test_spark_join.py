@@ -451,3 +451,25 @@ def test_a_real_subprocess_joins_with_its_own_driver(bucketed):
     expected = brute_join(orders, customers, ["customer_id"], ["customer_id"], "left")
     assert done.stdout.strip() == str(len(expected))
     assert "storage-partitioned join done" in done.stderr
+
+
+def test_a_failing_task_is_one_line_as_in_scan(spark, tmp_path):
+    """A task that fails (a data file is gone) reaches the user of `join` as it does the user of
+    `scan`: one line, exit 1, no JVM or Python trace."""
+    orders, customers = orders_and_customers(200, 50)
+    left = build(tmp_path, "orders", orders, ["bucket(4, customer_id) as cb"])
+    right = build(tmp_path, "customers", customers, ["bucket(4, customer_id) as cb"])
+    data_files = [p for p in Path(right).glob("*/data/*.lance") if p.parts[-3] != "__manifest"]
+    assert data_files
+    for path in data_files:
+        path.unlink()
+
+    joined = invoke("join", left, right, *ON, "--count")
+    scanned = invoke("--root", right, "scan", "--count")
+
+    for done, doing in ((joined, "join"), (scanned, "scan")):
+        assert done.exit_code == 1, done.stderr
+        errors = [line for line in done.stderr.splitlines() if line.startswith("lancens: error")]
+        assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
+        assert errors[0].startswith(f"lancens: error: the {doing} failed in Spark: "), errors
+        assert "Not found: " in errors[0] and ".lance" in errors[0], errors  # what went wrong

@@ -91,6 +91,7 @@ def join(
     from lancens_cli.errors import InvalidInputError
     from lancens_cli.output import message
     from lancens_cli.pipeline import join as job_module
+    from lancens_cli.pipeline.task_failures import spark_errors
     from lancens_cli.service.join.plan import parse_on
 
     if session().root is not None:
@@ -111,21 +112,23 @@ def join(
     started = time.monotonic()
     spark = spark_session(master, conf)
     _quiet_analysis_log()
-    df = _filtered(job.dataframe(spark), where).select(*[c.name for c in job.selected])
-    if explain:
-        result: Any = job_module.JoinExplain(job, job_module.physical_plan(df))
-        if session().json:
-            session().emit(result)
+    with spark_errors("the join"):
+        df = _filtered(job.dataframe(spark), where).select(*[c.name for c in job.selected])
+        if explain:
+            result: Any = job_module.JoinExplain(job, job_module.physical_plan(df))
+            if session().json:
+                session().emit(result)
+            else:
+                typer.echo("\n".join(result.lines()))
+            return
+        if to is not None:
+            out = df.limit(limit) if limit else df
+            result = job_module.write_files(spark, out, to, fmt, job.spj)
+        elif count:
+            result = job_module.JoinCount(df.count(), job.spj)
         else:
-            typer.echo("\n".join(result.lines()))
-        return
-    if to is not None:
-        out = df.limit(limit) if limit else df
-        result = job_module.write_files(spark, out, to, fmt, job.spj)
-    elif count:
-        result = job_module.JoinCount(df.count(), job.spj)
-    else:
-        result = job_module.collect_rows(df, DEFAULT_LIMIT if limit is None else limit, job.spj)
+            limit = DEFAULT_LIMIT if limit is None else limit
+            result = job_module.collect_rows(df, limit, job.spj)
     session().emit(result)
     if not session().json:
         kind = "storage-partitioned" if job.spj else "shuffle"

@@ -1,8 +1,10 @@
 """The options and arguments more than one command takes, each declared once with one help text.
 
-`common_parameters()` are the session's options (`--root`, `-s`, `--json`, ...), accepted both
-before and after the command; the `Annotated` aliases below are what commands put in their
-signatures so that one option reads the same in every command.
+`session_parameters()` are the session's options (`--root`, `-s`, `--json`, ...), accepted both
+before and after the command (cli/app.py adds them to the program, `common.add_command` to every
+command) and taken back out of the parsed values by `pop_session_values()`; the `Annotated`
+aliases below are what commands put in their signatures so that one option reads the same in
+every command.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Bucket hashing of spec 004: `abs(murmur3(col0)) % N` and `murmur3_multi` (DESIGN decision 5).
+"""Bucket hashing of spec 004: `abs(murmur3(col0)) % N` and `murmur3_multi`, as Iceberg hashes.
 
 The hash is murmur3 x86 32-bit with seed 0, read as a signed int32, over Iceberg's byte encoding
 of each value, so that equal values hash equally whatever their Arrow width (the spec demands

@@ -19,7 +19,6 @@ from typing import Any
 
 from lancens_cli.errors import InvalidInputError
 
-OPS = ("=", "!=", "<", "<=", ">", ">=")
 FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 NEGATE = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
@@ -89,7 +88,7 @@ def _fail(message: str) -> InvalidInputError:
 
 
 @functools.cache
-def _dialect() -> Any:
+def lance_dialect() -> Any:
     """DuckDB syntax, plus Lance's backtick-quoted column names (built once: it is costly)."""
     from sqlglot.dialects.duckdb import DuckDB
 
@@ -108,8 +107,8 @@ def parse(text: str, schema: Any) -> Node:
     if not text or not text.strip():
         raise _fail("the predicate is empty")
     try:
-        tree = sqlglot.parse_one(text, read=_dialect())
-        return _Parser(schema).node(tree)
+        tree = sqlglot.parse_one(text, read=lance_dialect())
+        return PredicateParser(schema).node(tree)
     except SqlglotError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise _fail(f"cannot parse {_short(text)!r}: {first}") from None
@@ -121,7 +120,7 @@ def _short(text: str) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-class _Parser:
+class PredicateParser:
     def __init__(self, schema: Any) -> None:
         self.fields = {f.name: f for f in schema}
 
@@ -144,16 +143,14 @@ class _Parser:
             return Between(field.name, low, high)
         if isinstance(e, exp.Is):
             if not isinstance(e.expression, exp.Null):
-                raise _fail(f"only IS [NOT] NULL is supported, got {_snippet(e)!r}")
+                raise _fail(f"only IS [NOT] NULL is supported, got {snippet(e)!r}")
             return IsNull(self.column(e.this, e).name)
         op = _comparison_op(e)
         if op is not None:
             return self.comparison(e, op)
         if isinstance(e, exp.Column):
-            raise _fail(
-                f"a bare column is not a condition: {_snippet(e)!r} (compare it to a value)"
-            )
-        raise _fail(f"unsupported {_describe(e)} {_snippet(e)!r}")
+            raise _fail(f"a bare column is not a condition: {snippet(e)!r} (compare it to a value)")
+        raise _fail(f"unsupported {_describe(e)} {snippet(e)!r}")
 
     def negated(self, inner: Node) -> Node:
         """`x NOT IN`, `NOT BETWEEN`, `IS NOT NULL` keep their own form; the rest wraps."""
@@ -168,16 +165,16 @@ class _Parser:
         if isinstance(right, exp.Column) and not isinstance(left, exp.Column):
             left, right, op = right, left, FLIP[op]
         if isinstance(left, exp.Column) and isinstance(right, exp.Column):
-            raise _fail(f"comparing two columns is not supported: {_snippet(e)!r}")
+            raise _fail(f"comparing two columns is not supported: {snippet(e)!r}")
         field = self.column(left, e)
         return Comparison(field.name, op, self.literal(right, field))
 
     def in_list(self, e: Any) -> InList:
         if e.args.get("query") is not None or e.args.get("unnest") is not None:
-            raise _fail(f"IN takes a list of literals, not a query: {_snippet(e)!r}")
+            raise _fail(f"IN takes a list of literals, not a query: {snippet(e)!r}")
         field = self.column(e.this, e)
         if not e.expressions:
-            raise _fail(f"IN needs at least one value: {_snippet(e)!r}")
+            raise _fail(f"IN needs at least one value: {snippet(e)!r}")
         return InList(field.name, tuple(self.literal(v, field) for v in e.expressions))
 
     def column(self, e: Any, context: Any) -> Any:
@@ -185,11 +182,11 @@ class _Parser:
 
         if not isinstance(e, exp.Column):
             raise _fail(
-                f"the left side of {_snippet(context)!r} must be a column, got "
-                f"{_describe(e)} {_snippet(e)!r}"
+                f"the left side of {snippet(context)!r} must be a column, got "
+                f"{_describe(e)} {snippet(e)!r}"
             )
         if e.table:
-            raise _fail(f"qualified column names are not supported: {_snippet(e)!r}")
+            raise _fail(f"qualified column names are not supported: {snippet(e)!r}")
         return self.field(e.name)
 
     def field(self, name: str) -> Any:
@@ -202,7 +199,7 @@ class _Parser:
         raise _fail(f"unknown column {name!r} (columns: {known})")
 
     def literal(self, e: Any, field: Any) -> Any:
-        kind, raw = _literal(e)
+        kind, raw = literal_kind(e)
         return coerce(kind, raw, field)
 
 
@@ -239,10 +236,10 @@ def _describe(e: Any) -> str:
     return type(e).__name__
 
 
-def _snippet(e: Any) -> str:
+def snippet(e: Any) -> str:
     """A node's SQL as the user would write it (for error messages)."""
     try:
-        return e.sql(dialect=_dialect())
+        return e.sql(dialect=lance_dialect())
     except Exception:  # noqa: BLE001 - only a message
         return type(e).__name__
 
@@ -260,7 +257,7 @@ _DATE_TYPES = ("DATE",)
 _TIMESTAMP_TYPES = ("TIMESTAMP", "TIMESTAMPNTZ", "TIMESTAMPTZ", "DATETIME")
 
 
-def _literal(e: Any) -> tuple[str, Any]:
+def literal_kind(e: Any) -> tuple[str, Any]:
     """(kind, raw text or bool) of a SQL literal; kind is number/string/bool/date/timestamp."""
     from sqlglot import exp
 
@@ -280,7 +277,7 @@ def _literal(e: Any) -> tuple[str, Any]:
             return "timestamp", e.this.this
         if target in ("DECIMAL", "DECIMAL128", "DECIMAL256", "BIGINT"):
             return "number", e.this.this  # how decimals and INT64_MIN are rendered for Lance
-    raise _fail(f"expected a literal value, got {_describe(e)} {_snippet(e)!r}")
+    raise _fail(f"expected a literal value, got {_describe(e)} {snippet(e)!r}")
 
 
 # --------------------------------------------------------------------------- literal typing

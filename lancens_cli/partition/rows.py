@@ -38,11 +38,6 @@ def dotted(object_id: str) -> str:
     return object_id.replace(OBJECT_ID_DELIMITER, ".")
 
 
-def spec_prefixes(specs: Iterable[PartitionSpec]) -> tuple[str, ...]:
-    """The object id prefix of every row below each spec-version namespace."""
-    return tuple(spec.namespace + OBJECT_ID_DELIMITER for spec in specs)
-
-
 @dataclass(frozen=True)
 class PartitionRow:
     """A row below a spec-version namespace `v<N>`, with its place in the partition tree."""

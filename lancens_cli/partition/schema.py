@@ -61,11 +61,11 @@ def _with_children(field: Any, children: list[Any]) -> Any:
     return field
 
 
-def _walk(fields: list[Any]) -> list[Any]:
+def nested_fields(fields: list[Any]) -> list[Any]:
     out = []
     for f in fields:
         out.append(f)
-        out += _walk(_children(f))
+        out += nested_fields(_children(f))
     return out
 
 
@@ -123,7 +123,7 @@ def field_id_padding(schema: Any, highest: int = -1) -> tuple[Any, list[str]]:
             padded.append(pa.field(gaps[-1], pa.int8()))
 
     for f in schema:
-        ids = [_field_id(x) for x in _walk([f])]
+        ids = [_field_id(x) for x in nested_fields([f])]
         if None in ids or ids != list(range(ids[0], ids[0] + len(ids))) or ids[0] < next_id:
             return schema, []
         pad(ids[0])
@@ -194,7 +194,7 @@ def with_field_ids(schema: Any) -> Any:
     """The schema with a `lance:field_id` on every field; ids already there are kept."""
     import pyarrow as pa
 
-    used = [i for i in (_field_id(f) for f in _walk(list(schema))) if i is not None]
+    used = [i for i in (_field_id(f) for f in nested_fields(list(schema))) if i is not None]
     if len(used) != len(set(used)):
         raise InvalidInputError(f"schema: {FIELD_ID_KEY} values must be unique")
     next_id = max(used, default=-1) + 1

@@ -166,9 +166,9 @@ def _with_id(f: Any, fid: int) -> Any:
 
 def highest_id(schema: Any, history: list[Any]) -> int:
     """The highest field id any generation of the namespace schema ever used."""
-    from lancens_cli.partition.schema import _walk
+    from lancens_cli.partition.schema import nested_fields
 
-    ids = [_id(f) for s in [schema, *history] for f in _walk(list(s)) if f.metadata]
+    ids = [_id(f) for s in [schema, *history] for f in nested_fields(list(s)) if f.metadata]
     return max(ids, default=-1)
 
 

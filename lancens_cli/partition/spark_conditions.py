@@ -23,11 +23,11 @@ from lancens_cli.errors import InvalidInputError
 from lancens_cli.partition.predicate import (
     And,
     Node,
-    _Parser,
-    _snippet,
+    PredicateParser,
     coerce,
     columns_of,
     flatten,
+    snippet,
     zone,
 )
 
@@ -95,7 +95,7 @@ def split_condition(
         raise InvalidInputError("predicate: the condition is empty")
     columns = _check_columns(tree, schema)
     _check_condition(tree)
-    parser = _SparkParser(schema, session_zone) if dialect == "spark" else _Parser(schema)
+    parser = _SparkParser(schema, session_zone) if dialect == "spark" else PredicateParser(schema)
     float_columns = {f.name for f in schema if _is_float(f.type)}
     parts = []
     for term in _terms(tree):
@@ -123,16 +123,16 @@ def _short(text: str) -> str:
 def _read_dialect(dialect: str) -> Any:
     if dialect == "spark":
         return "spark"
-    from lancens_cli.partition.predicate import _dialect
+    from lancens_cli.partition.predicate import lance_dialect
 
-    return _dialect()
+    return lance_dialect()
 
 
 def _sql(term: Any, dialect: str) -> str:
     try:
         return term.sql(dialect=_read_dialect(dialect))
     except Exception:  # noqa: BLE001 - only for messages and --explain
-        return _snippet(term)
+        return snippet(term)
 
 
 def _terms(tree: Any) -> list[Any]:
@@ -183,7 +183,7 @@ def _check_condition(tree: Any) -> None:
     plain = (exp.Literal, exp.Null, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg, exp.DPipe)
     if isinstance(node, plain):
         raise InvalidInputError(
-            f"predicate: {_snippet(node)!r} is not a condition (it is not true or false)"
+            f"predicate: {snippet(node)!r} is not a condition (it is not true or false)"
         )
 
 
@@ -193,7 +193,7 @@ def _is_float(kind: Any) -> bool:
     return bool(t.is_floating(kind))
 
 
-class _SparkParser(_Parser):
+class _SparkParser(PredicateParser):
     """The predicate model's parser, with literals read as Spark reads them."""
 
     def __init__(self, schema: Any, session_zone: str | None) -> None:
@@ -209,7 +209,7 @@ class _SparkParser(_Parser):
         if t.is_timestamp(field.type):
             return self._stamp(kind, raw, field)
         if t.is_date(field.type) and kind not in ("date", "string"):
-            raise InvalidInputError(f"predicate: {_snippet(e)!r} is not a date literal")
+            raise InvalidInputError(f"predicate: {snippet(e)!r} is not a date literal")
         return coerce(kind, raw, field)
 
     def _stamp(self, kind: str, raw: Any, field: Any) -> Any:
@@ -258,7 +258,7 @@ def _has_offset(text: str) -> bool:
 def _spark_literal(e: Any) -> tuple[str, Any]:
     from sqlglot import exp
 
-    from lancens_cli.partition.predicate import _literal
+    from lancens_cli.partition.predicate import literal_kind
 
     if isinstance(e, exp.Cast) and isinstance(e.this, exp.Literal) and e.this.is_string:
         target = e.to.this.name if hasattr(e.to.this, "name") else str(e.to.this)
@@ -266,4 +266,4 @@ def _spark_literal(e: Any) -> tuple[str, Any]:
             return "timestamp_ntz", e.this.this
         if target in ("TIMESTAMPTZ", "TIMESTAMP", "TIMESTAMPLTZ"):
             return "timestamp", e.this.this
-    return _literal(e)
+    return literal_kind(e)

@@ -89,21 +89,6 @@ class Transform:
         out.update(self.extra)
         return out
 
-    def derived_expression(self, source_count: int = 1, string_source: bool = False) -> str:
-        """The DataFusion expression the spec derives from this transform."""
-        if self.type == "identity":
-            return "col0"
-        if self.type in TIME_TRANSFORMS:
-            return f"date_part('{self.type}', col0)"
-        if self.type == "bucket":
-            return f"abs(murmur3(col0)) % {self.num_buckets}"
-        if self.type == "multi_bucket":
-            cols = ", ".join(f"col{i}" for i in range(source_count))
-            return f"abs(murmur3_multi({cols})) % {self.num_buckets}"
-        if string_source:
-            return f"left(col0, {self.width})"
-        return f"col0 - (col0 % {self.width})"
-
     def display(self, sources: list[str]) -> str:
         """The readable form `add-partition-spec --field` accepts."""
         if self.type == "identity":

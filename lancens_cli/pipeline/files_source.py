@@ -58,7 +58,7 @@ class FilesReader(DataSourceReader):
         return [FilePartition(path) for path in self.files]
 
     def read(self, partition: Any) -> Iterator[Any]:
-        from lancens_cli.pipeline.failures import carried
+        from lancens_cli.pipeline.task_failures import carried
         from lancens_cli.pipeline.write import arrow_schema
 
         target = arrow_schema(self.schema)

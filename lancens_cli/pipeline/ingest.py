@@ -15,7 +15,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import re
 import tempfile
 import time
 from collections.abc import Iterator
@@ -23,7 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from lancens_cli.errors import InvalidInputError, LancensError
+from lancens_cli.errors import InvalidInputError
+from lancens_cli.pipeline.task_failures import spark_errors
 from lancens_cli.words import plural
 
 FORMATS = ("parquet", "csv", "json", "orc")
@@ -401,44 +401,16 @@ def ingest(
     result = IngestResult(sources_text, sources.fmt, target, mode, dry_run=dry_run)
     result.spark_start_seconds = spark_start
     began = time.monotonic()
-    try:
-        with quiet_job(spark, debug):
-            frame = source_frame(spark, sources, schema, storage)
-            if schema is not None:
-                check_columns(frame.schema, schema)
-            if dry_run:
-                _dry_run(frame, ns, into, schema, result)
-            else:
-                _write(frame, ns, into, mode, delimiter, result, branch)
-    except LancensError:
-        raise
-    except Exception as exc:
-        raise spark_failure(exc) from None
+    with spark_errors("the ingest"), quiet_job(spark, debug):
+        frame = source_frame(spark, sources, schema, storage)
+        if schema is not None:
+            check_columns(frame.schema, schema)
+        if dry_run:
+            _dry_run(frame, ns, into, schema, result)
+        else:
+            _write(frame, ns, into, mode, delimiter, result, branch)
     result.seconds = time.monotonic() - began
     return result
-
-
-# Spark error classes that mean the input is at fault (exit 2).
-_INPUT_ERRORS = re.compile(
-    r"\[((?:MALFORMED|CANNOT_PARSE|CAST_INVALID_INPUT|PATH_NOT_FOUND|UNABLE_TO_INFER|"
-    r"INVALID_JSON|FAILED_READ_FILE)[A-Z_.]*)\]([^\n]*)"
-)
-
-
-def spark_failure(exc: BaseException) -> LancensError:
-    """A failed Spark job as one line: ours with its exit code, else the input's fault as
-    Spark names it, else Spark's first line."""
-    from lancens_cli.pipeline.failures import surfaced
-
-    ours = surfaced(exc)
-    if ours is not None:
-        return ours
-    found = _INPUT_ERRORS.search(str(exc))
-    if found:
-        detail = " ".join(found.group(2).split())[:300]
-        return InvalidInputError(f"the input cannot be read: [{found.group(1)}] {detail}")
-    text = next((line.strip() for line in str(exc).splitlines() if line.strip()), repr(exc))
-    return LancensError(f"the Spark job failed: {text[:400]}")
 
 
 @contextmanager
@@ -499,7 +471,7 @@ def _dry_run(frame: Any, ns: Any, into: Any, schema: Any, result: IngestResult) 
     if into is not None or schema is None:
         result.rows = frame.count()
         return
-    from lancens_cli.service.partitioned.write import _LevelIndex, partitioned_target
+    from lancens_cli.service.partitioned.write import LevelIndex, partitioned_target
 
     snapshot, layout = partitioned_target(ns)
     spec = layout.current
@@ -508,15 +480,15 @@ def _dry_run(frame: Any, ns: Any, into: Any, schema: Any, result: IngestResult) 
         .groupBy("key")
         .sum("rows")
     )
-    index = _LevelIndex(snapshot, spec)
+    index = LevelIndex(snapshot, spec)
     from lancens_cli.partition.rows import child_id
     from lancens_cli.pipeline.write_task import decode_value
-    from lancens_cli.service.partitioned.write import TABLE_NAME, PartitionTouch, _locate
+    from lancens_cli.service.partitioned.write import TABLE_NAME, PartitionTouch, locate_partitions
 
     fields = [f.field_id for f in spec.fields]
     for key, rows in counted.collect():
         values = tuple(decode_value(v) for v in json.loads(key))
-        found = _locate(PartitionTouch(values, None), spec, index)
+        found = locate_partitions(PartitionTouch(values, None), spec, index)
         exists = found[-1] is not None and child_id(found[-1], TABLE_NAME) in snapshot
         result.rows += int(rows)
         result.partitions.append(
@@ -533,7 +505,7 @@ def _partition_counter(schema: Any, spec: Any) -> Any:
     def count(batches: Any) -> Any:
         import pyarrow as pa
 
-        from lancens_cli.pipeline.failures import carried
+        from lancens_cli.pipeline.task_failures import carried
         from lancens_cli.pipeline.write_task import encode_value
         from lancens_cli.service.partitioned.write import conform, split_by_partition
 

@@ -311,10 +311,6 @@ def physical_plan(df: Any) -> str:
     return str(df._jdf.queryExecution().executedPlan().toString())
 
 
-def has_exchange(plan_text: str) -> bool:
-    return "Exchange" in plan_text
-
-
 @dataclass
 class JoinExplain:
     """`--explain`: the groups (or why there are none) and Spark's physical plan."""

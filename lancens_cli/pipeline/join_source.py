@@ -23,6 +23,8 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from lancens_cli.pipeline.task_failures import marked_iter
+
 FORMAT = "lancens_join"
 BATCH_ROWS = 64 * 1024
 
@@ -71,6 +73,7 @@ class JoinReader(DataSourceReader):
         work = self.job["work"] or [None]  # Spark wants at least one partition
         return [JoinPartition(i, w) for i, w in enumerate(work)]
 
+    @marked_iter
     def read(self, partition: JoinPartition) -> Iterator[Any]:  # type: ignore[override]
         if partition.work is None:
             return

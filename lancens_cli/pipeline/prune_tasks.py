@@ -75,7 +75,7 @@ class SparkTables:
                 .collect()
             )
         except Exception as exc:  # the job failed as a whole: no table's outcome is known
-            from lancens_cli.pipeline.task_errors import from_spark
+            from lancens_cli.pipeline.task_failures import from_spark
 
             reason = from_spark(exc, "prune").message
             return [(_unknown(w, reason), None) for w in works]

@@ -19,7 +19,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.pipeline.options import SourceOptions
 from lancens_cli.pipeline.read_plan import LancensSlice, Piece, plan_slices
-from lancens_cli.pipeline.task_errors import marked, marked_iter
+from lancens_cli.pipeline.task_failures import marked, marked_iter
 
 
 def option_nodes(opts: SourceOptions, schema: Any) -> list[Any]:

@@ -28,8 +28,8 @@ from lancens_cli.partition.predicate import (
     parse,
     to_sql,
 )
+from lancens_cli.pipeline.missing_columns import without_columns
 from lancens_cli.pipeline.options import SourceOptions
-from lancens_cli.pipeline.read_filters import without_columns
 
 ROWS_PER_SLICE = 1 << 20  # rows one Spark task reads, fragments grouped up to this
 _OPENERS = 8  # tables opened at once while planning (Lance releases the GIL)

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from lancens_cli.errors import InvalidInputError, LancensError, TableAlreadyExistsError
+from lancens_cli.errors import InvalidInputError, TableAlreadyExistsError
 from lancens_cli.partition.spark_conditions import Condition, split_condition
-from lancens_cli.pipeline.task_errors import from_spark
+from lancens_cli.pipeline.task_failures import spark_errors
 
 # The CLI's Spark sessions run in UTC: a timestamp literal without an offset is a UTC instant.
 SESSION_ZONE = "UTC"
@@ -240,7 +240,7 @@ def _narrowest(schema: Any) -> str:
 
 def run_scan(spark: Any, request: ScanRequest) -> Any:
     """Rows, a count, files written, or the plan: what `lancens scan` prints."""
-    try:
+    with spark_errors("the scan"):
         df, columns, condition = prepare(spark, request)
         if request.explain:
             return explain(df, request, condition)
@@ -251,10 +251,6 @@ def run_scan(spark: Any, request: ScanRequest) -> Any:
         if request.stream and request.limit is None:
             return ScanStream(columns, _guarded(stream_rows(df)))
         return _rows(df, columns, request.limit)
-    except LancensError:
-        raise
-    except Exception as exc:  # Spark's errors: one line, ours recovered from the worker's text
-        raise from_spark(exc, "the scan") from exc
 
 
 def _rows(df: Any, columns: list[str], limit: int | None) -> ScanRows:
@@ -278,12 +274,8 @@ def stream_rows(df: Any) -> Iterator[list[Any]]:
 
 
 def _guarded(rows: Iterator[list[Any]]) -> Iterator[list[Any]]:
-    try:
+    with spark_errors("the scan"):
         yield from rows
-    except LancensError:
-        raise
-    except Exception as exc:
-        raise from_spark(exc, "the scan") from exc
 
 
 def _write(df: Any, request: ScanRequest, columns: list[str]) -> ScanWritten:

@@ -36,7 +36,7 @@ class LancensDataSource(DataSource):
         return LancensReader(self._options(READ_OPTIONS), schema)
 
     def writer(self, schema: Any, overwrite: bool) -> Any:
-        from lancens_cli.pipeline.failures import carried
+        from lancens_cli.pipeline.task_failures import carried
         from lancens_cli.pipeline.write import WRITE_OPTIONS, LancensWriter
 
         try:

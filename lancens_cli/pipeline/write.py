@@ -39,7 +39,7 @@ class LancensWriter(DataSourceArrowWriter):
     """Tasks write fragments, the driver commits them in one `__manifest` commit."""
 
     def __init__(self, opts: SourceOptions, schema: Any, overwrite: bool) -> None:
-        from lancens_cli.pipeline.failures import carried
+        from lancens_cli.pipeline.task_failures import carried
 
         self.opts = opts
         self.overwrite = overwrite
@@ -54,7 +54,7 @@ class LancensWriter(DataSourceArrowWriter):
         return LancensCommitMessage(run_task(self.plan, iterator))
 
     def commit(self, messages: list[Any]) -> None:
-        from lancens_cli.pipeline.failures import carried
+        from lancens_cli.pipeline.task_failures import carried
 
         entries = _entries(messages)
         try:
@@ -106,7 +106,7 @@ def _plan(opts: SourceOptions, spark_schema: Any, overwrite: bool) -> WritePlan:
     branch = check_ref_name(opts.extra.get("branch"), "the branch option")
     if ident is None:
         from lancens_cli.partition.rows import partition_table_rows
-        from lancens_cli.service.partitioned.write import _LevelIndex, partitioned_target
+        from lancens_cli.service.partitioned.write import LevelIndex, partitioned_target
         from lancens_cli.store.containment import row_locations
 
         snapshot, layout = partitioned_target(ns)
@@ -119,7 +119,7 @@ def _plan(opts: SourceOptions, spark_schema: Any, overwrite: bool) -> WritePlan:
             # the job, and the commit then refuses the partition (nothing written outside)
             if verdicts.problem(row["object_id"]) is None:
                 tables[row["object_id"]] = row["location"]
-        children = _LevelIndex(snapshot, spec).children
+        children = LevelIndex(snapshot, spec).children
         return WritePlan(
             opts.properties(),
             job_id,

@@ -134,7 +134,7 @@ class _Written:
 
 def run_task(plan: WritePlan, batches: Iterator[Any]) -> str:
     """Write the task's rows as fragments; the commit message's JSON text."""
-    from lancens_cli.pipeline.failures import carried
+    from lancens_cli.pipeline.task_failures import carried
 
     written = _Written()
     storage = _storage(plan)

@@ -168,9 +168,9 @@ def check(
     )
     if ident.is_root:
         check_job_logs(ns, report, grace)
-        _check_orphans(ns, snapshot, report, delimiter, grace)
+        check_orphans(ns, snapshot, report, delimiter, grace)
         if snapshot.exists:
-            _check_staged_files(ns, report, grace)
+            check_staged_files(ns, report, grace)
             _check_unreferenced_data(ns, snapshot, report, grace, delimiter)
     if fix and not dry_run:
         _apply_fixes(ns, report, grace)
@@ -386,7 +386,7 @@ def _interrupted_rename(ns: Namespace, row: dict, properties: dict[str, str]) ->
     )
 
 
-def _check_orphans(
+def check_orphans(
     ns: Namespace, snapshot: ManifestSnapshot, report, delimiter, grace: timedelta
 ) -> None:
     """Table directories nothing references."""
@@ -490,7 +490,7 @@ def _untracked_data(ds: Any, grace: timedelta) -> list[tuple[str, bool]]:
     return staged
 
 
-def _check_staged_files(ns: Namespace, report: CheckReport, grace: timedelta) -> None:
+def check_staged_files(ns: Namespace, report: CheckReport, grace: timedelta) -> None:
     for path, expired in _staged_files(ns, grace):
         report.add(
             "staged_manifest_file",

@@ -275,7 +275,7 @@ def _lines(
     tags: dict[int, list[str]],
     branches: dict[int, list[str]],
 ) -> list[VersionLine]:
-    from lancens_cli.service.prune.version_files import version_times
+    from lancens_cli.store.version_files import version_times
 
     times = version_times(ns.storage, location)
     sizes = _sizes(ns, location)

@@ -4,7 +4,10 @@ Every mutation reads the manifest at version N, builds the complete new content 
 `Overwrite` at exactly N+1 (put-if-not-exists underneath). On conflict the staged data files are
 removed, the manifest is read again and the edit is rebuilt from the fresh snapshot, with bounded
 retries and jittered backoff. Extra columns (partition fields) and table metadata survive our
-commits; a plain reference writer rewrites them without knowing what they mean.
+commits. A writer that does not know the extra columns (pylance's `DirectoryNamespace`) drops
+them when it rewrites `__manifest`. So a partitioned namespace carries PARTITIONED_WRITER_FLAG
+(below): a writer that does not know that bit refuses to write at all. `__manifest` is described
+in the Lance Directory Namespace specification, https://lance.org/format/namespace/.
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ class Storage:
         escaped = rel.replace("%", "%25").replace("#", "%23").replace("?", "%3F")
         return f"{self.root_uri}/{escaped}"
 
-    def _path(self, rel: str = "") -> str:
+    def fs_path(self, rel: str = "") -> str:
         """The path the file system is given (local path, or `bucket/key` for fsspec)."""
         return self._files.path(rel)
 
@@ -110,7 +110,7 @@ class Storage:
     def fs(self) -> Any:
         return self._files.fs
 
-    def _remote(self, call, *args, **kwargs):
+    def remote(self, call, *args, **kwargs):
         """Run an fsspec call, turning transport failures into one clear error."""
         return self._files.remote(call, *args, **kwargs)
 
@@ -181,7 +181,7 @@ class Storage:
             import os
 
             with contextlib.suppress(OSError):
-                os.rmdir(self._path(rel))
+                os.rmdir(self.fs_path(rel))
 
     def copy_tree(self, src: str, dst: str) -> None:
         """Copy a table directory; a rerun after a partial copy completes it.

@@ -1,7 +1,7 @@
 """`join-plan`: can two partitioned namespaces be joined partition by partition (spec 004, SPJ)?
 
-The answer and how it is shown; the key syntax is `join_keys`, the relation algebra
-`join_relations`, loading and grouping the partitions `join_groups`.
+The answer; the key syntax is `keys`, the relation algebra `relations`, loading and grouping
+the partitions `groups` (all in this package).
 """
 
 from __future__ import annotations

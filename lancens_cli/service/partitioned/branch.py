@@ -3,7 +3,7 @@
 `write --branch B` (and `ingest --branch B`) append each partition's rows to branch `B` of its
 table, so `main` of every table stays as it was; the write then publishes `read_branch=B`,
 `read_version=<branch version>` in its one `__manifest` commit (the same commit path as any
-partitioned write, `partition_write.commit_touches`). The branch is created where missing, from
+partitioned write, `partitioned.write.commit_touches`). The branch is created where missing, from
 the version the row publishes. A new partition's table gets an empty version 1 on `main` and
 its rows on `B`.
 

@@ -4,6 +4,13 @@ The namespace schema and every `partition_spec_v<N>` live in the `__manifest` ta
 the spec-version namespace `v<N>` and the `partition_field_*`, `read_version`, `read_branch`,
 `read_tag` columns live in its rows. Our writer feature flag goes with the first spec, so that a
 writer that does not know partition columns refuses to rewrite the catalog.
+
+Lance commits rows and table metadata in separate operations, so a new spec takes two
+`__manifest` commits: first the `partition_field_*` columns and the `v<N>` row, then the spec
+(with the schema and the writer flag, for the first spec) in the table metadata
+(`ManifestStore.mutate(metadata_last=True)`). Every `__manifest` version in between reads as
+the namespace did before: no spec names a missing column. A rerun after a kill finishes the
+change. The partitioned namespace is specified at https://lance.org/format/namespace/.
 """
 
 from __future__ import annotations

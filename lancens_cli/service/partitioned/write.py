@@ -143,7 +143,7 @@ def _plain(value: Any) -> Any:
     return value.isoformat() if hasattr(value, "isoformat") else value
 
 
-class _Rebase(Exception):
+class Rebase(Exception):
     """A touched partition changed under us; its table commit must be redone."""
 
     def __init__(self, touches: list[PartitionTouch], from_manifest: bool = False) -> None:
@@ -247,7 +247,7 @@ def _combined_codes(keys: list[Any], sizes: list[int]) -> tuple[Any, list[Any]]:
 # --- finding partitions in the manifest -------------------------------------------------------
 
 
-class _LevelIndex:
+class LevelIndex:
     """(parent object id, value) -> child namespace, for one snapshot; built once."""
 
     def __init__(self, snapshot: ManifestSnapshot, spec: PartitionSpec) -> None:
@@ -267,7 +267,9 @@ def _key(value: Any) -> Any:
     return (type(value).__name__, value)
 
 
-def _locate(touch: PartitionTouch, spec: PartitionSpec, index: _LevelIndex) -> list[str | None]:
+def locate_partitions(
+    touch: PartitionTouch, spec: PartitionSpec, index: LevelIndex
+) -> list[str | None]:
     """The existing namespace of each level on the partition's path (None from the first gap)."""
     path: list[str | None] = []
     parent: str | None = spec.namespace
@@ -309,7 +311,7 @@ def _write_table(
 def _confirm_base(touch: PartitionTouch, published: Callable[[PartitionTouch], Any]) -> None:
     """A touch whose base is no longer what `__manifest` publishes is rebased."""
     if published(touch) != touch.base_ref:
-        raise _Rebase([touch])
+        raise Rebase([touch])
 
 
 def _write_tables(
@@ -353,7 +355,7 @@ def _prepare(
     touch: PartitionTouch,
     spec: PartitionSpec,
     snapshot: ManifestSnapshot,
-    index: _LevelIndex,
+    index: LevelIndex,
     fresh: dict[tuple[str, Any], str],
 ) -> None:
     """Decide where the touch goes in this snapshot: an existing table or new namespaces.
@@ -361,7 +363,7 @@ def _prepare(
     `fresh` holds the names of the namespaces this write creates, by (parent, value), so that
     partitions sharing a prefix of values share its namespaces, in every round.
     """
-    found = _locate(touch, spec, index)
+    found = locate_partitions(touch, spec, index)
     path: list[str] = []
     parent = spec.namespace
     for level, existing in enumerate(found):
@@ -466,7 +468,7 @@ def commit_touches(
     fresh = {} if fresh is None else fresh
     published = _published_version(ns)
     for _ in range(_REBASES):
-        index = _LevelIndex(snapshot, spec)
+        index = LevelIndex(snapshot, spec)
         for touch in pending:
             before = touch.location if touch.created else None
             _prepare(ns.storage, touch, spec, snapshot, index, fresh)
@@ -478,14 +480,14 @@ def commit_touches(
                 ns.storage, pending, published, progress(len(pending)) if progress else None
             )
             _require_created_tables(ns.storage, touches)
-            result.manifest_version = ns.manifest.mutate(_publish(layout, spec, touches))
+            result.manifest_version = ns.manifest.mutate(publish_touches(layout, spec, touches))
             break
         except (interrupt.Interrupted, ConcurrentModificationError):  # unpublished: ours go
             for touch in touches:
                 if touch.created and touch.written_to:
                     ns.storage.delete_tree(touch.written_to)
             raise
-        except _Rebase as rebase:
+        except Rebase as rebase:
             result.rebases += 1
             pending = rebase.touches if rebase.from_manifest else list(touches)
             snapshot = ns.snapshot()
@@ -553,14 +555,14 @@ def _require_created_tables(storage: Storage, touches: list[PartitionTouch]) -> 
     for touch in gone:
         touch.written_to = None
     if gone:
-        raise _Rebase(gone, from_manifest=True)
+        raise Rebase(gone, from_manifest=True)
 
 
-def _publish(layout: PartitionLayout, spec: PartitionSpec, touches: list[PartitionTouch]):
+def publish_touches(layout: PartitionLayout, spec: PartitionSpec, touches: list[PartitionTouch]):
     """The manifest plan: every touched partition's read_version, in one commit."""
 
     def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> int:
-        index = _LevelIndex(snapshot, spec)
+        index = LevelIndex(snapshot, spec)
         now = layout_of(snapshot) or layout  # a spec added meanwhile brings its columns
         if schema_to_text(now.schema) != schema_to_text(layout.schema):
             raise ConcurrentModificationError(
@@ -577,7 +579,7 @@ def _publish(layout: PartitionLayout, spec: PartitionSpec, touches: list[Partiti
         for touch in touches:
             row = snapshot.get(touch.table_id)
             if touch.created:
-                found = _locate(touch, spec, index)
+                found = locate_partitions(touch, spec, index)
                 taken = any(
                     f is not None and f != mine for f, mine in zip(found, touch.path, strict=True)
                 )
@@ -587,7 +589,7 @@ def _publish(layout: PartitionLayout, spec: PartitionSpec, touches: list[Partiti
             if row is None or branches.ref_of(row) != touch.base_ref:
                 stale.append(touch)
         if stale:
-            raise _Rebase(stale, from_manifest=True)
+            raise Rebase(stale, from_manifest=True)
         for touch in touches:
             if touch.created:
                 _add_partition_rows(snapshot, edit, spec, touch)

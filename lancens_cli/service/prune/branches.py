@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from lancens_cli.service.prune.expire import expire_listed
 from lancens_cli.service.prune.policy import PrunePolicy, show_duration
-from lancens_cli.service.prune.version_files import VersionInfo, version_files
+from lancens_cli.store.version_files import VersionInfo, version_files
 
 if TYPE_CHECKING:
     from lancens_cli.store.storage import Storage

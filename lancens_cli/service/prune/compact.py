@@ -210,9 +210,9 @@ def publish_compacted(ns: Namespace, compactions: list[Compaction]) -> int | Non
             return None
         try:
             version = ns.manifest.mutate(
-                pw._publish(layout, layout.current, list(touches.values()))
+                pw.publish_touches(layout, layout.current, list(touches.values()))
             )
-        except pw._Rebase as stale:  # a writer published these meanwhile: its version wins
+        except pw.Rebase as stale:  # a writer published these meanwhile: its version wins
             for touch in stale.touches:
                 touches.pop(touch.table_id, None)
             continue

@@ -22,49 +22,10 @@ from datetime import UTC, datetime, timedelta
 
 from lancens_cli.errors import ConcurrentModificationError
 from lancens_cli.store.containment import LEASE_DIR
+from lancens_cli.store.exclusive_files import create_exclusive, read_json
 from lancens_cli.store.storage import Storage
 
 LEASE_SECONDS = int(os.environ.get("LANCENS_PRUNE_LEASE_SECONDS", "600"))
-
-
-def _create_exclusive(storage: Storage, rel: str, text: str) -> bool:
-    """Write a new file; False when it already exists (nobody's file is replaced)."""
-    if storage.is_local:
-        path = storage.uri(rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        return True
-    target = storage._path(rel)
-    try:
-        storage.fs.pipe_file(target, text.encode("utf-8"), mode="create")
-        return True
-    except FileExistsError:
-        return False
-    except Exception as exc:  # S3 answers 412 (a precondition failed) when the key exists
-        words = str(exc).lower().replace("-", "")
-        if "precondition" in words or "412" in words:
-            return False
-        storage._remote(_raise, exc)  # the storage's own words for a transport failure
-        raise
-
-
-def _raise(exc: Exception) -> None:
-    raise exc
-
-
-def _read(storage: Storage, rel: str) -> dict | None:
-    try:
-        if storage.is_local:
-            with open(storage.uri(rel), encoding="utf-8") as handle:
-                return json.loads(handle.read())
-        return json.loads(storage._remote(storage.fs.cat_file, storage._path(rel)))
-    except (FileNotFoundError, ValueError):
-        return None
 
 
 def _pid_alive(pid: int) -> bool:
@@ -139,14 +100,14 @@ def acquire(storage: Storage) -> Lease:
     """Take the root's prune lease or raise ConcurrentModificationError (exit 4) at once."""
     numbers = _numbers(storage)
     for number in reversed(numbers):
-        lease = _read(storage, f"{LEASE_DIR}/lease-{number:012d}")
+        lease = read_json(storage, f"{LEASE_DIR}/lease-{number:012d}")
         if _is_live(lease):
             raise ConcurrentModificationError(
                 f"another prune holds the lease on {storage.root_uri} (owner {lease['owner']}, "
                 f"host {lease.get('host')}, pid {lease.get('pid')}, until {lease['expires']})"
             )
     mine = Lease(storage, (numbers[-1] + 1) if numbers else 1)
-    if not _create_exclusive(storage, mine.rel, mine.body()):
+    if not create_exclusive(storage, mine.rel, mine.body()):
         raise ConcurrentModificationError(
             f"another prune took the lease on {storage.root_uri} at the same moment"
         )

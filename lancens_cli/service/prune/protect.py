@@ -1,4 +1,4 @@
-"""Which versions of which table must stay, and why (DESIGN decision 12).
+"""Which versions of which table must stay, and why.
 
 A version stays when a reader can be sent to it or when it is too young to judge:
 
@@ -30,19 +30,12 @@ from lancens_cli.service.prune.branches import (
     read_branch_states,
 )
 from lancens_cli.service.prune.policy import PrunePolicy, show_duration
-from lancens_cli.service.prune.version_files import VersionInfo, list_table, version_times
 from lancens_cli.store.base_paths import base_path_strings, split_manifest_file
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import VERSIONS_DIR
+from lancens_cli.store.version_files import VersionInfo, list_table, version_times
 
 PIN_COLUMNS = ("read_version", "read_tag", "read_branch")
-
-
-def as_utc(value: Any) -> datetime:
-    """Lance gives version timestamps as naive local times."""
-    if isinstance(value, datetime):
-        return value.astimezone(UTC) if value.tzinfo is None else value.astimezone(UTC)
-    return datetime.fromtimestamp(float(value), UTC)
 
 
 @dataclass

@@ -516,11 +516,11 @@ def _debris(ns: Namespace, policy: PrunePolicy, dry_run: bool, delimiter: str):
 
     findings = check_module.CheckReport(ns.storage.root_uri, "")
     snapshot = ns.snapshot()
-    check_module._check_orphans(ns, snapshot, findings, delimiter, policy.grace)
+    check_module.check_orphans(ns, snapshot, findings, delimiter, policy.grace)
     check_module.check_uncommitted_root_tables(ns, snapshot, findings, policy.grace)
     check_module.check_job_logs(ns, findings, policy.grace)
     if snapshot.exists:
-        check_module._check_staged_files(ns, findings, policy.grace)
+        check_module.check_staged_files(ns, findings, policy.grace)
     results = []
     for finding in findings.findings:
         if finding.code in DEBRIS_CODES and finding.fixable:

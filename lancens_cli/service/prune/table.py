@@ -1,6 +1,6 @@
 """One table's prune work, the same whether a thread of the driver or a Spark task runs it.
 
-The driver decides what stays of every table and why (service/prune/run.py, prune_protect.py) and
+The driver decides what stays of every table and why (`run.py`, `protect.py`) and
 hands each table over as a `TableWork`: its plan, the files shallow clones read, whether to
 compact it. `run_table` then removes the dead write's unpublished versions, expires the plan's
 versions with Lance, sweeps files no version references past the grace and compacts; it reads
@@ -28,9 +28,9 @@ from lancens_cli.service.prune.compact import Compaction, compact_table
 from lancens_cli.service.prune.expire import expire_listed
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.protect import TablePlan, manifest_file
-from lancens_cli.service.prune.version_files import version_times
 from lancens_cli.store.storage import check_relative
 from lancens_cli.store.tables import VERSIONS_DIR
+from lancens_cli.store.version_files import version_times
 
 UNREFERENCED_BATCH = 1000  # unreferenced files removed per table and run; the rest next run
 
@@ -294,7 +294,7 @@ def _sweep_unreferenced(
         include_files=True,
         max_files=UNREFERENCED_BATCH,
     )
-    base = (storage.uri(location) if storage.is_local else storage._path(location)).strip("/")
+    base = (storage.uri(location) if storage.is_local else storage.fs_path(location)).strip("/")
     # Lance names an object by its key (no bucket) on object stores, a path on local disk
     bases = [base] if storage.is_local else [base, base.split("/", 1)[-1]]
     now = datetime.now(UTC)

@@ -25,8 +25,8 @@ from lancens_cli.partition.predicate import (
     evaluate,
 )
 from lancens_cli.partition.spark_conditions import split_condition
+from lancens_cli.pipeline.missing_columns import without_columns
 from lancens_cli.pipeline.read import conform_batch
-from lancens_cli.pipeline.read_filters import without_columns
 
 SCHEMA = pa.schema(
     [

@@ -42,8 +42,8 @@ def version_files(storage: Storage, location: str) -> dict[int, tuple[str, datet
         stamped = [(name, datetime.fromtimestamp(mtime, UTC)) for name, mtime in items]
     else:
         try:
-            infos = storage._remote(
-                storage.fs.ls, storage._path(directory), detail=True, refresh=True
+            infos = storage.remote(
+                storage.fs.ls, storage.fs_path(directory), detail=True, refresh=True
             )
         except FileNotFoundError:
             return found
@@ -78,9 +78,9 @@ def list_table(storage: Storage, location: str) -> TableListing:
             return TableListing({}, False, 0)
         data = sum(len(files) for _d, _s, files in os.walk(os.path.join(top, "data")))
         return TableListing(version_files(storage, location), "_refs" in names, data)
-    base = storage._path(location).rstrip("/") + "/"
+    base = storage.fs_path(location).rstrip("/") + "/"
     try:
-        found = storage._remote(storage.fs.find, base, detail=True, refresh=True)
+        found = storage.remote(storage.fs.find, base, detail=True, refresh=True)
     except FileNotFoundError:
         return TableListing({}, False, 0)
     now = datetime.now(UTC)

@@ -1,0 +1,94 @@
+"""The code's shape, checked as CI checks anything else: lint, dead code, private names used
+across modules, and the service layer grouped by capability."""
+
+from __future__ import annotations
+
+import ast
+import collections
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = REPO / "lancens_cli"
+
+
+def _tool(name: str) -> list[str]:
+    if shutil.which(name) is None and not (Path(sys.executable).parent / name).exists():
+        pytest.fail(f"{name} is part of the test extra: pip install -e '.[test]'")
+    return [sys.executable, "-m", name]
+
+
+def test_ruff_finds_nothing():
+    run = subprocess.run(
+        [*_tool("ruff"), "check", "lancens_cli", "tests", "bench", "scripts", "tools"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_vulture_finds_no_unused_code():
+    run = subprocess.run(
+        [*_tool("vulture"), "lancens_cli", "tools/vulture_whitelist.py", "--min-confidence", "60"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0 and not run.stdout, run.stdout + run.stderr
+
+
+def private_names_used_across_modules(root: Path) -> list[str]:
+    """`from lancens_cli.x import _name` and `module._name` where `module` is one of ours."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        ours: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lancens_cli"):
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        found.append(f"{path.relative_to(root)}:{node.lineno} {alias.name}")
+                    ours.add(alias.asname or alias.name)
+            elif isinstance(node, ast.Import):
+                ours.update(a.asname or a.name for a in node.names if a.name.startswith("lancens"))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and isinstance(node.value, ast.Name)
+                and node.value.id in ours
+            ):
+                found.append(f"{path.relative_to(root)}:{node.lineno} {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_private_name_is_used_outside_its_module():
+    assert private_names_used_across_modules(PACKAGE) == []
+
+
+def test_the_checker_sees_a_private_import(tmp_path):
+    (tmp_path / "a.py").write_text("from lancens_cli.store.storage import _secret\n")
+    (tmp_path / "b.py").write_text("from lancens_cli.store import storage\nstorage._path('x')\n")
+    assert private_names_used_across_modules(tmp_path) == ["a.py:1 _secret", "b.py:2 storage._path"]
+
+
+def test_service_modules_are_grouped_by_capability():
+    for folder in [PACKAGE, *(p for p in PACKAGE.rglob("*") if p.is_dir())]:
+        if folder.name == "__pycache__":
+            continue
+        modules = [p.stem for p in folder.glob("*.py") if p.stem != "__init__"]
+        prefixes = collections.Counter(m.split("_")[0] for m in modules)
+        families = {prefix: n for prefix, n in prefixes.items() if n >= 3}
+        assert not families, f"{folder.relative_to(REPO)}: modules named by one prefix {families}"
+    loose = [p for p in (PACKAGE / "service").glob("*.py") if p.stem != "__init__"]
+    assert len(loose) <= 12, sorted(p.name for p in loose)
+    for package in (PACKAGE / "service").iterdir():
+        if (package / "__init__.py").exists():
+            doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text()))
+            assert doc and "Entry point" in doc, f"{package.name}/__init__.py names no entry point"

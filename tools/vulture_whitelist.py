@@ -1,0 +1,16 @@
+"""Names vulture cannot see used: the frameworks we plug into call them.
+
+`vulture lancens_cli tools/vulture_whitelist.py --min-confidence 60` must print nothing
+(tests/test_code_health.py runs it). Add a name here only when a framework calls it; vulture
+reads this file, nothing runs it.
+"""
+# ruff: noqa: B018, F821
+
+_.list_commands  # click.Group override (cli/app.py)
+_.format_commands  # click.Group override (cli/app.py)
+_.find_spec  # importlib meta path finder protocol (cli/app.py)
+_.__signature__  # read by typer to build a command's options (cli/app.py, cli/common.py)
+_.IDENTIFIERS  # read by sqlglot's tokenizer (partition/predicate.py)
+_.disabled  # read by logging (pipeline/session.py)
+_.abort  # called by Spark when a write job fails (pipeline/write.py)
+_.manifests  # a field of base_paths.Relocation, read by its callers
