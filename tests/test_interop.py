@@ -4,8 +4,8 @@ Both ways, on a local directory and on S3 (moto): what `lancens` writes the refe
 describes and opens; what the reference writes `lancens` lists, describes, renames and drops, and
 the reference then sees the result; a `__manifest` written alternately by both ends with exactly
 the expected rows. Where the reference departs from the spec (at the root with dir listing on it,
-pylance's `DirectoryNamespace` reads only the directory), root tables known only to the manifest are checked
-through a reference with `dir_listing_enabled=false`.
+pylance's `DirectoryNamespace` reads only the directory), root tables known only to the
+manifest are checked through a reference with `dir_listing_enabled=false`.
 """
 
 from __future__ import annotations
