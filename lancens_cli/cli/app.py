@@ -221,8 +221,8 @@ def _run_app(argv: list[str], prog_name: str | None = None) -> int:
         from click import exceptions as click_errors
 
     from lancens_cli import interrupt
+    from lancens_cli.cli.output import emit_error
     from lancens_cli.errors import ExitCode, InvalidInputError
-    from lancens_cli.output import emit_error
 
     try:
         code = app(args=argv, prog_name=prog_name, standalone_mode=False)

@@ -36,9 +36,9 @@ def check(
     """Verify a namespace: exit 0 when healthy, 1 with one finding per line when not."""
     from datetime import timedelta
 
+    from lancens_cli.cli.output import message
     from lancens_cli.cli.progress import progress_bar
     from lancens_cli.errors import ExitCode, InvalidInputError
-    from lancens_cli.output import message
     from lancens_cli.service.check import check as run_check
     from lancens_cli.words import plural
 

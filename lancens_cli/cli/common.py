@@ -87,7 +87,7 @@ def run(body: Callable[[], Any]) -> Any:
 
 
 def _run(body: Callable[[], Any]) -> Any:
-    from lancens_cli.output import emit_error
+    from lancens_cli.cli.output import emit_error
 
     try:
         interrupt.checkpoint()
@@ -123,6 +123,6 @@ def _print_traceback() -> None:
     """The current traceback on stderr (for --debug), with every secret value masked."""
     import traceback
 
-    from lancens_cli.output import scrub
+    from lancens_cli.cli.output import scrub
 
     sys.stderr.write(scrub(traceback.format_exc(), session().secrets()))

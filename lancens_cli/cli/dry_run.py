@@ -12,7 +12,7 @@ def note_location_pattern(result: ChangeSet, json_mode: bool) -> None:
     if json_mode or not result.dry_run:
         return
     if any((c.location or "").startswith(HASH_PLACEHOLDER) for c in result.changes):
-        from lancens_cli.output import message
+        from lancens_cli.cli.output import message
 
         message(
             f"dry run: {HASH_PLACEHOLDER} stands for 8 random hex digits, drawn when the "

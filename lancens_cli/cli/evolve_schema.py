@@ -42,11 +42,12 @@ def evolve_schema(
     through __manifest. A change already in place is skipped, so a rerun finishes an
     interrupted evolution.
     """
-    from lancens_cli.output import message
+    from lancens_cli.cli.output import message
+    from lancens_cli.cli.views import summary_of
     from lancens_cli.partition.schema_evolution import parse_changes
     from lancens_cli.service.partitioned.evolve_schema import evolve_schema as run
 
     changes = parse_changes(add or [], rename or [], drop or [], widen or [])
     result = run(session().namespace, changes, dry_run=dry_run)
     session().emit(result)
-    message(result.summary())
+    message(summary_of(result))

@@ -46,9 +46,10 @@ def ingest(
     """Read files with Spark and write them into the partitioned namespace at the root (or a
     table): tasks write each partition's fragments, the driver publishes them all in one
     __manifest commit. A failed job publishes nothing."""
+    from lancens_cli.cli.output import message
     from lancens_cli.cli.progress import spark_progress
     from lancens_cli.cli.spark_options import spark_session
-    from lancens_cli.output import message
+    from lancens_cli.cli.views import summary_of
     from lancens_cli.pipeline.ingest import ingest as run
 
     ident = session().ident(into) if into is not None else None
@@ -68,4 +69,4 @@ def ingest(
             branch=branch,
         )
     session().emit(result)
-    message(f"{result.summary()} (Spark start {result.spark_start_seconds:.1f} s)")
+    message(f"{summary_of(result)} (Spark start {result.spark_start_seconds:.1f} s)")

@@ -87,9 +87,10 @@ def join(
     """
     import time
 
+    from lancens_cli.cli.output import message
     from lancens_cli.cli.spark_options import spark_session
+    from lancens_cli.cli.views import join_explain_lines
     from lancens_cli.errors import InvalidInputError
-    from lancens_cli.output import message
     from lancens_cli.pipeline import join as job_module
     from lancens_cli.pipeline.task_failures import spark_errors
     from lancens_cli.service.join.plan import parse_on
@@ -119,7 +120,7 @@ def join(
             if session().json:
                 session().emit(result)
             else:
-                typer.echo("\n".join(result.lines()))
+                typer.echo("\n".join(join_explain_lines(result)))
             return
         if to is not None:
             out = df.limit(limit) if limit else df

@@ -40,8 +40,9 @@ def join_plan(
     answer); 2 for a bad --on, an unknown column or a root that is not a partitioned
     namespace; 3 when a root does not exist.
     """
+    from lancens_cli.cli.output import message
+    from lancens_cli.cli.views import summary_of
     from lancens_cli.errors import InvalidInputError
-    from lancens_cli.output import message
     from lancens_cli.service.join.plan import join_plan as plan_join
     from lancens_cli.service.join.plan import parse_on
 
@@ -54,4 +55,4 @@ def join_plan(
     left = left.as_of(version_as_of, timestamp_as_of)
     result = plan_join(left, right, keys, all_versions=all_versions)
     session().emit(result)
-    message(result.summary())
+    message(summary_of(result))

@@ -39,7 +39,7 @@ def ls(
     )
     session().emit(result)
     if result.partitioning and not session().json:
-        from lancens_cli.output import message
+        from lancens_cli.cli.output import message
 
         summary = result.partitioning
         versions = ", ".join(f"v{v}" for v in summary["spec_versions"])
@@ -49,6 +49,6 @@ def ls(
             f" {plural(summary['partitions'], 'partition table')}; schema: {columns}"
         )
     if result.next_page_token and not session().json:
-        from lancens_cli.output import message
+        from lancens_cli.cli.output import message
 
         message(f"more entries: --page-token {result.next_page_token}")

@@ -26,9 +26,9 @@ def migrate_v1(
     Idempotent: a second run changes nothing. Exit codes: 0 done (or nothing to do), 7 with
     --check when tables are left to migrate, 6 when some directories had to be skipped.
     """
+    from lancens_cli.cli.output import message
     from lancens_cli.cli.progress import progress_bar
     from lancens_cli.errors import ExitCode
-    from lancens_cli.output import message
     from lancens_cli.service.catalog.migrate import migrate_v1 as migrate
     from lancens_cli.words import plural
 

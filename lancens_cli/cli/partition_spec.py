@@ -46,8 +46,9 @@ def add_partition_spec(
     metadata, creates namespace v1 and adds the partition columns. A later one adds
     partition_spec_v<N+1>, reusing the field id of any field defined the same way.
     """
+    from lancens_cli.cli.output import message
+    from lancens_cli.cli.views import summary_of
     from lancens_cli.errors import InvalidInputError
-    from lancens_cli.output import message
     from lancens_cli.partition.field_syntax import parse_field
     from lancens_cli.schema_json import read_json_file
     from lancens_cli.service.partitioned.spec_change import add_partition_spec as add
@@ -72,4 +73,4 @@ def add_partition_spec(
         dry_run=dry_run,
     )
     session().emit(change)
-    message(change.summary())
+    message(summary_of(change))

@@ -31,7 +31,7 @@ def partitions(
     """List the partition tables a filter must read (partition pruning), across all spec
     versions, with location, read_version / branch / tag and partition values; what each
     version's scans must still apply is printed on stderr."""
-    from lancens_cli.output import message
+    from lancens_cli.cli.output import message
     from lancens_cli.service.partitioned.partitions import select_partitions
 
     ns = session().namespace.as_of(version_as_of, timestamp_as_of)

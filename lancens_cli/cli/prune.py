@@ -91,8 +91,9 @@ def prune(
     Exit codes: 0 done or nothing to do, 4 another prune runs on this root, 5 refused by a
     safety rail, 6 some tables failed (the rest done).
     """
+    from lancens_cli.cli.output import message
+    from lancens_cli.cli.views import view_of
     from lancens_cli.errors import ExitCode
-    from lancens_cli.output import message
     from lancens_cli.service.prune.policy import PrunePolicy
     from lancens_cli.service.prune.run import prune as run_prune
     from lancens_cli.words import plural
@@ -127,7 +128,7 @@ def prune(
             tasks=tasks,
         )
     session().emit(report)
-    message(report.title + ("; dry run: nothing changed" if dry_run else ""))
+    message(view_of(report).title + ("; dry run: nothing changed" if dry_run else ""))
     if report.failed:
         names = ", ".join(t.object_id or t.location for t in report.failed)
         message(f"{plural(len(report.failed), 'table')} failed: {names}; rerun prune for them")
@@ -151,8 +152,8 @@ def _wants_spark(master: str | None, conf: list[str] | None) -> bool:
 
 def _spark_tables(master: str | None, conf: list[str] | None):
     """The runner that sends the per-table work to Spark tasks."""
+    from lancens_cli.cli.output import message
     from lancens_cli.cli.spark_options import spark_session
-    from lancens_cli.output import message
     from lancens_cli.pipeline.prune_tasks import SparkTables
 
     message("prune: starting Spark")

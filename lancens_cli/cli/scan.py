@@ -73,9 +73,9 @@ def scan(
     import sys
     import time
 
+    from lancens_cli.cli.output import message
     from lancens_cli.cli.spark_options import spark_session
     from lancens_cli.errors import InvalidInputError
-    from lancens_cli.output import message
     from lancens_cli.pipeline.scan import (
         FORMATS,
         TERMINAL_LIMIT,
@@ -146,22 +146,15 @@ def scan(
 def _print_stream(result) -> None:
     import sys
 
-    from lancens_cli.output import plain_lines
-
-    class _One:
-        def __init__(self, row):
-            self.row = row
-
-        def table_rows(self):
-            return [], [self.row]
+    from lancens_cli.cli.output import plain_row
 
     write = sys.stdout.write
     for row in result.rows:
-        write(plain_lines(_One(row))[0] + "\n")
+        write(plain_row(row) + "\n")
 
 
 def _print_explain(result) -> None:
-    from lancens_cli.output import message
+    from lancens_cli.cli.output import message
 
     total = "" if result.partitions_total is None else f" of {result.partitions_total}"
     tables = noun(result.partitions_total or len(result.tables), "table")

@@ -111,7 +111,7 @@ class Session:
         return values
 
     def emit(self, result: Any) -> None:
-        from lancens_cli.output import emit
+        from lancens_cli.cli.output import emit
 
         emit(result, json_mode=self.json)
 

@@ -30,9 +30,10 @@ def tag_partitions(
     A tag of that name at another version is refused (exit 5) unless --force; a later write
     moves the partitions it touches off the tag.
     """
-    from lancens_cli.output import message
+    from lancens_cli.cli.output import message
+    from lancens_cli.cli.views import summary_of
     from lancens_cli.service.partitioned.tags import tag_partitions as run
 
     result = run(session().namespace, name, publish=publish, force=force, dry_run=dry_run)
     session().emit(result)
-    message(result.summary())
+    message(summary_of(result))

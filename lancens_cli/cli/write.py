@@ -26,8 +26,8 @@ def write(
     write or none of it. With --branch the rows go to that branch of each partition table
     and read_branch is published with read_version.
     """
+    from lancens_cli.cli.output import message
     from lancens_cli.cli.progress import progress_bar
-    from lancens_cli.output import message
     from lancens_cli.service.partitioned.write import write_partitioned
     from lancens_cli.store.sources import open_source
     from lancens_cli.words import plural

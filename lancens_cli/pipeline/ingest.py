@@ -24,7 +24,6 @@ from typing import Any
 
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.pipeline.task_failures import spark_errors
-from lancens_cli.words import plural
 
 FORMATS = ("parquet", "csv", "json", "orc")
 _EXTENSIONS = {
@@ -61,7 +60,6 @@ class IngestResult:
     seconds: float = 0.0
     spark_start_seconds: float = 0.0
     dry_run: bool = False
-    title = "ingest"
 
     @property
     def created(self) -> int:
@@ -83,34 +81,6 @@ class IngestResult:
             "dry_run": self.dry_run,
             "partitions": self.partitions,
         }
-
-    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
-        header = ["target", "mode", "rows", "partitions", "created", "manifest_version", "seconds"]
-        version = self.manifest_version if self.table_version is None else self.table_version
-        row = [
-            self.target,
-            ("would " if self.dry_run else "") + self.mode,
-            self.rows,
-            len(self.partitions),
-            self.created,
-            version,
-            round(self.seconds, 2),
-        ]
-        return header, [row]
-
-    def summary(self) -> str:
-        verb = "would write" if self.dry_run else "wrote"
-        where = (
-            f"{plural(len(self.partitions), 'partition')} ({self.created} new)"
-            if self.target == "partitioned"
-            else f"table {self.target}"
-        )
-        version = (
-            f", __manifest version {self.manifest_version}"
-            if self.manifest_version is not None and not self.dry_run
-            else ""
-        )
-        return f"{verb} {plural(self.rows, 'row')} into {where}{version} in {self.seconds:.1f} s"
 
 
 # --- sources -----------------------------------------------------------------------------------

@@ -331,25 +331,6 @@ class JoinExplain:
             "physical_plan": self.plan_text,
         }
 
-    def lines(self) -> list[str]:
-        plan = self.job.plan
-        out: list[str] = []
-        if self.job.spj:
-            c = plan.counts()
-            out.append(
-                f"storage-partitioned join ({self.job.how}): {len(self.job.groups_work())} "
-                f"task(s) from {c['groups']} group(s) of {c['left_partitions']} left and "
-                f"{c['right_partitions']} right partition table(s)"
-            )
-            header, rows = plan.table_rows()
-            out.append("\t".join(header))
-            out += ["\t".join(str(v) for v in row) for row in rows]
-        else:
-            out.append(f"shuffle join ({self.job.how}): the layouts do not allow SPJ")
-            out += [f"  {r}" for r in self.job.fallback_reasons]
-        out += ["", "== Physical Plan ==", self.plan_text]
-        return out
-
 
 # --- results ----------------------------------------------------------------------------------
 
@@ -363,14 +344,6 @@ class JoinRows:
     limit: int
     more: bool
     storage_partitioned: bool
-
-    @property
-    def title(self) -> str:
-        more = f" (first {self.limit}; --limit to see more)" if self.more else ""
-        return f"{len(self.rows)} row(s){more}"
-
-    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
-        return self.columns, [list(r) for r in self.rows]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -390,9 +363,6 @@ class JoinCount:
     def to_json(self) -> dict[str, Any]:
         return {"count": self.count, "storage_partitioned": self.storage_partitioned}
 
-    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
-        return ["count"], [[self.count]]
-
 
 @dataclass
 class JoinFiles:
@@ -410,11 +380,6 @@ class JoinFiles:
             "files": self.files,
             "storage_partitioned": self.storage_partitioned,
         }
-
-    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
-        return ["path", "format", "rows", "files"], [
-            [self.path, self.format, self.rows, self.files]
-        ]
 
 
 def collect_rows(df: Any, limit: int, spj: bool) -> JoinRows:

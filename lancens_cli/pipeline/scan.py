@@ -55,7 +55,6 @@ class ScanRows:
     columns: list[str]
     rows: list[list[Any]]
     truncated: bool
-    title = "rows"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,9 +63,6 @@ class ScanRows:
             "returned": len(self.rows),
             "truncated": self.truncated,
         }
-
-    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
-        return self.columns, [[_plain(v) for v in row] for row in self.rows]
 
 
 @dataclass
@@ -110,7 +106,6 @@ class ScanExplain:
     plan: str
     partitions_total: int | None = None
     not_pushed: list[dict[str, str]] = field(default_factory=list)
-    title = "tables read"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -123,22 +118,6 @@ class ScanExplain:
             "not_pushed": self.not_pushed,
             "physical_plan": self.plan,
         }
-
-    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
-        header = ["spec", "table", "version", "fragments", "rows", "lance filter", "location"]
-        rows = [
-            [
-                "-" if t.spec_version is None else f"v{t.spec_version}",
-                t.table,
-                t.version if t.branch is None else f"{t.branch}@{t.version}",
-                t.fragments,
-                t.rows,
-                t.filter or "",
-                t.location,
-            ]
-            for t in self.tables
-        ]
-        return header, rows
 
 
 def _plain(value: Any) -> Any:

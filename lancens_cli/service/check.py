@@ -64,7 +64,6 @@ from lancens_cli.store.tables import (
     v2_location_object_id,
 )
 from lancens_cli.store.verify import verify_table
-from lancens_cli.words import plural
 
 DEFAULT_GRACE = timedelta(hours=1)
 
@@ -95,11 +94,6 @@ class CheckReport:
         return all(f.fixed for f in self.findings)
 
     @property
-    def title(self) -> str:
-        state = "healthy" if self.healthy else plural(self.open_findings, "problem")
-        return f"check {self.scope or '(root)'}: {state}"
-
-    @property
     def open_findings(self) -> int:
         return sum(1 for f in self.findings if not f.fixed)
 
@@ -107,19 +101,6 @@ class CheckReport:
         finding = Finding(code, object_id, location, message, fixable)
         self.findings.append(finding)
         return finding
-
-    def table_rows(self):
-        rows = [
-            [
-                "fixed" if f.fixed else ("fixable" if f.fixable else "problem"),
-                f.code,
-                f.object,
-                f.location,
-                f.message,
-            ]
-            for f in self.findings
-        ]
-        return ["status", "code", "object", "location", "message"], rows
 
     def to_json(self):
         return {

@@ -45,7 +45,6 @@ class TableVersions:
     policy: PrunePolicy
     versions: list[VersionLine] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    title = "versions"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -56,23 +55,6 @@ class TableVersions:
             "expiring": [v.version for v in self.versions if v.fate == "expires"],
             "notes": self.notes,
         }
-
-    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
-        header = ["version", "timestamp", "rows", "bytes", "tags", "branches", "fate", "why"]
-        rows = [
-            [
-                v.version,
-                v.timestamp,
-                v.rows,
-                v.bytes,
-                ", ".join(v.tags),
-                ", ".join(v.branches),
-                v.fate,
-                "; ".join(v.reasons),
-            ]
-            for v in self.versions
-        ]
-        return header, rows
 
 
 @dataclass
@@ -92,7 +74,6 @@ class NamespaceVersions:
 
     policy: PrunePolicy
     tables: list[TableSummary] = field(default_factory=list)
-    title = "versions"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -100,21 +81,6 @@ class NamespaceVersions:
             "tables": [vars(t) for t in self.tables],
             "expiring": sum(t.expiring for t in self.tables),
         }
-
-    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
-        header = ["table", "versions", "expiring", "kept by", "bytes reclaimable", "location"]
-        rows = [
-            [
-                t.table,
-                t.versions,
-                t.expiring,
-                ", ".join(f"{k} {n}" for k, n in sorted(t.kept_by.items())),
-                t.bytes_reclaimable,
-                t.location,
-            ]
-            for t in self.tables
-        ]
-        return header, rows
 
 
 _KINDS = (

@@ -84,25 +84,16 @@ class MigrationReport:
         """Every V1 directory is in the manifest: dir listing may be turned off."""
         return self.pending == 0 and self.skipped == 0
 
-    @property
-    def title(self) -> str:
-        mode = " (dry run)" if self.dry_run else " (check)" if self.check else ""
-        return f"migrate-v1 {self.root}{mode}"
-
-    def table_rows(self) -> tuple[list[str], list[list[object]]]:
-        rows = [[t.status, t.name, t.location, t.state, t.reason] for t in self.tables]
-        return ["status", "table", "location", "state", "reason"], rows
-
     def to_json(self) -> dict[str, object]:
         return {
             "root": self.root,
             "dry_run": self.dry_run,
             "check": self.check,
-            **self.summary(),
+            **self.counts(),
             "tables": [to_plain(t) for t in self.tables],
         }
 
-    def summary(self) -> dict[str, object]:
+    def counts(self) -> dict[str, object]:
         return {
             "migrated": self.migrated,
             "to_migrate": self.pending,

@@ -16,7 +16,6 @@ from lancens_cli.service.join.groups import (
     Side,
     group_partitions,
     load_side,
-    plain_value,
 )
 from lancens_cli.service.join.keys import JoinKey, parse_on, resolve_keys
 
@@ -28,7 +27,6 @@ from lancens_cli.service.join.relations import (
     field_display,
 )
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.words import plural
 
 # --- the plan ---------------------------------------------------------------------------------
 
@@ -146,43 +144,6 @@ class JoinPlan:
             "counts": self.counts(),
             "groups": [g.to_json() for g in self.groups],
         }
-
-    @property
-    def title(self) -> str:
-        if not self.compatible:
-            return "join plan: not compatible"
-        c = self.counts()
-        return (
-            f"join plan: {plural(c['groups'], 'group')} of {c['left_partitions']} left and "
-            f"{plural(c['right_partitions'], 'right partition')}"
-        )
-
-    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
-        """One row per group; when not compatible, one row per reason."""
-        if not self.compatible:
-            return ["reason"], [[r] for r in self.reasons]
-        several = len(self.pairs) > 1
-        labels = [r.label for r in self.current.relations]
-        header = ["specs", "key"] if several else labels
-        header += ["left", "left tables", "right", "right tables"]
-        rows = []
-        for g in self.groups:
-            if several:
-                key = ", ".join(f"{k}={plain_value(v)}" for k, v in g.key.items())
-                lead = [f"v{g.left_spec} x v{g.right_spec}", key]
-            else:
-                lead = [plain_value(v) for v in g.key.values()]
-            rows.append([*lead, len(g.left), _ids(g.left), len(g.right), _ids(g.right)])
-        return header, rows
-
-    def summary(self) -> str:
-        if not self.compatible:
-            return f"not compatible: {self.reasons[0]}" if self.reasons else "not compatible"
-        c = self.counts()
-        return (
-            f"compatible ({self.scope}): {plural(c['groups'], 'group')}, "
-            f"{c['matched_groups']} with partitions on both sides"
-        )
 
 
 def _ids(tables: list[PartitionTable]) -> str:

@@ -51,7 +51,6 @@ from lancens_cli.service.partitioned.layout import PartitionLayout, layout_of
 from lancens_cli.store.commit import TABLE_COMMIT_ATTEMPTS, retry_on_conflict
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.storage import Storage
-from lancens_cli.words import plural
 
 _WORKERS = 4  # partition tables altered at once (Lance commits spend their time in I/O)
 _ROUNDS = 20  # publish rounds when partitions changed under us
@@ -78,7 +77,6 @@ class SchemaEvolution:
     manifest_commits: int = 0
     manifest_version: int = 0
     dry_run: bool = False
-    title = "schema evolution"
 
     def to_json(self) -> dict[str, Any]:
         from lancens_cli.schema_json import schema_to_json
@@ -92,17 +90,6 @@ class SchemaEvolution:
             "manifest_version": self.manifest_version,
             "dry_run": self.dry_run,
         }
-
-    def table_rows(self) -> tuple[list[str], list[list[str]]]:
-        return ["change", "outcome"], [[c.text(), o] for c, o in self.changes]
-
-    def summary(self) -> str:
-        would = "would be " if self.dry_run else ""
-        return (
-            f"{plural(self.tables, 'partition table')} {would}brought to the schema, "
-            f"{self.up_to_date} already at it; "
-            f"{plural(self.manifest_commits, '__manifest commit')}"
-        )
 
 
 def partition_tables(snapshot: ManifestSnapshot, layout: PartitionLayout) -> list[dict[str, Any]]:

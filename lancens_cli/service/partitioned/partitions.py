@@ -43,7 +43,6 @@ class PartitionSelection:
     pushed: dict[str, list[str]] = field(default_factory=dict)
     # conjuncts of `where` the pruning could not use: the matches are then a superset
     not_used: list[dict[str, str]] = field(default_factory=list)
-    title = "partition tables"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -68,20 +67,6 @@ class PartitionSelection:
                 for m in self.matches
             ],
         }
-
-    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
-        rows = [
-            [
-                m.table,
-                f"v{m.spec_version}",
-                ", ".join(f"{k}={'null' if v is None else _text(v)}" for k, v in m.values.items()),
-                m.read_version,
-                m.read_branch or m.read_tag,
-                m.location,
-            ]
-            for m in self.matches
-        ]
-        return ["table", "spec", "partition", "read_version", "branch/tag", "location"], rows
 
 
 def _text(value: Any) -> Any:

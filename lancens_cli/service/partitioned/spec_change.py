@@ -57,7 +57,6 @@ class SpecChange:
     reused: list[str] = field(default_factory=list)
     new_columns: list[tuple[str, str]] = field(default_factory=list)
     dry_run: bool = False
-    title = "partition spec"
 
     def to_json(self) -> dict[str, Any]:
         from lancens_cli.schema_json import schema_to_json
@@ -72,21 +71,6 @@ class SpecChange:
             "new_manifest_columns": [{"name": n, "type": t} for n, t in self.new_columns],
             "dry_run": self.dry_run,
         }
-
-    def table_rows(self) -> tuple[list[str], list[list[str]]]:
-        rows = []
-        for f in self.spec.fields:
-            sources = self.sources.get(f.field_id, [])
-            how = f.transform.display(sources) if f.transform else f"expr({f.expression})"
-            note = "reused" if f.field_id in self.reused else ""
-            rows.append([f.field_id, how, type_to_json(f.result_type)["type"], f.column, note])
-        return ["field_id", "definition", "result_type", "manifest column", "note"], rows
-
-    def summary(self) -> str:
-        verb = {"create": "created", "evolve": "added", "exists": "already current"}[self.action]
-        would = "would be " if self.dry_run and self.action != "exists" else ""
-        columns = ", ".join(n for n, _ in self.new_columns) or "none"
-        return f"partition spec v{self.spec.id} {would}{verb}; new __manifest columns: {columns}"
 
 
 def resolve_fields(

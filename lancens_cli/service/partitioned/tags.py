@@ -50,10 +50,6 @@ class TagResult:
     manifest_version: int | None = None
     refused: list[str] = field(default_factory=list)
 
-    @property
-    def title(self) -> str:
-        return f"tag {self.name}"
-
     def to_json(self) -> dict[str, Any]:
         return {
             "tag": self.name,
@@ -71,31 +67,6 @@ class TagResult:
                 for t in self.tables
             ],
         }
-
-    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
-        rows = [
-            [
-                Identifier.from_object_id(t.table_id).display(),
-                t.branch or "main",
-                t.version,
-                ("would " if self.dry_run and t.action != "exists" else "") + t.action,
-            ]
-            for t in self.tables
-        ]
-        return ["table", "branch", "version", "action"], rows
-
-    def summary(self) -> str:
-        made = sum(1 for t in self.tables if t.action != "exists")
-        verb = "would tag" if self.dry_run else "tagged"
-        tables = plural(len(self.tables), "partition table")
-        text = f"{verb} {tables} {self.name} ({made} new or moved)"
-        if self.publish:
-            text += (
-                "; read_tag would be published"
-                if self.dry_run
-                else f"; read_tag published in __manifest version {self.manifest_version}"
-            )
-        return text
 
 
 def tag_partitions(

@@ -26,7 +26,7 @@ from lancens_cli.errors import (
     InvalidInputError,
     RefusedError,
 )
-from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Identifier
+from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE
 from lancens_cli.partition.rows import child_id, partition_rows, partition_table_rows
 from lancens_cli.partition.schema import padded_for_field_ids, schema_to_text
 from lancens_cli.partition.schema_evolution import highest_id, history_from_metadata
@@ -103,7 +103,6 @@ class PartitionWrite:
     fields: list[str]
     manifest_version: int = 0
     rebases: int = 0
-    title = "partitions written"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -123,20 +122,6 @@ class PartitionWrite:
                 for t in self.partitions
             ],
         }
-
-    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
-        header = [*self.fields, "rows", "read_version", "action", "table"]
-        rows = [
-            [
-                *(_plain(v) for v in t.values),
-                t.row_count,
-                t.version,
-                "created" if t.created else ("replaced" if t.overwrite else "appended"),
-                Identifier.from_object_id(t.table_id).display(),
-            ]
-            for t in self.partitions
-        ]
-        return header, rows
 
 
 def _plain(value: Any) -> Any:

@@ -70,7 +70,6 @@ from lancens_cli.service.prune.table import (
     run_table,
 )
 from lancens_cli.store.manifest import ManifestSnapshot
-from lancens_cli.words import plural
 
 MANIFEST_COMPACT_FRAGMENTS = 16  # compact __manifest when it has more fragments than this
 DEBRIS_CODES = ("abandoned_table_write", "staged_manifest_file", "abandoned_job_log")
@@ -125,43 +124,6 @@ class PruneReport:
             "versions_protected": sum(len(t.kept) for t in every),
             "debris_removed": sum(1 for d in self.debris if d.action == "deleted"),
         }
-
-    @property
-    def title(self) -> str:
-        t = self.totals()
-        verb = "would remove" if self.dry_run else "removed"
-        return (
-            f"prune: {verb} {plural(t['versions_removed'], 'version')}, "
-            f"{plural(t['files_removed'], 'file')}, {plural(t['bytes_freed'], 'byte')}"
-        )
-
-    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
-        header = ["table", "location", "status", "removed", "files", "bytes", "kept"]
-        rows = []
-        for t in [*([self.manifest] if self.manifest else []), *self.tables]:
-            kept = "; ".join(
-                f"{k['branch'] + ' ' if 'branch' in k else ''}v{k['version']}: "
-                + ", ".join(k["reasons"])
-                for k in t.kept
-            )
-            rows.append(
-                [
-                    t.object_id or "-",
-                    t.location,
-                    t.status + (f": {t.error}" if t.error else ""),
-                    len(t.versions_removed)
-                    + len(t.unpublished_removed)
-                    + sum(len(v) for v in t.branch_versions_removed.values()),
-                    t.files_removed,
-                    t.bytes_freed,
-                    kept,
-                ]
-            )
-        for d in self.debris:
-            rows.append([d.object or "-", d.location, f"{d.action}: {d.code}", "", "", "", ""])
-        for r in self.refused:
-            rows.append([r["table"], "", f"skipped: {r['reason']}", "", "", "", ""])
-        return header, rows
 
     def to_json(self) -> dict[str, Any]:
         return {

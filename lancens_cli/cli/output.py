@@ -1,5 +1,7 @@
 """Rendering results and errors (the output contract: README "Output and exit codes").
 
+What each result shows is its view (`cli/views.py`); this module only renders views.
+
 stdout carries only the result: a rich table on a terminal, tab-separated lines when piped,
 exactly one JSON document with --json. Messages and errors go to stderr; in JSON mode an error is
 one `{"error": {"name", "code", "message"}}` object there.
@@ -12,15 +14,9 @@ import os
 import sys
 from typing import Any, TextIO
 
+from lancens_cli.cli.views import view_of
 from lancens_cli.errors import LancensError
-from lancens_cli.models import (
-    ChangeSet,
-    Listing,
-    NamespaceDescription,
-    RootDescription,
-    TableDescription,
-    to_plain,
-)
+from lancens_cli.models import NamespaceDescription, RootDescription, TableDescription, to_plain
 
 
 def use_color(stream: TextIO) -> bool:
@@ -89,29 +85,17 @@ def _flatten(prefix: str, value: Any) -> list[tuple[str, Any]]:
     return [(prefix, value)]
 
 
+def plain_row(row: list[Any]) -> str:
+    """One row as a piped line: tab-separated cells, None as `-`."""
+    return "\t".join(_cell(v) for v in row)
+
+
 def plain_lines(result: Any) -> list[str]:
-    if hasattr(result, "table_rows"):
-        _, rows = result.table_rows()
-        return ["\t".join(_cell(v) for v in row) for row in rows]
-    if isinstance(result, Listing):
-        return [
-            "\t".join(_cell(v) for v in (e.id, e.kind, e.location, e.source, e.state))
-            for e in result.entries
-        ]
-    if isinstance(result, ChangeSet):
-        return [
-            "\t".join(
-                _cell(v)
-                for v in (
-                    ("would " if c.dry_run else "") + c.action,
-                    c.kind,
-                    c.id,
-                    c.location,
-                    c.detail,
-                )
-            )
-            for c in result.changes
-        ]
+    """The result as piped: its view's rows as tab-separated lines, else `key<TAB>value` lines
+    of its fields."""
+    shown = view_of(result)
+    if shown is not None:
+        return [plain_row(row) for row in shown.rows]
     plain = to_plain(result)
     if isinstance(plain, dict):
         return [f"{key}\t{_cell(value)}" for key, value in _flatten("", plain)]
@@ -126,41 +110,20 @@ def _emit_rich(result: Any, stream: TextIO) -> None:
     from rich.table import Table
 
     console = Console(file=stream, no_color=not use_color(stream), highlight=False)
-    if hasattr(result, "table_rows"):
-        columns, rows = result.table_rows()
-        table = Table(title=getattr(result, "title", None), title_justify="left")
-        for column in columns:
+    shown = view_of(result)
+    if shown is not None:
+        table = Table(title=shown.title, title_justify="left")
+        for column in shown.columns:
             table.add_column(column)
-        for row in rows:
-            table.add_row(*(_cell(v) if v is not None else "" for v in row))
+        styles = shown.styles or [None] * len(shown.rows)
+        for row, style in zip(shown.rows, styles, strict=True):
+            table.add_row(*(_cell(v) if v is not None else "" for v in row), style=style)
         console.print(table)
-        return
-    if isinstance(result, Listing):
-        table = Table(title=f"namespace {result.namespace or '(root)'}", title_justify="left")
-        for column in ("id", "kind", "location", "source", "state"):
-            table.add_column(column)
-        for e in result.entries:
-            style = None if e.state in ("ok", "") else "yellow"
-            cells = (e.id, e.kind, e.location or "", e.source, e.state)
-            table.add_row(*(printable(c) for c in cells), style=style)
-        console.print(table)
-        if result.next_page_token:
-            console.print(f"next page: --page-token {result.next_page_token}")
-        return
-    if isinstance(result, ChangeSet):
-        table = Table(title="dry run: nothing changed" if result.dry_run else None)
-        for column in ("action", "kind", "id", "location", "detail"):
-            table.add_column(column)
-        for c in result.changes:
-            action = ("would " if c.dry_run else "") + c.action
-            cells = (action, c.kind, c.id, c.location or "", c.detail or "")
-            table.add_row(*(printable(c) for c in cells))
-        console.print(table)
-        if result.message:
-            console.print(result.message)
+        for line in shown.after:
+            console.print(line)
         return
     if isinstance(result, (RootDescription, NamespaceDescription, TableDescription)):
-        from lancens_cli.describe_view import render
+        from lancens_cli.cli.describe_view import render
 
         render(console, result)
         return

@@ -1,0 +1,438 @@
+"""How each command's result is shown: one registry from result type to its view.
+
+A result is plain data with its JSON document (`to_json()`, or its fields). What a person sees
+is decided here, and only here: the columns and rows of the table a terminal shows (and a pipe
+gets as tab-separated lines), the table's title, and the summary line a command writes to
+stderr. `output.emit` asks this registry, never the result.
+
+The registry is keyed by the result's qualified type name, so looking a view up imports no
+module: `lancens ls` never loads the Spark pipeline to find out how a scan is shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lancens_cli.models import Identifier
+from lancens_cli.words import plural
+
+Rows = list[list[Any]]
+
+
+@dataclass(frozen=True)
+class View:
+    """A result as a table: its columns and rows; on a terminal also its title, a style per row
+    (None: plain) and lines printed after the table."""
+
+    columns: list[str]
+    rows: Rows
+    title: str | None = None
+    styles: list[str | None] | None = None
+    after: tuple[str, ...] = ()
+
+
+_VIEWS: dict[str, Callable[[Any], View]] = {}
+_SUMMARIES: dict[str, Callable[[Any], str]] = {}
+
+
+def _key(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def view_of(result: Any) -> View | None:
+    """The result's table, or None for a result shown as its fields (key, value lines)."""
+    for cls in type(result).__mro__:
+        shown = _VIEWS.get(_key(cls))
+        if shown is not None:
+            return shown(result)
+    return None
+
+
+def summary_of(result: Any) -> str:
+    """The one line a command writes to stderr after its result."""
+    for cls in type(result).__mro__:
+        said = _SUMMARIES.get(_key(cls))
+        if said is not None:
+            return said(result)
+    raise KeyError(f"no summary for {_key(type(result))}")
+
+
+def _view(qualified: str) -> Callable[[Callable[[Any], View]], Callable[[Any], View]]:
+    def register(func: Callable[[Any], View]) -> Callable[[Any], View]:
+        _VIEWS[qualified] = func
+        return func
+
+    return register
+
+
+def _summary(qualified: str) -> Callable[[Callable[[Any], str]], Callable[[Any], str]]:
+    def register(func: Callable[[Any], str]) -> Callable[[Any], str]:
+        _SUMMARIES[qualified] = func
+        return func
+
+    return register
+
+
+def _iso(value: Any) -> Any:
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+def _would(dry_run: bool) -> str:
+    return "would " if dry_run else ""
+
+
+# --- catalog and maintenance ------------------------------------------------------------------
+
+
+@_view("lancens_cli.models.Listing")
+def _listing(r: Any) -> View:
+    rows = [[e.id, e.kind, e.location, e.source, e.state] for e in r.entries]
+    styles = [None if e.state in ("ok", "") else "yellow" for e in r.entries]
+    after = (f"next page: --page-token {r.next_page_token}",) if r.next_page_token else ()
+    title = f"namespace {r.namespace or '(root)'}"
+    return View(["id", "kind", "location", "source", "state"], rows, title, styles, after)
+
+
+@_view("lancens_cli.models.ChangeSet")
+def _changes(r: Any) -> View:
+    rows = [[_would(c.dry_run) + c.action, c.kind, c.id, c.location, c.detail] for c in r.changes]
+    title = "dry run: nothing changed" if r.dry_run else None
+    after = (r.message,) if r.message else ()
+    return View(["action", "kind", "id", "location", "detail"], rows, title, after=after)
+
+
+@_view("lancens_cli.service.check.CheckReport")
+def _check(r: Any) -> View:
+    rows = [
+        [
+            "fixed" if f.fixed else ("fixable" if f.fixable else "problem"),
+            f.code,
+            f.object,
+            f.location,
+            f.message,
+        ]
+        for f in r.findings
+    ]
+    state = "healthy" if r.healthy else plural(r.open_findings, "problem")
+    return View(
+        ["status", "code", "object", "location", "message"],
+        rows,
+        f"check {r.scope or '(root)'}: {state}",
+    )
+
+
+@_view("lancens_cli.service.catalog.migrate.MigrationReport")
+def _migration(r: Any) -> View:
+    rows = [[t.status, t.name, t.location, t.state, t.reason] for t in r.tables]
+    mode = " (dry run)" if r.dry_run else " (check)" if r.check else ""
+    return View(
+        ["status", "table", "location", "state", "reason"], rows, f"migrate-v1 {r.root}{mode}"
+    )
+
+
+@_view("lancens_cli.service.versions.TableVersions")
+def _table_versions(r: Any) -> View:
+    header = ["version", "timestamp", "rows", "bytes", "tags", "branches", "fate", "why"]
+    rows = [
+        [
+            v.version,
+            v.timestamp,
+            v.rows,
+            v.bytes,
+            ", ".join(v.tags),
+            ", ".join(v.branches),
+            v.fate,
+            "; ".join(v.reasons),
+        ]
+        for v in r.versions
+    ]
+    return View(header, rows, "versions")
+
+
+@_view("lancens_cli.service.versions.NamespaceVersions")
+def _namespace_versions(r: Any) -> View:
+    header = ["table", "versions", "expiring", "kept by", "bytes reclaimable", "location"]
+    rows = [
+        [
+            t.table,
+            t.versions,
+            t.expiring,
+            ", ".join(f"{k} {n}" for k, n in sorted(t.kept_by.items())),
+            t.bytes_reclaimable,
+            t.location,
+        ]
+        for t in r.tables
+    ]
+    return View(header, rows, "versions")
+
+
+@_view("lancens_cli.service.prune.run.PruneReport")
+def _prune(r: Any) -> View:
+    header = ["table", "location", "status", "removed", "files", "bytes", "kept"]
+    rows = []
+    for t in [*([r.manifest] if r.manifest else []), *r.tables]:
+        kept = "; ".join(
+            f"{k['branch'] + ' ' if 'branch' in k else ''}v{k['version']}: "
+            + ", ".join(k["reasons"])
+            for k in t.kept
+        )
+        removed = (
+            len(t.versions_removed)
+            + len(t.unpublished_removed)
+            + sum(len(v) for v in t.branch_versions_removed.values())
+        )
+        status = t.status + (f": {t.error}" if t.error else "")
+        rows.append(
+            [t.object_id or "-", t.location, status, removed, t.files_removed, t.bytes_freed, kept]
+        )
+    for d in r.debris:
+        rows.append([d.object or "-", d.location, f"{d.action}: {d.code}", "", "", "", ""])
+    for refused in r.refused:
+        rows.append([refused["table"], "", f"skipped: {refused['reason']}", "", "", "", ""])
+    totals = r.totals()
+    verb = "would remove" if r.dry_run else "removed"
+    title = (
+        f"prune: {verb} {plural(totals['versions_removed'], 'version')}, "
+        f"{plural(totals['files_removed'], 'file')}, {plural(totals['bytes_freed'], 'byte')}"
+    )
+    return View(header, rows, title)
+
+
+# --- partitioned namespaces -------------------------------------------------------------------
+
+
+@_view("lancens_cli.service.partitioned.spec_change.SpecChange")
+def _spec_change(r: Any) -> View:
+    from lancens_cli.schema_json import type_to_json
+
+    rows = []
+    for f in r.spec.fields:
+        sources = r.sources.get(f.field_id, [])
+        how = f.transform.display(sources) if f.transform else f"expr({f.expression})"
+        note = "reused" if f.field_id in r.reused else ""
+        rows.append([f.field_id, how, type_to_json(f.result_type)["type"], f.column, note])
+    columns = ["field_id", "definition", "result_type", "manifest column", "note"]
+    return View(columns, rows, "partition spec")
+
+
+@_summary("lancens_cli.service.partitioned.spec_change.SpecChange")
+def _spec_change_summary(r: Any) -> str:
+    verb = {"create": "created", "evolve": "added", "exists": "already current"}[r.action]
+    would = "would be " if r.dry_run and r.action != "exists" else ""
+    columns = ", ".join(n for n, _ in r.new_columns) or "none"
+    return f"partition spec v{r.spec.id} {would}{verb}; new __manifest columns: {columns}"
+
+
+@_view("lancens_cli.service.partitioned.evolve_schema.SchemaEvolution")
+def _schema_evolution(r: Any) -> View:
+    return View(["change", "outcome"], [[c.text(), o] for c, o in r.changes], "schema evolution")
+
+
+@_summary("lancens_cli.service.partitioned.evolve_schema.SchemaEvolution")
+def _schema_evolution_summary(r: Any) -> str:
+    would = "would be " if r.dry_run else ""
+    return (
+        f"{plural(r.tables, 'partition table')} {would}brought to the schema, "
+        f"{r.up_to_date} already at it; "
+        f"{plural(r.manifest_commits, '__manifest commit')}"
+    )
+
+
+@_view("lancens_cli.service.partitioned.partitions.PartitionSelection")
+def _partitions(r: Any) -> View:
+    rows = [
+        [
+            m.table,
+            f"v{m.spec_version}",
+            ", ".join(f"{k}={'null' if v is None else _iso(v)}" for k, v in m.values.items()),
+            m.read_version,
+            m.read_branch or m.read_tag,
+            m.location,
+        ]
+        for m in r.matches
+    ]
+    columns = ["table", "spec", "partition", "read_version", "branch/tag", "location"]
+    return View(columns, rows, "partition tables")
+
+
+@_view("lancens_cli.service.partitioned.tags.TagResult")
+def _tags(r: Any) -> View:
+    rows = [
+        [
+            Identifier.from_object_id(t.table_id).display(),
+            t.branch or "main",
+            t.version,
+            _would(r.dry_run and t.action != "exists") + t.action,
+        ]
+        for t in r.tables
+    ]
+    return View(["table", "branch", "version", "action"], rows, f"tag {r.name}")
+
+
+@_summary("lancens_cli.service.partitioned.tags.TagResult")
+def _tags_summary(r: Any) -> str:
+    made = sum(1 for t in r.tables if t.action != "exists")
+    verb = "would tag" if r.dry_run else "tagged"
+    text = f"{verb} {plural(len(r.tables), 'partition table')} {r.name} ({made} new or moved)"
+    if r.publish:
+        text += (
+            "; read_tag would be published"
+            if r.dry_run
+            else f"; read_tag published in __manifest version {r.manifest_version}"
+        )
+    return text
+
+
+@_view("lancens_cli.service.partitioned.write.PartitionWrite")
+def _partition_write(r: Any) -> View:
+    header = [*r.fields, "rows", "read_version", "action", "table"]
+    rows = [
+        [
+            *(_iso(v) for v in t.values),
+            t.row_count,
+            t.version,
+            "created" if t.created else ("replaced" if t.overwrite else "appended"),
+            Identifier.from_object_id(t.table_id).display(),
+        ]
+        for t in r.partitions
+    ]
+    return View(header, rows, "partitions written")
+
+
+# --- join-plan and the Spark commands ---------------------------------------------------------
+
+
+@_view("lancens_cli.service.join.plan.JoinPlan")
+def join_plan_view(r: Any) -> View:
+    """One row per group; when not compatible, one row per reason."""
+    from lancens_cli.partition.rows import dotted
+    from lancens_cli.service.join.groups import plain_value
+
+    if not r.compatible:
+        return View(["reason"], [[reason] for reason in r.reasons], "join plan: not compatible")
+    several = len(r.pairs) > 1
+    labels = [relation.label for relation in r.current.relations]
+    header = ["specs", "key"] if several else labels
+    header += ["left", "left tables", "right", "right tables"]
+    rows = []
+    for g in r.groups:
+        if several:
+            key = ", ".join(f"{k}={plain_value(v)}" for k, v in g.key.items())
+            lead = [f"v{g.left_spec} x v{g.right_spec}", key]
+        else:
+            lead = [plain_value(v) for v in g.key.values()]
+        left = ", ".join(dotted(t.object_id) for t in g.left)
+        right = ", ".join(dotted(t.object_id) for t in g.right)
+        rows.append([*lead, len(g.left), left, len(g.right), right])
+    c = r.counts()
+    title = (
+        f"join plan: {plural(c['groups'], 'group')} of {c['left_partitions']} left and "
+        f"{plural(c['right_partitions'], 'right partition')}"
+    )
+    return View(header, rows, title)
+
+
+@_summary("lancens_cli.service.join.plan.JoinPlan")
+def _join_plan_summary(r: Any) -> str:
+    if not r.compatible:
+        return f"not compatible: {r.reasons[0]}" if r.reasons else "not compatible"
+    c = r.counts()
+    return (
+        f"compatible ({r.scope}): {plural(c['groups'], 'group')}, "
+        f"{c['matched_groups']} with partitions on both sides"
+    )
+
+
+def join_explain_lines(r: Any) -> list[str]:
+    """`join --explain`: how the join runs (the groups, or why it shuffles) and Spark's plan."""
+    out: list[str] = []
+    if r.job.spj:
+        c = r.job.plan.counts()
+        out.append(
+            f"storage-partitioned join ({r.job.how}): {len(r.job.groups_work())} "
+            f"task(s) from {c['groups']} group(s) of {c['left_partitions']} left and "
+            f"{c['right_partitions']} right partition table(s)"
+        )
+        groups = join_plan_view(r.job.plan)
+        out.append("\t".join(groups.columns))
+        out += ["\t".join(str(v) for v in row) for row in groups.rows]
+    else:
+        out.append(f"shuffle join ({r.job.how}): the layouts do not allow SPJ")
+        out += [f"  {reason}" for reason in r.job.fallback_reasons]
+    out += ["", "== Physical Plan ==", r.plan_text]
+    return out
+
+
+@_view("lancens_cli.pipeline.join.JoinRows")
+def _join_rows(r: Any) -> View:
+    more = f" (first {r.limit}; --limit to see more)" if r.more else ""
+    return View(r.columns, [list(row) for row in r.rows], f"{len(r.rows)} row(s){more}")
+
+
+@_view("lancens_cli.pipeline.join.JoinCount")
+def _join_count(r: Any) -> View:
+    return View(["count"], [[r.count]])
+
+
+@_view("lancens_cli.pipeline.join.JoinFiles")
+def _join_files(r: Any) -> View:
+    return View(["path", "format", "rows", "files"], [[r.path, r.format, r.rows, r.files]])
+
+
+@_view("lancens_cli.pipeline.scan.ScanRows")
+def _scan_rows(r: Any) -> View:
+    from lancens_cli.pipeline.scan import json_value
+
+    return View(r.columns, [[json_value(v) for v in row] for row in r.rows], "rows")
+
+
+@_view("lancens_cli.pipeline.scan.ScanExplain")
+def _scan_explain(r: Any) -> View:
+    header = ["spec", "table", "version", "fragments", "rows", "lance filter", "location"]
+    rows = [
+        [
+            "-" if t.spec_version is None else f"v{t.spec_version}",
+            t.table,
+            t.version if t.branch is None else f"{t.branch}@{t.version}",
+            t.fragments,
+            t.rows,
+            t.filter or "",
+            t.location,
+        ]
+        for t in r.tables
+    ]
+    return View(header, rows, "tables read")
+
+
+@_view("lancens_cli.pipeline.ingest.IngestResult")
+def _ingest(r: Any) -> View:
+    header = ["target", "mode", "rows", "partitions", "created", "manifest_version", "seconds"]
+    version = r.manifest_version if r.table_version is None else r.table_version
+    row = [
+        r.target,
+        _would(r.dry_run) + r.mode,
+        r.rows,
+        len(r.partitions),
+        r.created,
+        version,
+        round(r.seconds, 2),
+    ]
+    return View(header, [row], "ingest")
+
+
+@_summary("lancens_cli.pipeline.ingest.IngestResult")
+def _ingest_summary(r: Any) -> str:
+    verb = "would write" if r.dry_run else "wrote"
+    where = (
+        f"{plural(len(r.partitions), 'partition')} ({r.created} new)"
+        if r.target == "partitioned"
+        else f"table {r.target}"
+    )
+    version = (
+        f", __manifest version {r.manifest_version}"
+        if r.manifest_version is not None and not r.dry_run
+        else ""
+    )
+    return f"{verb} {plural(r.rows, 'row')} into {where}{version} in {r.seconds:.1f} s"
