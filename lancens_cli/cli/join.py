@@ -20,51 +20,59 @@ from lancens_cli.cli.session import session
 DEFAULT_LIMIT = 20
 
 
+JoinHow = Annotated[str, typer.Option("--how", help="inner or left (outer).")]
+JoinColumns = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--columns",
+        "-c",
+        metavar="a,l.b,r.c",
+        help="Output columns (output names, or l.<col> / r.<col>), in this order.",
+    ),
+]
+JoinWhere = Annotated[
+    str | None,
+    typer.Option(
+        "--where",
+        "-w",
+        metavar="SQL",
+        help="Spark SQL condition over any output column, applied to the joined rows "
+        "before --columns picks what is shown.",
+    ),
+]
+JoinTo = Annotated[
+    str | None,
+    typer.Option("--to", metavar="PATH", help="Write the rows as files here (a new path)."),
+]
+JoinFormat = Annotated[str, typer.Option("--format", help="Format of --to: parquet, csv, json.")]
+JoinLimit = Annotated[
+    int | None,
+    typer.Option(
+        "--limit",
+        "-n",
+        min=0,
+        help=f"Rows to print (default {DEFAULT_LIMIT}; 0: all), or to write with --to.",
+    ),
+]
+JoinCountOnly = Annotated[bool, typer.Option("--count", help="Print the number of rows only.")]
+JoinExplainOnly = Annotated[
+    bool,
+    typer.Option("--explain", help="Print the partition groups and Spark's physical plan."),
+]
+
+
 def join(
     left_root: LeftRoot,
     right_root: RightRoot,
     on: JoinKeys = ...,  # type: ignore[assignment]
-    how: Annotated[str, typer.Option("--how", help="inner or left (outer).")] = "inner",
-    columns: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--columns",
-            "-c",
-            metavar="a,l.b,r.c",
-            help="Output columns (output names, or l.<col> / r.<col>), in this order.",
-        ),
-    ] = None,
-    where: Annotated[
-        str | None,
-        typer.Option(
-            "--where",
-            "-w",
-            metavar="SQL",
-            help="Spark SQL condition over any output column, applied to the joined rows "
-            "before --columns picks what is shown.",
-        ),
-    ] = None,
-    to: Annotated[
-        str | None,
-        typer.Option("--to", metavar="PATH", help="Write the rows as files here (a new path)."),
-    ] = None,
-    fmt: Annotated[
-        str, typer.Option("--format", help="Format of --to: parquet, csv, json.")
-    ] = "parquet",
-    limit: Annotated[
-        int | None,
-        typer.Option(
-            "--limit",
-            "-n",
-            min=0,
-            help=f"Rows to print (default {DEFAULT_LIMIT}; 0: all), or to write with --to.",
-        ),
-    ] = None,
-    count: Annotated[bool, typer.Option("--count", help="Print the number of rows only.")] = False,
-    explain: Annotated[
-        bool,
-        typer.Option("--explain", help="Print the partition groups and Spark's physical plan."),
-    ] = False,
+    how: JoinHow = "inner",
+    columns: JoinColumns = None,
+    where: JoinWhere = None,
+    to: JoinTo = None,
+    fmt: JoinFormat = "parquet",
+    limit: JoinLimit = None,
+    count: JoinCountOnly = False,
+    explain: JoinExplainOnly = False,
     version_as_of: VersionAsOf = None,
     timestamp_as_of: TimestampAsOf = None,
     master: Master = None,
@@ -93,7 +101,6 @@ def join(
     from lancens_cli.errors import InvalidInputError
     from lancens_cli.pipeline import join as job_module
     from lancens_cli.pipeline.task_failures import spark_errors
-    from lancens_cli.service.join.plan import parse_on
 
     if session().root is not None:
         raise InvalidInputError("join takes LEFT_ROOT and RIGHT_ROOT as arguments, not --root")
@@ -101,15 +108,7 @@ def join(
         raise InvalidInputError("give at most one of --count, --explain and --to")
     if fmt not in job_module.WRITE_FORMATS:
         raise InvalidInputError(f"--format {fmt!r}: expected one of parquet, csv, json")
-    keys = [parse_on(text) for text in on]
-    wanted = job_module.parse_columns(columns)
-    left = session().namespace_at(left_root)
-    session()._namespace = left  # its profile's secrets are masked in error messages too
-    right = session().namespace_at(right_root).as_of(version_as_of, timestamp_as_of)
-    left = left.as_of(version_as_of, timestamp_as_of)
-    job = job_module.plan_job(left, right, keys, how, wanted, filtered=where is not None)
-    if not job.spj and not session().json:
-        message(f"join: no storage-partitioned join ({job.fallback_reasons[0]}); shuffling")
+    job = _plan(left_root, right_root, on, how, columns, where, version_as_of, timestamp_as_of)
     started = time.monotonic()
     spark = spark_session(master, conf)
     _quiet_analysis_log()
@@ -134,6 +133,32 @@ def join(
     if not session().json:
         kind = "storage-partitioned" if job.spj else "shuffle"
         message(f"{kind} join done in {time.monotonic() - started:.1f}s")
+
+
+def _plan(
+    left_root: str,
+    right_root: str,
+    on: list[str],
+    how: str,
+    columns: list[str] | None,
+    where: str | None,
+    version_as_of: int | None,
+    timestamp_as_of: str | None,
+) -> Any:
+    """The join job, planned and pinned in the driver before Spark starts."""
+    from lancens_cli.cli.output import message
+    from lancens_cli.pipeline import join as job_module
+    from lancens_cli.service.join.plan import parse_on
+
+    keys = [parse_on(text) for text in on]
+    wanted = job_module.parse_columns(columns)
+    left = session().namespace_at(left_root)
+    right = session().namespace_at(right_root).as_of(version_as_of, timestamp_as_of)
+    left = left.as_of(version_as_of, timestamp_as_of)
+    job = job_module.plan_job(left, right, keys, how, wanted, filtered=where is not None)
+    if not job.spj and not session().json:
+        message(f"join: no storage-partitioned join ({job.fallback_reasons[0]}); shuffling")
+    return job
 
 
 def _quiet_analysis_log() -> None:

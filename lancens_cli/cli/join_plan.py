@@ -50,7 +50,6 @@ def join_plan(
         raise InvalidInputError("join-plan takes LEFT_ROOT and RIGHT_ROOT as arguments, not --root")
     keys = [parse_on(text) for text in on]
     left = session().namespace_at(left_root)
-    session()._namespace = left  # its profile's secrets are masked in error messages too
     right = session().namespace_at(right_root).as_of(version_as_of, timestamp_as_of)
     left = left.as_of(version_as_of, timestamp_as_of)
     result = plan_join(left, right, keys, all_versions=all_versions)

@@ -50,6 +50,34 @@ def progress_bar(description: str) -> Iterator[Callable[[int], Callable[[], None
 
 
 @contextmanager
+def freed_progress_bar(
+    description: str, unit: str
+) -> Iterator[Callable[[int], Callable[[int], None]]]:
+    """Yields `start(total) -> advance(bytes_freed)`: items done and the bytes freed so far.
+    A no-op when no bar is shown; `advance` may be called from worker threads."""
+    if not showing():
+        yield lambda total: lambda freed: None
+        return
+    from lancens_cli.words import human_bytes
+
+    with _progress(unit + ", {task.fields[freed]} freed") as bar:
+        lock = threading.Lock()
+
+        def start(total: int) -> Callable[[int], None]:
+            task = bar.add_task(description, total=total, freed="0 B")
+            freed = [0]
+
+            def advance(size: int) -> None:
+                with lock:
+                    freed[0] += size
+                    bar.update(task, advance=1, freed=human_bytes(freed[0]))
+
+            return advance
+
+        yield start
+
+
+@contextmanager
 def spark_progress(description: str) -> Iterator[Callable[[Any], Any]]:
     """Yields `watch(spark) -> spark`: from then on the bar counts the Spark tasks finished.
 

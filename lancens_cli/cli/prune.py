@@ -3,58 +3,18 @@
 from __future__ import annotations
 
 import os
-import sys
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Annotated
 
 import typer
 
 from lancens_cli.cli.common import confirm_destruction
 from lancens_cli.cli.options import Conf, DryRun, ForceWindow, Grace, Master, OlderThan, Retain, Yes
+from lancens_cli.cli.progress import freed_progress_bar
 from lancens_cli.cli.session import session
 
 
 def _default_parallel() -> int:
     return min(32, (os.cpu_count() or 2) * 4)  # I/O bound: more threads than cores
-
-
-@contextmanager
-def _progress() -> Iterator[Callable[[int], Callable[[int], None]]]:
-    """Tables done and bytes freed on stderr, only when stderr is a terminal (not --json)."""
-    from lancens_cli.cli.progress import showing
-    from lancens_cli.words import human_bytes
-
-    if not showing():
-        yield lambda total: lambda freed: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        "tables, {task.fields[freed]} freed",
-        TimeRemainingColumn(),
-        console=Console(file=sys.stderr),
-        transient=True,
-    ) as bar:
-        lock = threading.Lock()
-
-        def start(total: int) -> Callable[[int], None]:
-            task = bar.add_task("pruning", total=total, freed="0 B")
-            freed = [0]
-
-            def advance(size: int) -> None:
-                with lock:
-                    freed[0] += size
-                    bar.update(task, advance=1, freed=human_bytes(freed[0]))
-
-            return advance
-
-        yield start
 
 
 def prune(
@@ -114,7 +74,7 @@ def prune(
             yes,
         )
     tasks = _spark_tables(master, conf) if spark else None
-    with _progress() as start:
+    with freed_progress_bar("pruning", "tables") as start:
         report = run_prune(
             ns,
             targets,

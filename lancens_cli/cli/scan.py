@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -10,55 +10,61 @@ from lancens_cli.cli.options import Conf, Master, TimestampAsOf, VersionAsOf
 from lancens_cli.cli.session import session
 from lancens_cli.words import noun, plural
 
+ScanTarget = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="[ID]",
+        help="A table to read; without it, the whole partitioned namespace of the root.",
+    ),
+]
+ScanWhere = Annotated[
+    str | None,
+    typer.Option(
+        "--where",
+        "-w",
+        metavar="PREDICATE",
+        help="Spark SQL condition over the columns (functions, arithmetic, LIKE, CASE, "
+        "...); Spark applies it, and the conjuncts lancens understands prune partition "
+        "tables and filter in Lance (--explain says which).",
+    ),
+]
+ScanColumns = Annotated[
+    str | None,
+    typer.Option("--columns", metavar="A,B", help="Columns to return (default: all)."),
+]
+ScanLimit = Annotated[
+    int | None,
+    typer.Option(
+        "--limit",
+        min=0,
+        help="At most this many rows (default 20 on a terminal, all when piped).",
+    ),
+]
+ScanCountOnly = Annotated[bool, typer.Option("--count", help="Print the number of rows.")]
+ScanTo = Annotated[
+    str | None,
+    typer.Option("--to", metavar="PATH", help="Write the rows as files with Spark."),
+]
+ScanFormat = Annotated[str, typer.Option("--format", help="Format of --to: parquet, csv or json.")]
+ScanExplain = Annotated[
+    bool,
+    typer.Option(
+        "--explain",
+        help="Show the tables chosen per spec version, the filters pushed and the "
+        "physical plan; reads no rows.",
+    ),
+]
+
 
 def scan(
-    identifier: Annotated[
-        str | None,
-        typer.Argument(
-            metavar="[ID]",
-            help="A table to read; without it, the whole partitioned namespace of the root.",
-        ),
-    ] = None,
-    where: Annotated[
-        str | None,
-        typer.Option(
-            "--where",
-            "-w",
-            metavar="PREDICATE",
-            help="Spark SQL condition over the columns (functions, arithmetic, LIKE, CASE, "
-            "...); Spark applies it, and the conjuncts lancens understands prune partition "
-            "tables and filter in Lance (--explain says which).",
-        ),
-    ] = None,
-    columns: Annotated[
-        str | None,
-        typer.Option("--columns", metavar="A,B", help="Columns to return (default: all)."),
-    ] = None,
-    limit: Annotated[
-        int | None,
-        typer.Option(
-            "--limit",
-            min=0,
-            help="At most this many rows (default 20 on a terminal, all when piped).",
-        ),
-    ] = None,
-    count: Annotated[bool, typer.Option("--count", help="Print the number of rows.")] = False,
-    to: Annotated[
-        str | None,
-        typer.Option("--to", metavar="PATH", help="Write the rows as files with Spark."),
-    ] = None,
-    fmt: Annotated[
-        str,
-        typer.Option("--format", help="Format of --to: parquet, csv or json."),
-    ] = "parquet",
-    explain: Annotated[
-        bool,
-        typer.Option(
-            "--explain",
-            help="Show the tables chosen per spec version, the filters pushed and the "
-            "physical plan; reads no rows.",
-        ),
-    ] = False,
+    identifier: ScanTarget = None,
+    where: ScanWhere = None,
+    columns: ScanColumns = None,
+    limit: ScanLimit = None,
+    count: ScanCountOnly = False,
+    to: ScanTo = None,
+    fmt: ScanFormat = "parquet",
+    explain: ScanExplain = False,
     version_as_of: VersionAsOf = None,
     timestamp_as_of: TimestampAsOf = None,
     master: Master = None,
@@ -70,22 +76,51 @@ def scan(
     A read resolves __manifest once and reads every partition table at the version it
     publishes, so it sees each write whole or not at all.
     """
-    import sys
     import time
 
     from lancens_cli.cli.output import message
     from lancens_cli.cli.spark_options import spark_session
-    from lancens_cli.errors import InvalidInputError
-    from lancens_cli.pipeline.scan import (
-        FORMATS,
-        TERMINAL_LIMIT,
-        ScanCount,
-        ScanRequest,
-        ScanStream,
-        ScanWritten,
-        request_condition,
-        run_scan,
+    from lancens_cli.pipeline.scan import request_condition, run_scan
+
+    request = _request(
+        identifier=identifier,
+        where=where,
+        columns=columns,
+        limit=limit,
+        count=count,
+        to=to,
+        fmt=fmt,
+        explain=explain,
+        version_as_of=version_as_of,
+        timestamp_as_of=timestamp_as_of,
     )
+    request_condition(request)  # a bad --where or column is exit 2 before Spark starts
+    started = time.monotonic()
+    message("scan: starting Spark")
+    spark = spark_session(master, conf)
+    message(f"scan: reading (Spark on {spark.sparkContext.master})")
+    result = run_scan(spark, request)
+    _report(result, explain, time.monotonic() - started)
+
+
+def _request(
+    *,
+    identifier: str | None,
+    where: str | None,
+    columns: str | None,
+    limit: int | None,
+    count: bool,
+    to: str | None,
+    fmt: str,
+    explain: bool,
+    version_as_of: int | None,
+    timestamp_as_of: str | None,
+) -> Any:
+    """The scan the options ask for, checked before Spark starts (exit 2)."""
+    import sys
+
+    from lancens_cli.errors import InvalidInputError
+    from lancens_cli.pipeline.scan import FORMATS, TERMINAL_LIMIT, ScanRequest
 
     if sum(bool(x) for x in (count, to, explain)) > 1:
         raise InvalidInputError("--count, --to and --explain exclude one another")
@@ -99,7 +134,7 @@ def scan(
         limit = TERMINAL_LIMIT
     ns = session().namespace
     ns.require_root()
-    request = ScanRequest(
+    return ScanRequest(
         root=ns.config.root,
         storage=dict(ns.config.storage_options),
         identifier=identifier,
@@ -115,13 +150,13 @@ def scan(
         version_as_of=version_as_of,
         timestamp_as_of=timestamp_as_of,
     )
-    request_condition(request)  # a bad --where or column is exit 2 before Spark starts
-    started = time.monotonic()
-    message("scan: starting Spark")
-    spark = spark_session(master, conf)
-    message(f"scan: reading (Spark on {spark.sparkContext.master})")
-    result = run_scan(spark, request)
-    seconds = time.monotonic() - started
+
+
+def _report(result: Any, explain: bool, seconds: float) -> None:
+    """The result on stdout, what happened on stderr."""
+    from lancens_cli.cli.output import message
+    from lancens_cli.pipeline.scan import ScanCount, ScanStream, ScanWritten
+
     if isinstance(result, ScanStream):
         _print_stream(result)
         message(f"scan: done in {seconds:.1f}s")

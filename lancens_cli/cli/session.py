@@ -33,6 +33,7 @@ class Session:
     json: bool = False
     debug: bool = False
     _namespace: Any = None
+    _roots_opened: list[Any] = field(default_factory=list)  # by namespace_at (join, join-plan)
 
     def __post_init__(self) -> None:
         from lancens_cli.models import set_display_delimiter
@@ -84,7 +85,9 @@ class Session:
         `join-plan` and `join` take their roots as arguments: a copy of the session with
         another root builds the same configuration (flags > environment > profile) for each.
         """
-        return dataclasses.replace(self, root=root, _namespace=None).namespace
+        opened = dataclasses.replace(self, root=root, _namespace=None).namespace
+        self._roots_opened.append(opened)  # its profile's secrets are masked in messages too
+        return opened
 
     def ident(self, text: str | None):
         from lancens_cli.models import Identifier
@@ -105,9 +108,10 @@ class Session:
         for key, value in os.environ.items():
             if key.startswith(ENV_STORAGE_PREFIX) and is_secret_key(key):
                 values.append(value)
-        if self._namespace is not None:
-            options = self._namespace.config.storage_options
-            values += [v for k, v in options.items() if is_secret_key(k)]
+        for ns in [self._namespace, *self._roots_opened]:
+            if ns is not None:
+                options = ns.config.storage_options
+                values += [v for k, v in options.items() if is_secret_key(k)]
         return values
 
     def emit(self, result: Any) -> None:

@@ -14,6 +14,10 @@ from typing import Any
 from lancens_cli.models import KIND_TABLE, OBJECT_ID_DELIMITER
 from lancens_cli.partition.spec import PartitionSpec
 
+# A partition namespace is named by 16 characters of this alphabet (random, or a hash).
+NAME_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
+NAME_LENGTH = 16
+
 
 def split_id(object_id: str) -> list[str]:
     """The parts of an object id (the root namespace is `[""]`, as `str.split` gives)."""

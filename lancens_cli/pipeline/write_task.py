@@ -25,9 +25,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from lancens_cli.partition.rows import NAME_ALPHABET, NAME_LENGTH
 from lancens_cli.store.containment import JOBS_DIR  # the write jobs' logs, below the root
 
-_BASE36 = "abcdefghijklmnopqrstuvwxyz0123456789"
 CHUNK_ROWS = 1 << 20  # rows of input a task splits and writes at once
 CHUNK_BYTES = 128 << 20
 WRITERS = 4  # partition tables a task writes at once
@@ -61,9 +61,9 @@ class WritePlan:
         text = f"{self.job_id}\0{parent}\0{type(value).__name__}\0{value!r}"
         number = int.from_bytes(hashlib.sha256(text.encode()).digest()[:16], "big")
         chars = []
-        for _ in range(16):
-            number, digit = divmod(number, 36)
-            chars.append(_BASE36[digit])
+        for _ in range(NAME_LENGTH):
+            number, digit = divmod(number, len(NAME_ALPHABET))
+            chars.append(NAME_ALPHABET[digit])
         return "".join(chars)
 
 

@@ -215,6 +215,24 @@ def _check_manifest(snapshot: ManifestSnapshot, report: CheckReport) -> None:
             )
 
 
+def _check_table_properties(ns, row: dict, name: str, report) -> None:
+    """A table row's metadata: readable, and no rename left half done."""
+    location = row["location"]
+    bad_metadata = metadata_problem(row.get("metadata"))
+    if bad_metadata is not None:
+        report.add("bad_metadata", name, shown(location or ""), bad_metadata)
+    properties = decode_properties(row.get("metadata"))
+    if RENAME_INTENT_KEY in properties:
+        report.add("interrupted_rename", name, location, _interrupted_rename(ns, row, properties))
+    if RENAMED_FROM_KEY in properties and ns.storage.exists(properties[RENAMED_FROM_KEY]):
+        report.add(
+            "interrupted_rename",
+            name,
+            properties[RENAMED_FROM_KEY],
+            "the old directory of a finished rename is still there; rerun the rename",
+        )
+
+
 def _check_rows(
     ns, snapshot, rows, report, delimiter, grace: timedelta, progress=None, drop_refused=False
 ) -> None:
@@ -241,21 +259,7 @@ def _check_rows(
         if kind != KIND_TABLE:
             report.add("bad_object_type", name, location, f"unknown object_type {kind!r}")
             continue
-        bad_metadata = metadata_problem(row.get("metadata"))
-        if bad_metadata is not None:
-            report.add("bad_metadata", name, shown(location or ""), bad_metadata)
-        properties = decode_properties(row.get("metadata"))
-        if RENAME_INTENT_KEY in properties:
-            report.add(
-                "interrupted_rename", name, location, _interrupted_rename(ns, row, properties)
-            )
-        if RENAMED_FROM_KEY in properties and ns.storage.exists(properties[RENAMED_FROM_KEY]):
-            report.add(
-                "interrupted_rename",
-                name,
-                properties[RENAMED_FROM_KEY],
-                "the old directory of a finished rename is still there; rerun the rename",
-            )
+        _check_table_properties(ns, row, name, report)
         refused = verdicts.problem(object_id)
         if refused is not None:  # reported, never opened (store/containment.py)
             report.add("bad_location", name, shown(refused.location), refused.reason, drop_refused)

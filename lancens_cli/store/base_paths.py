@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from lancens_cli.errors import RefusedError
 from lancens_cli.store.inspect import version_from_manifest_name
+from lancens_cli.store.protobuf import ManifestFormatError, encode_varint, read_varint
 from lancens_cli.store.storage import Storage
 
 MAGIC = b"LANC"
@@ -32,45 +33,15 @@ MANIFEST_BASE_PATHS = 18
 BASE_PATH_PATH = 4
 
 
-class ManifestFormatError(ValueError):
-    """A manifest file we do not understand well enough to rewrite."""
-
-
-def _varint(data: bytes, position: int) -> tuple[int, int]:
-    result = shift = 0
-    while position < len(data):
-        byte = data[position]
-        position += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, position
-        shift += 7
-        if shift > 63:
-            break
-    raise ManifestFormatError("truncated or malformed varint")
-
-
-def _encode_varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 def _fields(data: bytes):
     """(field number, wire type, raw bytes of the whole field, payload) of one message level."""
     position = 0
     while position < len(data):
         start = position
-        key, position = _varint(data, position)
+        key, position = read_varint(data, position)
         number, wire = key >> 3, key & 7
         if wire == 0:
-            _, position = _varint(data, position)
+            _, position = read_varint(data, position)
             payload = b""
         elif wire == 1:
             position += 8
@@ -79,7 +50,7 @@ def _fields(data: bytes):
             position += 4
             payload = b""
         elif wire == 2:
-            length, position = _varint(data, position)
+            length, position = read_varint(data, position)
             payload = data[position : position + length]
             position += length
         else:
@@ -90,7 +61,7 @@ def _fields(data: bytes):
 
 
 def _length_field(number: int, payload: bytes) -> bytes:
-    return _encode_varint(number << 3 | 2) + _encode_varint(len(payload)) + payload
+    return encode_varint(number << 3 | 2) + encode_varint(len(payload)) + payload
 
 
 def base_path_strings(manifest: bytes) -> list[str]:

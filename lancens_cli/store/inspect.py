@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lancens_cli.store.protobuf import ManifestFormatError, read_varint
 from lancens_cli.store.storage import Storage
 
 U64_MAX = 2**64 - 1
@@ -42,37 +43,28 @@ def feature_flags(serialized_manifest: bytes) -> tuple[int, int]:
     reader = writer = 0
     position = 0
     data = serialized_manifest
-    while position < len(data):
-        key, position = _varint(data, position)
-        field_number, wire_type = key >> 3, key & 7
-        if wire_type == 0:
-            value, position = _varint(data, position)
-            if field_number == 9:
-                reader = value
-            elif field_number == 10:
-                writer = value
-        elif wire_type == 2:
-            length, position = _varint(data, position)
-            position += length
-        elif wire_type == 1:
-            position += 8
-        elif wire_type == 5:
-            position += 4
-        else:
-            break
+    try:
+        while position < len(data):
+            key, position = read_varint(data, position)
+            field_number, wire_type = key >> 3, key & 7
+            if wire_type == 0:
+                value, position = read_varint(data, position)
+                if field_number == 9:
+                    reader = value
+                elif field_number == 10:
+                    writer = value
+            elif wire_type == 2:
+                length, position = read_varint(data, position)
+                position += length
+            elif wire_type == 1:
+                position += 8
+            elif wire_type == 5:
+                position += 4
+            else:
+                break
+    except ManifestFormatError:
+        pass  # a truncated message: the flags read before the break
     return reader, writer
-
-
-def _varint(data: bytes, position: int) -> tuple[int, int]:
-    result = shift = 0
-    while position < len(data):
-        byte = data[position]
-        position += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, position
-        shift += 7
-    return result, position
 
 
 def flag_names(value: int) -> list[str]:

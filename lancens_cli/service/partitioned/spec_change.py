@@ -221,20 +221,7 @@ def add_partition_spec(
             return ours
         layout = layout_of(snapshot)
         specs = layout.specs if layout else []
-        if layout is None:
-            if schema is None:
-                raise InvalidInputError(
-                    "the root is not partitioned yet: give the namespace schema with --schema"
-                )
-            ns_schema = with_field_ids(schema)
-        else:
-            ns_schema = layout.schema
-            if schema is not None and not _same_columns(schema, ns_schema):
-                raise InvalidInputError(
-                    "--schema differs from the namespace schema: add-partition-spec does not "
-                    "change the schema; run `lancens evolve-schema` first, then add the spec "
-                    "without --schema"
-                )
+        ns_schema = _namespace_schema(layout, schema)
         known = all_fields(specs)
         if requests is not None:
             fields, reused = resolve_fields(requests, ns_schema, known)
@@ -275,6 +262,24 @@ def add_partition_spec(
     # version in between reads as the namespace did before (no spec names a missing column).
     # The last round finds our spec in place and answers with the change it planned.
     return ns.manifest.mutate(plan, metadata_last=True)
+
+
+def _namespace_schema(layout: Any, schema: Any) -> Any:
+    """The namespace schema the spec is over: the root's, or `--schema` on a root not yet
+    partitioned (a `--schema` that differs from the root's is refused)."""
+    if layout is None:
+        if schema is None:
+            raise InvalidInputError(
+                "the root is not partitioned yet: give the namespace schema with --schema"
+            )
+        return with_field_ids(schema)
+    if schema is not None and not _same_columns(schema, layout.schema):
+        raise InvalidInputError(
+            "--schema differs from the namespace schema: add-partition-spec does not "
+            "change the schema; run `lancens evolve-schema` first, then add the spec "
+            "without --schema"
+        )
+    return layout.schema
 
 
 def _add_version_namespace(

@@ -27,7 +27,13 @@ from lancens_cli.errors import (
     RefusedError,
 )
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE
-from lancens_cli.partition.rows import child_id, partition_rows, partition_table_rows
+from lancens_cli.partition.rows import (
+    NAME_ALPHABET,
+    NAME_LENGTH,
+    child_id,
+    partition_rows,
+    partition_table_rows,
+)
 from lancens_cli.partition.schema import padded_for_field_ids, schema_to_text
 from lancens_cli.partition.schema_evolution import highest_id, history_from_metadata
 from lancens_cli.partition.spec import PartitionSpec
@@ -58,14 +64,13 @@ from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import VERSIONS_DIR, v2_location, write_new_table
 
 TABLE_NAME = "dataset"
-_BASE36 = "abcdefghijklmnopqrstuvwxyz0123456789"
 _REBASES = 20
 _WRITERS = 4  # partition tables written at once
 
 
 def partition_namespace_name() -> str:
     """Spec 004: a random 16-character base36 name (about 83 bits)."""
-    return "".join(secrets.choice(_BASE36) for _ in range(16))
+    return "".join(secrets.choice(NAME_ALPHABET) for _ in range(NAME_LENGTH))
 
 
 @dataclass

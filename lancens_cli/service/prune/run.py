@@ -163,18 +163,10 @@ def prune(
     _require_targets(ns, idents)  # bad input is found before the lease changes the disk
     lease = None if dry_run else acquire(ns.storage)
     try:
-        return _run(
-            ns,
-            idents,
-            policy,
-            dry_run,
-            compact,
-            indexes,
-            max(1, parallel),
-            delimiter,
-            progress,
-            tasks,
+        request = PruneRequest(
+            ns, idents, policy, dry_run, compact, indexes, max(1, parallel), delimiter, tasks
         )
+        return _run(request, progress)
     finally:
         if lease is not None:
             lease.release()
@@ -271,45 +263,85 @@ def decide(
     return Decisions(snapshot, scope, planned, states, manifest_plan, pins, refused)
 
 
-def _run(ns, idents, policy, dry_run, compact, indexes, parallel, delimiter, progress, tasks):
-    now = datetime.now(UTC)
+@dataclass(frozen=True)
+class PruneRequest:
+    """One run's inputs, as `prune()` received them."""
+
+    ns: Namespace
+    idents: list[Identifier]
+    policy: PrunePolicy
+    dry_run: bool
+    compact: bool
+    indexes: bool
+    parallel: int
+    delimiter: str
+    tasks: TableRunner | None
+
+    @property
+    def whole_root(self) -> bool:
+        """No table or namespace named: the root's debris and `__manifest` are in scope."""
+        return not any(not i.is_root for i in self.idents)
+
+
+def _run(
+    request: PruneRequest, progress: Callable[[int], Callable[[int], None]] | None
+) -> PruneReport:
+    ns, policy, dry_run = request.ns, request.policy, request.dry_run
     report = PruneReport(ns.storage.root_uri, policy, dry_run)
-    decisions = decide(ns, idents, policy, now, parallel)
+    decisions = decide(ns, request.idents, policy, datetime.now(UTC), request.parallel)
     report.refused = decisions.refused
-    planned, pins, manifest_plan = decisions.planned, decisions.pins, decisions.manifest_plan
     advance = progress(len(decisions.scope)) if progress else (lambda freed: None)
+    _run_tables(request, decisions, advance, report)
+    if request.whole_root:
+        report.debris = _debris(ns, policy, dry_run, request.delimiter)
+    if decisions.manifest_plan is not None and request.whole_root:
+        report.manifest = TableResult(None, MANIFEST_TABLE)
+        try:
+            execute_plan(ns, decisions.manifest_plan, policy, dry_run, report.manifest)
+            if not dry_run:
+                report.compacted += _maintain_manifest(ns, request.indexes)
+        except Exception as exc:
+            report.manifest.status = "failed"
+            report.manifest.error = getattr(exc, "message", None) or lance_message(exc)
+    return report
+
+
+def _run_tables(
+    request: PruneRequest,
+    decisions: Decisions,
+    advance: Callable[[int], None],
+    report: PruneReport,
+) -> None:
+    """Every table's work (here or as Spark tasks), then the compacted tables published."""
+    planned, pins = decisions.planned, decisions.pins
     works = [(i, p) for i, p in enumerate(planned) if isinstance(p, TableWork)]
     budget = CompactionBudget()
     for _, work in works:
         # readers of a table published on a tag or a branch never see main's compaction
         on_main = work.plan.location not in pins.off_main
-        work.compact = compact and on_main and budget.take()
+        work.compact = request.compact and on_main and budget.take()
     for p in planned:
         if isinstance(p, TableResult):
             advance(p.bytes_freed)
-    done = (tasks or run_locally)(ns, [w for _, w in works], policy, dry_run, parallel, advance)
+    runner = request.tasks or run_locally
+    done = runner(
+        request.ns,
+        [w for _, w in works],
+        request.policy,
+        request.dry_run,
+        request.parallel,
+        advance,
+    )
     for (index, _), (result, compaction) in zip(works, done, strict=True):
         planned[index] = result
         if compaction is not None:
             budget.done.append(compaction)
     report.tables = planned
     if budget.done:
-        version = None if dry_run else publish_compacted(ns, budget.done)
+        version = None if request.dry_run else publish_compacted(request.ns, budget.done)
         report.compacted = [c.to_json() for c in budget.done]
         if version is not None:
             report.compacted_published_in = version
-    if not any(not i.is_root for i in idents):
-        report.debris = _debris(ns, policy, dry_run, delimiter)
-    if manifest_plan is not None and not any(not i.is_root for i in idents):
-        report.manifest = TableResult(None, MANIFEST_TABLE)
-        try:
-            execute_plan(ns, manifest_plan, policy, dry_run, report.manifest)
-            if not dry_run:
-                report.compacted += _maintain_manifest(ns, indexes)
-        except Exception as exc:
-            report.manifest.status = "failed"
-            report.manifest.error = getattr(exc, "message", None) or lance_message(exc)
-    return report
 
 
 def run_locally(
