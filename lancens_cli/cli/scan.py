@@ -80,12 +80,14 @@ def scan(
 
     from lancens_cli.cli.output import message
     from lancens_cli.cli.spark_options import spark_session
-    from lancens_cli.pipeline.scan import request_condition, run_scan
+    from lancens_cli.pipeline.scan import ScanRequest, request_condition, run_scan
 
-    request = _request(
+    asked = ScanRequest(
+        root="",
+        storage={},
         identifier=identifier,
+        delimiter=session().delimiter,
         where=where,
-        columns=columns,
         limit=limit,
         count=count,
         to=to,
@@ -94,6 +96,7 @@ def scan(
         version_as_of=version_as_of,
         timestamp_as_of=timestamp_as_of,
     )
+    request = _checked(asked, columns)
     request_condition(request)  # a bad --where or column is exit 2 before Spark starts
     started = time.monotonic()
     message("scan: starting Spark")
@@ -103,52 +106,35 @@ def scan(
     _report(result, explain, time.monotonic() - started)
 
 
-def _request(
-    *,
-    identifier: str | None,
-    where: str | None,
-    columns: str | None,
-    limit: int | None,
-    count: bool,
-    to: str | None,
-    fmt: str,
-    explain: bool,
-    version_as_of: int | None,
-    timestamp_as_of: str | None,
-) -> Any:
-    """The scan the options ask for, checked before Spark starts (exit 2)."""
+def _checked(asked: Any, columns: str | None) -> Any:
+    """The scan the options ask for, checked before Spark starts (exit 2), completed with the
+    root, its storage options, the `--columns` list and what the terminal implies."""
+    import dataclasses
     import sys
 
     from lancens_cli.errors import InvalidInputError
-    from lancens_cli.pipeline.scan import FORMATS, TERMINAL_LIMIT, ScanRequest
+    from lancens_cli.pipeline.scan import FORMATS, TERMINAL_LIMIT
 
-    if sum(bool(x) for x in (count, to, explain)) > 1:
+    if sum(bool(x) for x in (asked.count, asked.to, asked.explain)) > 1:
         raise InvalidInputError("--count, --to and --explain exclude one another")
-    if fmt not in FORMATS:
-        raise InvalidInputError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    if asked.fmt not in FORMATS:
+        raise InvalidInputError(f"--format: {asked.fmt!r} is not one of {', '.join(FORMATS)}")
     wanted = [c.strip() for c in columns.split(",")] if columns is not None else None
     if wanted is not None and not all(wanted):
         raise InvalidInputError("--columns: give column names separated by commas")
     tty = sys.stdout.isatty()
+    limit = asked.limit
     if limit is None and tty and not session().json:
         limit = TERMINAL_LIMIT
     ns = session().namespace
     ns.require_root()
-    return ScanRequest(
+    return dataclasses.replace(
+        asked,
         root=ns.config.root,
         storage=dict(ns.config.storage_options),
-        identifier=identifier,
-        delimiter=session().delimiter,
-        where=where,
         columns=wanted,
         limit=limit,
-        count=count,
-        to=to,
-        fmt=fmt,
-        explain=explain,
         stream=not tty and not session().json,
-        version_as_of=version_as_of,
-        timestamp_as_of=timestamp_as_of,
     )
 
 

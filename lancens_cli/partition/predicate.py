@@ -569,24 +569,23 @@ def compare(left: Any, op: str, right: Any) -> bool:
     return bool(left >= right)
 
 
-def _and(values: Any) -> bool | None:
-    result: bool | None = True
+def _kleene(values: Any, absorbing: bool) -> bool | None:
+    """SQL's three-valued AND (absorbing False) or OR (absorbing True): NULL is unknown."""
+    result: bool | None = not absorbing
     for value in values:
-        if value is False:
-            return False
+        if value is absorbing:
+            return absorbing
         if value is None:
             result = None
     return result
+
+
+def _and(values: Any) -> bool | None:
+    return _kleene(values, False)
 
 
 def _or(values: Any) -> bool | None:
-    result: bool | None = False
-    for value in values:
-        if value is True:
-            return True
-        if value is None:
-            result = None
-    return result
+    return _kleene(values, True)
 
 
 # --------------------------------------------------------------------------- normal forms
