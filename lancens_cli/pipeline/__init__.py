@@ -7,10 +7,13 @@ the caller built.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
-def register(spark: Any) -> None:
+def register(spark: SparkSession) -> None:
     """Register the `lancens` data source in a user's own Spark session."""
     from lancens_cli.pipeline.source import LancensDataSource
 

@@ -20,10 +20,16 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.pipeline.task_failures import spark_errors
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from lancens_cli.models import Identifier
+    from lancens_cli.service.namespace import Namespace
 
 FORMATS = ("parquet", "csv", "json", "orc")
 _EXTENSIONS = {
@@ -178,7 +184,9 @@ def _remote_sources(sources: list[str], fmt: str | None, storage: dict[str, str]
 # --- the DataFrame -----------------------------------------------------------------------------
 
 
-def source_frame(spark: Any, sources: Sources, target: Any, storage: dict[str, str]) -> Any:
+def source_frame(
+    spark: SparkSession, sources: Sources, target: Any, storage: dict[str, str]
+) -> Any:
     """A DataFrame over the sources; CSV and JSON columns typed as the target's.
 
     CSV columns are matched by their header's names, file by file (as DuckDB does), never by
@@ -199,7 +207,7 @@ def source_frame(spark: Any, sources: Sources, target: Any, storage: dict[str, s
     return reader.load(sources.paths)
 
 
-def _csv_frame(spark: Any, paths: list[str], target: Any) -> Any:
+def _csv_frame(spark: SparkSession, paths: list[str], target: Any) -> Any:
     """Files grouped by header, each group read with its own column order, then united by
     name. Spark checks every file's header against the names it is given (enforceSchema
     off), so a file whose header differs from its group's fails instead of shifting values."""
@@ -274,11 +282,15 @@ def _struct(names: list[str], target: Any) -> Any:
     )
 
 
-def _remote_frame(spark: Any, sources: Sources, target: Any, storage: dict[str, str]) -> Any:
+def _remote_frame(
+    spark: SparkSession, sources: Sources, target: Any, storage: dict[str, str]
+) -> Any:
     return _pyarrow_frame(spark, sources, target, storage)
 
 
-def _pyarrow_frame(spark: Any, sources: Sources, target: Any, storage: dict[str, str]) -> Any:
+def _pyarrow_frame(
+    spark: SparkSession, sources: Sources, target: Any, storage: dict[str, str]
+) -> Any:
     """The sources read by the tasks with pyarrow (`files_source.py`): object stores, and
     local Parquet that Spark's reader cannot read exactly."""
     import pyarrow as pa
@@ -320,7 +332,7 @@ def _microseconds(kind: Any) -> Any:
 # --- the job -----------------------------------------------------------------------------------
 
 
-def target_schema(ns: Any, into: Any) -> tuple[str, Any]:
+def target_schema(ns: Namespace, into: Identifier | None) -> tuple[str, Any]:
     """What the rows go into: ("partitioned", namespace schema) or (table, its schema or None
     for a table the job creates)."""
     if into is None:
@@ -343,11 +355,11 @@ def target_schema(ns: Any, into: Any) -> tuple[str, Any]:
 
 def ingest(
     spark_factory: Any,
-    ns: Any,
+    ns: Namespace,
     sources_text: list[str],
     *,
     fmt: str | None = None,
-    into: Any = None,
+    into: Identifier | None = None,
     mode: str = "append",
     dry_run: bool = False,
     delimiter: str = ".",
@@ -384,7 +396,7 @@ def ingest(
 
 
 @contextmanager
-def quiet_job(spark: Any, debug: bool) -> Iterator[None]:
+def quiet_job(spark: SparkSession, debug: bool) -> Iterator[None]:
     """No JVM stack traces on the user's terminal while the job fails: the command reports
     the failure in one line (`--debug` keeps Spark's logging)."""
     if debug:
@@ -398,9 +410,9 @@ def quiet_job(spark: Any, debug: bool) -> Iterator[None]:
 
 
 def _write(
-    frame: Any,
-    ns: Any,
-    into: Any,
+    frame: DataFrame,
+    ns: Namespace,
+    into: Identifier | None,
     mode: str,
     delimiter: str,
     result: IngestResult,
@@ -435,7 +447,9 @@ def _write(
             result.mode = "create"
 
 
-def _dry_run(frame: Any, ns: Any, into: Any, schema: Any, result: IngestResult) -> None:
+def _dry_run(
+    frame: DataFrame, ns: Namespace, into: Identifier | None, schema: Any, result: IngestResult
+) -> None:
     """Every row conformed and split as the write would (so bad rows fail here too); the
     partitions they would touch, and which are new. Nothing is written."""
     if into is not None or schema is None:

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.service.join.plan import JoinPlan, PartitionTable, Side
 from lancens_cli.service.namespace import Namespace
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 HOWS = ("inner", "left")
 
@@ -165,7 +168,7 @@ class JoinJob:
             "right": _side_json(self.right_ns, self.right_read),
         }
 
-    def dataframe(self, spark: Any) -> Any:
+    def dataframe(self, spark: SparkSession) -> Any:
         """The joined rows, in the output columns."""
         from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -192,7 +195,7 @@ class JoinJob:
             )
         return self._shuffle_join(spark)
 
-    def _side_frame(self, spark: Any, side: Side, schema: Any) -> Any:
+    def _side_frame(self, spark: SparkSession, side: Side, schema: Any) -> Any:
         from pyspark.sql.pandas.types import from_arrow_schema
 
         from lancens_cli.pipeline.join_source import FORMAT, encode_schema
@@ -211,7 +214,7 @@ class JoinJob:
             .load()
         )
 
-    def _shuffle_join(self, spark: Any) -> Any:
+    def _shuffle_join(self, spark: SparkSession) -> Any:
         from functools import reduce
 
         left = self._side_frame(spark, self.plan.left, self.side_schema("l"))
@@ -306,7 +309,7 @@ def _fallback_reasons(plan: JoinPlan, how: str) -> list[str]:
 # --- explaining -------------------------------------------------------------------------------
 
 
-def physical_plan(df: Any) -> str:
+def physical_plan(df: DataFrame) -> str:
     """Spark's physical plan of `df`, as `EXPLAIN` prints it."""
     return str(df._jdf.queryExecution().executedPlan().toString())
 
@@ -382,7 +385,7 @@ class JoinFiles:
         }
 
 
-def collect_rows(df: Any, limit: int, spj: bool) -> JoinRows:
+def collect_rows(df: DataFrame, limit: int, spj: bool) -> JoinRows:
     taken = df.limit(limit + 1).collect() if limit > 0 else df.collect()
     more = limit > 0 and len(taken) > limit
     rows = [tuple(r) for r in taken[: limit if limit > 0 else None]]
@@ -392,7 +395,7 @@ def collect_rows(df: Any, limit: int, spj: bool) -> JoinRows:
 WRITE_FORMATS = ("parquet", "csv", "json")
 
 
-def write_files(spark: Any, df: Any, path: str, fmt: str, spj: bool) -> JoinFiles:
+def write_files(spark: SparkSession, df: DataFrame, path: str, fmt: str, spj: bool) -> JoinFiles:
     """Write the joined rows with Spark; an existing path is refused, not replaced."""
     from lancens_cli.errors import TableAlreadyExistsError
 
@@ -411,7 +414,7 @@ def write_files(spark: Any, df: Any, path: str, fmt: str, spj: bool) -> JoinFile
     return JoinFiles(path, fmt, written.count(), len(written.inputFiles()), spj)
 
 
-def _path_exists(spark: Any, path: str) -> bool:
+def _path_exists(spark: SparkSession, path: str) -> bool:
     jvm = spark.sparkContext._jvm
     hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
     fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())

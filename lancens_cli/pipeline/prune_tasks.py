@@ -15,7 +15,7 @@ safe to stop anywhere, and the next prune finishes the work.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.compact import Compaction
@@ -26,6 +26,9 @@ from lancens_cli.service.prune.table import (
     compaction_from_json,
     job_settings,
 )
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 TABLES_PER_TASK = 100  # a group: enough tables to outweigh a task's start, few enough to spread
 
@@ -48,7 +51,7 @@ def _task(job: dict[str, Any], groups: Iterable[list[tuple[int, dict]]]) -> Iter
 class SparkTables:
     """A `TableRunner` for service/prune/run.py that runs the tables on a Spark session."""
 
-    def __init__(self, spark: Any) -> None:
+    def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
 
     def __call__(

@@ -12,7 +12,7 @@ forks afterwards; Lance is imported only inside them.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
@@ -20,6 +20,9 @@ from lancens_cli.errors import InvalidInputError
 from lancens_cli.pipeline.options import SourceOptions
 from lancens_cli.pipeline.read_plan import LancensSlice, Piece, plan_slices
 from lancens_cli.pipeline.task_failures import marked, marked_iter
+
+if TYPE_CHECKING:
+    from lancens_cli.service.namespace import Namespace
 
 
 def option_nodes(opts: SourceOptions, schema: Any) -> list[Any]:
@@ -68,7 +71,7 @@ def arrow_schema(opts: SourceOptions) -> Any:
     return open_published(ns.storage, row).schema
 
 
-def _namespace_schema(ns: Any) -> Any:
+def _namespace_schema(ns: Namespace) -> Any:
     from lancens_cli.service.partitioned.layout import layout_from_metadata
 
     dataset = ns.manifest.open_dataset()
@@ -149,7 +152,7 @@ class LancensReader(DataSourceReader):
             yield from _read_piece(ns, piece, target)
 
 
-def _read_piece(ns: Any, piece: Piece, target: Any) -> Iterator[Any]:
+def _read_piece(ns: Namespace, piece: Piece, target: Any) -> Iterator[Any]:
     from lancens_cli.store.tables import open_table
 
     on_main = piece.branch is None

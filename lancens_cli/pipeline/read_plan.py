@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import InputPartition
 
@@ -30,6 +30,12 @@ from lancens_cli.partition.predicate import (
 )
 from lancens_cli.pipeline.missing_columns import without_columns
 from lancens_cli.pipeline.options import SourceOptions
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from lancens_cli.models import Identifier
+    from lancens_cli.service.namespace import Namespace
 
 ROWS_PER_SLICE = 1 << 20  # rows one Spark task reads, fragments grouped up to this
 _OPENERS = 8  # tables opened at once while planning (Lance releases the GIL)
@@ -97,7 +103,7 @@ def _conjunction(nodes: list[Node]) -> Node | None:
     return flatten(And(tuple(nodes)))
 
 
-def _partition_targets(ns: Any, nodes: list[Node]) -> list[_Target]:
+def _partition_targets(ns: Namespace, nodes: list[Node]) -> list[_Target]:
     from lancens_cli.service.partitioned.partitions import select_partitions
 
     node = _conjunction(nodes)
@@ -124,7 +130,7 @@ def _partition_targets(ns: Any, nodes: list[Node]) -> list[_Target]:
     return targets
 
 
-def _table_target(ns: Any, ident: Any, nodes: list[Node]) -> _Target:
+def _table_target(ns: Namespace, ident: Identifier, nodes: list[Node]) -> _Target:
     snapshot = ns.snapshot()
     ref = ns.require_table(ident, snapshot)
     row = dict(ref.row or {})
@@ -133,7 +139,7 @@ def _table_target(ns: Any, ident: Any, nodes: list[Node]) -> _Target:
     return _Target(ident.display(), ref.location, row, None if node is None else to_sql(node), None)
 
 
-def _schema_history(ns: Any) -> list[Any]:
+def _schema_history(ns: Namespace) -> list[Any]:
     """Earlier namespace schemas: how a partition table not yet evolved is read through it."""
     from lancens_cli.partition.schema_evolution import history_from_metadata
 
@@ -141,7 +147,7 @@ def _schema_history(ns: Any) -> list[Any]:
     return history_from_metadata(dict(dataset.metadata or {})) if dataset is not None else []
 
 
-def _pieces(ns: Any, target: _Target, schema: Any, history: list[Any] | None) -> list[Piece]:
+def _pieces(ns: Namespace, target: _Target, schema: Any, history: list[Any] | None) -> list[Piece]:
     from lancens_cli.partition.schema_evolution import column_sources
     from lancens_cli.store.tables import open_published, published_version
 
@@ -184,7 +190,10 @@ def _branch(dataset: Any, target: Any) -> str | None:
 
 
 def _filter_for(
-    text: str | None, table_schema: Any, schema: Any, renamed: dict[str, str | None] | None = None
+    text: str | None,
+    table_schema: pa.Schema,
+    schema: Any,
+    renamed: dict[str, str | None] | None = None,
 ) -> Any:
     """The Lance filter for one table: columns it lacks read as NULL (FALSE: skip it), a
     column it holds under an earlier name is filtered by that name."""

@@ -17,11 +17,14 @@ import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lancens_cli.errors import InvalidInputError, TableAlreadyExistsError
 from lancens_cli.partition.spark_conditions import Condition, split_condition
 from lancens_cli.pipeline.task_failures import spark_errors
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 # The CLI's Spark sessions run in UTC: a timestamp literal without an offset is a UTC instant.
 SESSION_ZONE = "UTC"
@@ -157,7 +160,7 @@ def request_condition(request: ScanRequest) -> tuple[Any, Condition | None]:
     return schema, split_condition(request.where, schema, session_zone=SESSION_ZONE)
 
 
-def prepare(spark: Any, request: ScanRequest) -> tuple[Any, list[str], Condition | None]:
+def prepare(spark: SparkSession, request: ScanRequest) -> tuple[Any, list[str], Condition | None]:
     """The DataFrame of the scan (filtered, projected), its result columns and the condition.
 
     Spark applies the whole `--where`; the source gets it as its `prune` option and uses the
@@ -217,7 +220,7 @@ def _narrowest(schema: Any) -> str:
     return min(schema, key=width).name
 
 
-def run_scan(spark: Any, request: ScanRequest) -> Any:
+def run_scan(spark: SparkSession, request: ScanRequest) -> Any:
     """Rows, a count, files written, or the plan: what `lancens scan` prints."""
     with spark_errors("the scan"):
         df, columns, condition = prepare(spark, request)
@@ -232,7 +235,7 @@ def run_scan(spark: Any, request: ScanRequest) -> Any:
         return _rows(df, columns, request.limit)
 
 
-def _rows(df: Any, columns: list[str], limit: int | None) -> ScanRows:
+def _rows(df: DataFrame, columns: list[str], limit: int | None) -> ScanRows:
     if limit is None:
         rows = [list(r) for r in df.collect()]
         return ScanRows(columns, rows, False)
@@ -246,7 +249,7 @@ class ScanStream:
     rows: Iterator[list[Any]]
 
 
-def stream_rows(df: Any) -> Iterator[list[Any]]:
+def stream_rows(df: DataFrame) -> Iterator[list[Any]]:
     """Every row, a partition at a time (for an unbounded scan written to a pipe)."""
     for row in df.toLocalIterator():
         yield [_plain(v) for v in row]
@@ -257,7 +260,7 @@ def _guarded(rows: Iterator[list[Any]]) -> Iterator[list[Any]]:
         yield from rows
 
 
-def _write(df: Any, request: ScanRequest, columns: list[str]) -> ScanWritten:
+def _write(df: DataFrame, request: ScanRequest, columns: list[str]) -> ScanWritten:
     if request.fmt not in FORMATS:
         raise InvalidInputError(f"--format: {request.fmt!r} is not one of {', '.join(FORMATS)}")
     target = request.to
@@ -274,7 +277,7 @@ def _write(df: Any, request: ScanRequest, columns: list[str]) -> ScanWritten:
 # --------------------------------------------------------------------------- --explain
 
 
-def planned_slices(df: Any) -> list[Any]:
+def planned_slices(df: DataFrame) -> list[Any]:
     """The slices the reader planned for `df`, read back from Spark's physical plan.
 
     Each scan node of the plan holds the pickled input partitions our `partitions()`
@@ -329,7 +332,7 @@ def tables_read(slices: list[Any]) -> list[TableChoice]:
     return sorted(by_table.values(), key=lambda t: (t.spec_version or 0, t.table))
 
 
-def explain(df: Any, request: ScanRequest, condition: Condition | None) -> ScanExplain:
+def explain(df: DataFrame, request: ScanRequest, condition: Condition | None) -> ScanExplain:
     """What the scan would read: tables, slices, and which conjuncts prune and filter in
     lancens (Spark applies the whole condition again) and which only Spark applies."""
     slices = planned_slices(df)

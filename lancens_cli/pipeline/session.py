@@ -23,9 +23,12 @@ import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lancens_cli.errors import InvalidInputError, LancensError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
 MASTER_ENV = "LANCENS_SPARK_MASTER"
@@ -219,7 +222,7 @@ def _quiet_python_loggers(debug: bool) -> None:
         logging.getLogger(name).disabled = not debug
 
 
-def _apply_runtime_conf(spark: Any, settings: SparkSettings) -> None:
+def _apply_runtime_conf(spark: SparkSession, settings: SparkSettings) -> None:
     for key, value in {**settings.conf, **FIXED_CONF}.items():
         try:
             spark.conf.set(key, value)
@@ -227,7 +230,7 @@ def _apply_runtime_conf(spark: Any, settings: SparkSettings) -> None:
             continue
 
 
-def _register(spark: Any) -> None:
+def _register(spark: SparkSession) -> None:
     from lancens_cli.pipeline import register
 
     register(spark)

@@ -18,12 +18,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from lancens_cli.pipeline.options import SourceOptions
 from lancens_cli.pipeline.write_task import WritePlan
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+    from lancens_cli.models import Identifier
+    from lancens_cli.service.namespace import Namespace
+    from lancens_cli.store.manifest import ManifestSnapshot
+    from lancens_cli.store.storage import Storage
 
 WRITE_OPTIONS = frozenset(("report", "branch"))
 
@@ -95,7 +103,7 @@ def _entries(messages: list[Any]) -> list[dict[str, Any]]:
 # --- planning (driver, when the writer is made) ----------------------------------------------
 
 
-def _plan(opts: SourceOptions, spark_schema: Any, overwrite: bool) -> WritePlan:
+def _plan(opts: SourceOptions, spark_schema: StructType, overwrite: bool) -> WritePlan:
     import secrets
 
     from lancens_cli.service.partitioned.branch import check_ref_name
@@ -139,7 +147,12 @@ def _plan(opts: SourceOptions, spark_schema: Any, overwrite: bool) -> WritePlan:
 
 
 def _plan_plain(
-    opts: SourceOptions, ns: Any, ident: Any, spark_schema: Any, job_id: str, overwrite: bool
+    opts: SourceOptions,
+    ns: Namespace,
+    ident: Identifier,
+    spark_schema: StructType,
+    job_id: str,
+    overwrite: bool,
 ) -> WritePlan:
     from lancens_cli.service.catalog.create import new_table_location
     from lancens_cli.store.tables import is_v2_location, open_table
@@ -170,7 +183,7 @@ def _plan_plain(
     )
 
 
-def refuse_partition_table(snapshot: Any, ident: Any) -> None:
+def refuse_partition_table(snapshot: ManifestSnapshot, ident: Identifier) -> None:
     """A table below a spec-version namespace is a partition: its rows go in through the
     partitioned write (`save()` with no identifier), which keeps them in their partition."""
     from lancens_cli.errors import InvalidInputError
@@ -186,14 +199,14 @@ def refuse_partition_table(snapshot: Any, ident: Any) -> None:
         )
 
 
-def arrow_schema(spark_schema: Any) -> Any:
+def arrow_schema(spark_schema: StructType) -> Any:
     """The Arrow schema Spark hands the writer for rows of this Spark schema."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
     return to_arrow_schema(spark_schema, timezone="UTC")
 
 
-def check_columns(spark_schema: Any, target: Any) -> None:
+def check_columns(spark_schema: StructType, target: Any) -> None:
     """Refuse, before any task runs, input the target cannot take (unknown or missing
     non-nullable columns, types of another kind)."""
     from lancens_cli.errors import InvalidInputError
@@ -439,7 +452,7 @@ def _forget_job(plan: WritePlan) -> None:
         return
 
 
-def _unreferenced(storage: Any, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _unreferenced(storage: Storage, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The entries' fragments that no version of their table references.
 
     A commit that failed half-way (Spark then also calls `abort()`) may have committed some

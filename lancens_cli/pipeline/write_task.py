@@ -23,10 +23,13 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lancens_cli.partition.rows import NAME_ALPHABET, NAME_LENGTH
 from lancens_cli.store.containment import JOBS_DIR  # the write jobs' logs, below the root
+
+if TYPE_CHECKING:
+    from lancens_cli.store.storage import Storage
 
 CHUNK_ROWS = 1 << 20  # rows of input a task splits and writes at once
 CHUNK_BYTES = 128 << 20
@@ -237,7 +240,9 @@ class JobAbortedError(RuntimeError):
     """A task of a job the driver has aborted."""
 
 
-def _log_written(storage: Any, job_id: str, entry: dict[str, Any], fragments: list[Any]) -> None:
+def _log_written(
+    storage: Storage, job_id: str, entry: dict[str, Any], fragments: list[Any]
+) -> None:
     """Write down the data files Lance just wrote, in the job's log, before anything else
     happens; a straggler of an aborted job removes them instead (and says so by failing)."""
     import secrets
@@ -252,7 +257,7 @@ def _log_written(storage: Any, job_id: str, entry: dict[str, Any], fragments: li
 
 
 def _write_fragments(
-    storage: Any, entry: dict[str, Any], rows: Any, schema: Any, job_id: str
+    storage: Storage, entry: dict[str, Any], rows: Any, schema: Any, job_id: str
 ) -> list[Any]:
     import lance
 
@@ -263,13 +268,13 @@ def _write_fragments(
     return fragments
 
 
-def forget_job_log(storage: Any, job_id: str) -> None:
+def forget_job_log(storage: Storage, job_id: str) -> None:
     """Remove a job's log (and the logs' directory once no job has one)."""
     storage.delete_tree(job_log_dir(job_id))
     storage.remove_empty_dir(JOBS_DIR)
 
 
-def job_logged_entries(storage: Any, job_id: str) -> list[dict[str, Any]]:
+def job_logged_entries(storage: Storage, job_id: str) -> list[dict[str, Any]]:
     """The data files the job's log names, as entries `delete_written` takes."""
     entries = []
     for item in storage.list_dir(job_log_dir(job_id)):
@@ -284,14 +289,16 @@ def job_logged_entries(storage: Any, job_id: str) -> list[dict[str, Any]]:
     return entries
 
 
-def _write_plain(plan: WritePlan, storage: Any, chunk: list[Any], written: _Written) -> None:
+def _write_plain(plan: WritePlan, storage: Storage, chunk: list[Any], written: _Written) -> None:
     table = _table(plan, chunk)
     entry = {"location": plan.location}
     fragments = _write_fragments(storage, entry, table, plan.schema, plan.job_id)
     written.add(plan.location, {"location": plan.location}, fragments, table.num_rows)
 
 
-def _write_partitioned(plan: WritePlan, storage: Any, chunk: list[Any], written: _Written) -> None:
+def _write_partitioned(
+    plan: WritePlan, storage: Storage, chunk: list[Any], written: _Written
+) -> None:
     from lancens_cli.service.partitioned.write import split_by_partition
 
     table = _table(plan, chunk)
@@ -340,7 +347,7 @@ def data_root(entry: dict[str, Any]) -> str:
     return entry["location"] if branch is None else f"{entry['location']}/tree/{branch}"
 
 
-def delete_written(storage: Any, entries: list[dict[str, Any]]) -> None:
+def delete_written(storage: Storage, entries: list[dict[str, Any]]) -> None:
     """Remove the data files the entries list (a failed task's, an aborted job's)."""
     for entry in entries:
         for fragment in entry.get("fragments", []):
