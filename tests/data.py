@@ -70,7 +70,7 @@ def partitioned_root(folder, schema: pa.Schema, *fields: str):
     """An empty partitioned namespace at `folder/ns`: `schema` as its namespace schema and one
     spec of `fields` (`add-partition-spec --field ...` through the CLI)."""
     import pyarrow.parquet as pq
-    from conftest import Root, invoke
+    from helpers import Root, invoke
 
     root = Root(str(folder / "ns"), {}, folder / "ns")
     root.local_path.mkdir()

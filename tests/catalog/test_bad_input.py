@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import invoke, run_cli, tree_snapshot
+from helpers import invoke, run_cli, tree_snapshot
 
 # The Lance namespace error catalogue (name -> numeric code), independent of lancens' own table.
 CATALOGUE = {

@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from conftest import S3_KEY, S3_SECRET, Root, invoke, run_cli, tree_snapshot
 from data import numbered
+from helpers import Root, invoke, root_s3_client, run_cli, tree_snapshot, uri
 from lance.namespace import DirectoryNamespace
 
 WRITER_FLAGS_KEY = "lance.namespace.manifest.writer_feature_flags"
@@ -40,27 +40,11 @@ def codes(report: dict) -> list[str]:
     return sorted(f["code"] for f in report["findings"])
 
 
-def uri(root: Root, location: str) -> str:
-    return f"{root.uri.rstrip('/')}/{location}"
-
-
 @pytest.fixture
 def parquet(tmp_path) -> str:
     path = tmp_path / "src.parquet"
     pq.write_table(numbered(), path)
     return str(path)
-
-
-def s3_client(root: Root):
-    import boto3
-
-    return boto3.client(
-        "s3",
-        endpoint_url=root.storage_options["endpoint"],
-        region_name="us-east-1",
-        aws_access_key_id=S3_KEY,
-        aws_secret_access_key=S3_SECRET,
-    )
 
 
 def s3_split(address: str) -> tuple[str, str]:
@@ -74,13 +58,13 @@ def delete(root: Root, location: str) -> None:
         (root.local_path / location).unlink()
         return
     bucket, key = s3_split(uri(root, location))
-    s3_client(root).delete_object(Bucket=bucket, Key=key)
+    root_s3_client(root).delete_object(Bucket=bucket, Key=key)
 
 
 def delete_uri(root: Root, address: str) -> None:
     if address.startswith("s3://"):
         bucket, key = s3_split(address)
-        s3_client(root).delete_object(Bucket=bucket, Key=key)
+        root_s3_client(root).delete_object(Bucket=bucket, Key=key)
     else:
         import os
 
@@ -94,7 +78,7 @@ def copy(root: Root, src: str, dst: str) -> None:
         return
     bucket, src_key = s3_split(uri(root, src))
     _, dst_key = s3_split(uri(root, dst))
-    s3_client(root).copy_object(
+    root_s3_client(root).copy_object(
         Bucket=bucket, Key=dst_key, CopySource={"Bucket": bucket, "Key": src_key}
     )
 
@@ -108,7 +92,7 @@ def files(root: Root, under: str = "") -> dict[str, object]:
     bucket, prefix = s3_split(root.uri.rstrip("/") + "/")
     found = {}
     pages = (
-        s3_client(root)
+        root_s3_client(root)
         .get_paginator("list_objects_v2")
         .paginate(Bucket=bucket, Prefix=prefix + under)
     )
@@ -377,7 +361,7 @@ def test_manifest_feature_flags(local_root, parquet):
 # --- orphan table directories ------------------------------------------------------------------
 
 
-def test_orphan_v2_directory_fix(any_root, parquet):
+def test_fix_registers_an_orphan_v2_directory_and_moves_no_data(any_root, parquet):
     healthy_namespace(any_root, parquet)
     orphan = "1234abcd_ns1$orphan"
     lance.write_dataset(

@@ -17,7 +17,7 @@ import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import invoke, tree_snapshot
+from helpers import invoke, tree_snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -307,7 +307,7 @@ def test_on_s3_hostile_rows_never_reach_a_sibling_prefix(
     and the legitimate table inside reads as before."""
     import itertools
 
-    from conftest import s3_client
+    from helpers import s3_client
 
     client = s3_client(moto_endpoint)
     lance_options = {k: str(v) for k, v in s3_options.items()}

@@ -14,7 +14,7 @@ import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import invoke, tree_snapshot
+from helpers import invoke, tree_snapshot
 
 
 def _debris(path) -> set[str]:

@@ -20,7 +20,7 @@ import lance
 import lance_namespace as ln
 import pyarrow as pa
 import pyarrow.parquet as pq
-from conftest import Root, invoke, run_cli
+from helpers import Root, invoke, run_cli, uri
 from lance.namespace import DirectoryNamespace
 from lance_namespace.errors import NamespaceNotFoundError, TableNotFoundError
 
@@ -73,10 +73,6 @@ def parquet(tmp_path, n: int) -> str:
     if not path.exists():
         pq.write_table(rows(n), path)
     return str(path)
-
-
-def uri(root: Root, location: str) -> str:
-    return f"{root.uri.rstrip('/')}/{location}"
 
 
 def tail(location: str) -> str:

@@ -26,8 +26,8 @@ from collections import Counter
 import lance
 import lance_namespace as ln
 import pytest
-from conftest import S3_KEY, S3_SECRET, Root, invoke, run_cli, tree_snapshot
 from data import numbered
+from helpers import Root, invoke, root_s3_client, run_cli, tree_snapshot, uri
 from lance.namespace import DirectoryNamespace
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -44,26 +44,9 @@ def ours_json(root: Root, *args: str, code: int = 0) -> dict:
     return ours(root, *args, "--json", code=code).json()
 
 
-def uri(root: Root, location: str) -> str:
-    return f"{root.uri.rstrip('/')}/{location}"
-
-
 def write_v1(root: Root, location: str, n: int = 10) -> None:
     """A table written by plain pylance, the way V1 users create them."""
     lance.write_dataset(numbered(n), uri(root, location), storage_options=root.storage_options)
-
-
-def s3_client(root: Root):
-    import boto3
-
-    opts = root.storage_options
-    return boto3.client(
-        "s3",
-        endpoint_url=opts["endpoint"],
-        region_name="us-east-1",
-        aws_access_key_id=S3_KEY,
-        aws_secret_access_key=S3_SECRET,
-    )
 
 
 def put_file(root: Root, location: str, body: bytes = b"hello") -> None:
@@ -74,7 +57,7 @@ def put_file(root: Root, location: str, body: bytes = b"hello") -> None:
         path.write_bytes(body)
         return
     bucket, prefix = root.uri[len("s3://") :].split("/", 1)
-    s3_client(root).put_object(Bucket=bucket, Key=f"{prefix}/{location}", Body=body)
+    root_s3_client(root).put_object(Bucket=bucket, Key=f"{prefix}/{location}", Body=body)
 
 
 def snapshot(root: Root, under: str = "") -> dict[str, object]:
@@ -86,7 +69,7 @@ def snapshot(root: Root, under: str = "") -> dict[str, object]:
     prefix = f"{prefix}/{under}" if under else f"{prefix}/"
     found = {}
     for page in (
-        s3_client(root).get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        root_s3_client(root).get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
     ):
         for obj in page.get("Contents", []):
             found[obj["Key"]] = (obj["ETag"], obj["Size"])

@@ -21,17 +21,7 @@ import time
 import lance
 import pyarrow as pa
 import pytest
-from conftest import Root, invoke, run_cli, tree_snapshot
-
-
-def lns(root: Root, *args: str):
-    return invoke(*root.args, *args)
-
-
-def ok(root: Root, *args: str):
-    result = lns(root, *args)
-    assert result.exit_code == 0, (args, result.exit_code, result.stdout, result.stderr)
-    return result
+from helpers import Root, cli, ok, run_cli, tree_snapshot, uri
 
 
 def js(root: Root, *args: str):
@@ -39,7 +29,7 @@ def js(root: Root, *args: str):
 
 
 def refused(root: Root, *args: str, names: tuple[str, ...] = ()):
-    result = lns(root, *args)
+    result = cli(root, *args)
     assert result.exit_code == 5, (args, result.exit_code, result.stdout, result.stderr)
     assert result.stdout == "" and "Traceback" not in result.stderr
     for name in names:
@@ -47,12 +37,8 @@ def refused(root: Root, *args: str, names: tuple[str, ...] = ()):
     return result
 
 
-def at(root: Root, rel: str) -> str:
-    return f"{root.uri}/{rel}"
-
-
 def open_ds(root: Root, rel: str, version=None):
-    return lance.dataset(at(root, rel), version=version, storage_options=root.storage_options)
+    return lance.dataset(uri(root, rel), version=version, storage_options=root.storage_options)
 
 
 def rows(ds) -> list[int]:
@@ -69,15 +55,15 @@ def table_with_branch(root: Root, rel: str, *, v2_names: bool) -> dict:
     `feat/x` of the branch. Returns
     the rows of every version of every branch, read before anything moves."""
     options = root.storage_options
-    uri = at(root, rel)
+    address = uri(root, rel)
     lance.write_dataset(
         pa.table({"id": list(range(10))}),
-        uri,
+        address,
         enable_v2_manifest_paths=v2_names,
         storage_options=options,
     )
     ds = lance.write_dataset(
-        pa.table({"id": list(range(10, 20))}), uri, mode="append", storage_options=options
+        pa.table({"id": list(range(10, 20))}), address, mode="append", storage_options=options
     )
     ds.delete("id = 3")
     ds = open_ds(root, rel)
@@ -169,7 +155,7 @@ def test_check_reports_a_branch_that_no_longer_resolves(local_root):
     shutil.copytree(local_root.local_path / "b.lance", local_root.local_path / "moved.lance")
     shutil.rmtree(local_root.local_path / "b.lance")
     assert rows(open_ds(local_root, "moved.lance")) == rows(open_ds(local_root, "moved.lance"))
-    result = lns(local_root, "--json", "check")
+    result = cli(local_root, "--json", "check")
     assert result.exit_code == 1
     findings = json.loads(result.stdout)["findings"]
     codes = {(f["code"], f["object"]) for f in findings}
@@ -185,14 +171,16 @@ def source_and_clone(root: Root) -> None:
     """`src` (root table; version 2 deletes a row: a deletion file; tag `v1` on it) and `c`, a
     shallow clone of that tag, reading the data and the deletion file through a base path."""
     options = root.storage_options
-    lance.write_dataset(pa.table({"id": [1, 2, 3]}), at(root, "src.lance"), storage_options=options)
+    lance.write_dataset(
+        pa.table({"id": [1, 2, 3]}), uri(root, "src.lance"), storage_options=options
+    )
     open_ds(root, "src.lance").delete("id = 2")
     ds = open_ds(root, "src.lance")
     ds.tags.create("v1", 2)
     ds = lance.write_dataset(
-        pa.table({"id": [4]}), at(root, "src.lance"), mode="append", storage_options=options
+        pa.table({"id": [4]}), uri(root, "src.lance"), mode="append", storage_options=options
     )
-    ds.shallow_clone(at(root, "c.lance"), "v1", storage_options=options)
+    ds.shallow_clone(uri(root, "c.lance"), "v1", storage_options=options)
     clone = open_ds(root, "c.lance")
     assert rows(clone) == [1, 3]
     assert clone.get_fragments()[0].metadata.deletion_file is not None
@@ -214,7 +202,7 @@ def test_rename_refuses_to_move_a_table_a_clone_reads(local_root):
     ok(local_root, "rename", "s2", "src", "--keep-location")
     ok(local_root, "rename", "src", "s3", "--force")
     assert not (local_root.local_path / "src.lance").exists()
-    result = lns(local_root, "--json", "check")
+    result = cli(local_root, "--json", "check")
     assert result.exit_code == 1
     codes = {f["code"] for f in json.loads(result.stdout)["findings"]}
     assert codes == {"missing_data_file", "missing_deletion_file"}
@@ -256,7 +244,7 @@ def test_dependents_are_found_through_tags_and_branches(local_root):
     clone = open_ds(local_root, "c.lance")
     clone.tags.create("kept", clone.version)
     clone.create_branch("exp", clone.version)
-    lance.write_dataset(pa.table({"id": [9]}), at(local_root, "c.lance"), mode="overwrite")
+    lance.write_dataset(pa.table({"id": [9]}), uri(local_root, "c.lance"), mode="overwrite")
     from lancens_cli.store.dependents import referenced_paths  # what the scan reads
 
     labels = {label for label, _ in referenced_paths(_storage(local_root), "c.lance")}
@@ -276,15 +264,15 @@ def _storage(root: Root):
 
 def test_drop_cascade_refuses_only_for_dependents_outside(local_root):
     ok(local_root, "create", "namespace", "team")
-    lance.write_dataset(pa.table({"id": [1, 2]}), at(local_root, "srcdir"))
+    lance.write_dataset(pa.table({"id": [1, 2]}), uri(local_root, "srcdir"))
     ok(local_root, "register", "team.src", "srcdir")
     # A clone inside the dropped namespace is fine ...
-    open_ds(local_root, "srcdir").shallow_clone(at(local_root, "inner"), 1)
+    open_ds(local_root, "srcdir").shallow_clone(uri(local_root, "inner"), 1)
     ok(local_root, "register", "team.inner", "inner")
     plan = js(local_root, "drop", "team", "--cascade", "--dry-run")
     assert plan["dependents"] == []
     # ... one outside it is not.
-    open_ds(local_root, "srcdir").shallow_clone(at(local_root, "outer.lance"), 1)
+    open_ds(local_root, "srcdir").shallow_clone(uri(local_root, "outer.lance"), 1)
     before = tree_snapshot(local_root.local_path)
     refused(local_root, "drop", "team", "--cascade", "--yes", names=("outer (latest)",))
     assert tree_snapshot(local_root.local_path) == before
@@ -313,7 +301,7 @@ def test_s3_rename_and_drop_refuse_and_branches_move(s3_root):
 
 def _live(root: Root) -> dict[str, str]:
     """Name -> location of b / b2 while listed as a Lance table."""
-    listing = lns(root, "ls", "--json")
+    listing = cli(root, "ls", "--json")
     assert listing.exit_code == 0, listing.stderr
     return {
         e["id"]: e["location"]
@@ -366,7 +354,7 @@ def test_killed_rename_keeps_every_branch_version_readable(tmp_path):
         assert set(live) == {"b2"}
         assert_all_readable(root, live["b2"], seen)
         assert not (work / "b.lance").exists()
-        checked = json.loads(lns(root, "--json", "check").stdout)
+        checked = json.loads(cli(root, "--json", "check").stdout)
         codes = {f["code"] for f in checked["findings"]}
         assert codes <= {"staged_manifest_file"}, codes
         leftovers = [p for p in work.rglob("*.tmp")]

@@ -27,14 +27,10 @@ import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import Result, Root, invoke, run_cli, tree_snapshot
+from helpers import Root, cli, invoke, run_cli, tree_snapshot
 
 from lancens_cli.store.manifest import ManifestStore
 from lancens_cli.store.storage import Storage
-
-
-def lns(root: Root, *args: str) -> Result:
-    return invoke(*root.args, *args)
 
 
 def lns_json(root: Root, *args: str, code: int = 0) -> dict:
@@ -162,21 +158,21 @@ def test_root_uncommitted_write_is_listed_skipped_and_fixable(local_root, parque
     fixed = lns_json(local_root, "check", "--fix", "--grace-minutes", "0")
     assert [(f["code"], f["fixed"]) for f in fixed["findings"]] == [("abandoned_table_write", True)]
     assert not (base / "t.lance").exists()
-    assert lns(local_root, "check").exit_code == 0
-    assert lns(local_root, "create", "table", "t", "--from", parquet).exit_code == 0
+    assert cli(local_root, "check").exit_code == 0
+    assert cli(local_root, "create", "table", "t", "--from", parquet).exit_code == 0
     assert lns_json(local_root, "describe", "t")["details"]["rows"] == 1000
 
 
 def test_uncommitted_write_with_dir_listing_off_is_not_registered(local_root):
     base = local_root.local_path
-    assert lns(local_root, "init").exit_code == 0
-    assert lns(local_root, "create", "namespace", "sales").exit_code == 0
+    assert cli(local_root, "init").exit_code == 0
+    assert cli(local_root, "create", "namespace", "sales").exit_code == 0
     uncommitted(base / "t.lance")
     age(base / "t.lance", 7200)
     report = lns_json(local_root, "--no-dir-listing", "check", code=1)
     findings = [(f["code"], f["location"], f["fixable"]) for f in report["findings"]]
     assert findings == [("abandoned_table_write", "t.lance", True)]
-    assert lns(local_root, "--no-dir-listing", "check", "--fix").exit_code == 0
+    assert cli(local_root, "--no-dir-listing", "check", "--fix").exit_code == 0
     assert not (base / "t.lance").exists()
     assert rows(local_root) == {}
 
@@ -188,9 +184,9 @@ def test_uncommitted_write_on_any_store(any_root, parquet):
     lance.fragment.write_fragments(
         pa.table({"id": list(range(50))}), uri, storage_options=any_root.storage_options
     )
-    assert lns(any_root, "init").exit_code == 0
+    assert cli(any_root, "init").exit_code == 0
     assert listed(any_root) == {"t": "uncommitted write"}
-    described = lns(any_root, "describe", "t")
+    described = cli(any_root, "describe", "t")
     assert described.exit_code == 1 and "never committed" in described.stderr
 
     def files() -> set[str]:
@@ -198,7 +194,7 @@ def test_uncommitted_write_on_any_store(any_root, parquet):
         return {path for path, _ in storage.walk_files("t.lance")}
 
     before = files()
-    refused = lns(any_root, "create", "table", "t", "--from", parquet)
+    refused = cli(any_root, "create", "table", "t", "--from", parquet)
     assert refused.exit_code == 4 and "check --fix" in refused.stderr, refused.stderr
     assert files() == before and before
     assert lns_json(any_root, "migrate-v1", "--check", code=6)["skipped"] == 1
@@ -207,7 +203,7 @@ def test_uncommitted_write_on_any_store(any_root, parquet):
         ("abandoned_table_write", True)
     ]
     assert files() == set() and listed(any_root) == {}
-    assert lns(any_root, "create", "table", "t", "--from", parquet).exit_code == 0
+    assert cli(any_root, "create", "table", "t", "--from", parquet).exit_code == 0
     assert listed(any_root) == {"t": "ok"}
 
 
@@ -230,12 +226,12 @@ def test_create_refuses_a_copy_in_progress_and_touches_nothing(local_root, tmp_p
 
     before = tree_snapshot(local_root.local_path)
     for extra in ([], ["--exist-ok"]):
-        result = lns(local_root, "create", "table", "x", "--from", parquet, *extra)
+        result = cli(local_root, "create", "table", "x", "--from", parquet, *extra)
         assert result.exit_code == 4, result.stderr
         assert "never committed" in result.stderr and "check --fix" in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
     for how in (["--declare"], ["--from", parquet, "--dry-run"]):
-        assert lns(local_root, "create", "table", "x", *how).exit_code == 4
+        assert cli(local_root, "create", "table", "x", *how).exit_code == 4
     assert tree_snapshot(local_root.local_path) == before
     assert listed(local_root) == {"x": "uncommitted write"}
 
@@ -255,7 +251,7 @@ def test_a_loser_after_its_own_version_1_removes_only_its_own_files(
     from lancens_cli.service.namespace import Namespace
 
     base = local_root.local_path
-    assert lns(local_root, "create", "namespace", "other").exit_code == 0
+    assert cli(local_root, "create", "namespace", "other").exit_code == 0
     real_write = create_module.write_new_table
 
     def write_then_lose_the_name(storage, location, data, **kwargs):
@@ -267,7 +263,7 @@ def test_a_loser_after_its_own_version_1_removes_only_its_own_files(
         return dataset
 
     monkeypatch.setattr(create_module, "write_new_table", write_then_lose_the_name)
-    result = lns(local_root, "create", "table", "x", "--from", parquet)
+    result = cli(local_root, "create", "table", "x", "--from", parquet)
     assert result.exit_code == 4, result.stderr
     left = {
         os.path.relpath(os.path.join(d, f), base / "x.lance")
@@ -284,9 +280,9 @@ def _build_race_root(root: Root, registered: bool) -> None:
     write_table(root.local_path / "t.lance", n=200, versions=3)
     write_table(root.local_path / "keep.lance", n=10)
     if registered:
-        assert lns(root, "migrate-v1").exit_code == 0
+        assert cli(root, "migrate-v1").exit_code == 0
     else:
-        assert lns(root, "init").exit_code == 0
+        assert cli(root, "init").exit_code == 0
 
 
 def _dropped_state_is_clean(root: Root) -> None:
@@ -297,7 +293,7 @@ def _dropped_state_is_clean(root: Root) -> None:
     report = invoke(*root.args, "check", "--json")
     findings = {f["code"] for f in report.json()["findings"]}
     assert findings <= {"staged_manifest_file"}, report.stdout
-    again = lns(root, "rename", "t", "t2")
+    again = cli(root, "rename", "t", "t2")
     assert again.exit_code == 3, again.stderr
 
 
@@ -316,7 +312,7 @@ def test_a_drop_just_before_the_renames_first_commit_wins(local_root, monkeypatc
         return real_mutate(self, plan)
 
     monkeypatch.setattr(ManifestStore, "mutate", drop_first)
-    result = lns(local_root, "rename", "t", "t2")
+    result = cli(local_root, "rename", "t", "t2")
     monkeypatch.undo()
     assert dropped and result.exit_code == 3, (result.exit_code, result.stderr)
     assert "no longer exists" in result.stderr
@@ -335,7 +331,7 @@ def test_a_drop_between_the_renames_copy_and_its_swap_wins(local_root, monkeypat
         dropped.append(run_cli(*local_root.args, "drop", "t", "--yes"))
 
     monkeypatch.setattr(Storage, "copy_tree", copy_then_drop)
-    result = lns(local_root, "rename", "t", "t2")
+    result = cli(local_root, "rename", "t", "t2")
     monkeypatch.undo()
     assert dropped and dropped[0].exit_code == 0, dropped[0].stderr
     assert result.exit_code in (3, 4), (result.exit_code, result.stderr)
@@ -358,7 +354,7 @@ def test_a_drop_deleting_the_data_during_the_rename_wins(local_root, monkeypatch
         return real_mutate(self, plan)
 
     monkeypatch.setattr(ManifestStore, "mutate", delete_data_first)
-    result = lns(local_root, "rename", "t", "t2")
+    result = cli(local_root, "rename", "t", "t2")
     monkeypatch.undo()
     assert result.exit_code in (3, 4), (result.exit_code, result.stderr)
     assert "t2" not in listed(local_root)
@@ -371,8 +367,8 @@ def test_a_drop_half_way_through_a_v2_table_stops_its_rename(local_root, parquet
     """A V2 table's rename is one commit, planned after the drop began deleting its data
     (`_versions/` goes first): the rename exits 4 instead of giving the new name a table that
     is being deleted, and the drop completes."""
-    assert lns(local_root, "create", "namespace", "sales").exit_code == 0
-    assert lns(local_root, "create", "table", "sales.t", "--from", parquet).exit_code == 0
+    assert cli(local_root, "create", "namespace", "sales").exit_code == 0
+    assert cli(local_root, "create", "table", "sales.t", "--from", parquet).exit_code == 0
     location = rows(local_root)["sales$t"]
     real_mutate = ManifestStore.mutate
 
@@ -381,13 +377,13 @@ def test_a_drop_half_way_through_a_v2_table_stops_its_rename(local_root, parquet
         return real_mutate(self, plan)
 
     monkeypatch.setattr(ManifestStore, "mutate", drop_starts)
-    result = lns(local_root, "rename", "sales.t", "sales.t2")
+    result = cli(local_root, "rename", "sales.t", "sales.t2")
     monkeypatch.undo()
     assert result.exit_code == 4, (result.exit_code, result.stderr)
     assert rows(local_root) == {"sales$t": location}
-    assert lns(local_root, "drop", "sales.t", "--yes").exit_code == 0
+    assert cli(local_root, "drop", "sales.t", "--yes").exit_code == 0
     assert rows(local_root) == {} and not (local_root.local_path / location).exists()
-    assert lns(local_root, "check").exit_code == 0
+    assert cli(local_root, "check").exit_code == 0
 
 
 def test_a_rename_journaled_over_a_vanished_table_is_no_circle(local_root):
@@ -411,9 +407,9 @@ def test_a_rename_journaled_over_a_vanished_table_is_no_circle(local_root):
     report = lns_json(local_root, "check", code=1)
     advice = [f["message"] for f in report["findings"] if f["code"] == "interrupted_rename"]
     assert advice and "rerun" not in advice[0] and "lancens drop t --yes" in advice[0]
-    rerun = lns(local_root, "rename", "t", "t2")
+    rerun = cli(local_root, "rename", "t", "t2")
     assert rerun.exit_code == 3 and "lancens drop t --yes" in rerun.stderr, rerun.stderr
-    assert lns(local_root, "drop", "t", "--yes").exit_code == 0
+    assert cli(local_root, "drop", "t", "--yes").exit_code == 0
     _dropped_state_is_clean(local_root)
 
 
@@ -496,8 +492,8 @@ def test_a_rename_landing_before_the_drops_delete_keeps_the_renamed_data(
     """The drop looked `sales.t` up; a rename of it commits before the drop deletes anything.
     The drop's marking commit finds the row moved: it exits 3 and deletes nothing, so the
     renamed table (same directory, new name) stays whole."""
-    assert lns(local_root, "create", "namespace", "sales").exit_code == 0
-    assert lns(local_root, "create", "table", "sales.t", "--from", parquet).exit_code == 0
+    assert cli(local_root, "create", "namespace", "sales").exit_code == 0
+    assert cli(local_root, "create", "table", "sales.t", "--from", parquet).exit_code == 0
     location = rows(local_root)["sales$t"]
     real_mutate = ManifestStore.mutate
     renamed = []
@@ -508,21 +504,21 @@ def test_a_rename_landing_before_the_drops_delete_keeps_the_renamed_data(
         return real_mutate(self, plan)
 
     monkeypatch.setattr(ManifestStore, "mutate", rename_first)
-    result = lns(local_root, "drop", "sales.t", "--yes")
+    result = cli(local_root, "drop", "sales.t", "--yes")
     monkeypatch.undo()
     assert renamed and renamed[0].exit_code == 0, renamed[0].stderr
     assert result.exit_code == 3, (result.exit_code, result.stderr)
     assert rows(local_root) == {"sales$t2": location}
     table = lance.dataset(str(local_root.local_path / location)).to_table()
     assert table.num_rows == pq.read_table(parquet).num_rows
-    assert lns(local_root, "check").exit_code == 0
+    assert cli(local_root, "check").exit_code == 0
 
 
 def test_a_rename_after_the_drops_mark_is_refused(local_root, parquet, monkeypatch):
     """The drop's mark landed first: a rename arriving while the data is deleted exits 4 and
     changes nothing; the drop completes and nothing of `sales.t` is left."""
-    assert lns(local_root, "create", "namespace", "sales").exit_code == 0
-    assert lns(local_root, "create", "table", "sales.t", "--from", parquet).exit_code == 0
+    assert cli(local_root, "create", "namespace", "sales").exit_code == 0
+    assert cli(local_root, "create", "table", "sales.t", "--from", parquet).exit_code == 0
     location = rows(local_root)["sales$t"]
     real_delete = Storage.delete_tree
     renamed = []
@@ -533,10 +529,10 @@ def test_a_rename_after_the_drops_mark_is_refused(local_root, parquet, monkeypat
         return real_delete(self, path)
 
     monkeypatch.setattr(Storage, "delete_tree", rename_then_delete)
-    result = lns(local_root, "drop", "sales.t", "--yes")
+    result = cli(local_root, "drop", "sales.t", "--yes")
     monkeypatch.undo()
     assert renamed and renamed[0].exit_code == 4, (renamed[0].exit_code, renamed[0].stderr)
     assert "being dropped" in renamed[0].stderr
     assert result.exit_code == 0, result.stderr
     assert rows(local_root) == {} and not (local_root.local_path / location).exists()
-    assert lns(local_root, "check").exit_code == 0
+    assert cli(local_root, "check").exit_code == 0

@@ -16,15 +16,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import Root, invoke, run_cli, tree_snapshot
+from helpers import Root, invoke, ok, run_cli, tree_snapshot
 
 CLASS_NAME = re.compile(r"\b[A-Z][A-Za-z]*(Error|Exception)\b|\[Errno")
-
-
-def ok(root: Root, *args: str) -> str:
-    result = invoke(*root.args, *args)
-    assert result.exit_code == 0, result.stderr
-    return result.stdout
 
 
 # --- Ctrl-C ------------------------------------------------------------------------------------
@@ -245,13 +239,13 @@ def test_a_root_of_the_wrong_type_in_a_profile(tmp_path):
 
 def test_names_with_the_delimiter_are_quoted_and_reachable(local_root):
     ok(local_root, "create", "namespace", "a")
-    out = ok(local_root, "--delimiter", "/", "create", "namespace", "a/x.y")
+    out = ok(local_root, "--delimiter", "/", "create", "namespace", "a/x.y").stdout
     assert out.startswith("create\tnamespace\ta/x.y\t")
-    out = ok(local_root, "create", "table", "a/x.y/t", "--declare", "--delimiter", "/")
+    out = ok(local_root, "create", "table", "a/x.y/t", "--declare", "--delimiter", "/").stdout
     assert out.startswith("create\ttable\ta/x.y/t\t")
-    listed = ok(local_root, "ls", "a", "--recursive")
+    listed = ok(local_root, "ls", "a", "--recursive").stdout
     assert 'a."x.y"\tnamespace' in listed and 'a."x.y".t\ttable' in listed
-    assert "a/x.y/t\ttable" in ok(local_root, "ls", "a", "--recursive", "--delimiter", "/")
+    assert "a/x.y/t\ttable" in ok(local_root, "ls", "a", "--recursive", "--delimiter", "/").stdout
     missing = invoke(*local_root.args, "describe", "a.x.y.t")
     assert missing.exit_code == 3
     assert "does not exist" in missing.stderr and "--delimiter" in missing.stderr
@@ -259,13 +253,14 @@ def test_names_with_the_delimiter_are_quoted_and_reachable(local_root):
 
 def test_write_and_partitions_output_honour_the_delimiter(local_root, tmp_path):
     from data import events
-    from test_partitioned import SPEC1
+    from helpers import SPEC1
 
     pq.write_table(events(1), tmp_path / "schema.parquet")
     ok(local_root, "add-partition-spec", "--schema", str(tmp_path / "schema.parquet"), *SPEC1)
     pq.write_table(events(50), tmp_path / "rows.parquet")
-    written = ok(local_root, "write", "--from", str(tmp_path / "rows.parquet"), "--delimiter", "/")
-    parts = ok(local_root, "partitions", "--delimiter", "/")
+    rows = str(tmp_path / "rows.parquet")
+    written = ok(local_root, "write", "--from", rows, "--delimiter", "/").stdout
+    parts = ok(local_root, "partitions", "--delimiter", "/").stdout
     tables = re.findall(r"\bv1\S*dataset\b", written + parts)
     assert len(tables) >= 2 * 4, written + parts  # one per partition, in both outputs
     assert all(t.startswith("v1/") and t.count("/") == 3 for t in tables), tables

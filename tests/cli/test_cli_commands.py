@@ -17,7 +17,7 @@ import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import Root, invoke, run_cli, tree_snapshot
+from helpers import Root, cli, invoke, ok, root_s3_client, run_cli, tree_snapshot, uri
 
 V2_DIR = re.compile(r"^[0-9a-f]{8}_(?P<id>.+)$")
 COMPAT_MODE = "compatibility (V1 + V2)"
@@ -29,22 +29,9 @@ V1_MODE = "V1 (directory listing only)"
 
 
 def _s3(root: Root):
-    import boto3
-
-    o = root.storage_options
-    client = boto3.client(
-        "s3",
-        endpoint_url=o["endpoint"],
-        region_name=o["region"],
-        aws_access_key_id=o["access_key_id"],
-        aws_secret_access_key=o["secret_access_key"],
-    )
+    client = root_s3_client(root)
     bucket, _, prefix = root.uri[len("s3://") :].partition("/")
     return client, bucket, prefix
-
-
-def uri(root: Root, rel: str) -> str:
-    return f"{root.uri}/{rel}"
 
 
 def children(root: Root, rel: str = "") -> set[str]:
@@ -109,16 +96,6 @@ def rows(n: int, offset: int = 0) -> pa.Table:
 
 
 # --- CLI helpers -------------------------------------------------------------------------------
-
-
-def cli(root: Root, *args: str, extra: tuple[str, ...] = ()):
-    return invoke(*root.args, *extra, *args)
-
-
-def ok(root: Root, *args: str, extra: tuple[str, ...] = ()):
-    result = cli(root, *args, extra=extra)
-    assert result.exit_code == 0, (args, result.exit_code, result.stdout, result.stderr)
-    return result
 
 
 def js(root: Root, *args: str, extra: tuple[str, ...] = ()):
@@ -677,32 +654,42 @@ def test_rename_keep_location(lns, files):
 
 
 def test_create_after_keep_location_rename_does_not_share_the_directory(lns, files):
-    """After `rename t u --keep-location`, u owns t.lance; a new `t` must not share it."""
+    """After `rename t u --keep-location`, u owns t.lance; a new `t` must not share it.
+
+    The name `t` is free (no row, and t.lance is u's location), so the create succeeds (exit 0,
+    not 4) and the new table gets a V2 directory of its own."""
     ok(lns, "create", "table", "t", "--from", files["parquet"])
     ok(lns, "rename", "t", "u", "--keep-location")
     before = set(os.listdir(lns.local_path / "t.lance"))
     result = cli(lns, "create", "table", "t", "--declare")
-    assert result.exit_code in (0, 4), result
+    assert result.exit_code == 0, result
     assert set(os.listdir(lns.local_path / "t.lance")) == before  # u's directory untouched
-    tables = [e for e in listing(lns).values() if e["kind"] == "table"]
+    entries = listing(lns)
+    tables = [e for e in entries.values() if e["kind"] == "table"]
     locations = [e["location"] for e in tables]
     assert len(locations) == len(set(locations)), f"two tables share a directory: {tables}"
-    if result.exit_code == 0:
-        ok(lns, "drop", "t", "--yes")
+    assert entries["t"]["state"] == "declared", entries["t"]
+    assert V2_DIR.match(entries["t"]["location"]).group("id") == "t", entries["t"]
+    assert entries["u"]["location"] == "t.lance"
+    ok(lns, "drop", "t", "--yes")
     assert describe(lns, "u")["details"]["rows"] == 6
 
 
 def test_declare_after_keep_data_drop_does_not_resurrect_the_kept_data(lns, files):
-    """`drop --keep-data` forgets t; a later `create table t --declare` is a new, empty table."""
+    """`drop --keep-data` forgets t; a later `create table t --declare` is a new, empty table.
+
+    Nothing named `t` exists any more (the kept t.lance carries the deregistered marker), so the
+    create succeeds (exit 0, not 4), in a V2 directory of its own."""
     ok(lns, "create", "table", "t", "--from", files["parquet"])
     ok(lns, "drop", "t", "--keep-data")
     assert listing(lns) == {}
     result = cli(lns, "create", "table", "t", "--declare")
-    assert result.exit_code in (0, 4), result
-    if result.exit_code == 0:
-        doc = describe(lns, "t")
-        assert doc["state"] == "declared", f"declared table shows old data: {doc['details']}"
-        assert doc["details"] is None
+    assert result.exit_code == 0, result
+    doc = describe(lns, "t")
+    assert doc["state"] == "declared", f"declared table shows old data: {doc['details']}"
+    assert doc["details"] is None
+    assert V2_DIR.match(doc["location"]).group("id") == "t", doc["location"]
+    assert set(listing(lns)) == {"t"}
     assert open_lance(lns, "t.lance").count_rows() == 6  # the kept files are still there
 
 

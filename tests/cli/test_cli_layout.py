@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import invoke
+from helpers import invoke
 
 # The commands as a user meets them, group by group (issue 13: the explicit list in cli/app.py).
 GROUPS = {

@@ -141,7 +141,7 @@ def test_secrets_are_redacted():
 
 
 def _root_with_namespace(tmp_path):
-    from conftest import invoke
+    from helpers import invoke
 
     root = tmp_path / "ns"
     root.mkdir()
@@ -151,7 +151,7 @@ def _root_with_namespace(tmp_path):
 
 
 def test_unknown_lancens_variable_is_a_warning_not_an_error(tmp_path, monkeypatch):
-    from conftest import invoke
+    from helpers import invoke
 
     root = _root_with_namespace(tmp_path)
     monkeypatch.setenv("LANCENS_CONFIG", str(tmp_path / "absent.toml"))
@@ -209,7 +209,7 @@ def test_every_variable_lancens_reads_is_known(monkeypatch):
     ],
 )
 def test_bad_config_file_is_an_error_without_a_profile(tmp_path, monkeypatch, text, fragment):
-    from conftest import invoke, tree_snapshot
+    from helpers import invoke, tree_snapshot
 
     root = _root_with_namespace(tmp_path)
     config_file = tmp_path / "config.toml"
@@ -230,7 +230,7 @@ def test_bad_config_file_is_an_error_without_a_profile(tmp_path, monkeypatch, te
 
 
 def test_good_config_file_or_none_is_fine_without_a_profile(tmp_path, monkeypatch):
-    from conftest import invoke
+    from helpers import invoke
 
     root = _root_with_namespace(tmp_path)
     monkeypatch.delenv("LANCENS_PROFILE", raising=False)

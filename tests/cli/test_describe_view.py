@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import terminal
-from conftest import run_cli
+from helpers import run_cli
 
-from lancens_cli.describe_view import type_children
+from lancens_cli.cli.describe_view import type_children
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
 

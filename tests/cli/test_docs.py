@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 GENERATOR = REPO / "scripts" / "generate_docs.py"
 MAN = REPO / "man" / "lancens.1"
 COMMANDS = ["init", "ls", "describe", "create", "rename", "drop", "register", "deregister"]

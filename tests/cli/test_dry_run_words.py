@@ -9,7 +9,7 @@ import re
 import lance
 import pyarrow as pa
 import pytest
-from conftest import invoke, tree_snapshot
+from helpers import invoke, tree_snapshot
 
 from lancens_cli.words import noun, plural
 

@@ -1,16 +1,23 @@
 """Property-based hostile input (hypothesis): names, locations, properties, schemas, configuration.
 
 Each property is a plain test that runs one hypothesis property inside it, so that it can print
-how many inputs it tried (`pytest -s -p no:xdist tests/test_hostile.py` shows the totals).
+how many inputs it tried (`pytest -s -p no:xdist tests/cli/test_hostile.py` shows the totals).
 
-CLI runs are in-process, through conftest's `invoke`: `_run_app`, what `lancens`' `main()` runs,
+CLI runs are in-process, through helpers' `invoke`: `_run_app`, what `lancens`' `main()` runs,
 so a usage error is one line too, as for a user. An exception escaping `_run_app` fails the test
 with its traceback.
 
+Every property also has its valid side, so that a command refusing everything fails: each
+hostile property runs at least one accepted input (an `@example`) and asserts that some input was
+accepted, and a companion property (`test_valid_*`) generates only valid inputs (names, locations,
+schemas, environments, profiles) and asserts exit 0 with the effect visible (`ls`, `describe`,
+the table's Arrow schema, the resolved configuration).
+
 Budget: pure functions 150-300 examples, CLI properties 30-40 examples (HOSTILE_SCALE=N
 multiplies them); derandomized (HOSTILE_RANDOM=1 draws fresh inputs); no example database (nothing
-is written into the repository). Bugs the properties found are pinned as plain repro tests too
-(`test_surrogate_name_on_the_command_line`, `test_schema_repro[...]`).
+is written into the repository). Inputs the properties found breaking the contract are pinned as
+plain tests too (`test_surrogate_name_on_the_command_line`,
+`test_known_bad_schema_is_refused_as_invalid_input[...]`).
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from conftest import Result, invoke, tree_snapshot
+from helpers import Result, invoke, tree_snapshot
 from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
@@ -225,6 +232,48 @@ def test_identifier_parse_property():
         prop()
     finally:
         _report("identifier_parse")
+    assert OUTCOMES["identifier_parse"]["accepted"] > 0, "no identifier was ever accepted"
+
+
+# Name parts that are valid by the README's rules: no delimiter, `$`, `/`, `\`, control character,
+# percent-encoding or surrounding space, not `.`/`..`/`__manifest`; letters of any script. The
+# first character is no `-`, so that a part is never taken for an option on a command line.
+_NAME_CHARS = st.characters(categories=("Ll", "Lu", "Lo", "Nd"))
+VALID_PART = st.builds(
+    lambda first, rest: first + rest,
+    st.one_of(_NAME_CHARS, st.just("_")),
+    st.text(alphabet=st.one_of(_NAME_CHARS, st.sampled_from("_-")), max_size=15),
+).filter(lambda part: part != "__manifest")
+
+
+def test_valid_identifiers_are_accepted():
+    """The other side of the two properties above: valid parts joined by any delimiter they do
+    not contain parse to exactly those parts, and display back to the text given."""
+    name = "identifier_parse_valid"
+
+    @PURE
+    @given(
+        parts=st.lists(VALID_PART, min_size=1, max_size=4),
+        delimiter=st.sampled_from([".", "/", ":", "::", "$", "|"]),
+    )
+    @example(parts=["ns1", "ns2", "events"], delimiter=".")
+    @example(parts=["é", "🦆表"], delimiter="/")
+    def prop(parts, delimiter):
+        text = delimiter.join(parts)
+        try:
+            ident = Identifier.parse(text, delimiter)
+        except InvalidInputError as exc:
+            _count(name, "refused")
+            raise AssertionError(f"valid identifier {text!r} refused: {exc}") from None
+        _count(name, "accepted")
+        assert ident.parts == tuple(parts)
+        assert ident.display(delimiter) == text
+        assert Identifier.from_object_id(ident.object_id) == ident
+
+    try:
+        prop()
+    finally:
+        _report(name)
 
 
 def test_identifier_parse_surrogates_property():
@@ -240,11 +289,15 @@ def test_identifier_parse_surrogates_property():
         prop()
     finally:
         _report("identifier_parse_surrogates")
+    # Every input holds a lone surrogate in some part: none may be accepted (the valid side is
+    # test_valid_identifiers_are_accepted, letters of every script included).
+    outcomes = OUTCOMES["identifier_parse_surrogates"]
+    assert outcomes["refused"] > 0 and outcomes["accepted"] == 0, dict(outcomes)
 
 
 def test_surrogate_name_on_the_command_line(tmp_path):
     """`lancens create namespace $'a\\xffb'`: a real argv with invalid UTF-8 is invalid input."""
-    from conftest import run_cli
+    from helpers import run_cli
 
     root = tmp_path / "ns"
     assert run_cli("--root", str(root), "init").exit_code == 0
@@ -256,7 +309,7 @@ def test_surrogate_name_on_the_command_line(tmp_path):
 
 def test_non_utf8_storage_option_value_on_the_command_line(tmp_path):
     """`lancens -s $'region=\\xff' ls`: invalid input (2), not an unreadable manifest (1)."""
-    from conftest import run_cli
+    from helpers import run_cli
 
     root = tmp_path / "ns"
     assert run_cli("--root", str(root), "init").exit_code == 0
@@ -468,10 +521,27 @@ COMMANDS = {
 }
 
 
+# One input per command that the sandbox accepts: each hostile property must see an exit 0.
+ACCEPTED_EXAMPLE = {
+    "create-namespace": ("new", ""),
+    "create-table": ("a.new", ""),
+    "create-declared": ("new", ""),
+    "register": ("new", "data/t1"),
+    "register-location": ("", "data/t1"),
+    "rename-namespace": ("new", ""),
+    "rename-root-table": ("a.new", ""),
+    "rename-from": ("a.t", ""),
+    "drop": ("t", ""),
+    "drop-cascade": ("a", ""),
+    "deregister": ("a.t", ""),
+}
+
+
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_cli_names_and_locations_stay_in_the_root(command, sandbox_template, tmp_path):
     name = f"cli_{command}"
     build = COMMANDS[command]
+    accepted_x, accepted_location = ACCEPTED_EXAMPLE[command]
 
     @CLI
     @given(
@@ -480,6 +550,7 @@ def test_cli_names_and_locations_stay_in_the_root(command, sandbox_template, tmp
         json_mode=st.booleans(),
         dry_run=st.booleans(),
     )
+    @example(x=accepted_x, location=accepted_location, json_mode=False, dry_run=False)
     def prop(x, location, json_mode, dry_run):
         sandbox = Sandbox(sandbox_template, tmp_path)
         try:
@@ -496,6 +567,133 @@ def test_cli_names_and_locations_stay_in_the_root(command, sandbox_template, tmp
             if res.exit_code == 0:  # the namespace is still healthy and readable afterwards
                 listing = cli("--root", str(sandbox.root), "ls", "-R", "--json")
                 assert_contract(listing, {0})
+        finally:
+            sandbox.remove()
+
+    try:
+        prop()
+    finally:
+        _report(name)
+    assert OUTCOMES[name][0] > 0, f"{command}: no input was ever accepted"
+
+
+# The valid side of the property above: names valid by the README's rules (a fresh name, or one
+# the sandbox holds where the command needs an existing object) and locations of real Lance tables
+# inside the root are accepted (exit 0) with the effect visible in `ls -R`; a dry run exits 0 and
+# changes nothing.
+TAKEN = {"a", "t", "moved", "r1", "data", "outside"}
+NEW_NAME = VALID_PART.filter(lambda part: part not in TAKEN)
+NEW_ID = st.one_of(NEW_NAME, NEW_NAME.map(lambda part: f"a.{part}"))  # at the root or in `a`
+_SEGMENT = st.builds(
+    lambda first, rest: first + rest,
+    st.sampled_from("abcdefghijklmnopqrstuvwxyz"),
+    st.text(alphabet=st.sampled_from("abcdefghijklmnopqrstuvwxyz0123456789_-"), max_size=10),
+)
+NEW_LOCATION = (
+    st.lists(_SEGMENT, min_size=1, max_size=3)
+    .filter(lambda segments: segments[0] not in TAKEN)
+    .map("/".join)
+)
+
+
+def _listing(sandbox: Sandbox) -> dict[str, dict]:
+    res = cli("--root", str(sandbox.root), "ls", "-R", "--json")
+    assert_contract(res, {0}, True)
+    return {entry["id"]: entry for entry in json.loads(res.stdout)["entries"]}
+
+
+def _without(entries: dict[str, dict], ident: str) -> set[str]:
+    """The ids of `entries` but `ident` and everything below it."""
+    return {i for i in entries if i != ident and not i.startswith(ident + ".")}
+
+
+# command -> (x, location) strategy, and what `ls -R` shows after a real run.
+VALID_INPUTS = {
+    "create-namespace": (
+        st.tuples(NEW_ID, st.just("")),
+        lambda x, loc, ls, before: set(ls) == set(before) | {x} and ls[x]["kind"] == "namespace",
+    ),
+    "create-table": (
+        st.tuples(NEW_ID, st.just("")),
+        lambda x, loc, ls, before: set(ls) == set(before) | {x} and ls[x]["state"] == "ok",
+    ),
+    "create-declared": (
+        st.tuples(NEW_ID, st.just("")),
+        lambda x, loc, ls, before: set(ls) == set(before) | {x} and ls[x]["state"] == "declared",
+    ),
+    "register": (
+        st.tuples(NEW_ID, NEW_LOCATION),
+        lambda x, loc, ls, before: set(ls) == set(before) | {x} and ls[x]["location"] == loc,
+    ),
+    "register-location": (
+        st.tuples(st.just("r1"), NEW_LOCATION),
+        lambda x, loc, ls, before: set(ls) == set(before) | {"r1"} and ls["r1"]["location"] == loc,
+    ),
+    "rename-namespace": (
+        st.tuples(NEW_NAME, st.just("")),
+        lambda x, loc, ls, before: (
+            set(ls) == _without(before, "a") | {x, f"{x}.t"}
+            and ls[f"{x}.t"] == {**before["a.t"], "id": f"{x}.t"}  # no data moved
+        ),
+    ),
+    "rename-root-table": (
+        st.tuples(NEW_ID, st.just("")),
+        lambda x, loc, ls, before: (
+            set(ls) == _without(before, "t") | {x} and ls[x]["kind"] == "table"
+        ),
+    ),
+    "rename-from": (
+        st.tuples(st.sampled_from(["a", "t", "a.t"]), st.just("")),
+        lambda x, loc, ls, before: (
+            _without(ls, "moved") == _without(before, x)
+            and ls["moved"]["kind"] == before[x]["kind"]
+        ),
+    ),
+    "drop": (
+        st.tuples(st.sampled_from(["t", "a.t"]), st.just("")),
+        lambda x, loc, ls, before: set(ls) == _without(before, x),
+    ),
+    "drop-cascade": (
+        st.tuples(st.sampled_from(["a", "t", "a.t"]), st.just("")),
+        lambda x, loc, ls, before: set(ls) == _without(before, x),
+    ),
+    "deregister": (
+        st.tuples(st.sampled_from(["t", "a.t"]), st.just("")),
+        lambda x, loc, ls, before: set(ls) == _without(before, x),
+    ),
+}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_valid_names_and_locations_are_accepted(command, sandbox_template, tmp_path):
+    name = f"cli_valid_{command}"
+    build = COMMANDS[command]
+    inputs, shows = VALID_INPUTS[command]
+
+    @settings(max_examples=int(12 * SCALE), **_COMMON)
+    @given(x_location=inputs, json_mode=st.booleans(), dry_run=st.booleans())
+    def prop(x_location, json_mode, dry_run):
+        x, location = x_location
+        sandbox = Sandbox(sandbox_template, tmp_path)
+        try:
+            if location:  # a real Lance table there, as register requires
+                import lance
+                import pyarrow as pa
+
+                lance.write_dataset(pa.table({"v": [1, 2]}), str(sandbox.root / location))
+            args = build(x, location, sandbox)
+            extra = (["--json"] if json_mode else []) + (["--dry-run"] if dry_run else [])
+            note(f"args={args!r} extra={extra!r}")
+            before = _listing(sandbox)
+            before_tree = tree_snapshot(sandbox.root)
+            res = cli("--root", str(sandbox.root), *args, *extra)
+            _count(name, res.exit_code)
+            assert_contract(res, {0}, json_mode)
+            after = _listing(sandbox)
+            if dry_run:
+                assert tree_snapshot(sandbox.root) == before_tree, "a dry run changed the root"
+            else:
+                assert shows(x, location, after, before), (args, before, after)
         finally:
             sandbox.remove()
 
@@ -609,6 +807,7 @@ def test_property_values_round_trip(prop_root):
         prop()
     finally:
         _report(name)
+    assert OUTCOMES[name]["accepted"] > 0, "no property set was ever accepted"
 
 
 # --- JSON schema files ---------------------------------------------------------------------------
@@ -772,6 +971,7 @@ def test_schema_from_json_property():
 
     @PURE
     @given(doc=SCHEMA_DOC)
+    @example(doc={"fields": [{"name": "id", "type": "int64"}, {"name": "city", "type": "utf8"}]})
     def prop(doc):
         try:
             schema = schema_from_json(doc)
@@ -789,6 +989,7 @@ def test_schema_from_json_property():
         prop()
     finally:
         _report(name)
+    assert OUTCOMES[name]["accepted"] > 0, "no schema document was ever accepted"
 
 
 @pytest.fixture(scope="module")
@@ -822,6 +1023,7 @@ def test_schema_files_through_the_cli(schema_root):
         json_mode=False,
     )
     @example(doc={"fields": []}, json_mode=True)
+    @example(doc={"fields": [{"name": "id", "type": "int64"}]}, json_mode=False)
     def prop(doc, json_mode):
         table = f"s{next(serial)}"
         path = schema_root.parent / f"{table}.json"
@@ -842,6 +1044,109 @@ def test_schema_files_through_the_cli(schema_root):
         prop()
     finally:
         _report(name)
+    assert OUTCOMES[name][0] > 0, "no schema file was ever accepted"
+
+
+# The valid side of the two schema properties: documents in the README's JSON Arrow schema form,
+# each field's type spelt as the spec spells it, with the Arrow type it must become (written out
+# here, not computed by lancens).
+def _valid_types():
+    import pyarrow as pa
+
+    return [
+        ("bool", pa.bool_()),
+        ("int8", pa.int8()),
+        ("int16", pa.int16()),
+        ("int32", pa.int32()),
+        ("int64", pa.int64()),
+        ("uint8", pa.uint8()),
+        ("uint64", pa.uint64()),
+        ("float32", pa.float32()),
+        ("float64", pa.float64()),
+        ("double", pa.float64()),
+        ("utf8", pa.string()),
+        ("string", pa.string()),
+        ("large_utf8", pa.large_string()),
+        ("binary", pa.binary()),
+        ("large_binary", pa.large_binary()),
+        ("date32", pa.date32()),
+        ("timestamp:us", pa.timestamp("us")),
+        ("timestamp:ns:UTC", pa.timestamp("ns", tz="UTC")),
+        (
+            {"type": "timestamp", "unit": "ms", "timezone": "Europe/Oslo"},
+            pa.timestamp("ms", "Europe/Oslo"),
+        ),
+        ({"type": "decimal", "precision": 38, "scale": 10}, pa.decimal128(38, 10)),
+        ({"type": "fixed_size_binary", "length": 16}, pa.binary(16)),
+    ]
+
+
+FIELD_NAME_OK = _SEGMENT  # lower-case letters first: never `_rowid` and the like
+
+
+def _nested_types(inner):
+    import pyarrow as pa
+
+    def struct(fields):
+        doc = {"type": "struct", "fields": [{"name": n, "type": j} for n, (j, _) in fields]}
+        return doc, pa.struct([(n, t) for n, (_, t) in fields])
+
+    return st.one_of(
+        inner.map(
+            lambda t: ({"type": "list", "fields": [{"name": "item", "type": t[0]}]}, pa.list_(t[1]))
+        ),
+        st.lists(
+            st.tuples(FIELD_NAME_OK, inner), min_size=1, max_size=3, unique_by=lambda f: f[0]
+        ).map(struct),
+    )
+
+
+VALID_TYPE = st.recursive(st.sampled_from(_valid_types()), _nested_types, max_leaves=4)
+VALID_SCHEMA = st.lists(
+    st.tuples(FIELD_NAME_OK, VALID_TYPE, st.booleans()),
+    min_size=1,
+    max_size=5,
+    unique_by=lambda f: f[0],
+)
+
+
+def _schema_doc(fields) -> tuple[dict, object]:
+    import pyarrow as pa
+
+    doc = {"fields": [{"name": n, "type": j, "nullable": null} for n, (j, _), null in fields]}
+    return doc, pa.schema([pa.field(n, t, nullable=null) for n, (_, t), null in fields])
+
+
+def test_valid_schema_documents_are_accepted(schema_root):
+    """Each valid document becomes exactly its Arrow schema (names, types, nullability), in
+    `schema_from_json` and in the table `create table --schema` makes from the file."""
+    import lance
+
+    name = "schema_valid"
+    serial = iter(range(10**9))
+
+    @CLI_SCHEMA
+    @given(fields=VALID_SCHEMA, json_mode=st.booleans())
+    def prop(fields, json_mode):
+        doc, expected = _schema_doc(fields)
+        note(json.dumps(doc))
+        assert schema_from_json(doc).equals(expected), schema_from_json(doc)
+        table = f"v{next(serial)}"
+        path = schema_root.parent / f"{table}.json"
+        path.write_text(json.dumps(doc))
+        args = ["create", "table", table, "--schema", str(path)] + (["--json"] if json_mode else [])
+        res = cli("--root", str(schema_root), *args)
+        _count(name, res.exit_code)
+        assert_contract(res, {0}, json_mode)
+        described = cli("--root", str(schema_root), "describe", table, "--json")
+        assert_contract(described, {0})
+        got = lance.dataset(json.loads(described.stdout)["uri"]).schema
+        assert got.equals(expected, check_metadata=False), (got, expected)
+
+    try:
+        prop()
+    finally:
+        _report(name)
 
 
 def _field(type_, **extra):
@@ -850,7 +1155,7 @@ def _field(type_, **extra):
 
 # Schema documents found by the properties above (and by hand) that break the contract: each
 # must be refused as invalid input (exit 2, InvalidInputError), not crash (exit 1).
-SCHEMA_REPROS = {
+BAD_SCHEMAS = {
     "timezone-not-a-string": _field({"type": "timestamp", "timezone": 5}),
     "fixed-size-binary-length-2**31": _field({"type": "fixed_size_binary", "length": 2**31}),
     "fixed-size-list-length-2**31": _field(
@@ -881,16 +1186,16 @@ SCHEMA_REPROS = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(SCHEMA_REPROS))
-def test_schema_repro(case, schema_root):
-    doc = SCHEMA_REPROS[case]
+@pytest.mark.parametrize("case", sorted(BAD_SCHEMAS))
+def test_known_bad_schema_is_refused_as_invalid_input(case, schema_root):
+    doc = BAD_SCHEMAS[case]
     try:
         schema_from_json(doc)
     except InvalidInputError:
         pass
     except Exception as exc:  # the point of the test
         pytest.fail(f"schema_from_json raised {type(exc).__name__}: {exc}")
-    path = schema_root.parent / f"repro-{case}.json"
+    path = schema_root.parent / f"bad-{case}.json"
     path.write_text(json.dumps(doc))
     res = cli(
         "--root",
@@ -961,6 +1266,7 @@ def test_env_values_property(tmp_path):
 
     @PURE
     @given(env=ENV)
+    @example(env={"LANCENS_COMMIT_RETRIES": " 3 ", "LANCENS_MANIFEST_ENABLED": "false"})
     def prop(env):
         config = _check_config_outcome(
             lambda: resolve_config({"root": str(tmp_path)}, {}, None, env, None),
@@ -974,6 +1280,7 @@ def test_env_values_property(tmp_path):
         prop()
     finally:
         _report(name)
+    assert OUTCOMES[name]["ok"] > 0, "no environment was ever accepted"
 
 
 @pytest.fixture(scope="module")
@@ -990,12 +1297,69 @@ def test_env_values_through_the_cli(config_root):
 
     @CLI
     @given(env=ENV.map(lambda e: {k: v.replace("\x00", "") for k, v in e.items()}))
+    @example(env={"LANCENS_COMMIT_RETRIES": "5", "LANCENS_DIR_LISTING_ENABLED": "false"})
     def prop(env):
         res = cli("--root", str(config_root), "ls", env=env)
         _count(name, res.exit_code)
         assert_contract(res, {0, 2})
         if res.exit_code == 2:
             assert any(ENV_KEYS[k] in res.stderr for k in env), res.stderr
+
+    try:
+        prop()
+    finally:
+        _report(name)
+    assert OUTCOMES[name][0] > 0, "no environment was ever accepted"
+
+
+# The valid side of the two environment properties: the README's spellings (true / false, a
+# non-negative integer), never both switches off. Each value reaches the configuration, and
+# through the CLI `describe` shows it in effect.
+_BOOLEAN = st.sampled_from(["true", "false"])
+VALID_ENV = st.fixed_dictionaries(
+    {},
+    optional={
+        "LANCENS_MANIFEST_ENABLED": _BOOLEAN,
+        "LANCENS_DIR_LISTING_ENABLED": _BOOLEAN,
+        "LANCENS_INLINE_OPTIMIZATION_ENABLED": _BOOLEAN,
+        "LANCENS_COMMIT_RETRIES": st.integers(min_value=0, max_value=10**6).map(str),
+    },
+).filter(
+    lambda e: (
+        (e.get("LANCENS_MANIFEST_ENABLED"), e.get("LANCENS_DIR_LISTING_ENABLED"))
+        != ("false", "false")
+    )
+)
+
+
+def _expected_config(values: dict[str, object]) -> dict[str, str]:
+    """What `describe --json` shows under "config" for these settings (defaults elsewhere)."""
+    shown = {
+        "manifest_enabled": "true",
+        "dir_listing_enabled": "true",
+        "inline_optimization_enabled": "false",
+        "commit_retries": "20",
+    }
+    for key, value in values.items():
+        shown[key] = str(value).lower() if isinstance(value, bool) else str(value)
+    return shown
+
+
+def test_valid_env_values_are_accepted(config_root):
+    name = "config_env_valid"
+
+    @CLI
+    @given(env=VALID_ENV)
+    def prop(env):
+        values = {key[len("LANCENS_") :].lower(): value for key, value in env.items()}
+        expected = _expected_config(values)
+        config = resolve_config({"root": str(config_root)}, {}, None, env, None)
+        assert {k: str(getattr(config, k)).lower() for k in expected} == expected
+        res = cli("--root", str(config_root), "describe", "--json", env=env)
+        _count(name, res.exit_code)
+        assert_contract(res, {0}, True)
+        shown = json.loads(res.stdout)["config"]
+        assert {k: shown[k] for k in expected} == expected, shown
 
     try:
         prop()
@@ -1133,6 +1497,7 @@ def test_profile_property(tmp_path):
     @example(content="profiles = [1, 2]\n")
     @example(content="[profiles.p]\ncommit_retries = 1.5\n")
     @example(content="[profiles.p.storage]\nx = {a = 1}\n")
+    @example(content="[profiles.p]\ncommit_retries = 3\n[profiles.p.storage]\nregion = 'x'\n")
     def prop(content):
         path.write_text(content, encoding="utf-8", errors="surrogatepass")
         note(content)
@@ -1154,6 +1519,7 @@ def test_profile_property(tmp_path):
         prop()
     finally:
         _report(name)
+    assert OUTCOMES[name]["ok"] > 0, "no profile was ever accepted"
 
 
 def _keys_of(content: str) -> list[str]:
@@ -1175,6 +1541,7 @@ def test_profile_through_the_cli(config_root, tmp_path):
     @example(profile={"colour": "blue"})
     @example(profile={"storage": {"timeout": "soon"}})
     @example(profile={"storage.timeout": "-5s"})
+    @example(profile={"commit_retries": 3, "dir_listing_enabled": False})
     def prop(profile):
         content = _profile_document(profile, config_root)
         path.write_text(content, encoding="utf-8")
@@ -1189,6 +1556,60 @@ def test_profile_through_the_cli(config_root, tmp_path):
             names = [" ".join(repr(k).split()) for k in keys] + [k for k in keys if k.strip()]
             names += [f"storage.{k}" for k in _storage_keys(content)]
             assert any(n in res.stderr for n in names) or "not valid TOML" in res.stderr, res.stderr
+
+    try:
+        prop()
+    finally:
+        _report(name)
+    assert OUTCOMES[name][0] > 0, "no profile was ever accepted"
+
+
+# The valid side of the two profile properties: a profile with the README's keys and value types
+# (the root as a string or not at all, TOML booleans, a non-negative integer, a storage table)
+# is accepted; its values reach the configuration, and through the CLI `describe` shows them
+# in effect (the root from the profile when no --root is given).
+VALID_PROFILE = st.fixed_dictionaries(
+    {},
+    optional={
+        "manifest_enabled": st.booleans(),
+        "dir_listing_enabled": st.booleans(),
+        "inline_optimization_enabled": st.booleans(),
+        "commit_retries": st.integers(min_value=0, max_value=10**6),
+        "storage": st.fixed_dictionaries(
+            {}, optional={"region": st.sampled_from(["eu-west-1", "us-east-1", "auto"])}
+        ),
+    },
+).filter(lambda p: (p.get("manifest_enabled"), p.get("dir_listing_enabled")) != (False, False))
+
+
+def test_valid_profiles_are_accepted(config_root, tmp_path):
+    name = "config_profile_valid"
+    path = tmp_path / "config.toml"
+
+    @CLI
+    @given(profile=VALID_PROFILE, root_in_profile=st.booleans())
+    def prop(profile, root_in_profile):
+        profile = {**profile, "root": str(config_root)} if root_in_profile else profile
+        content = _profile_document(profile, config_root)
+        path.write_text(content, encoding="utf-8")
+        note(content)
+        values = {k: v for k, v in profile.items() if k not in ("root", "storage")}
+        expected = _expected_config(values)
+        expected.update({f"storage.{k}": v for k, v in profile.get("storage", {}).items()})
+        expected["root"] = f"file://{config_root}"
+        with mock.patch.dict(os.environ, {"LANCENS_CONFIG": str(path)}):
+            flags = {} if root_in_profile else {"root": str(config_root)}
+            config = resolve_config(flags, {}, "p", {}, None)
+        properties = config.to_properties()
+        assert {k: properties.get(k) for k in expected} == expected, properties
+        root_flag = [] if root_in_profile else ["--root", str(config_root)]
+        res = cli(
+            *root_flag, "--profile", "p", "describe", "--json", env={"LANCENS_CONFIG": str(path)}
+        )
+        _count(name, res.exit_code)
+        assert_contract(res, {0}, True)
+        shown = json.loads(res.stdout)["config"]
+        assert {k: shown.get(k) for k in expected} == expected, shown
 
     try:
         prop()

@@ -16,7 +16,7 @@ import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import S3_KEY, S3_SECRET, Root, invoke, run_cli
+from helpers import S3_KEY, S3_SECRET, Root, cli, invoke, ok, run_cli
 
 ANSI = re.compile(r"\x1b\[")
 BOX = re.compile(r"[\u2500-\u257f]")  # rich's box-drawing characters
@@ -58,16 +58,6 @@ def assert_json_error(result, exit_code: int, name: str, code: int) -> dict:
     assert isinstance(error["message"], str) and error["message"].strip()
     assert "\n" not in error["message"]
     return error
-
-
-def cli(root: Root, *args: str):
-    return invoke(*root.args, *args)
-
-
-def ok(root: Root, *args: str):
-    result = cli(root, *args)
-    assert result.exit_code == 0, result
-    return result
 
 
 @pytest.fixture

@@ -9,10 +9,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import run_cli
 from data import events
+from helpers import SPEC1, run_cli
 from terminal import on_terminal, shown
-from test_partitioned import SPEC1, files  # noqa: F401  (the `files` fixture)
 
 
 @pytest.fixture
@@ -51,7 +50,7 @@ def test_drop_cascade_shows_a_bar_per_table_deleted(root):
     assert run_cli(*root.args, "ls").stdout == ""
 
 
-def test_write_shows_a_bar_per_partition_table(local_root, files):  # noqa: F811
+def test_write_shows_a_bar_per_partition_table(local_root, files):
     schema = files("schema.parquet", events(1))
     spec = run_cli(*local_root.args, "add-partition-spec", "--schema", schema, *SPEC1)
     assert spec.exit_code == 0, spec.stderr

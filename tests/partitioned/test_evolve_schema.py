@@ -18,9 +18,8 @@ import time
 import lance
 import pyarrow as pa
 import pytest
-from conftest import tree_snapshot
 from data import events, random_predicate
-from test_partitioned import cli, files, manifest, ok, partition_tables  # noqa: F401
+from helpers import cli, manifest, ok, partition_tables, tree_snapshot
 
 from lancens_cli.partition.spec import Transform
 from lancens_cli.partition.transforms import apply_transform
@@ -30,7 +29,7 @@ rows = functools.partial(events, customers=200, customer_type=pa.int32())
 
 
 @pytest.fixture
-def evolvable(local_root, files):  # noqa: F811
+def evolvable(local_root, files):
     schema = files("schema.parquet", rows(1, 0))
     spec = ["--field", "year(event_date) as event_year", "--field", "bucket(8, customer_id)"]
     ok(local_root, "add-partition-spec", "--schema", schema, *spec)
@@ -50,7 +49,7 @@ def published(root) -> list[lance.LanceDataset]:
     ]
 
 
-def test_add_rename_widen_drop(evolvable, files):  # noqa: F811
+def test_add_rename_widen_drop(evolvable, files):
     before = sum(d.count_rows() for d in published(evolvable))
     result = ok(
         evolvable,
@@ -101,7 +100,7 @@ def test_add_rename_widen_drop(evolvable, files):  # noqa: F811
     assert refused.exit_code == 2 and "country" in refused.stderr
 
 
-def test_dropped_source_reads_null_and_a_new_spec_is_accepted(evolvable, files):  # noqa: F811
+def test_dropped_source_reads_null_and_a_new_spec_is_accepted(evolvable, files):
     ok(evolvable, "evolve-schema", "--drop", "event_date")
     ok(evolvable, "write", "--from", files("a.parquet", rows(40, 4, 500).drop(["event_date"])))
     nulls = [r for r in partition_tables(evolvable) if r["partition_field_event_year"] is None]
@@ -159,7 +158,7 @@ def test_refusals_change_nothing(evolvable, args, code, words):
     assert tree_snapshot(evolvable.local_path) == before
 
 
-def test_widening_a_partition_value_source_is_refused(local_root, files):  # noqa: F811
+def test_widening_a_partition_value_source_is_refused(local_root, files):
     schema = files("s.parquet", rows(1, 0))
     ok(local_root, "add-partition-spec", "--schema", schema, "--field", "customer_id")
     ok(local_root, "write", "--from", files("a.parquet", rows(20, 1)))
@@ -211,7 +210,7 @@ def _evolve_args() -> list[str]:
     ]
 
 
-def test_a_killed_evolution_stays_readable_and_a_rerun_finishes(local_root, files):  # noqa: F811
+def test_a_killed_evolution_stays_readable_and_a_rerun_finishes(local_root, files):
     schema = files("schema.parquet", rows(1, 0))
     spec = ["--field", "bucket(32, id)"]
     ok(local_root, "add-partition-spec", "--schema", schema, *spec)
@@ -254,7 +253,7 @@ def _matching(root, where: str) -> set[str]:
 
 
 @pytest.fixture
-def three_specs(local_root, files):  # noqa: F811
+def three_specs(local_root, files):
     """v1 year(event_date), bucket(customer_id int32); renamed, widened; v2 by nation and
     month(event_date); event_date dropped (v1's and v2's source NULL); v3 bucket(4, id)."""
     ok(
@@ -329,14 +328,14 @@ def test_pruning_over_an_evolved_namespace(three_specs):
 
 def test_scan_reads_a_table_of_an_earlier_generation_through_the_schema(
     local_root,
-    files,  # noqa: F811
+    files,
     spark,
     monkeypatch,
 ):
     """What a kill between the schema commit and the publish leaves: `schema` is the new one,
     one table is still published at its pre-evolution version (set back here through the
     project's own __manifest commit path). `scan` reads it by field id."""
-    from conftest import invoke
+    from helpers import invoke
 
     from lancens_cli.service.namespace import Namespace
 
@@ -372,13 +371,13 @@ def test_scan_reads_a_table_of_an_earlier_generation_through_the_schema(
     assert ok(local_root, "check", "--json").json()["findings"] == []
 
 
-def test_writes_racing_an_evolution_lose_nothing(local_root, files):  # noqa: F811
+def test_writes_racing_an_evolution_lose_nothing(local_root, files):
     """`write` processes publish while `evolve-schema --add` runs: every write either lands
     (all its rows readable, at the new schema once evolve finishes) or is refused whole;
     no row of any landed write is lost and the tables all reach the new schema."""
     import threading
 
-    from conftest import run_cli
+    from helpers import run_cli
 
     schema = files("schema.parquet", rows(1, 0))
     ok(local_root, "add-partition-spec", "--schema", schema, "--field", "bucket(8, id)")
@@ -415,7 +414,7 @@ def test_writes_racing_an_evolution_lose_nothing(local_root, files):  # noqa: F8
     assert {f["code"] for f in findings} <= {"abandoned_table_write", "unreferenced_data_file"}
 
 
-def test_a_write_into_a_lagging_table_says_what_to_run(local_root, files):  # noqa: F811
+def test_a_write_into_a_lagging_table_says_what_to_run(local_root, files):
     """A partition table still published at an earlier schema generation (an evolution killed
     before its publish; set back here through the project's own commit path) makes `write`
     fail in words naming `evolve-schema`, publishing nothing; after it, the write lands."""

@@ -11,7 +11,7 @@ import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import invoke
+from helpers import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -15,7 +15,7 @@ import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import invoke
+from helpers import invoke
 
 SCHEMA_JSON = {
     "fields": [

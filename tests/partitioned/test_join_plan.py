@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import invoke, run_cli
+from helpers import invoke, run_cli
 
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.schema_json import schema_to_json

@@ -9,16 +9,8 @@ import os
 import lance
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401
-import pytest
-from conftest import run_cli, tree_snapshot
 from data import events
-from test_partitioned import SPEC1, cli, files, manifest, ok, partition_tables  # noqa: F401
-
-
-@pytest.fixture
-def partitioned(local_root, files):  # noqa: F811
-    ok(local_root, "add-partition-spec", "--schema", files("schema.parquet", events(1)), *SPEC1)
-    return local_root
+from helpers import ok, partition_tables, run_cli, tree_snapshot
 
 
 def scanned_ids(root) -> list[int]:
@@ -38,7 +30,7 @@ def table_uri(root, row) -> str:
     return str(root.local_path / row["location"])
 
 
-def write_main_then_dev(root, files, main_rows: int) -> None:  # noqa: F811
+def write_main_then_dev(root, files, main_rows: int) -> None:
     """`main_rows` rows written to main, then 50 more (ids from 500) to branch `dev`."""
     ok(root, "write", "--from", files("a.parquet", events(main_rows, seed=1)))
     ok(
@@ -51,7 +43,7 @@ def write_main_then_dev(root, files, main_rows: int) -> None:  # noqa: F811
     )
 
 
-def test_branch_write_is_read_while_main_stays(partitioned, files):  # noqa: F811
+def test_branch_write_is_read_while_main_stays(partitioned, files):
     ok(partitioned, "write", "--from", files("a.parquet", events(200, seed=1)))
     before = main_rows(partitioned)
     new = files("b.parquet", events(100, seed=2, start=1000))
@@ -83,7 +75,7 @@ def test_branch_write_is_read_while_main_stays(partitioned, files):  # noqa: F81
     assert main_rows(partitioned) == {oid: before.get(oid, 0) for oid in main_rows(partitioned)}
 
 
-def test_main_write_onto_a_branch_partition_is_refused(partitioned, files):  # noqa: F811
+def test_main_write_onto_a_branch_partition_is_refused(partitioned, files):
     data = files("a.parquet", events(100, seed=1))
     ok(partitioned, "write", "--from", data, "--branch", "dev")
     before = tree_snapshot(partitioned.local_path)
@@ -99,7 +91,7 @@ def test_main_write_onto_a_branch_partition_is_refused(partitioned, files):  # n
     assert scanned_ids(partitioned) == sorted([*range(100), *range(100)])
 
 
-def test_bad_branch_names_are_refused(partitioned, files):  # noqa: F811
+def test_bad_branch_names_are_refused(partitioned, files):
     data = files("a.parquet", events(10))
     before = tree_snapshot(partitioned.local_path)
     for name in ("main", "a/b", "..", "-x", "a b"):
@@ -110,7 +102,7 @@ def test_bad_branch_names_are_refused(partitioned, files):  # noqa: F811
 
 def test_tags_publish_and_a_later_write_moves_touched_partitions_off_the_tag(
     partitioned,
-    files,  # noqa: F811
+    files,
 ):
     write_main_then_dev(partitioned, files, 300)
     snapshot_ids = scanned_ids(partitioned)
@@ -162,7 +154,7 @@ def test_tags_publish_and_a_later_write_moves_touched_partitions_off_the_tag(
     assert any(t["action"] == "move" for t in moved["tables"])
 
 
-def test_prune_keeps_published_branch_and_tag_versions(partitioned, files):  # noqa: F811
+def test_prune_keeps_published_branch_and_tag_versions(partitioned, files):
     ok(partitioned, "write", "--from", files("a.parquet", events(200, seed=1)))
     ok(partitioned, "write", "--from", files("b.parquet", events(100, seed=2, start=1000)))
     ok(
@@ -202,7 +194,7 @@ def _branch_data_file(root, row) -> str:
     return str(data / sorted(os.listdir(data))[0])
 
 
-def test_check_reports_a_published_version_readers_cannot_read(partitioned, files):  # noqa: F811
+def test_check_reports_a_published_version_readers_cannot_read(partitioned, files):
     write_main_then_dev(partitioned, files, 100)
     clean = run_cli(*partitioned.args, "check")
     assert clean.exit_code == 0, clean.stdout + clean.stderr
@@ -214,7 +206,7 @@ def test_check_reports_a_published_version_readers_cannot_read(partitioned, file
     assert ("published_version_unreadable", row["object_id"].replace("$", ".")) in codes
 
 
-def test_check_reports_a_missing_published_main_version(partitioned, files):  # noqa: F811
+def test_check_reports_a_missing_published_main_version(partitioned, files):
     ok(partitioned, "write", "--from", files("a.parquet", events(100, seed=1)))
     row = partition_tables(partitioned)[0]
     uri = table_uri(partitioned, row)
@@ -230,7 +222,7 @@ def test_check_reports_a_missing_published_main_version(partitioned, files):  # 
     assert found[0]["object"] == row["object_id"].replace("$", ".")
 
 
-def test_prune_compact_leaves_partitions_read_from_a_branch_or_tag(partitioned, files):  # noqa: F811
+def test_prune_compact_leaves_partitions_read_from_a_branch_or_tag(partitioned, files):
     """`prune --compact` compacts only partition tables whose readers read main: a table
     published on a branch or a tag keeps main as it was and is not republished."""
     for i in range(3):
@@ -269,7 +261,7 @@ def test_prune_compact_leaves_partitions_read_from_a_branch_or_tag(partitioned, 
     assert scanned_ids(partitioned) == before
 
 
-def test_check_finds_and_fixes_a_dead_branch_writes_files(partitioned, files):  # noqa: F811
+def test_check_finds_and_fixes_a_dead_branch_writes_files(partitioned, files):
     """A branch write killed before its commit leaves files in `tree/<branch>/data`: `check`
     reports them as `unreferenced_data_file` and `--fix` deletes them; the branch reads on."""
     write_main_then_dev(partitioned, files, 100)

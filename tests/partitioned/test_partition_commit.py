@@ -15,9 +15,8 @@ from collections import Counter
 import lance
 import pyarrow.parquet as pq
 import pytest
-from conftest import invoke
 from data import events
-from test_partitioned import SPEC1, partition_tables, published_rows
+from helpers import SPEC1, invoke, partition_tables, published_rows
 
 
 @pytest.fixture

@@ -10,15 +10,8 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import run_cli, tree_snapshot
 from data import events
-from test_partitioned import SPEC1, files, ok  # noqa: F401
-
-
-@pytest.fixture
-def partitioned(local_root, files):  # noqa: F811
-    ok(local_root, "add-partition-spec", "--schema", files("schema.parquet", events(1)), *SPEC1)
-    return local_root
+from helpers import ok, run_cli, tree_snapshot
 
 
 def refused(root, *args: str, code: int, words: str) -> str:
@@ -66,7 +59,7 @@ def test_the_spec_namespace_itself_already_exists_and_other_names_are_free(parti
     ok(partitioned, "create", "table", "v0.t", "--schema", _table_schema(tmp_path))
 
 
-def test_register_and_rename_keep_out_of_spec_namespaces(partitioned, tmp_path, files):  # noqa: F811
+def test_register_and_rename_keep_out_of_spec_namespaces(partitioned, tmp_path, files):
     """`register` into `v<N>`, `rename` onto a `v<N>` name, and `rename` of a partition out of
     its spec namespace are refused like `create` (exit 5, nothing changed)."""
     import lance
@@ -154,7 +147,7 @@ def test_a_spec_file_field_must_return_its_result_type(partitioned, tmp_path, fi
         refused(partitioned, "add-partition-spec", "--field", text, code=2, words=words)
 
 
-def test_a_good_expression_is_added_and_writes(partitioned, files):  # noqa: F811
+def test_a_good_expression_is_added_and_writes(partitioned, files):
     field = "expr(col0 % 7, customer_id) -> int64 as c7"
     ok(partitioned, "add-partition-spec", "--field", field)
     ok(partitioned, "write", "--from", files("a.parquet", events(50)))

@@ -7,64 +7,12 @@ import json
 
 import pyarrow as pa
 import pytest
+from spec_appendix import APPENDIX_A
 
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.partition.field_syntax import parse_field
 from lancens_cli.partition.schema import schema_from_text, schema_to_text, with_field_ids
 from lancens_cli.partition.spec import PartitionSpec, all_fields, specs_from_metadata
-
-APPENDIX_A = {
-    "partition_spec_v1": {
-        "id": 1,
-        "fields": [
-            {
-                "field_id": "event_date",
-                "source_ids": [1],
-                "transform": {"type": "identity"},
-                "result_type": {"type": "date32"},
-            }
-        ],
-    },
-    "partition_spec_v2": {
-        "id": 2,
-        "fields": [
-            {
-                "field_id": "event_year",
-                "source_ids": [1],
-                "transform": {"type": "year"},
-                "result_type": {"type": "int32"},
-            },
-            {
-                "field_id": "country",
-                "source_ids": [2],
-                "transform": {"type": "identity"},
-                "result_type": {"type": "utf8"},
-            },
-        ],
-    },
-    "schema": {
-        "fields": [
-            {
-                "name": "id",
-                "nullable": False,
-                "type": {"type": "int64"},
-                "metadata": {"lance:field_id": "0"},
-            },
-            {
-                "name": "event_date",
-                "nullable": True,
-                "type": {"type": "date32"},
-                "metadata": {"lance:field_id": "1"},
-            },
-            {
-                "name": "country",
-                "nullable": True,
-                "type": {"type": "utf8"},
-                "metadata": {"lance:field_id": "2"},
-            },
-        ]
-    },
-}
 
 APPENDIX_E_V1 = (
     '{"id":1,"fields":[{"field_id":"event_date","source_ids":[1],'
@@ -229,7 +177,7 @@ def test_field_ids_are_assigned_depth_first_and_kept():
 def test_a_spec_whose_tables_cannot_be_laid_out_is_refused_before_anything_is_written(tmp_path):
     """`<hash>_v1$<16 chars>...$dataset`: 14 levels pass a file system's 255-byte name."""
     import pyarrow.parquet as pq
-    from conftest import invoke, tree_snapshot
+    from helpers import invoke, tree_snapshot
 
     root = tmp_path / "ns"
     root.mkdir()

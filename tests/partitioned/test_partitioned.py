@@ -11,54 +11,18 @@ import lance_namespace as ln
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import invoke, run_cli, tree_snapshot
 from data import events, random_predicate
-
-SPEC1 = ["--field", "year(event_date) as event_year", "--field", "country"]
-
-
-@pytest.fixture
-def files(tmp_path):
-    def write(name: str, table: pa.Table) -> str:
-        path = tmp_path / name
-        pq.write_table(table, path)
-        return str(path)
-
-    return write
-
-
-def cli(root, *args):
-    return invoke(*root.args, *args)
-
-
-def ok(root, *args):
-    result = cli(root, *args)
-    assert result.exit_code == 0, result.stderr
-    return result
-
-
-def manifest(root) -> lance.LanceDataset:
-    return lance.dataset(str(root.local_path / "__manifest"))
-
-
-def partition_tables(root) -> list[dict]:
-    rows = manifest(root).to_table(filter="object_type = 'table'").to_pylist()
-    return sorted(rows, key=lambda r: r["object_id"])
-
-
-def published_rows(root) -> pa.Table:
-    """Every row a reader sees: each partition table at its recorded read_version."""
-    parts = []
-    for row in partition_tables(root):
-        ds = lance.dataset(str(root.local_path / row["location"]), version=row["read_version"])
-        parts.append(ds.to_table())
-    return pa.concat_tables(parts) if parts else pa.table({})
-
-
-@pytest.fixture
-def partitioned(local_root, files):
-    ok(local_root, "add-partition-spec", "--schema", files("schema.parquet", events(1)), *SPEC1)
-    return local_root
+from helpers import (
+    SPEC1,
+    cli,
+    invoke,
+    manifest,
+    ok,
+    partition_tables,
+    published_rows,
+    run_cli,
+    tree_snapshot,
+)
 
 
 def test_first_spec_makes_the_root_partitioned(partitioned):
@@ -450,7 +414,7 @@ def test_schema_from_json_or_a_table_and_spec_from_a_file(local_root, tmp_path, 
 
 def test_a_users_namespace_is_never_taken_for_a_spec_version(local_root, files):
     # made before the root was partitioned (afterwards `create` refuses v<N>: see
-    # tests/test_partition_refusals.py)
+    # tests/partitioned/test_partition_refusals.py)
     ok(local_root, "create", "namespace", "v2")
     ok(local_root, "create", "table", "v2.foo", "--schema", _schema_file(local_root))
     ok(local_root, "add-partition-spec", "--schema", files("s.parquet", events(1)), *SPEC1)

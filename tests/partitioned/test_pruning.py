@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_partition_spec import APPENDIX_A
+from spec_appendix import APPENDIX_A
 
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.partition import transforms

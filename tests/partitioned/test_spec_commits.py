@@ -14,8 +14,8 @@ import json
 import lance
 import pyarrow.parquet as pq
 import pytest
-from conftest import invoke
 from data import country_rows
+from helpers import invoke
 
 from lancens_cli.store.manifest import ManifestStore
 

@@ -16,7 +16,7 @@ import json
 import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
-from conftest import invoke
+from helpers import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

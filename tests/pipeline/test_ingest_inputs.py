@@ -17,8 +17,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import Root, invoke
 from data import partitioned_root
+from helpers import Root, invoke
 
 pytestmark = pytest.mark.spark
 

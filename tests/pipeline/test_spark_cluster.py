@@ -12,9 +12,9 @@ import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import Result, run_cli
+from helpers import Result, run_cli
+from join_reference import ON, brute_join, build, orders_and_customers, result_rows
 from spark_cluster import Cluster, standalone_cluster
-from test_spark_join import ON, brute_join, build, orders_and_customers, result_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -20,8 +20,8 @@ from decimal import Decimal
 import duckdb
 import pyarrow as pa
 import pytest
-from conftest import Root, invoke
 from data import partitioned_root
+from helpers import Root, invoke, ok
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -108,16 +108,13 @@ def world(tmp_path_factory, spark):
     folder = tmp_path_factory.mktemp("differential")
     root = partitioned_root(folder, SCHEMA, "bucket(4, id)", "year(d)")
 
-    def ok(*args):
-        result = invoke(*root.args, *args)
-        assert result.exit_code == 0, result.stderr
-
     first, second = make_rows(160, 1, 0), make_rows(160, 2, 1000)
     previous = spark.conf.get("spark.sql.session.timeZone")
     spark.conf.set("spark.sql.session.timeZone", ZONE)
     try:
         user_job(spark, first, root)
         ok(
+            root,
             "add-partition-spec",
             "--field",
             "truncate(2, s)",

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
-from conftest import invoke, run_cli, tree_snapshot
+from helpers import invoke, ok, run_cli, tree_snapshot
 from lance.namespace import DirectoryNamespace
 
 pytestmark = pytest.mark.spark
@@ -48,12 +48,6 @@ def schema_file(tmp_path: Path, nullable_id: bool = True) -> str:
     path = tmp_path / "schema.parquet"
     pq.write_table(pa.Table.from_batches([], schema), path)
     return str(path)
-
-
-def ok(root, *args):
-    result = invoke(*root.args, *args)
-    assert result.exit_code == 0, result.stderr
-    return result
 
 
 @pytest.fixture
@@ -260,7 +254,7 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(local_root, tmp_path, 
 
 @pytest.mark.s3
 def test_ingest_on_s3(s3_root, tmp_path, spark, moto_endpoint):
-    from conftest import s3_client
+    from helpers import s3_client
 
     ok(s3_root, "add-partition-spec", "--schema", schema_file(tmp_path), *SPEC)
     local = write_parquet(tmp_path, "a.parquet", events(400, seed=11))

@@ -21,11 +21,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import Root, invoke, run_cli
+from helpers import Root, invoke, ok, run_cli
 
 from lancens_cli.partition.predicate import evaluate, parse
 
-pytestmark = pytest.mark.spark
+# In-process runs reuse the shared local[2] session (flags > env > local[*]).
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("shared_master")]
 
 UTC = dt.UTC
 COUNTRIES = ["US", "DE", "FR", None]
@@ -68,18 +69,6 @@ SCHEMA = pa.schema(
         ("name", pa.string()),
     ]
 )
-
-
-@pytest.fixture(autouse=True)
-def _shared_master(monkeypatch):
-    """In-process scans reuse the test session, which runs on local[2]."""
-    monkeypatch.setenv("LANCENS_SPARK_MASTER", "local[2]")
-
-
-def ok(root: Root, *args: str) -> str:
-    result = invoke(*root.args, *args)
-    assert result.exit_code == 0, result.stderr
-    return result.stdout
 
 
 def write_batch(root: Root, folder: Path, batch: int, n: int = 150) -> pa.Table:
@@ -143,7 +132,7 @@ def explained(root: Root, where: str | None) -> dict:
 
 
 def pruned(root: Root, where: str) -> set[str]:
-    out = json.loads(ok(root, "partitions", "--where", where, "--json"))
+    out = ok(root, "partitions", "--where", where, "--json").json()
     return {p["location"] for p in out["partitions"]}
 
 

@@ -16,8 +16,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import Root, invoke, run_cli
 from data import partitioned_root
+from helpers import Root, invoke, run_cli
 
 pytestmark = pytest.mark.spark
 

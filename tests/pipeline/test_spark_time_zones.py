@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from conftest import Root
 from data import partitioned_root
+from helpers import Root
 
 pytestmark = pytest.mark.spark
 

@@ -13,8 +13,8 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import Root, invoke, tree_snapshot
 from data import partitioned_root
+from helpers import Root, invoke, tree_snapshot
 
 pytestmark = pytest.mark.spark
 

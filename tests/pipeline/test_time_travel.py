@@ -14,8 +14,8 @@ import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import Root, invoke
 from data import partitioned_root
+from helpers import Root, invoke, ok
 
 pytestmark = pytest.mark.spark
 
@@ -37,12 +37,6 @@ def rows(start: int, count: int, country: str) -> pa.Table:
 
 def manifest_version(root: Root) -> int:
     return lance.dataset(str(root.local_path / "__manifest")).version
-
-
-def ok(root: Root, *args: str) -> str:
-    result = invoke(*root.args, *args)
-    assert result.exit_code == 0, result.stderr
-    return result.stdout
 
 
 @pytest.fixture(scope="module")
@@ -108,9 +102,9 @@ def test_a_timestamp_reads_the_newest_version_committed_before_it(history, spark
 
 def test_partitions_as_of_a_version(history):
     root, seen = history
-    first = json.loads(ok(root, "partitions", "--version-as-of", str(seen[0][0]), "--json"))
+    first = ok(root, "partitions", "--version-as-of", str(seen[0][0]), "--json").json()
     assert first["partitions_matched"] == 1  # only US existed
-    now = json.loads(ok(root, "partitions", "--json"))
+    now = ok(root, "partitions", "--json").json()
     assert now["partitions_matched"] > first["partitions_matched"]
 
 

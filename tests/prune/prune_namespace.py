@@ -15,16 +15,10 @@ from pathlib import Path
 import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
-from conftest import invoke
 from data import country_rows
+from helpers import ok
 
 ABANDONED = "0badc0de_plain$ghost"
-
-
-def ok(root_args, *args):
-    result = invoke(*root_args, *args)
-    assert result.exit_code == 0, (args, result.stderr)
-    return result
 
 
 @dataclass
@@ -42,18 +36,17 @@ class Built:
 def build(root, tmp: Path) -> Built:
     """The namespace of the issue's Tests section, on a local root."""
     path = root.local_path
-    args = root.args
     data = tmp / "rows.parquet"
     pq.write_table(country_rows(0), data)
-    ok(args, "add-partition-spec", "--schema", str(data), "--field", "country")
-    ok(args, "write", "--from", str(data))
+    ok(root, "add-partition-spec", "--schema", str(data), "--field", "country")
+    ok(root, "write", "--from", str(data))
     pq.write_table(country_rows(100), data)
-    ok(args, "write", "--from", str(data))
+    ok(root, "write", "--from", str(data))
     for name in ("plain", "more", "other"):
-        ok(args, "create", "namespace", name)  # many __manifest versions
+        ok(root, "create", "namespace", name)  # many __manifest versions
     pq.write_table(pa.table({"a": pa.array([0, 1, 2], pa.int64())}), tmp / "a.parquet")
-    ok(args, "create", "table", "plain.t", "--from", str(tmp / "a.parquet"))
-    ok(args, "create", "table", "more.u", "--from", str(tmp / "a.parquet"))
+    ok(root, "create", "table", "plain.t", "--from", str(tmp / "a.parquet"))
+    ok(root, "create", "table", "more.u", "--from", str(tmp / "a.parquet"))
     manifest = lance.dataset(str(path / "__manifest"))
     table_rows = manifest.to_table(filter="object_type = 'table'").to_pylist()
     location = {r["object_id"]: r["location"] for r in table_rows}

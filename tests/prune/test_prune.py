@@ -1,6 +1,6 @@
 """`lancens prune`: every version a reader can reach stays and reads the same; the rest goes.
 
-The namespace (tests/prune_namespace.py) holds a table of 20 versions with a tag, a branch and
+The namespace (tests/prune/prune_namespace.py) holds a table of 20 versions with a tag, a branch and
 two shallow clones, a partitioned namespace whose published `read_version` is older than the
 window and older than a dead write's unpublished version, a root `<name>.lance` table, an
 abandoned table write, a staged `__manifest` file and many `__manifest` versions.
@@ -21,8 +21,8 @@ import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import run_cli, tree_snapshot
 from data import country_rows
+from helpers import run_cli, tree_snapshot
 from prune_namespace import ABANDONED, assert_same, build, reachable, versions
 
 FAST = ["--older-than", "1s", "--grace", "1s", "--force"]

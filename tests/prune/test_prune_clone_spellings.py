@@ -14,7 +14,7 @@ import time
 import lance
 import pyarrow as pa
 import pytest
-from conftest import invoke
+from helpers import invoke
 
 FAST = ["--older-than", "1s", "--grace", "1s", "--force"]
 

@@ -11,7 +11,7 @@ import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import invoke
+from helpers import invoke
 
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune import compact as prune_compact

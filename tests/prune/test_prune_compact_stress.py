@@ -22,7 +22,7 @@ import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import invoke
+from helpers import invoke
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("k", pa.string())])
 WRITERS = 2

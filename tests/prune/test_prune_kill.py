@@ -18,8 +18,8 @@ import time
 import lance
 import pyarrow as pa
 import pytest
-from conftest import run_cli
 from data import country_rows
+from helpers import run_cli
 from prune_namespace import assert_same, build, reachable
 
 FAST = ["--older-than", "1s", "--grace", "1s", "--force", "--yes"]

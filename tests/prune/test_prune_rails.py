@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import invoke, tree_snapshot
+from helpers import invoke, tree_snapshot
 
 
 @pytest.fixture

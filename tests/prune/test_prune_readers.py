@@ -22,8 +22,8 @@ import lance
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from conftest import invoke
 from data import country_rows
+from helpers import Root, invoke, ok
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -66,11 +66,6 @@ def rows(start: int, n: int) -> pa.Table:
     )
 
 
-def ok(*args: str) -> None:
-    result = invoke(*args)
-    assert result.exit_code == 0, (args, result.stderr)
-
-
 class Scene:
     """The generated namespace: `data/ns` (a symlink to `disk1/ns`) with a partitioned spec,
     a catalogued table `plain.t`, and shallow clones of it at the root."""
@@ -80,23 +75,23 @@ class Scene:
         os.symlink(base / "disk1", base / "data")
         self.base = base
         self.root = base / "data" / "ns"
-        self.args = ("--root", str(self.root))
+        self.ns = Root(str(self.root), {}, self.root)
         self.next_row = 0
         self.published = 0
         self.tags = 0
         self.clones = 0
         pq.write_table(country_rows(0), base / "p.parquet")
         ok(
-            *self.args,
+            self.ns,
             "add-partition-spec",
             "--schema",
             str(base / "p.parquet"),
             "--field",
             "country",
         )
-        ok(*self.args, "create", "namespace", "plain")
+        ok(self.ns, "create", "namespace", "plain")
         pq.write_table(rows(0, 20), base / "t.parquet")
-        ok(*self.args, "create", "table", "plain.t", "--from", str(base / "t.parquet"))
+        ok(self.ns, "create", "table", "plain.t", "--from", str(base / "t.parquet"))
         self.next_row = 20
         manifest = lance.dataset(str(self.root / "__manifest"))
         (row,) = manifest.to_table(filter="object_id = 'plain$t'").to_pylist()
@@ -150,7 +145,7 @@ class Scene:
             self.next_row += 4
         elif kind == "publish":
             pq.write_table(country_rows(1000 + 10 * self.published, arg), self.base / "p.parquet")
-            ok(*self.args, "write", "--from", str(self.base / "p.parquet"))
+            ok(self.ns, "write", "--from", str(self.base / "p.parquet"))
             self.published += 1
 
     def _some_version(self, pick: int) -> int:

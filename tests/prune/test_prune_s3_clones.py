@@ -11,7 +11,7 @@ import time
 import lance
 import pyarrow as pa
 import pytest
-from conftest import invoke
+from helpers import invoke
 
 pytestmark = pytest.mark.s3
 

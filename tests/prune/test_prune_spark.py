@@ -1,6 +1,6 @@
 """`lancens prune --master`: the per-table work as Spark tasks gives what the local run gives.
 
-Two namespaces are built alike (tests/prune_namespace.py: a table of 20 versions with a tag, a
+Two namespaces are built alike (tests/prune/prune_namespace.py: a table of 20 versions with a tag, a
 branch and two shallow clones, a partition table with a dead write's version, debris); one is
 pruned in this process's threads, the other as Spark tasks on the session-wide local[2] session
 (in-process `invoke` reuses it). The reports must agree table by table and every table must read
@@ -18,8 +18,8 @@ import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import Root, invoke, tree_snapshot
 from data import country_rows
+from helpers import Root, invoke, tree_snapshot
 from prune_namespace import ABANDONED, assert_same, build, reachable, versions
 
 pytestmark = pytest.mark.spark

@@ -8,7 +8,7 @@ import shutil
 import time
 
 import pytest
-from conftest import Root, invoke
+from helpers import Root, invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prune_namespace import build, copy_tree
@@ -90,7 +90,7 @@ def test_every_reason_a_version_is_kept_is_named(template):
 
 
 def test_versions_changes_nothing_and_refuses_bad_input(template, tmp_path):
-    from conftest import tree_snapshot
+    from helpers import tree_snapshot
 
     path = tmp_path / "ns"
     copy_tree(template.path, path)

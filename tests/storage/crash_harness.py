@@ -1,6 +1,6 @@
 """Kill `lancens` with SIGKILL (or interrupt it with SIGINT, as Ctrl-C does) at random moments,
 rerun the same command, and prove the namespace consistent: the machinery behind
-tests/test_crash.py.
+tests/storage/test_crash.py.
 
 A *scenario* is one command on one prepared namespace (built once per test as a local template,
 then copied for every trial: a directory copy locally, an upload to a fresh prefix on S3). A
@@ -47,7 +47,7 @@ from pathlib import Path
 import lance
 import pyarrow as pa
 import pyarrow.compute as pc
-from conftest import Root, invoke
+from helpers import Root, invoke
 
 from lancens_cli.models import KIND_TABLE, STATE_UNCOMMITTED, Identifier
 from lancens_cli.service.catalog.listing import list_namespace

@@ -28,7 +28,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import Root, run_cli
+from helpers import Root, root_s3_client, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -192,19 +192,6 @@ def _run_together(specs: list[dict], sync_dir: Path) -> list[list[dict]]:
 # --- looking at the namespace from the outside -----------------------------------------------
 
 
-def _s3_client(root: Root):
-    import boto3
-
-    opts = root.storage_options
-    return boto3.client(
-        "s3",
-        endpoint_url=opts["endpoint"],
-        region_name=opts["region"],
-        aws_access_key_id=opts["access_key_id"],
-        aws_secret_access_key=opts["secret_access_key"],
-    )
-
-
 def _s3_bucket_prefix(root: Root, rel: str) -> tuple[str, str]:
     bucket, _, base = root.uri[len("s3://") :].partition("/")
     prefix = f"{base}/{rel}".strip("/") + "/"
@@ -218,7 +205,7 @@ def root_children(root: Root) -> set[str]:
     bucket, prefix = _s3_bucket_prefix(root, "")
     names = set()
     for page in (
-        _s3_client(root)
+        root_s3_client(root)
         .get_paginator("list_objects_v2")
         .paginate(Bucket=bucket, Prefix=prefix, Delimiter="/")
     ):
@@ -237,7 +224,7 @@ def files_below(root: Root, rel: str) -> set[str]:
     bucket, prefix = _s3_bucket_prefix(root, rel)
     found = set()
     for page in (
-        _s3_client(root).get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        root_s3_client(root).get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
     ):
         for obj in page.get("Contents", []):
             found.add(obj["Key"][len(prefix) :])

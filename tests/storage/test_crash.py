@@ -172,8 +172,7 @@ def test_sigint_and_rerun(name, data_dir, trial_dir, tmp_path):
 
 
 def _partitioned_root(path: Path, schema: Path, first: Path):
-    from conftest import Root, invoke
-    from test_partitioned import SPEC1
+    from helpers import SPEC1, Root, invoke
 
     path.mkdir()
     root = Root(str(path), {}, path)
@@ -193,9 +192,8 @@ def test_sigint_during_a_partitioned_write(tmp_path):
     import time
 
     import pyarrow.parquet as pq
-    from conftest import invoke, run_cli
     from data import events
-    from test_partitioned import published_rows
+    from helpers import invoke, published_rows, run_cli
 
     schema, first, big = (tmp_path / n for n in ("schema.parquet", "first.parquet", "big.parquet"))
     pq.write_table(events(1), schema)

