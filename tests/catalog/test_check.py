@@ -252,7 +252,7 @@ def test_mixed_manifest_naming(any_root, parquet):
 
 
 def test_base_path_missing_data_file(any_root, parquet, tmp_path):
-    """Spec 002 base paths: a data file written to another base is resolved there."""
+    """The storage layout spec base paths: a data file written to another base is resolved there."""
     from lance import DatasetBasePath
 
     healthy_namespace(any_root, parquet)

@@ -1,5 +1,5 @@
 """`lancens migrate-v1`: registering V1 `<name>.lance` tables (and, with --legacy, spec-001
-`<name>` tables) in `__manifest` (spec 000 "Migration from V1 to V2").
+`<name>` tables) in `__manifest` (the directory namespace spec "Migration from V1 to V2").
 
 What is proved, on a local directory and on S3 (moto) where practical:
 - `--check` (exit 7 while tables are left) and `--dry-run` change nothing at all;
@@ -250,7 +250,8 @@ def test_junk_deregistered_and_invalid_names(any_root):
     assert "skipped" in result.stderr
     items = by_name(result.json())
     assert set(items) == {"good", "junk", "gone", "bad$name"}
-    # spec 001 counts a non-Lance directory as a table: registered, and the report says what it is.
+    # The V1 directory namespace spec counts a non-Lance directory as a table: registered, and
+    # the report says what it is.
     assert items["junk"]["status"] == "migrated"
     assert items["junk"]["state"] == "not a Lance table"
     assert "not a Lance table" in items["junk"]["reason"]
@@ -363,8 +364,8 @@ def test_name_conflicts_are_skipped(local_root, monkeypatch):
 
 def test_legacy_tables(any_root):
     write_v1(any_root, "modern.lance")
-    write_v1(any_root, "oldstyle")  # spec 001: the table directory is just the name
-    put_file(any_root, "notes/readme.txt", b"not a table")  # spec 001 layout, but not Lance
+    write_v1(any_root, "oldstyle")  # V1 spec: the table directory is just the name
+    put_file(any_root, "notes/readme.txt", b"not a table")  # a V1 layout, but not Lance
     write_v1(any_root, "0badcafe_orphan")  # a V2 directory: `check` looks after those
     before = snapshot(any_root)
 

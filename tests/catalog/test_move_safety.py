@@ -1,10 +1,11 @@
-"""Branches and shallow clones across `rename` and `drop` (issue 9, defects 1 and 2).
+"""Branches and shallow clones across `rename` and `drop`.
 
-A branch (`tree/<branch>/`) and a shallow clone read another dataset's files through a base
-path holding its absolute location (spec 002). Moving a table directory must keep every version
-of every branch readable (the copy's base paths are rewritten); moving or deleting a directory
-another table reads is refused (exit 5) unless `--force`; `check` reports a branch that no longer
-resolves. Fixtures are real pylance tables made directly with pylance, never through the tool.
+A branch (`tree/<branch>/`) and a shallow clone read another dataset's files through a base path
+holding its absolute location (the storage layout spec). Moving a table directory must keep every
+version of every branch readable (the copy's base paths are rewritten); moving or deleting a
+directory another table reads is refused (exit 5) unless `--force`; `check` reports a branch that no
+longer resolves. Fixtures are real pylance tables made directly with pylance, never through the
+tool.
 """
 
 from __future__ import annotations

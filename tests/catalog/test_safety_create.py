@@ -1,14 +1,15 @@
-"""Data safety of `create`, `migrate-v1 --legacy` and a rename racing a drop (issue 9: 3, 4, 6, 7).
+"""Data safety of `create`, `migrate-v1 --legacy` and a rename racing a drop.
 
-- 3: `R/t` (a spec-001 table) and `R/t.lance` both claim `t`: `migrate-v1 --legacy` registers
-  `t.lance` (spec 000's directory for `t`, the one directory listing already resolves), skips `t`
-  with the reason, exits 6 and migrates the rest; `--check` / `--dry-run` plan `t` once.
-- 4: `rename t t2` racing `drop t --yes` never brings the dropped table back: the loser exits 3
+- `R/t` (a V1-spec table) and `R/t.lance` both claim `t`: `migrate-v1 --legacy` registers
+  `t.lance` (the directory namespace spec's directory for `t`, the one directory listing already
+  resolves), skips `t` with the reason, exits 6 and migrates the rest; `--check` / `--dry-run` plan
+  `t` once.
+- `rename t t2` racing `drop t --yes` never brings the dropped table back: the loser exits 3
   or 4, and nothing is left that `check` would call an interrupted rename to rerun.
-- 6: a root `t.lance` holding only the data files of a write that never committed is listed as
+- a root `t.lance` holding only the data files of a write that never committed is listed as
   an `uncommitted write`, skipped by `migrate-v1`, and an `abandoned_table_write` that
   `check --fix` deletes once older than the grace period.
-- 7: `create table x` over such a directory (a killed create, an `rsync -a` copy in progress)
+- `create table x` over such a directory (a killed create, an `rsync -a` copy in progress)
   exits 4 and touches nothing; `create` deletes only files it wrote itself.
 """
 
@@ -87,8 +88,8 @@ def parquet(tmp_path) -> str:
 
 def test_legacy_and_v1_directory_claiming_one_name(local_root):
     base = local_root.local_path
-    write_table(base / "t", n=10)  # spec 001: the directory is just the name
-    write_table(base / "t.lance", n=20)  # spec 000 / V1: <name>.lance
+    write_table(base / "t", n=10)  # the V1 directory namespace spec: the directory is just the name
+    write_table(base / "t.lance", n=20)  # the directory namespace spec / V1: <name>.lance
     write_table(base / "other", n=30)  # a legacy table no one else claims
 
     def plan(*flags: str, code: int) -> list[tuple[str, str, str]]:

@@ -1,4 +1,4 @@
-"""Issue 9, through the CLI: Ctrl-C during a write, a damaged `__manifest`, a root that is a file,
+"""Through the CLI: Ctrl-C during a write, a damaged `__manifest`, a root that is a file,
 a root of the wrong type in a profile, names that contain the delimiter, global options after the
 command, and failures told in words (never a Python class name)."""
 

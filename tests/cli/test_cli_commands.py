@@ -1029,7 +1029,7 @@ def test_v1_only_mode_ignores_the_manifest(lns, files, monkeypatch):
     assert entries["root"]["source"] == "directory"
 
 
-# --- spec 000 merge rules and spec 001 existence -------------------------------------------------
+# --- merge rules (directory namespace spec) and existence (V1 directory namespace spec) ----------
 
 
 def test_v1_directory_made_by_pylance_is_a_directory_table(ns):
@@ -1101,7 +1101,7 @@ def test_junk_directory_is_listed_but_not_loadable(ns):
 
 
 def test_empty_junk_directory_is_a_table_that_cannot_be_loaded(lns):
-    """Spec 001: an *empty* table directory exists; loading it fails with a clear error."""
+    """The V1 spec: an *empty* table directory exists; loading it fails with a clear error."""
     (lns.local_path / "junk.lance").mkdir()
     entry = listing(lns)["junk"]
     assert entry["source"] == "directory"
@@ -1111,7 +1111,7 @@ def test_empty_junk_directory_is_a_table_that_cannot_be_loaded(lns):
 
 
 def test_empty_junk_directory_exists_for_create(lns):
-    """Spec 001: the empty directory counts as an existing table, so its name is taken."""
+    """The V1 spec: the empty directory counts as an existing table, so its name is taken."""
     (lns.local_path / "junk.lance").mkdir()
     fails(lns, 4, "create", "table", "junk", "--declare", match="already exists")
     assert os.listdir(lns.local_path / "junk.lance") == []

@@ -6,7 +6,7 @@ import json
 
 from helpers import invoke
 
-# The commands as a user meets them, group by group (issue 13: the explicit list in cli/app.py).
+# The commands as a user meets them, group by group (the explicit list in cli/app.py).
 GROUPS = {
     "Inspect": ["ls", "describe", "partitions", "scan"],
     "Change": ["init", "create", "rename", "drop", "register", "deregister"],

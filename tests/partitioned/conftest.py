@@ -1,5 +1,5 @@
-"""Fixtures of the partitioned-namespace tests (spec 004: specs, transforms, pruning, writes,
-schema evolution, branches, join plans)."""
+"""Fixtures of the partitioned-namespace tests (the partitioning spec: specs, transforms,
+pruning, writes, schema evolution, branches, join plans)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Spec 004's Appendix A: the `__manifest` table metadata of a partitioned namespace (two
-partition specs and the JSON Arrow schema), exactly as the spec prints it."""
+"""The partitioning spec's Appendix A: the `__manifest` table metadata of a partitioned namespace
+(two partition specs and the JSON Arrow schema), exactly as the spec prints it."""
 
 APPENDIX_A = {
     "partition_spec_v1": {

@@ -1,7 +1,7 @@
-"""Spec 004, Namespace Schema: "Field IDs are never reused and must remain consistent across
-partition tables." A generated sequence of `evolve-schema` adds, drops and renames, with writes
-that create new partition tables between them: every published partition table carries exactly
-the namespace schema's field ids, and `check` finds a table that does not."""
+"""The partitioning spec, Namespace Schema: "Field IDs are never reused and must remain consistent
+across partition tables." A generated sequence of `evolve-schema` adds, drops and renames, with
+writes that create new partition tables between them: every published partition table carries
+exactly the namespace schema's field ids, and `check` finds a table that does not."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`lancens join-plan`: storage partitioned join plans (spec 004, SPJ and Appendix F).
+"""`lancens join-plan`: storage partitioned join plans (the partitioning spec, SPJ and Appendix F).
 
 Namespaces are built through the CLI as a user would (`add-partition-spec`, `write`); every
 compatible plan is checked by joining group by group (each table read at its read_version) and

@@ -1,6 +1,6 @@
-"""Branches and tags of a partitioned namespace through the CLI (spec 004, Read Behavior):
-`write --branch`, `tag-partitions [--publish]`, what `partitions`, `scan` and `describe` read,
-`prune` keeping published branches and tags, and `check` of the published version."""
+"""Branches and tags of a partitioned namespace through the CLI (the partitioning spec, Read
+Behavior): `write --branch`, `tag-partitions [--publish]`, what `partitions`, `scan` and `describe`
+read, `prune` keeping published branches and tags, and `check` of the published version."""
 
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def test_tags_publish_and_a_later_write_moves_touched_partitions_off_the_tag(
         tag = lance.dataset(table_uri(partitioned, row)).tags.list()["snap"]
         branch, version = published[row["object_id"]]
         assert (tag["branch"], tag["version"]) == (branch, version)
-        # spec 004: "read_tag only"
+        # the partitioning spec: "read_tag only"
         assert (row["read_tag"], row["read_version"], row["read_branch"]) == ("snap", None, None)
     assert scanned_ids(partitioned) == snapshot_ids
     listed = ok(partitioned, "--json", "partitions").json()["partitions"]

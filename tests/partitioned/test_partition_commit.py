@@ -1,5 +1,6 @@
-"""The multi-partition transaction of spec 004: concurrent writers rebase and lose nothing, and a
-writer killed half-way publishes nothing (not even through the next writer's commit)."""
+"""The multi-partition transaction of the partitioning spec: concurrent writers rebase and lose
+nothing, and a writer killed half-way publishes nothing (not even through the next writer's
+commit)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The partition spec model: exact JSON round-trip of spec 004's appendices, the readable
-`--field` syntax, and field-id reuse."""
+"""The partition spec model: exact JSON round-trip of the partitioning spec's appendices, the
+readable `--field` syntax, and field-id reuse."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Partition pruning (spec 004 "Partition Pruning", Appendix D).
+"""Partition pruning (the partitioning spec "Partition Pruning", Appendix D).
 
 The parser and renderer are checked construct by construct; the pruning rules one by one; and
 the promise that matters (a partition holding a matching row is never pruned) against brute

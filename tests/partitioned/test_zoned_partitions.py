@@ -1,5 +1,5 @@
-"""Time transforms on zoned timestamps, end to end through the CLI (spec 004: each transform
-IS its derived expression, `date_part(<part>, col0)`).
+"""Time transforms on zoned timestamps, end to end through the CLI (the partitioning spec: each
+transform IS its derived expression, `date_part(<part>, col0)`).
 
 Generated rows in zones with DST changes, half- and quarter-hour offsets and a skipped day are
 written with `lancens write`; then every partition table's `partition_field_*` value equals
