@@ -120,6 +120,8 @@ def field_from_json(value: Any) -> Any:
     name = value.get("name")
     if not isinstance(name, str) or not name:
         raise _fail(f"a field needs a non-empty string 'name' ({value!r})")
+    if "\x00" in name:  # Lance's files keep names as C strings: the name would read back cut
+        raise _fail(f"field name {name!r} contains a NUL character")
     if "type" not in value:
         raise _fail(f"field {name!r} has no 'type'")
     nullable = value.get("nullable", True)

@@ -1024,6 +1024,10 @@ def test_schema_files_through_the_cli(schema_root):
     )
     @example(doc={"fields": []}, json_mode=True)
     @example(doc={"fields": [{"name": "id", "type": "int64"}]}, json_mode=False)
+    @example(  # Lance would keep the name cut at the NUL: refused
+        doc={"fields": [{"name": "id", "type": "int64"}, {"name": "\x00", "type": "int8"}]},
+        json_mode=False,
+    )
     def prop(doc, json_mode):
         table = f"s{next(serial)}"
         path = schema_root.parent / f"{table}.json"

@@ -88,9 +88,9 @@ def test_every_past_version_reads_as_it_was(history, spark):
     root, seen = history
     for version, _, ids in seen:
         assert read_ids(spark, root, versionAsOf=str(version)) == ids, version
-    scanned = json.loads(
-        ok(root, "scan", "--version-as-of", str(seen[0][0]), "--columns", "id", "--json")
-    )
+    scanned = ok(
+        root, "scan", "--version-as-of", str(seen[0][0]), "--columns", "id", "--json"
+    ).json()
     assert sorted(r[0] for r in scanned["rows"]) == seen[0][2]
 
 

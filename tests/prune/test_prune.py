@@ -394,13 +394,14 @@ def test_prune_on_s3(s3_root, tmp_path):
 
     # The lease works on S3: put-if-not-exists, and a second run exits 4.
     from lancens_cli.config import resolve_config
-    from lancens_cli.service.prune.lease import _create_exclusive, acquire
+    from lancens_cli.service.prune.lease import acquire
+    from lancens_cli.store.exclusive_files import create_exclusive
     from lancens_cli.store.storage import Storage
 
     props = {"root": s3_root.uri}
     storage = Storage(resolve_config(props, opts, None))
-    assert _create_exclusive(storage, "probe/once", "first")
-    assert not _create_exclusive(storage, "probe/once", "second")  # If-None-Match: * honoured
+    assert create_exclusive(storage, "probe/once", "first")
+    assert not create_exclusive(storage, "probe/once", "second")  # If-None-Match: * honoured
     assert storage.fs.cat_file(storage.fs_path("probe/once")) == b"first"
     storage.delete_file("probe/once")
     lease = acquire(storage)

@@ -226,14 +226,14 @@ def test_after_prune_every_version_a_reader_can_reach_reads_as_before(tmp_path_f
         time.sleep(1.1)  # past the 1s window and grace
         flags = ["--older-than", policy["older_than"], "--retain", str(policy["retain"])]
         flags += ["--grace", "1s", "--force"] + (["--compact"] if policy["compact"] else [])
-        result = invoke(*scene.args, "prune", *flags, "--yes", "--json")
+        result = invoke(*scene.ns.args, "prune", *flags, "--yes", "--json")
         assert result.exit_code == 0, result.stderr
         report = json.loads(result.stdout)
         removed_in_all.append(sum(len(t["versions_removed"]) for t in report["tables"]))
         after = reachable(scene)
         for key in still_reachable(before, scene):
             assert after.get(key) == before[key], (key, steps, policy)
-        assert invoke(*scene.args, "check").exit_code == 0
+        assert invoke(*scene.ns.args, "check").exit_code == 0
 
     property_holds()
     assert sum(removed_in_all) > 0  # the property was tried where prune removed versions
