@@ -434,6 +434,7 @@ main()
 """
 
 
+@pytest.mark.slow
 def test_rename_and_drop_as_racing_processes(tmp_path):
     """`lancens rename t t2 & lancens drop t --yes` as real processes, many times, the drop
     starting up to 0.1 s before or after the rename: exactly one wins and the other exits 3 or

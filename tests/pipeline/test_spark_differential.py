@@ -298,6 +298,7 @@ SETTINGS = settings(
 )
 
 
+@pytest.mark.slow
 def test_generated_predicates_on_a_reused_dataframe_equal_duckdb(world, spark):
     root, _, con = world
     spark.conf.set("spark.sql.session.timeZone", ZONE)

@@ -385,6 +385,7 @@ def test_missing_root_is_not_found(tmp_path, spark):
     assert not (tmp_path / "absent").exists()
 
 
+@pytest.mark.slow
 def test_real_entry_point_scans(namespace):
     root, data, _ = namespace
     result = run_cli(

@@ -242,6 +242,7 @@ def test_a_narrower_read_schema_is_exact_or_an_error(namespace, spark):
     assert {r.i16 for r in fits.collect()} == {3}
 
 
+@pytest.mark.slow
 def test_no_jvm_lines_on_stderr_unless_debug(namespace):
     root, _ = namespace
     quiet = run_cli(*root.args, "scan", "--count", "--master", "local[1]")

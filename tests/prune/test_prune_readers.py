@@ -22,6 +22,7 @@ import lance
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from data import country_rows
 from helpers import Root, invoke, ok
 from hypothesis import HealthCheck, given, settings
@@ -204,6 +205,7 @@ def still_reachable(before: dict[str, tuple], scene: Scene) -> list[str]:
     return [k for k in before if not k.startswith("manifest v") or int(k.split()[1][1:-1]) in kept]
 
 
+@pytest.mark.slow
 def test_after_prune_every_version_a_reader_can_reach_reads_as_before(tmp_path_factory):
     removed_in_all: list[int] = []
 

@@ -34,6 +34,8 @@ from pathlib import Path
 import pytest
 from crash_harness import PHASES, Place, failure_report, prepare, run_trials, scenarios
 
+pytestmark = pytest.mark.slow  # kill loops: hundreds of processes
+
 KILLS = int(os.environ.get("LANCENS_CRASH_KILLS", "50"))
 SEED = int(os.environ.get("LANCENS_CRASH_SEED", "0"))
 LOCAL_SHARE = 0.7  # 35 local + 15 S3 kills per command by default

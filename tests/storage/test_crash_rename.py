@@ -17,6 +17,8 @@ import pyarrow as pa
 import pytest
 from helpers import Root, run_cli
 
+pytestmark = pytest.mark.slow  # kill loops: hundreds of processes
+
 ROWS_PER_VERSION = 100
 VERSIONS = 30
 
