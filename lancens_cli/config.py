@@ -252,19 +252,23 @@ def _profile_table(name: str, path: Path) -> dict[str, object]:
 
 
 def load_spark_profile(name: str | None, path: Path | None = None) -> dict[str, object]:
-    """A profile's `[profiles.<name>.spark]` table: `master` and a `conf` table of Spark keys."""
+    """A profile's `[profiles.<name>.spark]` table: `master` or `remote` (a Spark Connect URL),
+    and a `conf` table of Spark keys."""
     if not name:
         return {}
     spark = _profile_table(name, path or default_config_file()).get(SPARK_TABLE, {})
     if not isinstance(spark, dict):
         raise ConfigError(f"profile {name!r}: {SPARK_TABLE!r} must be a table")
-    unknown = sorted(set(spark) - {"master", "conf"})
+    unknown = sorted(set(spark) - {"master", "remote", "conf"})
     if unknown:
         raise ConfigError(
             f"profile {name!r}: unknown Spark {noun(len(unknown), 'setting')} {', '.join(unknown)}"
         )
-    if not isinstance(spark.get("master", ""), str):
-        raise ConfigError(f"profile {name!r}: spark.master must be a string")
+    for key in ("master", "remote"):
+        if not isinstance(spark.get(key, ""), str):
+            raise ConfigError(f"profile {name!r}: spark.{key} must be a string")
+    if spark.get("master") and spark.get("remote"):
+        raise ConfigError(f"profile {name!r}: spark.master and spark.remote: give one")
     if not isinstance(spark.get("conf", {}), dict):
         raise ConfigError(f"profile {name!r}: spark.conf must be a table of key = value")
     return spark

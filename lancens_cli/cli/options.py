@@ -98,7 +98,7 @@ JoinKeys = Annotated[
     ),
 ]
 
-# --- the commands that run Spark (`ingest`, `scan`, `join`, `prune --master`) ------------------
+# --- the commands that run Spark (`ingest`, `scan`, `join`, `prune --master/--remote`) --------
 
 Master = Annotated[
     str | None,
@@ -107,6 +107,16 @@ Master = Annotated[
         metavar="URL",
         help="Spark master: local[*] (default), local[N], spark://host:port. "
         "(env LANCENS_SPARK_MASTER, or the profile's [spark] master)",
+        rich_help_panel=_SPARK,
+    ),
+]
+Remote = Annotated[
+    str | None,
+    typer.Option(
+        "--remote",
+        metavar="sc://HOST:PORT",
+        help="Run on a Spark Connect server instead of a driver of our own. "
+        "(env SPARK_REMOTE, or the profile's [spark] remote)",
         rich_help_panel=_SPARK,
     ),
 ]

@@ -1,8 +1,9 @@
 """Spark session setup shared by every Spark command (`ingest`, `scan`, `join`, `prune --master`).
 
 One place decides how lancens talks to Spark: local mode (`local[*]`) unless a master is given
-(flag, `LANCENS_SPARK_MASTER`, a profile's `spark` table), the session time zone UTC, the UI and
-the console progress bar off, Spark's own logging quiet unless `--debug`, Python workers on the
+(flag, `LANCENS_SPARK_MASTER`, a profile's `spark` table) or a Spark Connect server (`--remote`,
+`SPARK_REMOTE` as PySpark reads it, a profile's `spark.remote`), the session time zone UTC, the UI
+and the console progress bar off, Spark's own logging quiet unless `--debug`, Python workers on the
 running interpreter, and the `lancens` data source registered. A session already running in this
 process (tests, a user's notebook) is reused rather than started twice.
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 DEFAULT_MASTER = "local[*]"
 MASTER_ENV = "LANCENS_SPARK_MASTER"
+REMOTE_ENV = "SPARK_REMOTE"  # PySpark's own: a Spark Connect URL
 MIN_JAVA = 17
 _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
@@ -51,11 +53,17 @@ class SparkSetupError(InvalidInputError):
 
 @dataclass
 class SparkSettings:
-    """Where the job runs and with which extra Spark configuration."""
+    """Where the job runs (a master, or a Spark Connect server) and with which configuration."""
 
     master: str = DEFAULT_MASTER
     conf: dict[str, str] = field(default_factory=dict)
     debug: bool = False
+    remote: str | None = None
+
+    @property
+    def where(self) -> str:
+        """Where the work runs, for messages."""
+        return self.remote or self.master
 
     @classmethod
     def resolve(
@@ -65,22 +73,45 @@ class SparkSettings:
         profile: Mapping[str, Any] | None = None,
         debug: bool = False,
         environ: Mapping[str, str] | None = None,
+        remote: str | None = None,
     ) -> SparkSettings:
-        """Flags > environment > the profile's `spark` table > local mode."""
+        """Flags > environment (LANCENS_SPARK_MASTER, then SPARK_REMOTE) > the profile's `spark`
+        table > local mode. `--master` and `--remote` together are a usage error."""
         from lancens_cli.config import parse_key_values
 
         environ = os.environ if environ is None else environ
         profile = profile or {}
         conf = {str(k): str(v) for k, v in dict(profile.get("conf") or {}).items()}
         conf.update(parse_key_values(conf_pairs, "--conf"))
+        for key in FIXED_CONF:
+            if key in conf and conf[key] != FIXED_CONF[key]:
+                raise InvalidInputError(f"--conf {key}: lancens runs Spark in UTC only")
+        if master is not None and remote is not None:
+            raise InvalidInputError("--master and --remote: give one (a master, or a Connect URL)")
+        chosen_remote = remote
+        if master is None and remote is None and not environ.get(MASTER_ENV):
+            chosen_remote = environ.get(REMOTE_ENV) or None
+            if chosen_remote is None and not profile.get("master"):
+                chosen_remote = profile.get("remote") or None
+        if chosen_remote is not None:
+            return cls(conf=conf, debug=debug, remote=_connect_url(str(chosen_remote)))
         chosen = master or environ.get(MASTER_ENV) or profile.get("master") or DEFAULT_MASTER
         chosen = str(chosen).strip()
         if not chosen:
             raise InvalidInputError("--master: it is empty")
-        for key in FIXED_CONF:
-            if key in conf and conf[key] != FIXED_CONF[key]:
-                raise InvalidInputError(f"--conf {key}: lancens runs Spark in UTC only")
         return cls(master=chosen, conf=conf, debug=debug)
+
+
+def _connect_url(url: str) -> str:
+    url = url.strip()
+    if not re.fullmatch(r"sc://[^\s/:]+(:\d+)?(/[^\s]*)?", url):
+        raise InvalidInputError(f"--remote: {url!r} is not a Spark Connect URL (sc://HOST:PORT)")
+    return url
+
+
+def is_connect(spark: Any) -> bool:
+    """A Spark Connect session (no SparkContext, no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def require_pyspark() -> None:
@@ -147,6 +178,9 @@ def _java_options(debug: bool) -> str:
 def spark_session(settings: SparkSettings) -> Any:
     """The SparkSession for a lancens job, started on first use and reused in this process."""
     require_pyspark()
+    if settings.remote is not None:
+        return _connect_session(settings)
+    os.environ.pop(REMOTE_ENV, None)  # PySpark would take it over the master we chose
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -182,6 +216,31 @@ def spark_session(settings: SparkSettings) -> Any:
     except Exception as exc:  # the JVM did not start: one line, the trace only with --debug
         raise LancensError(f"Spark did not start on {settings.master}: {_first_line(exc)}") from exc
     spark.sparkContext.setLogLevel("INFO" if settings.debug else "ERROR")
+    _quiet_python_loggers(settings.debug)
+    _register(spark)
+    return spark
+
+
+def _connect_session(settings: SparkSettings) -> Any:
+    """A session on a Spark Connect server: nothing starts here but a gRPC client."""
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError as exc:  # grpcio, zstandard, ... of pyspark[connect]
+        raise SparkSetupError(
+            f"--remote needs PySpark's Spark Connect client ({exc}): "
+            "python -m pip install 'lancens-cli[spark]'"
+        ) from None
+    try:
+        spark = ConnectSession.builder.remote(settings.remote).getOrCreate()
+        # the first call to the server: an unreachable one fails here, in one line
+        spark.conf.set("spark.sql.session.timeZone", FIXED_CONF["spark.sql.session.timeZone"])
+        _apply_runtime_conf(spark, settings)
+    except LancensError:
+        raise
+    except Exception as exc:  # no server there, or it refused us
+        raise LancensError(
+            f"Spark Connect server {settings.remote} did not answer: {_first_line(exc)}"
+        ) from exc
     _quiet_python_loggers(settings.debug)
     _register(spark)
     return spark

@@ -25,7 +25,7 @@ from pathlib import Path
 START_TIMEOUT = 180.0
 
 
-def _free_ports(count: int) -> list[int]:
+def free_ports(count: int) -> list[int]:
     """`count` distinct free ports: all bound at once, so the kernel cannot hand one out twice
     (binding one at a time did: the master's UI then moved to the next port, unwatched)."""
     with contextlib.ExitStack() as stack:
@@ -54,7 +54,7 @@ class Cluster:
         return {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
 
 
-def _spark_home() -> Path:
+def spark_home() -> Path:
     import pyspark
 
     return Path(pyspark.__file__).resolve().parent
@@ -99,9 +99,9 @@ def _wait_for_worker(cluster: Cluster, procs: list[subprocess.Popen], logs: list
 @contextlib.contextmanager
 def standalone_cluster(workdir: Path, cores: int = 2, memory: str = "2g") -> Iterator[Cluster]:
     """Start a master and one worker on 127.0.0.1; stop both on the way out, whatever happens."""
-    home = _spark_home()
+    home = spark_home()
     spark_class = str(home / "bin" / "spark-class")
-    port, ui_port, worker_ui = _free_ports(3)
+    port, ui_port, worker_ui = free_ports(3)
     worker_dir = workdir / "worker"
     worker_dir.mkdir(parents=True, exist_ok=True)
     env = {
