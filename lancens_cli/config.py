@@ -8,6 +8,7 @@ true.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
@@ -307,8 +308,6 @@ def unknown_env_vars(environ: Mapping[str, str]) -> list[str]:
 
 def unknown_env_warning(environ: Mapping[str, str]) -> str | None:
     """One line naming the unknown `LANCENS_*` variables (and the likely meant one), or None."""
-    import difflib
-
     unknown = unknown_env_vars(environ)
     if not unknown:
         return None

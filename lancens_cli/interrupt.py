@@ -13,6 +13,9 @@ cannot be taken back (a `__manifest` commit, a deleted directory: `mark_durable(
 its end instead, so what it leaves is the finished change; either way the process exits 130.
 A second Ctrl-C stops at once (`os._exit`), as a kill would: every command is safe against a
 kill, and the next run or `check` picks up the pieces.
+
+pyarrow is imported inside `batches_until_interrupted`: this module is loaded at start-up, and
+`lancens --help` starts without pyarrow.
 """
 
 from __future__ import annotations

@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lancens_cli.errors import InvalidInputError
+import pyarrow as pa
+import pyarrow.types as t
+
+from lancens_cli.errors import InvalidInputError, describe_exception
 
 _SIMPLE = {
     "null": "null",
@@ -50,8 +53,6 @@ def _fail(message: str) -> InvalidInputError:
 
 def type_from_json(value: Any) -> Any:
     """A pyarrow DataType from a JsonArrowDataType object."""
-    import pyarrow as pa
-
     if isinstance(value, str):
         value = {"type": value}
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
@@ -113,8 +114,6 @@ def _length(value: dict[str, Any]) -> int:
 
 
 def field_from_json(value: Any) -> Any:
-    import pyarrow as pa
-
     if not isinstance(value, dict):
         raise _fail(f"a field must be an object, not {value!r}")
     name = value.get("name")
@@ -137,22 +136,17 @@ def field_from_json(value: Any) -> Any:
 
 def schema_from_json(value: Any) -> Any:
     """A pyarrow Schema from a parsed JsonArrowSchema document."""
-    import pyarrow as pa
-
     try:
         return _schema_from_json(value)
     except InvalidInputError:
         raise
     except (TypeError, ValueError, OverflowError, pa.ArrowException) as exc:
         # values pyarrow itself refuses (a 2**31 length, a numeric time zone, ...)
-        from lancens_cli.errors import describe_exception
 
         raise _fail(describe_exception(exc)) from None
 
 
 def _schema_from_json(value: Any) -> Any:
-    import pyarrow as pa
-
     if not isinstance(value, dict) or not isinstance(value.get("fields"), list):
         raise _fail("the document must be an object with a 'fields' list")
     fields = [field_from_json(f) for f in value["fields"]]
@@ -185,9 +179,6 @@ def load_schema_file(path: str) -> Any:
 
 def type_to_json(arrow_type: Any) -> dict[str, Any]:
     """A JsonArrowDataType object for a pyarrow DataType (canonical spelling)."""
-    import pyarrow as pa
-    import pyarrow.types as t
-
     simple = {
         pa.null(): "null",
         pa.bool_(): "bool",

@@ -9,6 +9,8 @@ errors (config.py). Results in `--json` keep their plain numbers.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 _IRREGULAR = {"directory": "directories", "index": "indexes", "entry": "entries"}
 
 
@@ -35,8 +37,6 @@ def human_bytes(size: float) -> str:
 
 def human_time(iso: str | None) -> str:
     """An ISO timestamp as a date a person reads: "2026-11-22 22:49:41" (offset kept)."""
-    from datetime import datetime
-
     if not iso:
         return "-"
     try:

@@ -1,12 +1,14 @@
 """The `lancens` Typer app: the program's options and the list of its commands.
 
 Nothing heavy is imported here: Lance, pyarrow and fsspec load only inside the commands that
-touch storage, so `lancens --help` starts fast.
+touch storage, so `lancens --help` starts fast. `importlib.metadata` (14 ms) is imported inside
+`--version`'s callback, the one place that needs it.
 """
 
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -14,6 +16,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from lancens_cli import interrupt
 from lancens_cli.cli import (
     check,
     create,
@@ -38,7 +41,14 @@ from lancens_cli.cli import (
 )
 from lancens_cli.cli.common import add_command
 from lancens_cli.cli.options import pop_session_values, session_parameters
+from lancens_cli.cli.output import emit_error
 from lancens_cli.cli.session import Session
+from lancens_cli.errors import ExitCode, InvalidInputError
+
+try:  # Typer >= 0.24 carries its own copy of Click
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - older Typer on Click
+    from click import exceptions as click_errors
 
 
 @dataclass(frozen=True)
@@ -194,10 +204,6 @@ class _NoPandas:
 
 
 def main() -> None:
-    import os
-
-    from lancens_cli import interrupt
-
     interrupt.install_for_process()  # Ctrl-C from start-up on: see lancens_cli/interrupt.py
 
     # Lance logs warnings such as "No existing dataset ... will be created" to stderr; our
@@ -215,15 +221,6 @@ def _run_app(argv: list[str], prog_name: str | None = None) -> int:
 
     `prog_name` names the program in messages (default: from sys.argv[0], as Click does).
     """
-    try:  # Typer >= 0.24 carries its own copy of Click
-        from typer._click import exceptions as click_errors
-    except ImportError:  # pragma: no cover - older Typer on Click
-        from click import exceptions as click_errors
-
-    from lancens_cli import interrupt
-    from lancens_cli.cli.output import emit_error
-    from lancens_cli.errors import ExitCode, InvalidInputError
-
     try:
         code = app(args=argv, prog_name=prog_name, standalone_mode=False)
     except click_errors.NoArgsIsHelpError as exc:

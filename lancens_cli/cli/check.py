@@ -1,13 +1,22 @@
-"""`lancens check`."""
+"""`lancens check`.
+
+The service module is imported inside the command so that `lancens --help` starts without pyarrow or
+Lance.
+"""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Annotated
 
 import typer
 
 from lancens_cli.cli.options import DryRun, Target
+from lancens_cli.cli.output import message
+from lancens_cli.cli.progress import progress_bar
 from lancens_cli.cli.session import session
+from lancens_cli.errors import ExitCode, InvalidInputError
+from lancens_cli.words import plural
 
 
 def check(
@@ -34,13 +43,8 @@ def check(
     ] = False,
 ) -> None:
     """Verify a namespace: exit 0 when healthy, 1 with one finding per line when not."""
-    from datetime import timedelta
 
-    from lancens_cli.cli.output import message
-    from lancens_cli.cli.progress import progress_bar
-    from lancens_cli.errors import ExitCode, InvalidInputError
     from lancens_cli.service.check import check as run_check
-    from lancens_cli.words import plural
 
     if drop_refused_rows and not fix:
         raise InvalidInputError("--drop-refused-rows goes with --fix")

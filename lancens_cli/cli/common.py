@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
+import select
 import sys
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -19,8 +22,10 @@ import typer
 
 from lancens_cli import interrupt
 from lancens_cli.cli.options import pop_session_values, session_parameters
+from lancens_cli.cli.output import emit_error, scrub
 from lancens_cli.cli.session import session
-from lancens_cli.errors import ExitCode, LancensError, RefusedError
+from lancens_cli.errors import ExitCode, LancensError, RefusedError, describe_exception
+from lancens_cli.errors import LancensError as Base
 
 
 def add_command(typer_app: typer.Typer, name: str, func: Callable, **kwargs: Any) -> None:
@@ -60,8 +65,6 @@ def _ask_yes_no(question: str) -> bool:
     the kernel hands to one of Lance's native threads does not interrupt the main thread's
     read, but Python runs our handler as soon as the main thread runs Python again.
     """
-    import select
-
     sys.stderr.write(question)
     sys.stderr.flush()
     while True:
@@ -87,8 +90,6 @@ def run(body: Callable[[], Any]) -> Any:
 
 
 def _run(body: Callable[[], Any]) -> Any:
-    from lancens_cli.cli.output import emit_error
-
     try:
         interrupt.checkpoint()
         return body()
@@ -103,16 +104,12 @@ def _run(body: Callable[[], Any]) -> Any:
     except (typer.Exit, typer.Abort, SystemExit):
         raise
     except BrokenPipeError:  # the reader went away (`lancens ls | head`): stop quietly
-        import os
-
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         raise typer.Exit(ExitCode.ERROR) from None
     except Exception as error:  # an unexpected failure: still one line unless --debug
         if session().debug:
             _print_traceback()
-        from lancens_cli.errors import LancensError as Base
-        from lancens_cli.errors import describe_exception
 
         wrapped = Base(describe_exception(error))
         emit_error(wrapped, json_mode=session().json, secrets=session().secrets())
@@ -121,8 +118,4 @@ def _run(body: Callable[[], Any]) -> Any:
 
 def _print_traceback() -> None:
     """The current traceback on stderr (for --debug), with every secret value masked."""
-    import traceback
-
-    from lancens_cli.cli.output import scrub
-
     sys.stderr.write(scrub(traceback.format_exc(), session().secrets()))

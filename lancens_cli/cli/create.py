@@ -1,4 +1,8 @@
-"""`lancens create namespace|table`."""
+"""`lancens create namespace|table`.
+
+The service, store and schema modules are imported inside the commands so that `lancens --help`
+starts without pyarrow or Lance.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +11,16 @@ from typing import Annotated
 import typer
 
 from lancens_cli.cli.common import add_command
+from lancens_cli.cli.dry_run import note_location_pattern
 from lancens_cli.cli.options import DryRun, ExistOk, Property, SourceFile, SourceFormat
 from lancens_cli.cli.session import session
+from lancens_cli.config import parse_key_values
+from lancens_cli.errors import InvalidInputError
 
 create_app = typer.Typer(help="Create a namespace or a table.", no_args_is_help=True)
 
 
 def _properties(pairs: list[str] | None) -> dict[str, str]:
-    from lancens_cli.config import parse_key_values
-    from lancens_cli.errors import InvalidInputError
-
     properties = parse_key_values(pairs, "property")
     for key, value in properties.items():
         if any(ord(c) < 32 for c in key + value):
@@ -59,8 +63,6 @@ def create_table(
     dry_run: DryRun = False,
 ) -> None:
     """Create a table from a file, from a schema, or declared only."""
-    from lancens_cli.cli.dry_run import note_location_pattern
-    from lancens_cli.errors import InvalidInputError
     from lancens_cli.service.catalog.create import create_table as create
 
     if sum(x is not None for x in (schema, source)) + int(declare) != 1:

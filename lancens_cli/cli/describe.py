@@ -1,4 +1,8 @@
-"""`lancens describe`: the root, a namespace or a table."""
+"""`lancens describe`: the root, a namespace or a table.
+
+The service module is imported inside the command so that `lancens --help` starts without pyarrow or
+Lance.
+"""
 
 from __future__ import annotations
 

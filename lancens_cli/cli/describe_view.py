@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Group
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.tree import Tree
+
 from lancens_cli.models import NamespaceDescription, RootDescription, TableDescription, to_plain
+from lancens_cli.schema_json import field_from_json
+from lancens_cli.store.inspect import flag_names
 from lancens_cli.words import human_bytes, human_time, plural
 
 
@@ -21,7 +29,6 @@ def render(console: Any, result: RootDescription | NamespaceDescription | TableD
         sections = _root_sections(data)
     else:
         sections = [("namespace", _pairs(_namespace_pairs(data)))]
-    from rich.panel import Panel
 
     for title, body in sections:
         console.print(Panel(body, title=f"[bold]{title}[/]", title_align="left", expand=True))
@@ -70,8 +77,6 @@ def _table_sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
     ]
     body: Any = _pairs(versions)
     if data.get("versions"):
-        from rich.console import Group
-
         body = Group(body, "", _versions_table(data["versions"]))
     sections.append(("versions", body))
     sections.append(("schema", schema_tree(details["schema"])))
@@ -94,7 +99,6 @@ def _root_sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
     if manifest is None:
         sections.append(("manifest", "no __manifest table yet"))
         return sections
-    from lancens_cli.store.inspect import flag_names
 
     partitioning = manifest.get("partitioning")
     # The partitioning section below shows the specs and the schema these keys hold as JSON.
@@ -142,8 +146,6 @@ def _namespace_pairs(data: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 def _pairs(pairs: list[tuple[str, Any]]):
-    from rich.table import Table
-
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
@@ -191,8 +193,6 @@ def _spec_text(spec: dict[str, Any]) -> str:
 
 
 def _versions_table(versions: list[dict[str, Any]]):
-    from rich.table import Table
-
     table = Table(title_justify="left", expand=False)
     for column in ("version", "date", "rows", "fragments", "deleted rows"):
         table.add_column(column, justify="left" if column == "date" else "right")
@@ -214,7 +214,6 @@ def _count(value: Any) -> str:
 def _indexes(indexes: list[dict[str, Any]]):
     if not indexes:
         return "none"
-    from rich.table import Table
 
     table = Table(expand=False)
     for column in ("name", "type", "fields", "rows indexed"):
@@ -234,8 +233,6 @@ def _indexes(indexes: list[dict[str, Any]]):
 
 def schema_tree(fields: list[dict[str, Any]]):
     """Columns as a tree: a struct's, list's or map's children indented under it."""
-    from rich.tree import Tree
-
     tree = Tree(plural(len(fields), "column"), guide_style="dim")
     for field in fields:
         _add_field(tree, field["name"], field["type"], field.get("nullable", True))
@@ -246,7 +243,6 @@ def _add_field(parent: Any, name: str, type_text: str, nullable: bool) -> None:
     children = type_children(type_text)
     shown = type_text if children is None else type_text.split("<", 1)[0]
     null = "" if nullable else " [dim]not null[/]"
-    from rich.markup import escape
 
     node = parent.add(f"[bold]{escape(name)}[/]  {escape(shown)}{null}")
     for child_name, child_type, child_nullable in children or []:
@@ -299,7 +295,5 @@ def _split_top(text: str) -> list[str]:
 
 def _json_field(field: dict[str, Any]) -> dict[str, Any]:
     """A field of the partitioned namespace's JSON schema as `schema_fields` gives it."""
-    from lancens_cli.schema_json import field_from_json
-
     arrow = field_from_json(field)
     return {"name": arrow.name, "type": str(arrow.type), "nullable": arrow.nullable}

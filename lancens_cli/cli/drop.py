@@ -1,4 +1,8 @@
-"""`lancens drop`."""
+"""`lancens drop`.
+
+The service module is imported inside the command so that `lancens --help` starts without pyarrow or
+Lance.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,9 @@ import typer
 
 from lancens_cli.cli.common import confirm_destruction
 from lancens_cli.cli.options import DryRun, Yes
+from lancens_cli.cli.progress import progress_bar
 from lancens_cli.cli.session import session
+from lancens_cli.words import plural
 
 
 def drop(
@@ -31,10 +37,8 @@ def drop(
     Refused (exit 5) when another table outside the drop reads the data through a base path
     (a shallow clone), unless --force.
     """
-    from lancens_cli.cli.progress import progress_bar
     from lancens_cli.service.catalog.drop import drop as drop_object
     from lancens_cli.service.catalog.drop import plan_drop, refuse_breaking
-    from lancens_cli.words import plural
 
     ns = session().namespace
     target = session().ident(ident)

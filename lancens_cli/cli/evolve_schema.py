@@ -1,4 +1,8 @@
-"""`lancens evolve-schema`."""
+"""`lancens evolve-schema`.
+
+The partition and service modules are imported inside the command so that `lancens --help` starts
+without pyarrow or Lance.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,9 @@ from typing import Annotated
 import typer
 
 from lancens_cli.cli.options import DryRun
+from lancens_cli.cli.output import message
 from lancens_cli.cli.session import session
+from lancens_cli.cli.views import summary_of
 
 
 def evolve_schema(
@@ -42,8 +48,6 @@ def evolve_schema(
     through __manifest. A change already in place is skipped, so a rerun finishes an
     interrupted evolution.
     """
-    from lancens_cli.cli.output import message
-    from lancens_cli.cli.views import summary_of
     from lancens_cli.partition.schema_evolution import parse_changes
     from lancens_cli.service.partitioned.evolve_schema import evolve_schema as run
 

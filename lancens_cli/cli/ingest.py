@@ -1,4 +1,8 @@
-"""`lancens ingest`: files into a partitioned namespace (or a table) through Spark."""
+"""`lancens ingest`: files into a partitioned namespace (or a table) through Spark.
+
+The Spark pipeline is imported inside the command so that `lancens --help` starts without pyspark,
+pyarrow or Lance.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,11 @@ from typing import Annotated
 import typer
 
 from lancens_cli.cli.options import Branch, Conf, DryRun, Master
+from lancens_cli.cli.output import message
+from lancens_cli.cli.progress import spark_progress
 from lancens_cli.cli.session import session
+from lancens_cli.cli.spark_options import spark_session
+from lancens_cli.cli.views import summary_of
 
 
 def ingest(
@@ -46,10 +54,6 @@ def ingest(
     """Read files with Spark and write them into the partitioned namespace at the root (or a
     table): tasks write each partition's fragments, the driver publishes them all in one
     __manifest commit. A failed job publishes nothing."""
-    from lancens_cli.cli.output import message
-    from lancens_cli.cli.progress import spark_progress
-    from lancens_cli.cli.spark_options import spark_session
-    from lancens_cli.cli.views import summary_of
     from lancens_cli.pipeline.ingest import ingest as run
 
     ident = session().ident(into) if into is not None else None

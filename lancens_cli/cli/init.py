@@ -1,4 +1,8 @@
-"""`lancens init`: make the root directory of a new namespace."""
+"""`lancens init`: make the root directory of a new namespace.
+
+The service module is imported inside the command so that `lancens --help` starts without pyarrow or
+Lance.
+"""
 
 from __future__ import annotations
 

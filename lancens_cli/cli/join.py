@@ -1,7 +1,13 @@
-"""`lancens join`: join two partitioned namespaces on Spark, partition group by partition group."""
+"""`lancens join`: join two partitioned namespaces on Spark, partition group by partition group.
+
+The Spark pipeline and the join planner are imported inside the commands so that `lancens --help`
+starts without pyspark, pyarrow or Lance.
+"""
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Annotated, Any
 
 import typer
@@ -15,7 +21,11 @@ from lancens_cli.cli.options import (
     TimestampAsOf,
     VersionAsOf,
 )
+from lancens_cli.cli.output import message
 from lancens_cli.cli.session import session
+from lancens_cli.cli.spark_options import spark_session
+from lancens_cli.cli.views import join_explain_lines
+from lancens_cli.errors import InvalidInputError
 
 DEFAULT_LIMIT = 20
 
@@ -93,12 +103,7 @@ def join(
     bad --on, --how, --columns or a root that is not a partitioned namespace; 3 when a root does
     not exist; 4 when --to exists.
     """
-    import time
 
-    from lancens_cli.cli.output import message
-    from lancens_cli.cli.spark_options import spark_session
-    from lancens_cli.cli.views import join_explain_lines
-    from lancens_cli.errors import InvalidInputError
     from lancens_cli.pipeline import join as job_module
     from lancens_cli.pipeline.task_failures import spark_errors
 
@@ -146,7 +151,6 @@ def _plan(
     timestamp_as_of: str | None,
 ) -> Any:
     """The join job, planned and pinned in the driver before Spark starts."""
-    from lancens_cli.cli.output import message
     from lancens_cli.pipeline import join as job_module
     from lancens_cli.service.join.plan import parse_on
 
@@ -163,8 +167,6 @@ def _plan(
 
 def _quiet_analysis_log() -> None:
     """PySpark logs every analysis error with its JVM trace; ours is one line (unless --debug)."""
-    import logging
-
     if not session().debug:
         logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
 
@@ -173,7 +175,6 @@ def _filtered(df: Any, where: str | None) -> Any:
     """`--where` as Spark SQL over the output columns; a bad condition is invalid input."""
     if where is None:
         return df
-    from lancens_cli.errors import InvalidInputError
 
     try:
         return df.filter(where)

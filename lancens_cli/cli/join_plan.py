@@ -1,4 +1,8 @@
-"""`lancens join-plan`: which partitions of two partitioned namespaces join without a shuffle."""
+"""`lancens join-plan`: which partitions of two partitioned namespaces join without a shuffle.
+
+The service module is imported inside the command so that `lancens --help` starts without pyarrow or
+Lance.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,10 @@ from typing import Annotated
 import typer
 
 from lancens_cli.cli.options import JoinKeys, LeftRoot, RightRoot, TimestampAsOf, VersionAsOf
+from lancens_cli.cli.output import message
 from lancens_cli.cli.session import session
+from lancens_cli.cli.views import summary_of
+from lancens_cli.errors import InvalidInputError
 
 
 def join_plan(
@@ -40,9 +47,6 @@ def join_plan(
     answer); 2 for a bad --on, an unknown column or a root that is not a partitioned
     namespace; 3 when a root does not exist.
     """
-    from lancens_cli.cli.output import message
-    from lancens_cli.cli.views import summary_of
-    from lancens_cli.errors import InvalidInputError
     from lancens_cli.service.join.plan import join_plan as plan_join
     from lancens_cli.service.join.plan import parse_on
 

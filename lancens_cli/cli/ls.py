@@ -1,4 +1,8 @@
-"""`lancens ls`: namespaces and tables."""
+"""`lancens ls`: namespaces and tables.
+
+The service module is imported inside the command so that `lancens --help` starts without pyarrow or
+Lance.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from lancens_cli.cli.output import message
 from lancens_cli.cli.session import session
 from lancens_cli.words import plural
 
@@ -39,8 +44,6 @@ def ls(
     )
     session().emit(result)
     if result.partitioning and not session().json:
-        from lancens_cli.cli.output import message
-
         summary = result.partitioning
         versions = ", ".join(f"v{v}" for v in summary["spec_versions"])
         columns = ", ".join(f["name"] for f in summary["schema"]["fields"])
@@ -49,6 +52,4 @@ def ls(
             f" {plural(summary['partitions'], 'partition table')}; schema: {columns}"
         )
     if result.next_page_token and not session().json:
-        from lancens_cli.cli.output import message
-
         message(f"more entries: --page-token {result.next_page_token}")

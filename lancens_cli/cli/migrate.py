@@ -1,4 +1,8 @@
-"""`lancens migrate-v1`."""
+"""`lancens migrate-v1`.
+
+The service module is imported inside the command so that `lancens --help` starts without pyarrow or
+Lance.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,11 @@ from typing import Annotated
 import typer
 
 from lancens_cli.cli.options import DryRun
+from lancens_cli.cli.output import message
+from lancens_cli.cli.progress import progress_bar
 from lancens_cli.cli.session import session
+from lancens_cli.errors import ExitCode
+from lancens_cli.words import plural
 
 
 def migrate_v1(
@@ -26,11 +34,7 @@ def migrate_v1(
     Idempotent: a second run changes nothing. Exit codes: 0 done (or nothing to do), 7 with
     --check when tables are left to migrate, 6 when some directories had to be skipped.
     """
-    from lancens_cli.cli.output import message
-    from lancens_cli.cli.progress import progress_bar
-    from lancens_cli.errors import ExitCode
     from lancens_cli.service.catalog.migrate import migrate_v1 as migrate
-    from lancens_cli.words import plural
 
     with progress_bar("scanning table directories") as start:
         report = migrate(

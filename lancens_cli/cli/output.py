@@ -5,6 +5,9 @@ What each result shows is its view (`cli/views.py`); this module only renders vi
 stdout carries only the result: a rich table on a terminal, tab-separated lines when piped,
 exactly one JSON document with --json. Messages and errors go to stderr; in JSON mode an error is
 one `{"error": {"name", "code", "message"}}` object there.
+
+rich and `describe_view.py` (which loads pyarrow) are imported inside `_emit_rich`, so that `lancens
+--help`, piped and --json output start without them.
 """
 
 from __future__ import annotations

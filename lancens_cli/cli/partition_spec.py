@@ -1,4 +1,8 @@
-"""`lancens add-partition-spec`."""
+"""`lancens add-partition-spec`.
+
+The partition, schema, store and service modules are imported inside the command so that `lancens
+--help` starts without pyarrow or Lance.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,10 @@ from typing import Annotated
 import typer
 
 from lancens_cli.cli.options import DryRun
+from lancens_cli.cli.output import message
 from lancens_cli.cli.session import session
+from lancens_cli.cli.views import summary_of
+from lancens_cli.errors import InvalidInputError
 
 
 def add_partition_spec(
@@ -46,9 +53,6 @@ def add_partition_spec(
     metadata, creates namespace v1 and adds the partition columns. A later one adds
     partition_spec_v<N+1>, reusing the field id of any field defined the same way.
     """
-    from lancens_cli.cli.output import message
-    from lancens_cli.cli.views import summary_of
-    from lancens_cli.errors import InvalidInputError
     from lancens_cli.partition.field_syntax import parse_field
     from lancens_cli.schema_json import read_json_file
     from lancens_cli.service.partitioned.spec_change import add_partition_spec as add

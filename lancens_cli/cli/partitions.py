@@ -1,4 +1,8 @@
-"""`lancens partitions`."""
+"""`lancens partitions`.
+
+The service module is imported inside the command so that `lancens --help` starts without pyarrow or
+Lance.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from typing import Annotated
 import typer
 
 from lancens_cli.cli.options import TimestampAsOf, VersionAsOf
+from lancens_cli.cli.output import message
 from lancens_cli.cli.session import session
 from lancens_cli.words import plural
 
@@ -31,7 +36,6 @@ def partitions(
     """List the partition tables a filter must read (partition pruning), across all spec
     versions, with location, read_version / branch / tag and partition values; what each
     version's scans must still apply is printed on stderr."""
-    from lancens_cli.cli.output import message
     from lancens_cli.service.partitioned.partitions import select_partitions
 
     ns = session().namespace.as_of(version_as_of, timestamp_as_of)

@@ -1,4 +1,8 @@
-"""Progress bars on stderr, shown only when stderr is a terminal and the output is not --json."""
+"""Progress bars on stderr, shown only when stderr is a terminal and the output is not --json.
+
+rich is imported inside `_progress`, so that `lancens --help` and runs without a terminal start
+without it.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from lancens_cli.cli.session import session
+from lancens_cli.words import human_bytes
+
 
 def showing() -> bool:
     """A bar is for a person watching: never in a pipe or a log, never beside a JSON document."""
-    from lancens_cli.cli.session import session
-
     return sys.stderr.isatty() and not session().json
 
 
@@ -58,7 +63,6 @@ def freed_progress_bar(
     if not showing():
         yield lambda total: lambda freed: None
         return
-    from lancens_cli.words import human_bytes
 
     with _progress(unit + ", {task.fields[freed]} freed") as bar:
         lock = threading.Lock()

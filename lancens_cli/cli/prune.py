@@ -1,4 +1,8 @@
-"""`lancens prune`."""
+"""`lancens prune`.
+
+The service modules and the Spark pipeline are imported inside the command so that `lancens --help`
+starts without pyspark, pyarrow or Lance.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,14 @@ import typer
 
 from lancens_cli.cli.common import confirm_destruction
 from lancens_cli.cli.options import Conf, DryRun, ForceWindow, Grace, Master, OlderThan, Retain, Yes
+from lancens_cli.cli.output import message
 from lancens_cli.cli.progress import freed_progress_bar
 from lancens_cli.cli.session import session
+from lancens_cli.cli.spark_options import spark_session
+from lancens_cli.cli.views import view_of
+from lancens_cli.config import load_spark_profile
+from lancens_cli.errors import ExitCode
+from lancens_cli.words import plural
 
 
 def _default_parallel() -> int:
@@ -51,12 +61,8 @@ def prune(
     Exit codes: 0 done or nothing to do, 4 another prune runs on this root, 5 refused by a
     safety rail, 6 some tables failed (the rest done).
     """
-    from lancens_cli.cli.output import message
-    from lancens_cli.cli.views import view_of
-    from lancens_cli.errors import ExitCode
     from lancens_cli.service.prune.policy import PrunePolicy
     from lancens_cli.service.prune.run import prune as run_prune
-    from lancens_cli.words import plural
 
     policy = PrunePolicy.from_options(older_than, retain, grace, force)
     spark = _wants_spark(master, conf)
@@ -101,19 +107,14 @@ def _wants_spark(master: str | None, conf: list[str] | None) -> bool:
     `LANCENS_SPARK_MASTER` alone does not send a prune to Spark: it only says where Spark runs
     when a command runs Spark.
     """
-    import os
-
     if master is not None or conf:
         return True
-    from lancens_cli.config import load_spark_profile
 
     return bool(load_spark_profile(session().profile or os.environ.get("LANCENS_PROFILE")))
 
 
 def _spark_tables(master: str | None, conf: list[str] | None):
     """The runner that sends the per-table work to Spark tasks."""
-    from lancens_cli.cli.output import message
-    from lancens_cli.cli.spark_options import spark_session
     from lancens_cli.pipeline.prune_tasks import SparkTables
 
     message("prune: starting Spark")

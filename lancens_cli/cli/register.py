@@ -1,4 +1,8 @@
-"""`lancens register` and `lancens deregister`."""
+"""`lancens register` and `lancens deregister`.
+
+The service module is imported inside the commands so that `lancens --help` starts without pyarrow
+or Lance.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""`lancens rename`."""
+"""`lancens rename`.
+
+The service module is imported inside the command so that `lancens --help` starts without pyarrow or
+Lance.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from lancens_cli.cli.dry_run import note_location_pattern
 from lancens_cli.cli.options import DryRun
 from lancens_cli.cli.session import session
 
@@ -33,7 +38,6 @@ def rename(
     spec says; a rerun after an interruption completes the move. The table's branches move with
     it; a move that would break another table reading it (a shallow clone) is refused (exit 5).
     """
-    from lancens_cli.cli.dry_run import note_location_pattern
     from lancens_cli.service.catalog.rename import rename as rename_object
 
     result = rename_object(

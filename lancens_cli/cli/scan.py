@@ -1,13 +1,23 @@
-"""`lancens scan`: read a table or a partitioned namespace with Spark (pruned, filtered)."""
+"""`lancens scan`: read a table or a partitioned namespace with Spark (pruned, filtered).
+
+The Spark pipeline is imported inside the command so that `lancens --help` starts without pyspark,
+pyarrow or Lance.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import sys
+import time
 from typing import Annotated, Any
 
 import typer
 
 from lancens_cli.cli.options import Conf, Master, TimestampAsOf, VersionAsOf
+from lancens_cli.cli.output import message, plain_row
 from lancens_cli.cli.session import session
+from lancens_cli.cli.spark_options import spark_session
+from lancens_cli.errors import InvalidInputError
 from lancens_cli.words import noun, plural
 
 ScanTarget = Annotated[
@@ -76,10 +86,7 @@ def scan(
     A read resolves __manifest once and reads every partition table at the version it
     publishes, so it sees each write whole or not at all.
     """
-    import time
 
-    from lancens_cli.cli.output import message
-    from lancens_cli.cli.spark_options import spark_session
     from lancens_cli.pipeline.scan import ScanRequest, request_condition, run_scan
 
     asked = ScanRequest(
@@ -109,10 +116,7 @@ def scan(
 def _checked(asked: Any, columns: str | None) -> Any:
     """The scan the options ask for, checked before Spark starts (exit 2), completed with the
     root, its storage options, the `--columns` list and what the terminal implies."""
-    import dataclasses
-    import sys
 
-    from lancens_cli.errors import InvalidInputError
     from lancens_cli.pipeline.scan import FORMATS, TERMINAL_LIMIT
 
     if sum(bool(x) for x in (asked.count, asked.to, asked.explain)) > 1:
@@ -140,7 +144,6 @@ def _checked(asked: Any, columns: str | None) -> Any:
 
 def _report(result: Any, explain: bool, seconds: float) -> None:
     """The result on stdout, what happened on stderr."""
-    from lancens_cli.cli.output import message
     from lancens_cli.pipeline.scan import ScanCount, ScanStream, ScanWritten
 
     if isinstance(result, ScanStream):
@@ -165,18 +168,12 @@ def _report(result: Any, explain: bool, seconds: float) -> None:
 
 
 def _print_stream(result) -> None:
-    import sys
-
-    from lancens_cli.cli.output import plain_row
-
     write = sys.stdout.write
     for row in result.rows:
         write(plain_row(row) + "\n")
 
 
 def _print_explain(result) -> None:
-    from lancens_cli.cli.output import message
-
     total = "" if result.partitions_total is None else f" of {result.partitions_total}"
     tables = noun(result.partitions_total or len(result.tables), "table")
     message(f"{len(result.tables)}{total} {tables} read, in {plural(result.slices, 'Spark task')}")

@@ -3,14 +3,28 @@
 Each invocation builds its own `Session` in the root click context (`ctx.obj`, by the app's
 callback); commands reach it through `session()`. Nothing is kept between invocations, so
 in-process runs (tests, a notebook) start clean without resetting a global.
+
+The service layer is imported inside `Session.namespace` so that `lancens --help` starts without
+pyarrow or Lance.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any
+
+from lancens_cli.cli.output import emit
+from lancens_cli.config import (
+    ENV_STORAGE_PREFIX,
+    is_secret_key,
+    parse_key_values,
+    resolve_config,
+    unknown_env_warning,
+)
+from lancens_cli.models import Identifier, set_display_delimiter
 
 try:  # Typer >= 0.24 carries its own copy of Click
     from typer._click.globals import get_current_context
@@ -36,13 +50,9 @@ class Session:
     _roots_opened: list[Any] = field(default_factory=list)  # by namespace_at (join, join-plan)
 
     def __post_init__(self) -> None:
-        from lancens_cli.models import set_display_delimiter
-
         set_display_delimiter(self.delimiter)
 
     def merge(self, **values: Any) -> None:
-        from lancens_cli.models import set_display_delimiter
-
         if values.get("delimiter") is not None:
             set_display_delimiter(values["delimiter"])
         for key, value in values.items():
@@ -56,9 +66,6 @@ class Session:
     @property
     def namespace(self):
         if self._namespace is None:
-            import os
-
-            from lancens_cli.config import parse_key_values, resolve_config, unknown_env_warning
             from lancens_cli.service.namespace import Namespace
 
             warning = unknown_env_warning(os.environ)
@@ -90,16 +97,10 @@ class Session:
         return opened
 
     def ident(self, text: str | None):
-        from lancens_cli.models import Identifier
-
         return Identifier.parse(text, self.delimiter)
 
     def secrets(self) -> list[str]:
         """Secret values this invocation was given, to keep them out of every message."""
-        import os
-
-        from lancens_cli.config import ENV_STORAGE_PREFIX, is_secret_key
-
         values = []
         for pair in self.storage:
             key, _, value = pair.partition("=")
@@ -115,8 +116,6 @@ class Session:
         return values
 
     def emit(self, result: Any) -> None:
-        from lancens_cli.cli.output import emit
-
         emit(result, json_mode=self.json)
 
 

@@ -1,19 +1,22 @@
 """The Spark session of the commands that run Spark (`ingest`, `scan`, `join`, `prune --master`).
 
 Their `--master` and `--conf` options are in cli/options.py.
+
+The Spark pipeline is imported inside `spark_session` so that `lancens --help` starts without it.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
+
+from lancens_cli.cli.session import session
+from lancens_cli.config import load_spark_profile
 
 
 def spark_session(master: str | None, conf: list[str] | None) -> Any:
     """The Spark session for this invocation: flags > environment > profile > local mode."""
-    import os
 
-    from lancens_cli.cli.session import session
-    from lancens_cli.config import load_spark_profile
     from lancens_cli.pipeline.session import SparkSettings, require_pyspark
     from lancens_cli.pipeline.session import spark_session as start
 

@@ -1,4 +1,8 @@
-"""`lancens tag-partitions`."""
+"""`lancens tag-partitions`.
+
+The service module is imported inside the command so that `lancens --help` starts without pyarrow or
+Lance.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,9 @@ from typing import Annotated
 import typer
 
 from lancens_cli.cli.options import DryRun
+from lancens_cli.cli.output import message
 from lancens_cli.cli.session import session
+from lancens_cli.cli.views import summary_of
 
 
 def tag_partitions(
@@ -30,8 +36,6 @@ def tag_partitions(
     A tag of that name at another version is refused (exit 5) unless --force; a later write
     moves the partitions it touches off the tag.
     """
-    from lancens_cli.cli.output import message
-    from lancens_cli.cli.views import summary_of
     from lancens_cli.service.partitioned.tags import tag_partitions as run
 
     result = run(session().namespace, name, publish=publish, force=force, dry_run=dry_run)

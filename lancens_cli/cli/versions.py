@@ -1,4 +1,8 @@
-"""`lancens versions`: what each version keeps and why, from prune's own decision."""
+"""`lancens versions`: what each version keeps and why, from prune's own decision.
+
+The service modules are imported inside the command so that `lancens --help` starts without pyarrow
+or Lance.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import typer
 
 from lancens_cli.cli.options import ForceWindow, Grace, OlderThan, Retain
 from lancens_cli.cli.session import session
+from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE, Identifier
 
 
 def versions(
@@ -27,7 +32,6 @@ def versions(
     """Show every version a table keeps and why (latest, tags, branches, what __manifest
     publishes, shallow clones, newest, young), and what `prune` with the same options would
     remove now. Changes nothing."""
-    from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE
     from lancens_cli.service.prune.policy import PrunePolicy
     from lancens_cli.service.versions import namespace_versions, table_versions
 
@@ -35,8 +39,6 @@ def versions(
     ns = session().namespace
     delimiter = session().delimiter
     if ident == MANIFEST_TABLE:
-        from lancens_cli.models import Identifier
-
         session().emit(table_versions(ns, Identifier((MANIFEST_TABLE,)), policy, delimiter))
         return
     target = session().ident(ident)

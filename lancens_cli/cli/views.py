@@ -7,6 +7,9 @@ stderr. `output.emit` asks this registry, never the result.
 
 The registry is keyed by the result's qualified type name, so looking a view up imports no
 module: `lancens ls` never loads the Spark pipeline to find out how a scan is shown.
+
+The few helpers a view needs from the pipeline, service, partition and schema modules are imported
+inside that view, so that `lancens --help` starts without pyarrow or Lance.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""`lancens write`: rows from a local file into a partitioned namespace."""
+"""`lancens write`: rows from a local file into a partitioned namespace.
+
+The service and store modules are imported inside the command so that `lancens --help` starts
+without pyarrow or Lance.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,10 @@ from typing import Annotated
 import typer
 
 from lancens_cli.cli.options import Branch, SourceFile, SourceFormat
+from lancens_cli.cli.output import message
+from lancens_cli.cli.progress import progress_bar
 from lancens_cli.cli.session import session
+from lancens_cli.words import plural
 
 
 def write(
@@ -26,11 +33,8 @@ def write(
     write or none of it. With --branch the rows go to that branch of each partition table
     and read_branch is published with read_version.
     """
-    from lancens_cli.cli.output import message
-    from lancens_cli.cli.progress import progress_bar
     from lancens_cli.service.partitioned.write import write_partitioned
     from lancens_cli.store.sources import open_source
-    from lancens_cli.words import plural
 
     if root_argument is not None:
         session().merge(root=root_argument)

@@ -16,6 +16,15 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import pyarrow as pa
+import pyarrow.types as t
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.duckdb import DuckDB
+from sqlglot.errors import SqlglotError
+from sqlglot.tokens import Tokenizer
 
 from lancens_cli.errors import InvalidInputError
 
@@ -90,7 +99,6 @@ def _fail(message: str) -> InvalidInputError:
 @functools.cache
 def lance_dialect() -> Any:
     """DuckDB syntax, plus Lance's backtick-quoted column names (built once: it is costly)."""
-    from sqlglot.dialects.duckdb import DuckDB
 
     class _Lance(DuckDB):
         class Tokenizer(DuckDB.Tokenizer):
@@ -101,9 +109,6 @@ def lance_dialect() -> Any:
 
 def parse(text: str, schema: Any) -> Node:
     """The typed AST of a WHERE predicate over `schema`'s top-level columns."""
-    import sqlglot
-    from sqlglot.errors import SqlglotError
-
     if not text or not text.strip():
         raise _fail("the predicate is empty")
     try:
@@ -125,8 +130,6 @@ class PredicateParser:
         self.fields = {f.name: f for f in schema}
 
     def node(self, e: Any) -> Node:
-        from sqlglot import exp
-
         if isinstance(e, exp.Paren):
             return self.node(e.this)
         if isinstance(e, exp.And | exp.Or):
@@ -159,8 +162,6 @@ class PredicateParser:
         return Not(inner)
 
     def comparison(self, e: Any, op: str) -> Comparison:
-        from sqlglot import exp
-
         left, right = e.this, e.expression
         if isinstance(right, exp.Column) and not isinstance(left, exp.Column):
             left, right, op = right, left, FLIP[op]
@@ -178,8 +179,6 @@ class PredicateParser:
         return InList(field.name, tuple(self.literal(v, field) for v in e.expressions))
 
     def column(self, e: Any, context: Any) -> Any:
-        from sqlglot import exp
-
         if not isinstance(e, exp.Column):
             raise _fail(
                 f"the left side of {snippet(context)!r} must be a column, got "
@@ -216,15 +215,11 @@ def _operands(e: Any, kind: type) -> list[Any]:
 
 
 def _comparison_op(e: Any) -> str | None:
-    from sqlglot import exp
-
     table = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
     return table.get(type(e))
 
 
 def _describe(e: Any) -> str:
-    from sqlglot import exp
-
     if isinstance(e, exp.Func):
         return "function call"
     if isinstance(e, exp.Add | exp.Sub | exp.Mul | exp.Div | exp.Mod | exp.IntDiv | exp.DPipe):
@@ -259,8 +254,6 @@ _TIMESTAMP_TYPES = ("TIMESTAMP", "TIMESTAMPNTZ", "TIMESTAMPTZ", "DATETIME")
 
 def literal_kind(e: Any) -> tuple[str, Any]:
     """(kind, raw text or bool) of a SQL literal; kind is number/string/bool/date/timestamp."""
-    from sqlglot import exp
-
     if isinstance(e, exp.Literal):
         return ("string" if e.is_string else "number"), e.this
     if isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal) and not e.this.is_string:
@@ -285,8 +278,6 @@ def literal_kind(e: Any) -> tuple[str, Any]:
 
 def coerce(kind: str, raw: Any, field: Any) -> Any:
     """The Python value of a literal compared with `field` (a pyarrow Field), or a clear error."""
-    import pyarrow.types as t
-
     kind_type = field.type
     where = f"column {field.name!r} ({kind_type})"
     if t.is_integer(kind_type):
@@ -332,8 +323,6 @@ def _number(kind: str, raw: Any, where: str) -> Decimal:
 
 
 def _integer(kind: str, raw: Any, kind_type: Any, where: str) -> int:
-    import pyarrow as pa
-
     value = _number(kind, raw, where)
     if value != value.to_integral_value():
         raise _fail(f"{where} takes an integer, got {raw}")
@@ -353,8 +342,6 @@ def _integer(kind: str, raw: Any, kind_type: Any, where: str) -> int:
 
 
 def _floating(kind: str, raw: Any, kind_type: Any, where: str) -> float:
-    import pyarrow as pa
-
     value = float(_number(kind, raw, where))
     if kind_type.bit_width < 64:  # compare what the column stores, as the scan does
         value = pa.scalar(value, kind_type).as_py()
@@ -421,7 +408,6 @@ def zone(tz: str) -> dt.tzinfo:
         sign = -1 if match.group(1) == "-" else 1
         delta = dt.timedelta(hours=int(match.group(2)), minutes=int(match.group(3)))
         return dt.timezone(sign * delta)
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     try:
         return ZoneInfo(tz)
@@ -458,8 +444,6 @@ _PLAIN = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 def quote_column(name: str) -> str:
     """A column name as Lance filters read it (backticks when not a plain identifier)."""
-    from sqlglot.tokens import Tokenizer
-
     if _PLAIN.match(name) and name.upper() not in Tokenizer.KEYWORDS:
         return name
     return "`" + name.replace("`", "``") + "`"

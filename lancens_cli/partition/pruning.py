@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.types as t
+
 from lancens_cli.models import OBJECT_ID_DELIMITER
+from lancens_cli.partition import transforms
 from lancens_cli.partition.predicate import (
     FALSE,
     TRUE,
@@ -176,8 +182,6 @@ def _fit(value: Any, kind: Any) -> Any:
     Lance refuses a literal that does not convert to the column's type (an int64 literal
     against an int32 column, say), so only values that fit go into the filter.
     """
-    import pyarrow.types as t
-
     value = _plain(value)
     if value is None:
         raise _NoPrune
@@ -208,8 +212,6 @@ def _plain(value: Any) -> Any:
 
 
 def _fit_int(value: int, kind: Any) -> int:
-    import pyarrow.types as t
-
     bits = kind.bit_width
     low, high = (
         (0, 2**bits - 1)
@@ -334,11 +336,9 @@ class _Converter:
 
     def transformed(self, field: PartitionField, values: list[Any]) -> Any:
         """The partition value of a row whose sources hold `values` (None: NULL)."""
-        from lancens_cli.partition.transforms import value_of
-
         kinds = [self.source_type(field, i) for i in range(len(field.source_ids))]
         try:
-            return value_of(field, list(values), kinds)
+            return transforms.value_of(field, list(values), kinds)
         except Exception:  # noqa: BLE001 - a literal the transform cannot take: no pruning
             raise _NoPrune from None
 
@@ -406,8 +406,6 @@ class _Converter:
 
     def _hashable(self, column: str, values: list[Any]) -> bool:
         """`x = 0.0` also matches -0.0, which hashes differently: floats with 0 are out."""
-        import pyarrow.types as t
-
         if t.is_floating(self.types[column]):
             return all(v != 0 for v in values)
         return True
@@ -494,8 +492,6 @@ def _source_ok(kind: str, field: PartitionField, source: Any) -> bool:
     """Where the ordering argument holds: dates / timestamps for time transforms; integers,
     decimals and strings (byte order = code point order) for truncate; floats never, since
     0.0 = -0.0 and NaN would have to be reasoned about."""
-    import pyarrow.types as t
-
     if t.is_floating(source):
         return False
     if kind == "monotone" and field.transform.type == "truncate":
@@ -557,8 +553,6 @@ _FIXED_OFFSET = re.compile(r"^[+-]\d{2}:?\d{2}$")
 
 def zone_of(kind: Any) -> str | None:
     """None for dates, naive timestamps and UTC; "fixed" for a fixed offset; else the name."""
-    import pyarrow.types as t
-
     if not t.is_timestamp(kind) or kind.tz is None or kind.tz.upper() in ("UTC", "Z", "ETC/UTC"):
         return None
     return "fixed" if _FIXED_OFFSET.match(kind.tz) else kind.tz
@@ -644,8 +638,6 @@ def _unit_starts(low: Any, high: Any, unit: str, kind: Any) -> list[Any]:
     seconds, a zone's local mean time before standard time, is refused). Refused beyond one
     cycle: it would keep every partition anyway.
     """
-    import pyarrow.types as t
-
     if t.is_date(kind):
         return _walk(low, high, "month" if unit == "month" else "day", _next_date)
     if zone_of(kind) is not None:
@@ -666,10 +658,6 @@ def _zoned_minutes(low: dt.datetime, high: dt.datetime, unit: str, kind: Any) ->
     """`low` and every whole minute in (low, high], as an array of `kind` (wall time in a
     zone other than UTC changes value only at whole minutes, as long as its offsets are
     whole minutes)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     if high - low > _CYCLE_SPAN[unit]:
         raise _NoPrune
     minute = 60_000_000
@@ -718,25 +706,18 @@ def _next_stamp(stamp: dt.datetime, unit: str) -> dt.datetime:
 
 def _apply(field: PartitionField, points: list[Any], kind: Any) -> list[Any]:
     """Partition values of `points`, through the same vectorized code the writer uses."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from lancens_cli.partition.transforms import apply_field
-
     try:
         if isinstance(points, pa.Array):  # whole minutes already: floor `low` to the unit
             array = pc.floor_temporal(points, unit="second").cast(kind)
         else:
             array = pa.array([_floor_to_unit(p, kind) for p in points], type=kind)
-        return list(dict.fromkeys(apply_field(field, [array], len(points)).to_pylist()))
+        return list(dict.fromkeys(transforms.apply_field(field, [array], len(points)).to_pylist()))
     except Exception:  # noqa: BLE001 - no pruning rather than a guess
         raise _NoPrune from None
 
 
 def _floor_to_unit(point: Any, kind: Any) -> Any:
     """A coarser column cannot hold sub-unit parts; flooring keeps the same date parts."""
-    import pyarrow.types as t
-
     if not t.is_timestamp(kind) or kind.unit in ("us", "ns"):
         return point
     micro = point.microsecond

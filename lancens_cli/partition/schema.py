@@ -6,8 +6,13 @@ and never reused: partition specs refer to source columns by these ids, not by n
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
+
+import pyarrow as pa
+import pyarrow.types as t
+from lance.fragment import DataFile
 
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.schema_json import schema_from_json, schema_to_json
@@ -31,8 +36,6 @@ def _field_id(field: Any) -> int | None:
 
 
 def _children(field: Any) -> list[Any]:
-    import pyarrow.types as t
-
     kind = field.type
     if t.is_struct(kind):
         return list(kind)
@@ -44,9 +47,6 @@ def _children(field: Any) -> list[Any]:
 
 
 def _with_children(field: Any, children: list[Any]) -> Any:
-    import pyarrow as pa
-    import pyarrow.types as t
-
     kind = field.type
     if t.is_struct(kind):
         return field.with_type(pa.struct(children))
@@ -111,8 +111,6 @@ def field_id_padding(schema: Any, highest: int = -1) -> tuple[Any, list[str]]:
     (a metadata-only commit). Gaps are filled between top-level columns; a schema whose ids
     cannot be reached so (a gap inside a nested column, ids out of order) is returned as it
     is, and `check` reports a table that reuses an id (`partition_field_ids_differ`)."""
-    import pyarrow as pa
-
     padded: list[Any] = []
     gaps: list[str] = []
     next_id = 0
@@ -137,8 +135,6 @@ def field_id_padding(schema: Any, highest: int = -1) -> tuple[Any, list[str]]:
 
 def padded_for_field_ids(table: Any, highest: int = -1) -> tuple[Any, list[str]]:
     """The rows in `field_id_padding`'s schema (placeholders all NULL), and the placeholders."""
-    import pyarrow as pa
-
     schema, gaps = field_id_padding(table.schema, highest)
     if not gaps:
         return table, []
@@ -152,9 +148,6 @@ def renumbered_fragments(fragments: list[Any], schema: Any, padded: Any) -> list
     """Fragments whose data files Lance numbered by `schema` (0, 1, 2, ... depth-first),
     renumbered for `padded` (the same columns with placeholders between them); None when a
     file names an id `schema` does not have."""
-    import dataclasses
-
-    from lance.fragment import DataFile
 
     def numbering(fields: list[Any]) -> dict[str, int]:
         paths: list[str] = []
@@ -192,8 +185,6 @@ def renumbered_fragments(fragments: list[Any], schema: Any, padded: Any) -> list
 
 def with_field_ids(schema: Any) -> Any:
     """The schema with a `lance:field_id` on every field; ids already there are kept."""
-    import pyarrow as pa
-
     used = [i for i in (_field_id(f) for f in nested_fields(list(schema))) if i is not None]
     if len(used) != len(set(used)):
         raise InvalidInputError(f"schema: {FIELD_ID_KEY} values must be unique")

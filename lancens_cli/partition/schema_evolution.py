@@ -17,9 +17,18 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.types as t
+
 from lancens_cli.errors import InvalidInputError, RefusedError
-from lancens_cli.partition.schema import FIELD_ID_KEY, schema_from_text, schema_to_text
+from lancens_cli.partition.schema import (
+    FIELD_ID_KEY,
+    nested_fields,
+    schema_from_text,
+    schema_to_text,
+)
 from lancens_cli.partition.spec import PartitionSpec
+from lancens_cli.schema_json import type_from_json, type_to_json
 
 HISTORY_KEY = "lancens.schema_history"  # __manifest metadata: earlier schemas, oldest first
 
@@ -33,8 +42,6 @@ class Change:
     value: Any = None  # the type (add, widen) or the new name (rename)
 
     def text(self) -> str:
-        from lancens_cli.schema_json import type_to_json
-
         if self.kind == "rename":
             return f"rename {self.name} -> {self.value}"
         if self.kind == "drop":
@@ -58,8 +65,6 @@ class Evolution:
 
 
 def _type(text: str, where: str) -> Any:
-    from lancens_cli.schema_json import type_from_json
-
     try:
         return type_from_json({"type": text.strip()})
     except InvalidInputError:
@@ -112,9 +117,6 @@ def can_widen(old: Any, new: Any) -> bool:
     """The promotions a widening may make: signed integers to a wider one, float32 to
     float64, date32 to a timestamp without time zone (Iceberg's list, which spec 004's
     type-promotion resistance is built for)."""
-    import pyarrow as pa
-    import pyarrow.types as t
-
     if str(old) in _INTS and str(new) in _INTS:
         return _INTS.index(str(new)) > _INTS.index(str(old))
     if old == pa.float32():
@@ -131,8 +133,6 @@ def _widen_refusal(name: str, fid: int, old: Any, new: Any, spec: PartitionSpec 
     no longer fits the `partition_field_*` column; bucket hashes a date as days and a timestamp
     as microseconds (integers of every width hash alike).
     """
-    import pyarrow.types as t
-
     if spec is None:
         return ""
     for f in spec.fields:
@@ -166,8 +166,6 @@ def _with_id(f: Any, fid: int) -> Any:
 
 def highest_id(schema: Any, history: list[Any]) -> int:
     """The highest field id any generation of the namespace schema ever used."""
-    from lancens_cli.partition.schema import nested_fields
-
     ids = [_id(f) for s in [schema, *history] for f in nested_fields(list(s)) if f.metadata]
     return max(ids, default=-1)
 
@@ -176,8 +174,6 @@ def evolve(
     schema: Any, history: list[Any], changes: list[Change], spec: PartitionSpec | None
 ) -> Evolution:
     """The schema after `changes` (RefusedError / InvalidInputError for a change not allowed)."""
-    import pyarrow as pa
-
     fields = list(schema)
     next_id = highest_id(schema, history) + 1
     ever = {f.name for s in history for f in s}

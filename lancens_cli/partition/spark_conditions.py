@@ -19,6 +19,12 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.types as t
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.partition.predicate import (
     And,
@@ -27,6 +33,8 @@ from lancens_cli.partition.predicate import (
     coerce,
     columns_of,
     flatten,
+    lance_dialect,
+    literal_kind,
     snippet,
     zone,
 )
@@ -79,9 +87,6 @@ def split_condition(
     conjuncts on float columns too (the predicate model's float order is Lance's, where -0.0
     sorts below 0.0 and NaN is not equal to itself; Spark's is not).
     """
-    import sqlglot
-    from sqlglot.errors import SqlglotError
-
     if not text or not text.strip():
         raise InvalidInputError("predicate: the condition is empty")
     try:
@@ -123,7 +128,6 @@ def _short(text: str) -> str:
 def _read_dialect(dialect: str) -> Any:
     if dialect == "spark":
         return "spark"
-    from lancens_cli.partition.predicate import lance_dialect
 
     return lance_dialect()
 
@@ -137,8 +141,6 @@ def _sql(term: Any, dialect: str) -> str:
 
 def _terms(tree: Any) -> list[Any]:
     """The top-level AND terms of `tree` (through parentheses), without deep recursion."""
-    from sqlglot import exp
-
     out, stack = [], [tree]
     while stack:
         node = stack.pop()
@@ -154,8 +156,6 @@ def _terms(tree: Any) -> list[Any]:
 def _check_columns(tree: Any, schema: Any) -> frozenset[str]:
     """The columns the condition names, each one that exists (case-insensitively, as Spark
     resolves them)."""
-    from sqlglot import exp
-
     names = {f.name.lower(): f for f in schema}
     found = set()
     for column in tree.find_all(exp.Column):
@@ -175,8 +175,6 @@ def _check_columns(tree: Any, schema: Any) -> frozenset[str]:
 
 def _check_condition(tree: Any) -> None:
     """What is plainly not a condition (a bare literal or arithmetic) is refused here."""
-    from sqlglot import exp
-
     node = tree
     while isinstance(node, exp.Paren):
         node = node.this
@@ -188,8 +186,6 @@ def _check_condition(tree: Any) -> None:
 
 
 def _is_float(kind: Any) -> bool:
-    import pyarrow.types as t
-
     return bool(t.is_floating(kind))
 
 
@@ -201,8 +197,6 @@ class _SparkParser(PredicateParser):
         self.session_zone = session_zone
 
     def literal(self, e: Any, field: Any) -> Any:
-        import pyarrow.types as t
-
         kind, raw = _spark_literal(e)
         if kind == "number" and any(ch in str(raw) for ch in "eE"):
             raise InvalidInputError(f"predicate: {raw} is a DOUBLE literal in Spark")
@@ -245,8 +239,6 @@ class _SparkParser(PredicateParser):
 
 
 def _naive(field: Any) -> Any:
-    import pyarrow as pa
-
     return pa.field(field.name, pa.timestamp("us"))
 
 
@@ -256,10 +248,6 @@ def _has_offset(text: str) -> bool:
 
 
 def _spark_literal(e: Any) -> tuple[str, Any]:
-    from sqlglot import exp
-
-    from lancens_cli.partition.predicate import literal_kind
-
     if isinstance(e, exp.Cast) and isinstance(e.this, exp.Literal) and e.this.is_string:
         target = e.to.this.name if hasattr(e.to.this, "name") else str(e.to.this)
         if target == "TIMESTAMPNTZ":

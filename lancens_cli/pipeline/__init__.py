@@ -3,6 +3,9 @@
 Imported only by the commands that run Spark (and by users' own PySpark jobs), never by the
 CLI's start-up. `register(spark)` makes `spark.read.format("lancens")` available in a session
 the caller built.
+
+The data source (and pyspark with it) is imported inside `register`, so that the package and its
+Spark-free modules (`session.py`, `options.py`) import without pyspark.
 """
 
 from __future__ import annotations

@@ -6,6 +6,10 @@ jars), which a pip-installed tool does not have, and refuse Parquet nanosecond t
 the local disk) and gives the list to this small Python data source; each task reads its file
 with pyarrow and yields Arrow batches in Spark's types, every value converted exactly or refused
 in one line naming its column and file.
+
+pyarrow's readers, Lance (through `service.namespace`) and the read and write modules are imported
+inside the functions that use them: a task loads only what it runs, and Lance only in the task,
+after the Python worker forked.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from lancens_cli.pipeline.options import STORAGE_PREFIX
+from lancens_cli.pipeline.task_failures import carried
 
 
 class FilePartition(InputPartition):
@@ -58,7 +63,6 @@ class FilesReader(DataSourceReader):
         return [FilePartition(path) for path in self.files]
 
     def read(self, partition: Any) -> Iterator[Any]:
-        from lancens_cli.pipeline.task_failures import carried
         from lancens_cli.pipeline.write import arrow_schema
 
         target = arrow_schema(self.schema)

@@ -8,10 +8,15 @@ publishes them in one `__manifest` commit. What can be refused before the job (m
 unknown columns, types of another kind, missing non-nullable columns) is refused before it
 starts; what only the rows show (NULLs in a non-nullable column, unparseable values) fails the
 job, which then publishes nothing and removes the files its tasks wrote.
+
+pyspark, pyarrow and our modules that load them or Lance are imported inside functions, so that
+`lancens_cli.pipeline.ingest` imports without Spark for the CLI; `_partition_counter`'s function,
+pickled by value to the tasks, imports what it runs itself.
 """
 
 from __future__ import annotations
 
+import csv
 import glob
 import json
 import os
@@ -248,8 +253,6 @@ def _require_columns(header: tuple[str, ...], target: Any, path: str) -> None:
 
 
 def _csv_header(path: str) -> list[str]:
-    import csv
-
     with open(path, newline="", encoding="utf-8-sig") as handle:
         return next(csv.reader(handle), [])
 

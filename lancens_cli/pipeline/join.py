@@ -13,17 +13,25 @@ both sides, each read one partition table per task.
 Output column names: a column whose name occurs on one side only keeps its name; a name that
 occurs on both sides becomes `l_<name>` and `r_<name>`. `--columns` picks output names, and
 `l.<col>` / `r.<col>` name a side's source column whatever its output name.
+
+pyspark (and `join_source.py`, which imports it) is imported inside functions, so that
+`lancens_cli.pipeline.join` imports without Spark: `lancens join` plans and pins the job with it
+before Spark starts.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-from lancens_cli.errors import InvalidInputError
-from lancens_cli.service.join.plan import JoinPlan, PartitionTable, Side
+import pyarrow as pa
+
+from lancens_cli.errors import InvalidInputError, TableAlreadyExistsError
+from lancens_cli.service.join.plan import JoinPlan, PartitionTable, Side, join_plan
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.store.tables import open_published
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -96,8 +104,6 @@ def _side_json(ns: Namespace, pairs: list[tuple[str, str]]) -> dict[str, Any]:
 
 
 def _nullable(schema: Any, pairs: list[tuple[str, str]]) -> Any:
-    import pyarrow as pa
-
     by_name = {f.name: f for f in schema}
     return pa.schema([pa.field(out, by_name[src].type, nullable=True) for src, out in pairs])
 
@@ -125,8 +131,6 @@ class JoinJob:
 
     @property
     def schema(self) -> Any:
-        import pyarrow as pa
-
         left = _nullable(self.plan.left.layout.schema, self.left_read)
         right = _nullable(self.plan.right.layout.schema, self.right_read)
         fields = {f.name: f for f in [*left, *right]}
@@ -215,8 +219,6 @@ class JoinJob:
         )
 
     def _shuffle_join(self, spark: SparkSession) -> Any:
-        from functools import reduce
-
         left = self._side_frame(spark, self.plan.left, self.side_schema("l"))
         right = self._side_frame(spark, self.plan.right, self.side_schema("r"))
         condition = reduce(
@@ -241,7 +243,6 @@ def _pin(ns: Namespace, table: PartitionTable) -> dict[str, Any]:
     }
     if table.read_version is not None and table.read_tag is None:
         return row
-    from lancens_cli.store.tables import open_published
 
     dataset = open_published(ns.storage, row)
     return {**row, "read_version": int(dataset.version), "read_tag": None}
@@ -260,8 +261,6 @@ def plan_job(
     `filtered`: a --where will be applied, which may name any output column, so every column
     is read and `selected` is picked after the filter.
     """
-    from lancens_cli.service.join.plan import join_plan
-
     if how not in HOWS:
         raise InvalidInputError(f"--how {how!r}: expected one of {', '.join(HOWS)}")
     plan = join_plan(left_ns, right_ns, on, all_versions=True)
@@ -397,8 +396,6 @@ WRITE_FORMATS = ("parquet", "csv", "json")
 
 def write_files(spark: SparkSession, df: DataFrame, path: str, fmt: str, spj: bool) -> JoinFiles:
     """Write the joined rows with Spark; an existing path is refused, not replaced."""
-    from lancens_cli.errors import TableAlreadyExistsError
-
     if fmt not in WRITE_FORMATS:
         raise InvalidInputError(f"--format {fmt!r}: expected one of {', '.join(WRITE_FORMATS)}")
     if _path_exists(spark, path):

@@ -10,8 +10,9 @@ partition of the reader is one unit of work that needs nothing but storage:
 * mode `side`: one partition table of one side, for the ordinary (shuffle) join Spark runs when
   the two layouts are not compatible.
 
-Lance is imported only inside `read()`: PySpark forks its Python workers from a daemon and Lance
-is not fork-safe, so nothing Lance-native may run before a fork.
+Lance (through `store.tables`) and pyarrow are imported inside the functions the task calls:
+PySpark forks its Python workers from a daemon and Lance is not fork-safe, so nothing
+Lance-native may run before a fork.
 """
 
 from __future__ import annotations
@@ -22,8 +23,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import from_arrow_schema
 
+from lancens_cli.config import NamespaceConfig
 from lancens_cli.pipeline.task_failures import marked_iter
+from lancens_cli.store.storage import Storage
 
 FORMAT = "lancens_join"
 BATCH_ROWS = 64 * 1024
@@ -56,8 +60,6 @@ class LancensJoinSource(DataSource):
         return FORMAT
 
     def schema(self) -> Any:
-        from pyspark.sql.pandas.types import from_arrow_schema
-
         job = json.loads(self.options["job"])
         return from_arrow_schema(decode_schema(job["schema"]))
 
@@ -89,9 +91,6 @@ class JoinReader(DataSourceReader):
 
 
 def _storage(side: dict[str, Any]) -> Any:
-    from lancens_cli.config import NamespaceConfig
-    from lancens_cli.store.storage import Storage
-
     return Storage(NamespaceConfig(root=side["root"], storage_options=dict(side["storage"])))
 
 

@@ -3,6 +3,9 @@
 Users write them as Spark options: `root`, `storage.<key>` (exactly the CLI's `-s key=value`),
 `delimiter` (identifier separator, default `.`), and the identifier as the `load()`/`save()`
 path. The object is plain data so that it pickles to executors.
+
+Lance (through `service.namespace`) is imported inside `namespace()`: the options are unpickled in
+every Python worker, and Lance loads only in the task, after the worker forked.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lancens_cli.errors import InvalidInputError
+from lancens_cli.models import Identifier
 
 STORAGE_PREFIX = "storage."
 _KNOWN = frozenset(("root", "path", "delimiter", "manifest_enabled", "dir_listing_enabled"))
@@ -67,8 +71,6 @@ class SourceOptions:
 
     def ident(self) -> Any:
         """The identifier given to load()/save(), or None for the whole partitioned root."""
-        from lancens_cli.models import Identifier
-
         return (
             None if self.identifier is None else Identifier.parse(self.identifier, self.delimiter)
         )

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from lancens_cli.pipeline.task_failures import from_spark
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.compact import Compaction
 from lancens_cli.service.prune.policy import PrunePolicy
@@ -25,6 +26,7 @@ from lancens_cli.service.prune.table import (
     TableWork,
     compaction_from_json,
     job_settings,
+    run_group,
 )
 
 if TYPE_CHECKING:
@@ -41,9 +43,7 @@ def groups_of(count: int, slots: int) -> int:
 
 
 def _task(job: dict[str, Any], groups: Iterable[list[tuple[int, dict]]]) -> Iterator[dict]:
-    """What a Spark task runs: its partition's group(s) of tables; Lance is imported inside."""
-    from lancens_cli.service.prune.table import run_group
-
+    """What a Spark task runs: its partition's group(s) of tables."""
     for group in groups:
         yield from run_group(job, group)
 
@@ -78,8 +78,6 @@ class SparkTables:
                 .collect()
             )
         except Exception as exc:  # the job failed as a whole: no table's outcome is known
-            from lancens_cli.pipeline.task_failures import from_spark
-
             reason = from_spark(exc, "prune").message
             return [(_unknown(w, reason), None) for w in works]
         finally:

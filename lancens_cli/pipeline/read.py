@@ -6,7 +6,8 @@ once (`partitions()`, see `read_plan.py`: `__manifest` read once, exact versions
 tables pruned by the `where` / `prune` options, one slice per fragment or group of small
 fragments) and reads a slice in a task (`read()`), yielding Arrow batches in exactly the Arrow
 schema Spark expects. Spark calls all of these in its Python workers, never in a process it
-forks afterwards; Lance is imported only inside them.
+forks afterwards; Lance (through `store.tables` and `service.partitioned.layout`) is imported
+inside them.
 """
 
 from __future__ import annotations
@@ -14,9 +15,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
+from pyspark.sql.types import StructField, StructType
 
 from lancens_cli.errors import InvalidInputError
+from lancens_cli.partition.predicate import FALSE, to_sql
+from lancens_cli.partition.spark_conditions import split_condition
 from lancens_cli.pipeline.options import SourceOptions
 from lancens_cli.pipeline.read_plan import LancensSlice, Piece, plan_slices
 from lancens_cli.pipeline.task_failures import marked, marked_iter
@@ -27,8 +33,6 @@ if TYPE_CHECKING:
 
 def option_nodes(opts: SourceOptions, schema: Any) -> list[Any]:
     """The predicate nodes of the `where` and `prune` options (see READ_OPTIONS)."""
-    from lancens_cli.partition.spark_conditions import split_condition
-
     zone = opts.extra.get("timezone")
     nodes: list[Any] = []
     where = opts.extra.get("where")
@@ -92,9 +96,6 @@ def source_schema(opts: SourceOptions) -> Any:
 
 def spark_schema(schema: Any) -> Any:
     """A Spark StructType for an Arrow schema (field metadata dropped; zones become UTC)."""
-    from pyspark.sql.pandas.types import from_arrow_type
-    from pyspark.sql.types import StructField, StructType
-
     fields = []
     for f in schema:
         try:
@@ -131,8 +132,6 @@ class LancensReader(DataSourceReader):
 
     @marked
     def partitions(self) -> list[InputPartition]:
-        from lancens_cli.partition.predicate import FALSE, to_sql
-
         schema = self._source()
         nodes = option_nodes(self.opts, schema)
         if FALSE in nodes:
@@ -144,7 +143,6 @@ class LancensReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         if not isinstance(partition, LancensSlice):
             return  # no table matched: Spark still runs one empty partition
-        from pyspark.sql.pandas.types import to_arrow_schema
 
         target = to_arrow_schema(self.schema, timezone="UTC")
         ns = self.opts.namespace(as_of=False)  # the planned versions are exact: no __manifest
@@ -181,8 +179,6 @@ def _read_piece(ns: Namespace, piece: Piece, target: Any) -> Iterator[Any]:
 
 def conform_batch(batch: Any, target: Any) -> Any:
     """`batch` in exactly Spark's Arrow schema: order, types, nullability; absent -> NULL."""
-    import pyarrow as pa
-
     names = batch.schema.names
     arrays = []
     for f in target:
@@ -203,8 +199,6 @@ def conform_batch(batch: Any, target: Any) -> Any:
 def exact_cast(column: Any, field: Any, context: str = "", advice: str = "") -> Any:
     """`column` as `field`'s type with every value kept exactly, or a one-line error naming the
     column (after `context`, e.g. the file) and, when given, what to do instead."""
-    import pyarrow as pa
-
     try:
         return column.cast(field.type, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:

@@ -6,6 +6,10 @@ version the manifest publishes (`store.tables.open_published`) and that version 
 as a number (a tag or a branch resolved here), with the fragments to read.
 The tasks then open exactly those versions and never look at `__manifest`: a read sees each
 write whole or not at all.
+
+The modules that load Lance (`store.tables`, `service.partitioned.partitions`,
+`partition.schema_evolution`) are imported inside the planning functions: `read.py` imports this
+module in every Python worker, and Lance loads only where it is used, after the worker forked.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import InputPartition
 
+from lancens_cli.errors import RefusedError
 from lancens_cli.partition.predicate import (
     FALSE,
     TRUE,
@@ -30,6 +35,7 @@ from lancens_cli.partition.predicate import (
 )
 from lancens_cli.pipeline.missing_columns import without_columns
 from lancens_cli.pipeline.options import SourceOptions
+from lancens_cli.store.containment import directory_location_problem
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -108,8 +114,6 @@ def _partition_targets(ns: Namespace, nodes: list[Node]) -> list[_Target]:
 
     node = _conjunction(nodes)
     selection = select_partitions(ns, None if node is None else to_sql(node), strict=True)
-    from lancens_cli.errors import RefusedError
-    from lancens_cli.store.containment import directory_location_problem
 
     targets = []
     for match in selection.matches:

@@ -7,6 +7,10 @@ is what Spark's own filter of the source gives. Only the columns the result and 
 condition need are declared to the data source (Spark's Python data sources read every column
 of the schema they are given). `--explain` reads the slices the reader planned back out of the
 physical plan: the partition tables chosen per spec version, their versions and filters.
+
+pyspark and the modules that import it (`read.py`, `read_plan.py`) are imported inside functions, so
+that `lancens_cli.pipeline.scan` imports without Spark (`cli/views.py` uses its `json_value`); so is
+`service.partitioned.partitions`, which loads Lance for `--explain`'s total only.
 """
 
 from __future__ import annotations
@@ -19,8 +23,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+import pyarrow.types as t
+
 from lancens_cli.errors import InvalidInputError, TableAlreadyExistsError
 from lancens_cli.partition.spark_conditions import Condition, split_condition
+from lancens_cli.pipeline.options import SourceOptions
 from lancens_cli.pipeline.task_failures import spark_errors
 
 if TYPE_CHECKING:
@@ -149,7 +157,6 @@ def source_options(request: ScanRequest) -> dict[str, str]:
 
 def request_condition(request: ScanRequest) -> tuple[Any, Condition | None]:
     """The source's Arrow schema and the split `--where` (input errors found before Spark)."""
-    from lancens_cli.pipeline.options import SourceOptions
     from lancens_cli.pipeline.read import READ_OPTIONS, arrow_schema
 
     options = source_options(request)
@@ -205,14 +212,11 @@ def _columns(requested: list[str] | None, schema: Any) -> list[str]:
 
 
 def _subset(schema: Any, names: set[str]) -> Any:
-    import pyarrow as pa
-
     return pa.schema([f for f in schema if f.name in names])
 
 
 def _narrowest(schema: Any) -> str:
     """A column to count rows by (Spark's Python sources read every declared column)."""
-    import pyarrow.types as t
 
     def width(f: Any) -> int:
         return f.type.bit_width if t.is_primitive(f.type) else 1 << 20
@@ -352,7 +356,6 @@ def explain(df: DataFrame, request: ScanRequest, condition: Condition | None) ->
 def _partition_total(request: ScanRequest) -> int | None:
     if request.identifier is not None:
         return None
-    from lancens_cli.pipeline.options import SourceOptions
     from lancens_cli.pipeline.read import READ_OPTIONS
     from lancens_cli.service.partitioned.partitions import select_partitions
 

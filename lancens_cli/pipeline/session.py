@@ -8,12 +8,15 @@ running interpreter, and the `lancens` data source registered. A session already
 process (tests, a user's notebook) is reused rather than started twice.
 
 Nothing Lance-native runs here: PySpark forks its Python workers from a daemon, and Lance is not
-fork-safe, so Lance is imported only inside the functions that tasks call.
+fork-safe, so Lance is imported only inside the functions that tasks call. pyspark is imported
+inside functions too, so that this module imports without it and `require_pyspark` can say
+how to install it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import shutil
@@ -26,7 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lancens_cli.config import parse_key_values
 from lancens_cli.errors import InvalidInputError, LancensError
+from lancens_cli.pipeline import register
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -77,8 +82,6 @@ class SparkSettings:
     ) -> SparkSettings:
         """Flags > environment (LANCENS_SPARK_MASTER, then SPARK_REMOTE) > the profile's `spark`
         table > local mode. `--master` and `--remote` together are a usage error."""
-        from lancens_cli.config import parse_key_values
-
         environ = os.environ if environ is None else environ
         profile = profile or {}
         conf = {str(k): str(v) for k, v in dict(profile.get("conf") or {}).items()}
@@ -275,8 +278,6 @@ _PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger"
 
 
 def _quiet_python_loggers(debug: bool) -> None:
-    import logging
-
     for name in _PYSPARK_ERROR_LOGGERS:
         logging.getLogger(name).disabled = not debug
 
@@ -290,8 +291,6 @@ def _apply_runtime_conf(spark: SparkSession, settings: SparkSettings) -> None:
 
 
 def _register(spark: SparkSession) -> None:
-    from lancens_cli.pipeline import register
-
     register(spark)
 
 

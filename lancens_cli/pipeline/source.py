@@ -4,6 +4,9 @@
 partitioned root reads the whole partitioned namespace; `df.write.format("lancens")` writes.
 This class only dispatches: reading lives in `pipeline/read.py`, writing in `pipeline/write.py`,
 so that each task imports what it runs and no more.
+
+`read.py` and `write.py` are imported inside the methods that use them, so that a task imports what
+it runs and no more.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource
 
 from lancens_cli.pipeline.options import SourceOptions
+from lancens_cli.pipeline.task_failures import carried
 
 
 class LancensDataSource(DataSource):
@@ -36,7 +40,6 @@ class LancensDataSource(DataSource):
         return LancensReader(self._options(READ_OPTIONS), schema)
 
     def writer(self, schema: Any, overwrite: bool) -> Any:
-        from lancens_cli.pipeline.task_failures import carried
         from lancens_cli.pipeline.write import WRITE_OPTIONS, LancensWriter
 
         try:

@@ -12,18 +12,48 @@ files its tasks wrote; a killed driver publishes nothing (`check --fix` removes 
 Options beyond the data source's own: `report` (a local path: `commit()` writes what it
 committed there as JSON, for `lancens ingest`), `branch` (partitioned writes only: the rows
 go to that branch of each partition table, `service.partitioned.branch`).
+
+Lance and the service and store modules that load it are imported inside the driver's functions
+(planning, commit, abort): a task unpickles the writer in its Python worker and loads Lance only in
+`write_task.py`, after the worker forked.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import pyarrow.types as t
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.pandas.types import to_arrow_schema
 
+from lancens_cli.errors import (
+    ConcurrentModificationError,
+    InvalidInputError,
+    InvalidTableStateError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    lance_message,
+)
+from lancens_cli.partition.rows import partition_table_rows
 from lancens_cli.pipeline.options import SourceOptions
-from lancens_cli.pipeline.write_task import WritePlan
+from lancens_cli.pipeline.task_failures import carried
+from lancens_cli.pipeline.write_task import (
+    JOBS_DIR,
+    WritePlan,
+    aborted_marker,
+    data_root,
+    decode_value,
+    delete_written,
+    forget_job_log,
+    job_log_dir,
+    job_logged_entries,
+    run_task,
+)
+from lancens_cli.store.containment import row_locations
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -47,8 +77,6 @@ class LancensWriter(DataSourceArrowWriter):
     """Tasks write fragments, the driver commits them in one `__manifest` commit."""
 
     def __init__(self, opts: SourceOptions, schema: Any, overwrite: bool) -> None:
-        from lancens_cli.pipeline.task_failures import carried
-
         self.opts = opts
         self.overwrite = overwrite
         try:
@@ -57,13 +85,9 @@ class LancensWriter(DataSourceArrowWriter):
             raise carried(exc) from None
 
     def write(self, iterator: Any) -> LancensCommitMessage:
-        from lancens_cli.pipeline.write_task import run_task
-
         return LancensCommitMessage(run_task(self.plan, iterator))
 
     def commit(self, messages: list[Any]) -> None:
-        from lancens_cli.pipeline.task_failures import carried
-
         entries = _entries(messages)
         try:
             if self.plan.spec is None:
@@ -83,7 +107,6 @@ class LancensWriter(DataSourceArrowWriter):
                 pass  # committed all the same; only the summary is lost
 
     def abort(self, messages: list[Any]) -> None:
-        from lancens_cli.pipeline.write_task import aborted_marker
         from lancens_cli.service.namespace import Namespace
 
         storage = Namespace.from_properties(self.plan.root_properties).storage
@@ -104,7 +127,6 @@ def _entries(messages: list[Any]) -> list[dict[str, Any]]:
 
 
 def _plan(opts: SourceOptions, spark_schema: StructType, overwrite: bool) -> WritePlan:
-    import secrets
 
     from lancens_cli.service.partitioned.branch import check_ref_name
 
@@ -113,9 +135,7 @@ def _plan(opts: SourceOptions, spark_schema: StructType, overwrite: bool) -> Wri
     ident = opts.ident()
     branch = check_ref_name(opts.extra.get("branch"), "the branch option")
     if ident is None:
-        from lancens_cli.partition.rows import partition_table_rows
         from lancens_cli.service.partitioned.write import LevelIndex, partitioned_target
-        from lancens_cli.store.containment import row_locations
 
         snapshot, layout = partitioned_target(ns)
         check_columns(spark_schema, layout.schema)
@@ -140,8 +160,6 @@ def _plan(opts: SourceOptions, spark_schema: StructType, overwrite: bool) -> Wri
             branch=branch,
         )
     if branch is not None:
-        from lancens_cli.errors import InvalidInputError
-
         raise InvalidInputError("a branch write goes into the partitioned root, not a table")
     return _plan_plain(opts, ns, ident, spark_schema, job_id, overwrite)
 
@@ -168,8 +186,6 @@ def _plan_plain(
             opts.properties(), job_id, dataset.schema, location=ref.location, overwrite=overwrite
         )
     if ident.is_root:
-        from lancens_cli.errors import InvalidInputError
-
         raise InvalidInputError("a table needs a name")
     ns.require_namespace(ident.parent, snapshot)
     if len(ident.parts) > 1:
@@ -186,7 +202,6 @@ def _plan_plain(
 def refuse_partition_table(snapshot: ManifestSnapshot, ident: Identifier) -> None:
     """A table below a spec-version namespace is a partition: its rows go in through the
     partitioned write (`save()` with no identifier), which keeps them in their partition."""
-    from lancens_cli.errors import InvalidInputError
     from lancens_cli.service.partitioned.layout import layout_of
 
     layout = layout_of(snapshot) if snapshot.exists else None
@@ -201,16 +216,12 @@ def refuse_partition_table(snapshot: ManifestSnapshot, ident: Identifier) -> Non
 
 def arrow_schema(spark_schema: StructType) -> Any:
     """The Arrow schema Spark hands the writer for rows of this Spark schema."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
     return to_arrow_schema(spark_schema, timezone="UTC")
 
 
 def check_columns(spark_schema: StructType, target: Any) -> None:
     """Refuse, before any task runs, input the target cannot take (unknown or missing
     non-nullable columns, types of another kind)."""
-    from lancens_cli.errors import InvalidInputError
-
     names = set(target.names)
     given = {f.name: f for f in arrow_schema(spark_schema)}
     unknown = [n for n in given if n not in names]
@@ -227,8 +238,6 @@ def check_columns(spark_schema: StructType, target: Any) -> None:
 
 
 def _kind(arrow_type: Any) -> str:
-    import pyarrow.types as t
-
     checks = (
         ("integer", t.is_integer),
         ("number", t.is_floating),
@@ -253,8 +262,6 @@ def _commit_partitioned(
 ) -> dict[str, Any]:
     from lance.fragment import FragmentMetadata
 
-    from lancens_cli.errors import ConcurrentModificationError
-    from lancens_cli.pipeline.write_task import decode_value
     from lancens_cli.service.partitioned.write import (
         PartitionTouch,
         PartitionWrite,
@@ -320,7 +327,6 @@ def _commit_plain(
     import lance
     from lance.fragment import FragmentMetadata
 
-    from lancens_cli.errors import InvalidTableStateError, lance_message
     from lancens_cli.service.catalog.create import register_new_table
     from lancens_cli.store.partition_tables import commit_new_table
 
@@ -340,8 +346,6 @@ def _commit_plain(
         from lancens_cli.store.tables import VERSIONS_DIR, v1_location
 
         if ref is not None and ns.storage.exists(f"{ref.location}/{VERSIONS_DIR}"):
-            from lancens_cli.errors import TableAlreadyExistsError
-
             raise TableAlreadyExistsError(f"table {ident.display()} was created during the job")
         dataset = commit_new_table(ns.storage, plan.location, fragments, plan.schema)
         shared = plan.location == v1_location(ident.name)
@@ -349,8 +353,6 @@ def _commit_plain(
         report.update(mode="create", version=dataset.version, created=True)
         return report
     if ref is None or ref.location != plan.location:
-        from lancens_cli.errors import TableNotFoundError
-
         raise TableNotFoundError(f"table {ident.display()} was dropped or moved during the job")
     uri = ns.storage.uri(plan.location)
     operation = (
@@ -376,7 +378,6 @@ def _commit_plain(
 def _clean_up(plan: WritePlan, entries: list[dict[str, Any]]) -> None:
     """Remove what the job's tasks wrote: their data files, and the job's new table
     directories that nothing published."""
-    from lancens_cli.pipeline.write_task import delete_written, forget_job_log, job_logged_entries
     from lancens_cli.service.namespace import Namespace
 
     ns = Namespace.from_properties(plan.root_properties)
@@ -409,9 +410,7 @@ def _sweep_stragglers(plan: WritePlan) -> None:
     """Spark calls `abort()` without waiting for the tasks it cancels; a task still writing
     sees the aborted marker after its next file and removes it, and this sweeps again until
     nothing of the job has appeared for a while. Then the marker goes too."""
-    import time
 
-    from lancens_cli.pipeline.write_task import JOBS_DIR, aborted_marker, job_log_dir
     from lancens_cli.service.namespace import Namespace
 
     storage = Namespace.from_properties(plan.root_properties).storage
@@ -441,7 +440,6 @@ def _forget_job(plan: WritePlan) -> None:
     """After the commit: the files of task attempts that did not report (retried, killed)
     are in no version; remove them (what the commit references is tracked, so kept), then
     the job's log."""
-    from lancens_cli.pipeline.write_task import delete_written, forget_job_log, job_logged_entries
     from lancens_cli.service.namespace import Namespace
 
     storage = Namespace.from_properties(plan.root_properties).storage
@@ -459,7 +457,6 @@ def _unreferenced(storage: Storage, entries: list[dict[str, Any]]) -> list[dict[
     partition tables already: those versions are unpublished, and the next write sets them
     aside, but their files stay, so that every version of the table remains readable.
     """
-    from lancens_cli.pipeline.write_task import data_root
     from lancens_cli.store.tables import VERSIONS_DIR, open_table
 
     tracked: dict[str, set[str]] = {}

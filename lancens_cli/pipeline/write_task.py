@@ -13,19 +13,32 @@ reports and removes them after the grace.)
 
 New partitions get their table directory from the job id and the partition values alone, so
 every task writing the same new partition writes into the same directory.
+
+Lance, pyspark's `TaskContext` and the service modules that load Lance are imported inside the
+functions: Lance is imported in the task, after the Python worker forked, and
+`lancens_cli.pipeline.write_task` imports without Spark.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import hashlib
 import json
+import secrets
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
-from lancens_cli.partition.rows import NAME_ALPHABET, NAME_LENGTH
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.types as t
+
+from lancens_cli.partition.rows import NAME_ALPHABET, NAME_LENGTH, child_id
+from lancens_cli.pipeline.task_failures import carried
 from lancens_cli.store.containment import JOBS_DIR  # the write jobs' logs, below the root
 
 if TYPE_CHECKING:
@@ -72,9 +85,6 @@ class WritePlan:
 
 def encode_value(value: Any) -> Any:
     """A partition value as JSON (dates and times keep their type)."""
-    import datetime as dt
-    import decimal
-
     if isinstance(value, dt.datetime):
         return {"datetime": value.isoformat()}
     if isinstance(value, dt.date):
@@ -87,9 +97,6 @@ def encode_value(value: Any) -> Any:
 
 
 def decode_value(value: Any) -> Any:
-    import datetime as dt
-    import decimal
-
     if not isinstance(value, dict):
         return value
     kind, text = next(iter(value.items()))
@@ -137,8 +144,6 @@ class _Written:
 
 def run_task(plan: WritePlan, batches: Iterator[Any]) -> str:
     """Write the task's rows as fragments; the commit message's JSON text."""
-    from lancens_cli.pipeline.task_failures import carried
-
     written = _Written()
     storage = _storage(plan)
     if storage.exists(aborted_marker(plan.job_id)):
@@ -165,7 +170,6 @@ def _storage(plan: WritePlan) -> Any:
 
 
 def _table(plan: WritePlan, chunk: list[Any]) -> Any:
-    import pyarrow as pa
 
     from lancens_cli.service.partitioned.write import conform
 
@@ -191,10 +195,6 @@ def spark_times(table: Any, target: Any, zone: str) -> Any:
     the session zone: TIMESTAMP -> TIMESTAMP_NTZ is the wall time there, TIMESTAMP_NTZ ->
     TIMESTAMP the instant that wall time names there (a skipped time moved forward by the gap,
     a repeated one at its earlier offset, as java.time does). Never a silent shift."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.types as t
-
     kinds = {f.name: f.type for f in target}
     columns, changed = [], False
     for name, column in zip(table.column_names, table.columns, strict=True):
@@ -210,15 +210,10 @@ def spark_times(table: Any, target: Any, zone: str) -> Any:
 
 
 def _instants(column: Any, zone: str) -> Any:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     unit = column.type.unit
     try:
         return pc.assume_timezone(column, timezone=zone, ambiguous="earliest", nonexistent="raise")
     except pa.ArrowInvalid:  # a wall time the zone skips: java.time's rule, value by value
-        from zoneinfo import ZoneInfo
-
         place = ZoneInfo(zone)
         values = [
             None if v is None else v.replace(tzinfo=place, fold=0) for v in column.to_pylist()
@@ -245,8 +240,6 @@ def _log_written(
 ) -> None:
     """Write down the data files Lance just wrote, in the job's log, before anything else
     happens; a straggler of an aborted job removes them instead (and says so by failing)."""
-    import secrets
-
     files = [f.path for fragment in fragments for f in fragment.files]
     record = {"location": entry["location"], "branch": entry.get("branch"), "files": files}
     storage.write_text(f"{job_log_dir(job_id)}/{secrets.token_hex(8)}.json", json.dumps(record))
@@ -317,7 +310,6 @@ def _write_partitioned(
 
 def _place(plan: WritePlan, touch: Any) -> tuple[Any, dict[str, Any]]:
     """The partition's table: the existing one, or the job's directory for a new one."""
-    from lancens_cli.partition.rows import child_id
     from lancens_cli.service.partitioned.write import TABLE_NAME, value_key
 
     parent, path, new = plan.spec.namespace, [], False

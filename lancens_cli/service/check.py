@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pyarrow as pa
+
 from lancens_cli.errors import InvalidInputError, LancensError, ManifestError
 from lancens_cli.models import (
     KIND_NAMESPACE,
@@ -30,6 +32,7 @@ from lancens_cli.models import (
     validate_name,
 )
 from lancens_cli.partition.rows import split_id, top_namespace
+from lancens_cli.partition.spec import specs_from_metadata
 from lancens_cli.service.catalog.rows import (
     RENAME_INTENT_KEY,
     RENAMED_FROM_KEY,
@@ -175,8 +178,6 @@ def _rows_in_scope(ns: Namespace, snapshot: ManifestSnapshot, ident: Identifier)
 
 
 def _check_manifest(snapshot: ManifestSnapshot, report: CheckReport) -> None:
-    import pyarrow as pa
-
     schema = snapshot.table.schema
     base_objects = schema.field("base_objects") if "base_objects" in schema.names else None
     if base_objects is None or not pa.types.is_list(base_objects.type):
@@ -437,8 +438,6 @@ def check_orphans(
 
 def _spec_namespaces(snapshot: ManifestSnapshot) -> set[str]:
     """`v1`, `v2`, ... of a partitioned root: tables below them exist only once published."""
-    from lancens_cli.partition.spec import specs_from_metadata
-
     try:
         return {spec.namespace for spec in specs_from_metadata(snapshot.metadata)}
     except InvalidInputError:

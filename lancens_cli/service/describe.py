@@ -14,6 +14,7 @@ from lancens_cli.models import (
     TableDescription,
 )
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.partitioned.layout import partition_summary, runtime_properties
 from lancens_cli.store.inspect import describe_dataset, list_versions
 from lancens_cli.store.manifest import (
     READER_FLAGS_KEY,
@@ -33,8 +34,6 @@ def describe(ns: Namespace, ident: Identifier, *, versions: bool = False, delimi
         ns.require_namespace(ident.parent, snapshot)
     row = snapshot.get(ident.object_id)
     if row is not None and row["object_type"] == KIND_NAMESPACE:
-        from lancens_cli.service.partitioned.layout import runtime_properties
-
         children = snapshot.children(ident.object_id)
         return NamespaceDescription(
             id=ident.display(delimiter),
@@ -77,7 +76,6 @@ def describe_root(ns: Namespace, snapshot) -> RootDescription:
             ],
             "data_storage_version": snapshot.data_storage_version,
         }
-        from lancens_cli.service.partitioned.layout import partition_summary
 
         summary = partition_summary(snapshot)
         if summary is not None:

@@ -7,6 +7,7 @@ Child namespaces exist only in the manifest.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,12 +21,15 @@ from lancens_cli.errors import (
     UnsupportedError,
 )
 from lancens_cli.models import (
+    DISPLAY,
     KIND_NAMESPACE,
     KIND_TABLE,
     OBJECT_ID_DELIMITER,
     SOURCE_BOTH,
     SOURCE_DIRECTORY,
     SOURCE_MANIFEST,
+    Change,
+    ChangeSet,
     Identifier,
 )
 from lancens_cli.service.catalog.rows import (  # noqa: F401 (callers import the keys here)
@@ -37,6 +41,7 @@ from lancens_cli.store.containment import directory_location_problem, row_locati
 from lancens_cli.store.manifest import (
     ManifestSnapshot,
     ManifestStore,
+    decode_properties,
     manifest_schema,
     require_writable,
 )
@@ -80,7 +85,6 @@ class Namespace:
         `timestamp`) published it: every read goes to that version; writes are refused."""
         if version is None and timestamp is None:
             return self
-        import copy
 
         other = copy.copy(self)
         other.manifest = self.manifest.pinned(self.manifest.resolve_version(version, timestamp))
@@ -212,8 +216,6 @@ def stale_rename_sources(snapshot: ManifestSnapshot) -> set[str]:
     Until the last step of a rename deletes the old directory, it must not reappear through
     directory listing; the new row names it in its metadata.
     """
-    from lancens_cli.store.manifest import decode_properties
-
     stale = set()
     for row in snapshot.rows:
         if row["object_type"] == KIND_TABLE and row.get("metadata"):
@@ -225,8 +227,6 @@ def stale_rename_sources(snapshot: ManifestSnapshot) -> set[str]:
 
 def init_root(ns: Namespace):
     """Create a local root (parents included); an object-store root needs its bucket to exist."""
-    from lancens_cli.models import Change, ChangeSet
-
     if ns.storage.root_exists():
         return ChangeSet([Change("exists", KIND_NAMESPACE, "(root)", ns.storage.root_uri)])
     if not ns.storage.is_local:
@@ -237,8 +237,6 @@ def init_root(ns: Namespace):
 
 def delimiter_hint(snapshot: ManifestSnapshot) -> str:
     """For a not-found error: a name here contains the separator, so say how to reach it."""
-    from lancens_cli.models import DISPLAY, OBJECT_ID_DELIMITER
-
     delimiter = DISPLAY["delimiter"]
     if not snapshot.exists:
         return ""

@@ -11,12 +11,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import lance
+
 from lancens_cli.errors import TableNotFoundError
 from lancens_cli.models import MANIFEST_TABLE, Identifier
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.run import Decisions, decide
 from lancens_cli.service.prune.table import TableResult, TableWork
+from lancens_cli.store.version_files import version_times
 
 
 @dataclass
@@ -181,8 +184,6 @@ RECLAIM_VERSIONS = 200  # past this many versions, bytes reclaimable are not wor
 
 def _reclaimable(ns: Namespace, location: str, expire: list[int], kept: list[int]) -> int | None:
     """Bytes of the data files only expiring versions reference (None: not cheap to tell)."""
-    import lance
-
     if not expire:
         return 0
     if len(expire) + len(kept) > RECLAIM_VERSIONS:
@@ -215,8 +216,6 @@ def _by_version(refs: dict[str, int]) -> dict[int, list[str]]:
 
 def _sizes(ns: Namespace, location: str) -> dict[int, tuple[int | None, int | None]]:
     """version -> (rows, bytes of its files) from the versions' own statistics (cheap)."""
-    import lance
-
     try:
         ds = lance.dataset(ns.storage.uri(location), storage_options=ns.storage.lance_options)
         found = {}
@@ -241,8 +240,6 @@ def _lines(
     tags: dict[int, list[str]],
     branches: dict[int, list[str]],
 ) -> list[VersionLine]:
-    from lancens_cli.store.version_files import version_times
-
     times = version_times(ns.storage, location)
     sizes = _sizes(ns, location)
     lines = []

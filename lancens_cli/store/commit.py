@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from lance.commit import CommitConflictError
+
 from lancens_cli.errors import ConcurrentModificationError
 
 T = TypeVar("T")
@@ -23,8 +25,6 @@ TABLE_COMMIT_ATTEMPTS = 20  # tries per table when another writer commits to it 
 
 def is_conflict(exc: BaseException, *also: str) -> bool:
     """Whether a commit failed because another writer committed first (`also`: more words)."""
-    from lance.commit import CommitConflictError
-
     if isinstance(exc, CommitConflictError):
         return True
     text = str(exc).lower()

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lancens_cli.errors import InvalidInputError, RefusedError
-from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE
+from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE, Identifier
+from lancens_cli.store.storage import check_relative
 
 MAX_LOCATION_CHARS = 1024  # far beyond any name lancens makes; longer is not a real table
 LEASE_DIR = ".lancens-prune"  # prune's leases (service/prune/lease.py)
@@ -50,7 +51,6 @@ def syntax_problem(location: Any) -> str | None:
         return f"the location is {len(location)} characters long (at most {MAX_LOCATION_CHARS})"
     if any(not ch.isprintable() for ch in location):
         return "the location holds control characters"
-    from lancens_cli.store.storage import check_relative
 
     try:
         normal = check_relative(location)
@@ -173,8 +173,6 @@ def directory_location_problem(storage: Any, location: str) -> str | None:
 
 
 def _display(object_id: str) -> str:
-    from lancens_cli.models import Identifier
-
     try:
         return shown(Identifier.from_object_id(object_id).display())
     except Exception:  # noqa: BLE001 - a hostile id is shown as it is, escaped

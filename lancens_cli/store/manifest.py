@@ -14,9 +14,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
+
+import lance
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from lancens_cli import interrupt
 from lancens_cli.errors import (
@@ -28,6 +34,7 @@ from lancens_cli.errors import (
 )
 from lancens_cli.models import MANIFEST_TABLE, OBJECT_ID_DELIMITER
 from lancens_cli.store.commit import COMMIT_ERRORS, backoff, is_conflict
+from lancens_cli.store.inspect import index_summaries
 from lancens_cli.store.storage import Storage
 
 T = TypeVar("T")
@@ -52,8 +59,6 @@ INDEXES = (
 
 def manifest_schema() -> Any:
     """The on-disk schema exactly as the reference writes it."""
-    import pyarrow as pa
-
     return pa.schema(
         [
             pa.field(
@@ -249,9 +254,6 @@ class ManifestEdit:
         self._added[object_id] = {**current, **changes}
 
     def build(self) -> Any:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         table = self.snapshot.table
         for column in self.new_columns:
             table = table.append_column(column, pa.nulls(table.num_rows, column.type))
@@ -291,8 +293,6 @@ class ManifestStore:
         """The `__manifest` version a time-travel read names: `version` as given (it must still
         be readable), or the newest committed at or before `timestamp` (ISO 8601; without an
         offset, UTC). TableVersionNotFoundError (exit 3) names the readable range."""
-        from datetime import UTC, datetime
-
         if version is not None and timestamp is not None:
             raise InvalidInputError("give a version or a timestamp to read, not both")
         latest = dataclasses.replace(self, pinned_version=None).open_dataset()
@@ -363,8 +363,6 @@ class ManifestStore:
 
     def _first_commit_in_flight(self, transactions: list[str]) -> bool:
         """Only transaction files of version-0 commits, each younger than a minute."""
-        from datetime import UTC, datetime, timedelta
-
         if not all(name.startswith("0-") for name in transactions):
             return False
         now = datetime.now(UTC)
@@ -376,8 +374,6 @@ class ManifestStore:
 
     def open_dataset(self) -> Any:
         """The Lance dataset, or None when the manifest has not been created yet."""
-        import lance
-
         if not self.exists():
             return None
         try:
@@ -474,8 +470,6 @@ class ManifestStore:
 
     def _try_commit(self, snapshot: ManifestSnapshot, table: Any) -> bool:
         """Commit at exactly snapshot.version + 1; False when another writer got there first."""
-        import lance
-
         options = self.storage.lance_options
         try:
             fragments = lance.fragment.write_fragments(
@@ -511,8 +505,6 @@ class ManifestStore:
 
         A manifest that does not exist yet is first created with its columns and no rows.
         """
-        import lance
-
         if not snapshot.exists:
             empty = ManifestEdit(snapshot)
             empty.add_columns(edit._columns)
@@ -564,21 +556,15 @@ class ManifestStore:
         return built
 
     def describe_indexes(self) -> list[dict[str, Any]]:
-        from lancens_cli.store.inspect import index_summaries
-
         ds = self.open_dataset()
         return [] if ds is None else index_summaries(ds)
 
 
 def _warn(text: str) -> None:
-    import warnings
-
     warnings.warn(text, RuntimeWarning, stacklevel=3)
 
 
 def _check_schema(schema: Any) -> None:
-    import pyarrow as pa
-
     expected = {
         "object_id": pa.string(),
         "object_type": pa.string(),

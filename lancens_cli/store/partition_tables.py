@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import lance
+
 from lancens_cli.errors import InvalidTableStateError, lance_message
+from lancens_cli.partition.schema import field_id_padding, renumbered_fragments
 from lancens_cli.store.commit import TABLE_COMMIT_ATTEMPTS, retry_on_conflict
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import VERSIONS_DIR
@@ -22,8 +25,6 @@ def branch_uri(storage: Storage, location: str, branch: str) -> str:
 
 
 def open_partition_table(storage: Storage, location: str) -> Any:
-    import lance
-
     return lance.dataset(storage.uri(location), storage_options=storage.lance_options)
 
 
@@ -55,8 +56,6 @@ def fragments_uri(storage: Storage, touch: Any) -> str:
 def start_on_branch(storage: Storage, touch: Any) -> int:
     """A new partition table (its empty version 1 on `main` written) gets its rows on the
     write's branch; the branch version they are in."""
-    import lance
-
     dataset = open_partition_table(storage, touch.location)
     if touch.branch not in (dataset.branches.list() or {}):
         dataset.create_branch(touch.branch, (None, dataset.version))
@@ -94,8 +93,6 @@ def commit_on_base(storage: Storage, touch: Any, confirm_base: Callable[[Any], N
     base is no longer published) lets it. Each commit is compare-and-swap (the expected
     version, no rebase), so the version we record holds exactly the base plus our rows.
     """
-    import lance
-
     options = storage.lance_options
     base = touch.base_version
 
@@ -154,10 +151,6 @@ def commit_new_table(
     """Version 1 of a table whose data files are written already (put-if-not-exists), with
     the namespace schema's field ids: placeholders fill the gaps and are dropped at once
     (partition/schema.py `field_id_padding`)."""
-    import lance
-
-    from lancens_cli.partition.schema import field_id_padding, renumbered_fragments
-
     padded, gaps = field_id_padding(schema, highest)
     renumbered = renumbered_fragments(fragments, schema, padded) if gaps else None
     if renumbered is None:
@@ -186,8 +179,6 @@ def read_back(storage: Storage, touch: Any) -> Any:
     Needed when our new partition table lost to one a concurrent writer published first:
     the rows then go to the winner's table (rare; the partition's rows are held meanwhile).
     """
-    import lance
-
     uri = storage.uri(touch.location)
     if not storage.exists(f"{touch.location}/{VERSIONS_DIR}"):
         first = touch.fragments if touch.branch is None else []

@@ -5,32 +5,30 @@ Reading Parquet footers and Lance tables is storage work; the command line only 
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+import lance
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from lancens_cli.errors import InvalidInputError
+from lancens_cli.schema_json import load_schema_file
 
 
 def load_schema_source(path: str) -> Any:
     """An Arrow schema from a JSON Arrow schema file, a Parquet file or a Lance table."""
-    import os
-
     if os.path.isdir(path):
-        import lance
-
         try:
             return lance.dataset(path).schema
         except (ValueError, OSError, RuntimeError):
             raise InvalidInputError(f"--schema {path}: not a Lance table") from None
     if path.lower().endswith(".parquet"):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         try:
             return pq.read_schema(path)
         except (OSError, pa.ArrowException) as exc:
             raise InvalidInputError(
                 f"--schema {path}: not a readable Parquet file: {exc}"
             ) from None
-    from lancens_cli.schema_json import load_schema_file
 
     return load_schema_file(path)

@@ -9,6 +9,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import lance
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.json as pjson
+import pyarrow.parquet as pq
+
 from lancens_cli.errors import InvalidInputError, lance_message
 
 FORMATS = ("parquet", "csv", "jsonl", "lance")
@@ -38,8 +44,6 @@ def detect_format(path: str) -> str:
 
 def open_source(path: str, fmt: str | None = None) -> Any:
     """A pyarrow RecordBatchReader over the file's rows."""
-    import pyarrow as pa
-
     if not os.path.exists(path):
         raise InvalidInputError(f"input {path} does not exist")
     fmt = fmt or detect_format(path)
@@ -47,20 +51,13 @@ def open_source(path: str, fmt: str | None = None) -> Any:
         raise InvalidInputError(f"unknown format {fmt!r} (use {', '.join(FORMATS)})")
     try:
         if fmt == "parquet":
-            import pyarrow.parquet as pq
-
             parquet = pq.ParquetFile(path)
             return pa.RecordBatchReader.from_batches(parquet.schema_arrow, parquet.iter_batches())
         if fmt == "csv":
-            import pyarrow.csv as pcsv
-
             return pcsv.open_csv(path)
         if fmt == "jsonl":
-            import pyarrow.json as pjson
-
             table = pjson.read_json(path)
             return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
-        import lance
 
         return lance.dataset(path).scanner().to_reader()
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, ValueError) as exc:

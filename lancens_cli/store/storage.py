@@ -8,6 +8,9 @@ the same bucket with the same credentials. Callers only ever see `Storage`.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import posixpath
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
@@ -37,9 +40,6 @@ def canonical_uri(uri: str, local: bool) -> str | None:
     """A location's one spelling: the real path of a local file (symlinks, `//` and `..`
     resolved), `scheme://bucket/normalised/key` on an object store; None when it cannot be
     told (a relative local path: relative to what?)."""
-    import os
-    import posixpath
-
     if local:
         path = uri[len("file://") :] if uri.startswith("file://") else uri
         if not path.startswith("/"):
@@ -177,9 +177,6 @@ class Storage:
         Never recursive: a concurrent writer's new file keeps it."""
         check_relative(rel)
         if self.is_local:
-            import contextlib
-            import os
-
             with contextlib.suppress(OSError):
                 os.rmdir(self.fs_path(rel))
 

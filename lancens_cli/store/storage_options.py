@@ -2,10 +2,14 @@
 
 Both sides of the store must see the same bucket with the same credentials and timeouts, so
 the translation from Lance (object_store) option names lives in one place.
+
+`s3fs` and `gcsfs` are imported where used: they cost 0.4 s and 0.6 s, and only `s3://` and `gs://`
+roots need them.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -92,7 +96,6 @@ def _make_gcsfs(options: dict[str, str]) -> Any:
     endpoint the plain JSON-API client is used: gcsfs' default "extended" client asks a gRPC
     storage-layout API at the same host for every bucket and waits 60 s when that fails.
     """
-    import json
 
     import gcsfs
     from gcsfs.core import GCSFileSystem as PlainGCSFileSystem

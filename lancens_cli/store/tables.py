@@ -10,6 +10,9 @@ import secrets
 from collections.abc import Iterator
 from typing import Any
 
+import lance
+import pyarrow as pa
+
 from lancens_cli import interrupt
 from lancens_cli.errors import (
     InvalidInputError,
@@ -117,8 +120,6 @@ def write_deregistered_marker(storage: Storage, location: str) -> None:
 
 def open_table(storage: Storage, location: str, version: int | str | None = None) -> Any:
     """Open a Lance table, with errors that say which state the directory is in."""
-    import lance
-
     try:
         return lance.dataset(
             storage.uri(location), version=version, storage_options=storage.lance_options
@@ -196,8 +197,6 @@ def write_new_table(
     TableAlreadyExistsError. `exclusive` says whether the directory is ours alone (a fresh V2
     name); only then may a failure remove the whole directory.
     """
-    import lance
-
     uri = storage.uri(location)
     options = storage.lance_options
     fragments: list[Any] = []
@@ -257,8 +256,6 @@ _CHUNK_BYTES = 256 << 20
 
 def _chunks(reader: Any) -> Iterator[Any]:
     """The reader's batches grouped into in-memory tables of bounded size."""
-    import pyarrow as pa
-
     batches: list[Any] = []
     rows = size = 0
     yielded = False
@@ -275,8 +272,6 @@ def _chunks(reader: Any) -> Iterator[Any]:
 
 def pa_errors() -> type[Exception]:
     """pyarrow's error base class (a failing input stream raises it between Lance calls)."""
-    import pyarrow as pa
-
     return pa.ArrowException
 
 

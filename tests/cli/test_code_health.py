@@ -1,5 +1,6 @@
 """The code's shape, checked as CI checks anything else: lint, dead code, private names used
-across modules, and the service layer grouped by capability."""
+across modules, the service layer grouped by capability, and imports inside functions only where
+the module's docstring says why."""
 
 from __future__ import annotations
 
@@ -102,3 +103,69 @@ def test_service_modules_are_grouped_by_capability():
         if (package / "__init__.py").exists():
             doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text()))
             assert doc and "Entry point" in doc, f"{package.name}/__init__.py names no entry point"
+
+
+def function_level_imports(root: Path) -> dict[Path, list[ast.Import | ast.ImportFrom]]:
+    """Each module's `import` statements inside a function (at any depth), by path."""
+    found: dict[Path, list[ast.Import | ast.ImportFrom]] = {}
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        seen: set[int] = set()
+        for func in ast.walk(tree):
+            if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(func):
+                    if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in seen:
+                        seen.add(id(node))
+                        found.setdefault(path, []).append(node)
+    return found
+
+
+def unexplained_function_imports(root: Path) -> list[str]:
+    """Modules with an import inside a function whose docstring does not say why."""
+    unexplained = []
+    for path in function_level_imports(root):
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        doc = " ".join(doc.split())  # a sentence may wrap anywhere
+        if "imported inside" not in doc and "imported where" not in doc:
+            unexplained.append(str(path.relative_to(root)))
+    return unexplained
+
+
+def late_stdlib_imports(root: Path) -> list[str]:
+    """Standard-library imports inside a function of a module under service/, store/, partition/."""
+    return [
+        f"{path.relative_to(root)}:{node.lineno}"
+        for path, nodes in function_level_imports(root).items()
+        if path.relative_to(root).parts[0] in ("service", "store", "partition")
+        for node in nodes
+        for name in (
+            [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+        )
+        if name.split(".")[0] in sys.stdlib_module_names
+    ]
+
+
+def test_a_module_that_imports_inside_a_function_says_why():
+    """Imports belong at the top of a module. One inside a function is allowed only where it keeps
+    `lancens --help` fast, lets a module import without pyspark, or keeps Lance out of a process
+    before Spark forks it; the module docstring then says which, in a sentence containing
+    "imported inside" or "imported where" ("Service modules are imported inside the command so
+    that `lancens --help` starts without pyarrow or Lance.")."""
+    assert unexplained_function_imports(PACKAGE) == []
+
+
+def test_lower_layers_import_the_standard_library_at_the_top():
+    """`lancens --help` never loads service/, store/ or partition/, so nothing there imports a
+    standard-library module inside a function."""
+    assert late_stdlib_imports(PACKAGE) == []
+
+
+def test_the_import_checkers_see_imports_inside_functions(tmp_path):
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "a.py").write_text('"""A."""\n\n\ndef f():\n    import os\n')
+    (tmp_path / "b.py").write_text(
+        '"""B: `x` is imported\nwhere used."""\n\n\ndef f():\n    import x\n'
+    )
+    (tmp_path / "c.py").write_text('"""C."""\n\nimport os\n')
+    assert unexplained_function_imports(tmp_path) == ["store/a.py"]
+    assert late_stdlib_imports(tmp_path) == ["store/a.py:5"]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
+
 from lancens_cli.errors import (
     InvalidInputError,
     TableAlreadyExistsError,
@@ -147,8 +149,6 @@ def create_table(
         owned = exclusive
     else:
         if schema is not None:
-            import pyarrow as pa
-
             data = pa.Table.from_batches([], schema=schema)
         try:
             written = write_new_table(ns.storage, location, data, exclusive=exclusive)

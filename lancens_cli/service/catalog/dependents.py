@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from lancens_cli.errors import RefusedError
 from lancens_cli.models import KIND_TABLE, ChangeSet, Identifier
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.store.containment import row_locations
 from lancens_cli.store.dependents import Dependent, find_dependents
 from lancens_cli.store.manifest import ManifestSnapshot
 from lancens_cli.words import plural
@@ -19,8 +20,6 @@ from lancens_cli.words import plural
 
 def namespace_tables(ns: Namespace, snapshot: ManifestSnapshot, delimiter: str) -> dict[str, str]:
     """location -> display name of every table the namespace knows (rows and directories)."""
-    from lancens_cli.store.containment import row_locations
-
     verdicts = row_locations(ns.storage, snapshot)
     tables: dict[str, str] = {}
     for row in snapshot.rows:

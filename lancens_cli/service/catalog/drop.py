@@ -27,8 +27,7 @@ from lancens_cli.models import (
 )
 from lancens_cli.service.catalog.dependents import attach, outside_dependents, refuse
 from lancens_cli.service.catalog.rows import DROPPING_KEY, refuse_taken, table_row
-from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.namespace import stale_rename_sources as renamed_away
+from lancens_cli.service.namespace import Namespace, stale_rename_sources
 from lancens_cli.service.partitioned.refusals import refuse_spec_names
 from lancens_cli.store.containment import directory_location_problem, row_locations
 from lancens_cli.store.manifest import (
@@ -184,7 +183,7 @@ def _mark_dropping(ns: Namespace, tables: list[Change], delimiter: str) -> None:
                 moved = snapshot.locations().get(change.location) not in (None, object_id)
                 if (
                     moved
-                    or change.location in renamed_away(snapshot)
+                    or change.location in stale_rename_sources(snapshot)
                     or not ns.storage.exists(change.location)
                 ):
                     raise TableNotFoundError(
@@ -212,8 +211,6 @@ def _require_not_renamed(snapshot, tables: list[Change], delimiter: str) -> None
     The directory we deleted was then the old one a moving rename had copied from (the rename
     refuses to commit once `_versions/` lost a file), so the renamed table is whole.
     """
-    from lancens_cli.service.namespace import stale_rename_sources
-
     for change in tables:
         object_id = Identifier.parse(change.id, delimiter).object_id
         owner = snapshot.locations().get(change.location)

@@ -17,6 +17,7 @@ from lancens_cli.models import (
     Listing,
 )
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.partitioned.layout import partition_summary
 from lancens_cli.store.containment import directory_location_problem, row_locations, shown
 from lancens_cli.store.tables import table_state
 
@@ -78,8 +79,6 @@ def list_namespace(
         _fill_states(ns, tables)
     listing = Listing(ident.display(delimiter), ordered, next_token)
     if ident.is_root and snapshot.exists:
-        from lancens_cli.service.partitioned.layout import partition_summary
-
         listing.partitioning = partition_summary(snapshot)
     return listing
 

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow.types as t
+
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.partition.schema import id_of, top_level_ids
 
@@ -51,8 +53,6 @@ class JoinKey:
 
 def key_family(kind: Any) -> str:
     """Types whose values (and hashes, spec: type-promotion resistant) compare equal."""
-    import pyarrow.types as t
-
     if t.is_integer(kind):
         return "integer"
     if t.is_string(kind) or t.is_large_string(kind) or t.is_string_view(kind):

@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow.types as t
+
 from lancens_cli.partition.spec import TIME_TRANSFORMS, PartitionField, PartitionSpec, Transform
 from lancens_cli.service.join.keys import JoinKey, key_family
 
@@ -181,8 +183,6 @@ def _relate_single(key: JoinKey, lf: PartitionField, rf: PartitionField) -> Rela
 
 
 def _same_value_type(a: Any, b: Any) -> bool:
-    import pyarrow.types as t
-
     return a == b or (t.is_integer(a) and t.is_integer(b))
 
 

@@ -25,6 +25,7 @@ from lancens_cli.errors import (
 from lancens_cli.models import Identifier
 from lancens_cli.store.partition_tables import open_partition_table
 from lancens_cli.store.storage import Storage
+from lancens_cli.store.tables import published_version
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 Ref = tuple[Any, Any, Any]  # (read_version, read_branch, read_tag) as a row holds them
@@ -51,8 +52,6 @@ def ref_of(row: dict[str, Any] | None) -> Ref:
 
 def published_branch(dataset: Any, row: dict[str, Any]) -> str | None:
     """The branch of the version a row publishes (None: main); `dataset` is that table."""
-    from lancens_cli.store.tables import published_version
-
     target = published_version(row)
     if isinstance(target, str):
         branch = ((dataset.tags.list() or {}).get(target) or {}).get("branch")

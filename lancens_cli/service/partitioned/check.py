@@ -12,29 +12,36 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow.types as pt
+
+from lancens_cli.errors import InvalidInputError
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, MANIFEST_TABLE
+from lancens_cli.partition.pruning import zone_of
 from lancens_cli.partition.rows import dotted, partition_rows
-from lancens_cli.partition.spec import PartitionSpec
+from lancens_cli.partition.schema import top_level_ids
+from lancens_cli.partition.spec import TIME_TRANSFORMS, PartitionSpec
+from lancens_cli.partition.transforms import apply_field
 from lancens_cli.service.catalog.rows import partition_namespace_row
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.partitioned.evolve_schema import check_table_schemas
 from lancens_cli.service.partitioned.layout import (
     PartitionLayout,
     layout_of,
     manifest_columns,
 )
+from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import (
     PARTITIONED_WRITER_FLAG,
     WRITER_FLAGS_KEY,
     ManifestEdit,
     ManifestSnapshot,
 )
+from lancens_cli.store.tables import open_table
 
 FIXABLE = ("partition_guard_missing", "partition_columns_missing", "spec_namespace_missing")
 
 
 def check_partitions(ns: Namespace, snapshot: ManifestSnapshot, report: Any) -> None:
-    from lancens_cli.errors import InvalidInputError
-
     try:
         layout = layout_of(snapshot)
     except InvalidInputError as exc:
@@ -78,7 +85,6 @@ def check_partitions(ns: Namespace, snapshot: ManifestSnapshot, report: Any) -> 
     if not missing:
         _check_inheritance(snapshot, layout, report)
         _check_zoned_time_values(ns, snapshot, layout, report)
-    from lancens_cli.service.partitioned.evolve_schema import check_table_schemas
 
     check_table_schemas(ns.storage, snapshot, layout, report)
 
@@ -105,12 +111,6 @@ def _check_inheritance(snapshot: ManifestSnapshot, layout: PartitionLayout, repo
 def _zoned_time_fields(spec: PartitionSpec, layout: PartitionLayout) -> list[Any]:
     """The spec's year / month / day / hour fields over a timestamp in a zone other than UTC:
     the ones an older lancens computed in UTC instead of the zone's wall time."""
-    import pyarrow.types as pt
-
-    from lancens_cli.partition.pruning import zone_of
-    from lancens_cli.partition.schema import top_level_ids
-    from lancens_cli.partition.spec import TIME_TRANSFORMS
-
     by_id = top_level_ids(layout.schema)
     found = []
     for f in spec.fields:
@@ -127,10 +127,6 @@ def _check_zoned_time_values(
 ) -> None:
     """Each stored time partition value over a zoned timestamp equals its derived expression,
     `date_part(part, col0)`, in the column's zone, for every row of the table (spec 004)."""
-    from lancens_cli.partition.transforms import apply_field
-    from lancens_cli.store.containment import row_locations
-    from lancens_cli.store.tables import open_table
-
     verdicts = row_locations(ns.storage, snapshot)
     for spec in layout.specs:
         fields = _zoned_time_fields(spec, layout)
@@ -199,8 +195,6 @@ def _rebuild_values(
     ns: Namespace, snapshot: ManifestSnapshot, edit: ManifestEdit, layout: PartitionLayout
 ) -> list[str]:
     """Partition values of every row under each v<N>, from one row of each partition table."""
-    from lancens_cli.store.containment import row_locations
-
     verdicts = row_locations(ns.storage, snapshot)
     values_of: dict[str, dict[str, Any]] = {}
     unknown = []
@@ -231,10 +225,6 @@ def _rebuild_values(
 def _values_from_data(
     ns: Namespace, row: dict, spec: PartitionSpec, layout: PartitionLayout
 ) -> tuple[dict[str, Any] | None, int]:
-    from lancens_cli.partition.schema import top_level_ids
-    from lancens_cli.partition.transforms import apply_field
-    from lancens_cli.store.tables import open_table
-
     dataset = open_table(ns.storage, row["location"])
     sample = dataset.to_table(limit=1)
     if sample.num_rows == 0:

@@ -24,6 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import lance
+import pyarrow as pa
+
 from lancens_cli.errors import (
     ConcurrentModificationError,
     InvalidInputError,
@@ -33,24 +36,32 @@ from lancens_cli.errors import (
 )
 from lancens_cli.models import Identifier
 from lancens_cli.partition.rows import partition_table_rows
-from lancens_cli.partition.schema import field_ids_by_path, lance_ids_by_path, schema_to_text
+from lancens_cli.partition.schema import (
+    GAP_PREFIX,
+    field_ids_by_path,
+    lance_ids_by_path,
+    schema_to_text,
+)
 from lancens_cli.partition.schema_evolution import (
     HISTORY_KEY,
     Change,
     Evolution,
     TableSteps,
     evolve,
+    generation_of,
     history_from_metadata,
     history_text,
     shape,
     table_steps,
 )
 from lancens_cli.partition.spec import SCHEMA_KEY
+from lancens_cli.schema_json import schema_to_json
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import PartitionLayout, layout_of
 from lancens_cli.store.commit import TABLE_COMMIT_ATTEMPTS, retry_on_conflict
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.storage import Storage
+from lancens_cli.store.tables import open_published
 
 _WORKERS = 4  # partition tables altered at once (Lance commits spend their time in I/O)
 _ROUNDS = 20  # publish rounds when partitions changed under us
@@ -79,8 +90,6 @@ class SchemaEvolution:
     dry_run: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        from lancens_cli.schema_json import schema_to_json
-
         return {
             "changes": [{"change": c.text(), "outcome": o} for c, o in self.changes],
             "schema": schema_to_json(self.schema),
@@ -162,7 +171,6 @@ def _behind(
 ) -> list[dict[str, Any]]:
     """The rows whose published table is not at `schema` yet; the others go to `brought`
     as they are (their published version is their version at the schema)."""
-    from lancens_cli.store.tables import open_published
 
     def at_target(row: dict[str, Any]) -> bool:
         return shape(open_published(storage, row).schema) == shape(schema)
@@ -201,8 +209,6 @@ def bring_table(storage: Storage, job: Brought, schema: Any, history: list[Any])
     the (restored) published version, else another writer slipped in and the table is
     brought again from the published version.
     """
-    import lance
-
     uri = storage.uri(job.location)
     options = storage.lance_options
 
@@ -258,10 +264,6 @@ def _add_with_ids(dataset: Any, fields: list[Any], wanted: dict[str, int]) -> in
     than the namespace's after the highest column was dropped (ids are never reused, spec
     004). Then the columns are added again behind NULL placeholders that take up the missing
     ids, and the placeholders dropped (all metadata-only commits)."""
-    import pyarrow as pa
-
-    from lancens_cli.partition.schema import GAP_PREFIX
-
     dataset.add_columns(fields)
     first = fields[0].name
     short = wanted.get(first, 0) - lance_ids_by_path(dataset.lance_schema)[first]
@@ -395,9 +397,6 @@ def check_table_schemas(
     A table of an earlier generation (an evolution killed before its publish) is still read
     through the schema; one of no generation was changed by another tool.
     """
-    from lancens_cli.partition.schema_evolution import generation_of
-    from lancens_cli.store.tables import open_published
-
     history = history_from_metadata(snapshot.metadata)
     rows = partition_tables(snapshot, layout)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.partition.rows import partition_table_rows, split_id
 from lancens_cli.partition.schema import schema_from_text
@@ -20,6 +22,7 @@ from lancens_cli.partition.spec import (
     all_fields,
     specs_from_metadata,
 )
+from lancens_cli.schema_json import schema_to_json
 from lancens_cli.store.manifest import ManifestSnapshot
 
 READ_COLUMNS = ("read_version", "read_branch", "read_tag")
@@ -58,8 +61,6 @@ def layout_from_metadata(metadata: dict[str, str]) -> PartitionLayout | None:
 
 def manifest_columns(fields: dict[str, PartitionField]) -> list[Any]:
     """The `__manifest` columns a partitioned namespace needs (spec: Manifest Table Schema)."""
-    import pyarrow as pa
-
     columns = [
         pa.field("read_version", pa.uint64()),
         pa.field("read_branch", pa.string()),
@@ -70,8 +71,6 @@ def manifest_columns(fields: dict[str, PartitionField]) -> list[Any]:
 
 def partition_summary(snapshot: ManifestSnapshot) -> dict[str, Any] | None:
     """What `ls` and `describe` of the root show of a partitioned namespace."""
-    from lancens_cli.schema_json import schema_to_json
-
     layout = layout_of(snapshot)
     if layout is None:
         return None

@@ -12,7 +12,10 @@ from typing import Any
 
 from lancens_cli.errors import InvalidInputError, ManifestError
 from lancens_cli.models import MANIFEST_TABLE, Identifier
+from lancens_cli.partition.predicate import to_sql
+from lancens_cli.partition.pruning import plan
 from lancens_cli.partition.rows import top_namespace
+from lancens_cli.partition.spark_conditions import split_condition
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import (
     READ_COLUMNS,
@@ -77,10 +80,6 @@ def select_partitions(ns: Namespace, where: str | None, strict: bool = False) ->
     """The partition tables `where` may match. Conjuncts the predicate model cannot represent
     are not used (named in `not_used`; the answer is then a superset), or with `strict` (a
     read that applies the residual as its whole filter) refused."""
-    from lancens_cli.partition.predicate import to_sql
-    from lancens_cli.partition.pruning import plan
-    from lancens_cli.partition.spark_conditions import split_condition
-
     ns.require_root()
     dataset = ns.manifest.open_dataset()
     metadata = dict(dataset.metadata or {}) if dataset is not None else {}

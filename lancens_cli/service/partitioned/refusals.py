@@ -12,6 +12,7 @@ import re
 
 from lancens_cli.errors import RefusedError
 from lancens_cli.models import Identifier
+from lancens_cli.service.partitioned.layout import layout_of
 from lancens_cli.store.manifest import ManifestSnapshot
 
 _SPEC_NAMESPACE = re.compile(r"^v[1-9][0-9]*$")
@@ -23,8 +24,6 @@ def refuse_spec_names(snapshot: ManifestSnapshot, ident: Identifier) -> None:
     The existing spec namespace itself is let through: creating it again is an "already
     exists" (exit 4), as for any namespace.
     """
-    from lancens_cli.service.partitioned.layout import layout_of
-
     if ident.is_root or not snapshot.exists or not _SPEC_NAMESPACE.match(ident.parts[0]):
         return
     layout = layout_of(snapshot)
@@ -49,8 +48,6 @@ def refuse_spec_names(snapshot: ManifestSnapshot, ident: Identifier) -> None:
 def refuse_moving_spec_objects(snapshot: ManifestSnapshot, ident: Identifier) -> None:
     """Refuse renaming a spec namespace or anything in it: `__manifest` locates partitions by
     their place under `v<N>` (spec 004), so a moved partition table is no partition any more."""
-    from lancens_cli.service.partitioned.layout import layout_of
-
     if ident.is_root or not snapshot.exists:
         return
     layout = layout_of(snapshot)

@@ -34,10 +34,12 @@ from lancens_cli.partition.spec import (
     Transform,
     all_fields,
 )
-from lancens_cli.schema_json import type_from_json, type_to_json
+from lancens_cli.partition.transforms import check_expression, result_type
+from lancens_cli.schema_json import schema_to_json, type_from_json, type_to_json
 from lancens_cli.service.catalog.rows import partition_namespace_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import layout_of, manifest_columns
+from lancens_cli.service.partitioned.write import TABLE_NAME
 from lancens_cli.store.manifest import (
     PARTITIONED_WRITER_FLAG,
     WRITER_FLAGS_KEY,
@@ -59,8 +61,6 @@ class SpecChange:
     dry_run: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        from lancens_cli.schema_json import schema_to_json
-
         return {
             "action": self.action,
             "version": self.spec.id,
@@ -77,8 +77,6 @@ def resolve_fields(
     requests: list[FieldRequest], schema: Any, known: dict[str, PartitionField]
 ) -> tuple[list[PartitionField], list[str]]:
     """Turn what the user wrote into spec fields, reusing field ids as the spec demands."""
-    from lancens_cli.partition.transforms import check_expression
-
     by_id = top_level_ids(schema)
     resolved, reused = [], []
     for request in requests:
@@ -108,8 +106,6 @@ def resolve_fields(
 
 def _implied_type(transform: Transform, source_types: list[Any], declared: Any, what: str) -> Any:
     """The result type a transform gives these sources; a different declared one is refused."""
-    from lancens_cli.partition.transforms import result_type
-
     implied = result_type(transform, source_types)
     if declared is not None and declared != implied:
         raise InvalidInputError(
@@ -137,8 +133,6 @@ def _reuse_or_new(
 
 def fields_from_spec_json(document: Any, schema: Any, known: dict[str, PartitionField]):
     """Fields of a spec JSON file (its `id` is ignored: the next version number is used)."""
-    from lancens_cli.partition.transforms import check_expression
-
     if isinstance(document, dict) and "id" not in document:
         document = {**document, "id": 1}
     spec = PartitionSpec.from_json(document)
@@ -166,8 +160,6 @@ KEY_BYTES_OBJECT_STORE = 1024  # an object key on S3 and GCS
 
 def partition_table_name_bytes(spec: PartitionSpec) -> int:
     """The length of a partition table's directory name: `<8 hex>_v<N>$<16>...$dataset`."""
-    from lancens_cli.service.partitioned.write import TABLE_NAME
-
     levels = len(spec.fields)
     return 8 + 1 + len(spec.namespace) + levels * (1 + 16) + 1 + len(TABLE_NAME)
 

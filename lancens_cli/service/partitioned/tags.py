@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import lance
+
 from lancens_cli.errors import (
     ConcurrentModificationError,
     InvalidTableStateError,
@@ -26,6 +28,7 @@ from lancens_cli.models import Identifier
 from lancens_cli.partition.rows import partition_table_rows
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.branch import check_ref_name, published_branch, ref_of
+from lancens_cli.service.partitioned.write import partitioned_target
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.tables import open_published
 from lancens_cli.words import plural
@@ -72,8 +75,6 @@ class TagResult:
 def tag_partitions(
     ns: Namespace, name: str, *, publish: bool = False, force: bool = False, dry_run: bool = False
 ) -> TagResult:
-    from lancens_cli.service.partitioned.write import partitioned_target
-
     check_ref_name(name, "tag")
     snapshot, layout = partitioned_target(ns)
     rows = partition_table_rows(snapshot.rows, layout.specs)
@@ -112,8 +113,6 @@ def _plan_table(ns: Namespace, row: dict[str, Any], name: str) -> TaggedTable:
 
 
 def _apply(ns: Namespace, table: TaggedTable, name: str) -> None:
-    import lance
-
     if table.action == "exists":
         return
     dataset = lance.dataset(

@@ -17,8 +17,14 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from lancens_cli import interrupt
 from lancens_cli.errors import (
@@ -34,9 +40,10 @@ from lancens_cli.partition.rows import (
     partition_rows,
     partition_table_rows,
 )
-from lancens_cli.partition.schema import padded_for_field_ids, schema_to_text
+from lancens_cli.partition.schema import padded_for_field_ids, schema_to_text, top_level_ids
 from lancens_cli.partition.schema_evolution import highest_id, history_from_metadata
 from lancens_cli.partition.spec import PartitionSpec
+from lancens_cli.partition.transforms import apply_field
 from lancens_cli.service.catalog.rows import partition_namespace_row, partition_table_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned import branch as branches
@@ -147,8 +154,6 @@ class Rebase(Exception):
 
 def conform(data: Any, schema: Any) -> Any:
     """The input as a pyarrow Table in the namespace schema (order, types, field ids)."""
-    import pyarrow as pa
-
     table = data.read_all() if hasattr(data, "read_all") else data
     extra = [n for n in table.column_names if n not in schema.names]
     if extra:
@@ -176,12 +181,6 @@ def conform(data: Any, schema: Any) -> Any:
 
 def split_by_partition(table: Any, spec: PartitionSpec, schema: Any) -> list[PartitionTouch]:
     """Each distinct partition (tuple of partition values) with its rows."""
-    import numpy as np
-    import pyarrow.compute as pc
-
-    from lancens_cli.partition.schema import top_level_ids
-    from lancens_cli.partition.transforms import apply_field
-
     if table.num_rows == 0:
         return []
     by_id = top_level_ids(schema)
@@ -220,8 +219,6 @@ def _combined_codes(keys: list[Any], sizes: list[int]) -> tuple[Any, list[Any]]:
     A mixed-radix number when the product of the dictionary sizes fits (always, in practice);
     otherwise the rows' tuples are ranked with a (slower) lexicographic unique.
     """
-    import numpy as np
-
     capacity = 1
     for size in sizes:
         capacity *= max(size, 1)
@@ -312,8 +309,6 @@ def _write_tables(
 ) -> None:
     """Write the partitions side by side: each is its own table, and Lance's writers spend
     much of their time outside the GIL (encoding, I/O)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     if len(touches) < 2:
         for touch in touches:
             _write_table(storage, touch, published)
@@ -511,8 +506,6 @@ def _pin_unversioned(ns: Namespace, snapshot: ManifestSnapshot, spec: PartitionS
     visible at once; a write therefore first pins what is published now (only after a foreign
     rewrite or for tables another tool registered).
     """
-    import lance
-
     verdicts = row_locations(ns.storage, snapshot)
     loose = [
         row

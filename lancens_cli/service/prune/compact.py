@@ -12,10 +12,16 @@ writer's version; our compacted version stays unpublished and expires later like
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+import lance
+from lance.optimize import Compaction as LanceCompaction
+
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.partitioned import write as pw
+from lancens_cli.service.partitioned.layout import layout_of
 from lancens_cli.store.commit import COMMIT_ERRORS, is_conflict
 
 MAX_TABLES_PER_RUN = 1000  # compaction rewrites data: bounded per run, the rest next time
@@ -78,8 +84,6 @@ def borrowed_indexes(ds: Any) -> list[str]:
     source's base id in the index entry: the compacted clone then looks for the remapped index
     in its source and every index query fails ("Not found"; seen with pylance 14). Such a
     table is therefore not compacted; its data and indexes stay as readers know them."""
-    import warnings
-
     with warnings.catch_warnings():  # list_indices names each index's base
         warnings.simplefilter("ignore", DeprecationWarning)
         try:
@@ -107,8 +111,6 @@ def _rewrite(ns: Namespace, location: str, ds: Any, notes: list[str]) -> Any:
     write restoring the published version first): then the writer wins, the files the
     compaction wrote are removed at once (no sweep would know them from a write in flight)
     and the next run compacts."""
-    from lance.optimize import Compaction as LanceCompaction
-
     plan = LanceCompaction.plan(ds, {})
     results = [task.execute(ds) for task in plan.tasks]
     if not results:
@@ -142,8 +144,6 @@ def compact_table(
 
     `published` is the `read_version` the current `__manifest` gives a partition table (None
     for any other table)."""
-    import lance
-
     ds = lance.dataset(ns.storage.uri(location), storage_options=ns.storage.lance_options)
     if published is not None and ds.version != published:
         return None  # a write is in flight (or died): compacting its version would publish it
@@ -183,9 +183,6 @@ def compact_table(
 
 def publish_compacted(ns: Namespace, compactions: list[Compaction]) -> int | None:
     """Publish the compacted partition tables in one `__manifest` commit; its version."""
-    from lancens_cli.service.partitioned import write as pw
-    from lancens_cli.service.partitioned.layout import layout_of
-
     pending = [c for c in compactions if c.published is False and c.object_id]
     if not pending:
         return None

@@ -18,10 +18,13 @@ so no protected version's files can go.
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+import lance
 
 from lancens_cli.service.prune.branches import (
     BranchPlan,
@@ -122,8 +125,6 @@ def read_table_state(storage: Storage, location: str, object_id: str | None) -> 
     bases = None if has_refs else _latest_bases(storage, location, files[versions[-1].version][0])
     branch_states: list[BranchState] = []
     if bases is None:
-        import lance
-
         ds = lance.dataset(storage.uri(location), storage_options=storage.lance_options)
         bases = _bases_inside(storage, location, ds)
         if ds.version not in files:
@@ -168,8 +169,6 @@ def fallback_bases(storage: Storage, location: str) -> list[str] | None:
     version tells whether the table reads another one. None when no version loads: then the
     table may be a clone of anything, and the caller must not remove what it might read.
     """
-    import lance
-
     for version in sorted(version_times(storage, location), reverse=True)[:5]:
         try:
             ds = lance.dataset(
@@ -227,8 +226,6 @@ def clone_dependents(states: list[TableState]) -> dict[str, list[str]]:
 def _index_dirs(dataset: Any, base_ids: set[int] | None) -> set[str]:
     """`_indices/<uuid>` of the indexes a version names (those read through `base_ids`, or
     its own with None): a clone's scalar, FTS and vector indexes live in its source."""
-    import warnings
-
     try:
         with warnings.catch_warnings():  # list_indices names each index's base; not deprecated
             warnings.simplefilter("ignore", DeprecationWarning)  # away before describe_* does
@@ -268,8 +265,6 @@ def clone_needed_versions(
     `read_by_clones` collects those files (paths relative to the source), which no sweep of
     unreferenced files may touch.
     """
-    import lance
-
     options = storage.lance_options
     ds = lance.dataset(storage.uri(source.location), storage_options=options)
     source_files = {

@@ -45,8 +45,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import lance
+
 from lancens_cli.errors import LancensError, lance_message
 from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE, Identifier
+from lancens_cli.service import check as check_module
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.compact import Compaction, CompactionBudget, publish_compacted
 from lancens_cli.service.prune.lease import acquire
@@ -69,6 +72,7 @@ from lancens_cli.service.prune.table import (
     record_failure,
     run_table,
 )
+from lancens_cli.store.containment import directory_location_problem, row_locations, shown
 from lancens_cli.store.manifest import ManifestSnapshot
 
 MANIFEST_COMPACT_FRAGMENTS = 16  # compact __manifest when it has more fragments than this
@@ -390,8 +394,6 @@ def _accepted(
 ) -> tuple[list[tuple[str, str | None]], list[dict[str, str]]]:
     """The tables whose location the trust boundary accepts, and the refused ones (skipped:
     never opened, expired or compacted; `check` reports them)."""
-    from lancens_cli.store.containment import directory_location_problem, row_locations, shown
-
     verdicts = row_locations(ns.storage, snapshot)
     kept, refused = [], []
     for location, object_id in tables:
@@ -453,7 +455,6 @@ def _manifest_pins(ns: Namespace, snapshot: ManifestSnapshot, policy, now, paral
     state = read_table_state(ns.storage, MANIFEST_TABLE, None)
     plan = plan_table(state, Pins(), policy, {}, now)
     kept = [v for v in plan.protected if v <= snapshot.version] or [snapshot.version]
-    import lance
 
     uri = ns.storage.uri(MANIFEST_TABLE)
     options = ns.storage.lance_options
@@ -506,8 +507,6 @@ def _maintain_manifest(ns: Namespace, indexes: bool) -> list[dict[str, Any]]:
 
 def _debris(ns: Namespace, policy: PrunePolicy, dry_run: bool, delimiter: str):
     """`check`'s findings about debris: deleted past the grace; orphan tables only reported."""
-    from lancens_cli.service import check as check_module
-
     findings = check_module.CheckReport(ns.storage.root_uri, "")
     snapshot = ns.snapshot()
     check_module.check_orphans(ns, snapshot, findings, delimiter, policy.grace)

@@ -8,8 +8,8 @@ no `__manifest` and needs nothing but the root's storage. `run_group` is that wo
 tables as plain data (dicts, lists, numbers, strings), which is what a Spark task receives and
 returns (pipeline/prune_tasks.py); the local run calls `run_table` from its thread pool.
 
-Lance is imported only inside the functions: a Spark worker is forked from a daemon, and Lance
-is not fork-safe.
+A Spark task imports this module (and Lance with it) in its Python worker, after Spark's daemon
+forked that worker, so Lance never runs in a process that forks.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import lance
 
 from lancens_cli.config import NamespaceConfig
 from lancens_cli.errors import LancensError, lance_message
@@ -200,8 +202,6 @@ def compaction_from_json(data: dict[str, Any] | None) -> Compaction | None:
 
 def execute_plan(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: TableResult) -> Any:
     """Remove the plan's unpublished and expired versions; the dataset handle used, if any."""
-    import lance
-
     result.kept = [{"version": v, "reasons": r} for v, r in plan.protected.items()]
     result.kept += [
         {"version": v, "branch": branch.name, "reasons": r}
@@ -268,8 +268,6 @@ def _sweep_unreferenced(
     below the table's directory. Lance's own `delete_unverified=True` would take them at any
     age, an in-flight write's too.
     """
-    import lance
-
     storage = ns.storage
     if ds is None:
         ds = lance.dataset(storage.uri(location), storage_options=storage.lance_options)
@@ -328,8 +326,6 @@ def _drop_unpublished(ns: Namespace, plan: TablePlan, dry_run: bool, result: Tab
     Just before each deletion the version must still be the table's newest: a write that
     committed meanwhile is alive, and the tail stays.
     """
-    import lance
-
     uri = ns.storage.uri(plan.location)
     sizes = dict(ns.storage.walk_files(f"{plan.location}/{VERSIONS_DIR}"))
     for version in plan.unpublished:
