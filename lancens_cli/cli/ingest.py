@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.options import Branch, Conf, DryRun, Master
+from lancens_cli.cli.options import Branch, Conf, DryRun, Master, Remote
 from lancens_cli.cli.output import message
 from lancens_cli.cli.progress import spark_progress
 from lancens_cli.cli.session import session
@@ -49,6 +49,7 @@ def ingest(
     dry_run: DryRun = False,
     branch: Branch = None,
     master: Master = None,
+    remote: Remote = None,
     conf: Conf = None,
 ) -> None:
     """Read files with Spark and write them into the partitioned namespace at the root (or a
@@ -61,7 +62,7 @@ def ingest(
         message("ingest: starting Spark")
     with spark_progress("ingest") as watch:
         result = run(
-            lambda: watch(spark_session(master, conf)),
+            lambda: watch(spark_session(master, conf, remote)),
             session().namespace,
             sources,
             fmt=fmt,

@@ -17,6 +17,7 @@ from lancens_cli.cli.options import (
     JoinKeys,
     LeftRoot,
     Master,
+    Remote,
     RightRoot,
     TimestampAsOf,
     VersionAsOf,
@@ -86,6 +87,7 @@ def join(
     version_as_of: VersionAsOf = None,
     timestamp_as_of: TimestampAsOf = None,
     master: Master = None,
+    remote: Remote = None,
     conf: Conf = None,
 ) -> None:
     """Join two partitioned namespaces on Spark without a shuffle when their layouts allow.
@@ -115,7 +117,7 @@ def join(
         raise InvalidInputError(f"--format {fmt!r}: expected one of parquet, csv, json")
     job = _plan(left_root, right_root, on, how, columns, where, version_as_of, timestamp_as_of)
     started = time.monotonic()
-    spark = spark_session(master, conf)
+    spark = spark_session(master, conf, remote)
     _quiet_analysis_log()
     with spark_errors("the join"):
         df = _filtered(job.dataframe(spark), where).select(*[c.name for c in job.selected])

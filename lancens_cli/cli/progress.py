@@ -98,7 +98,10 @@ def spark_progress(description: str) -> Iterator[Callable[[Any], Any]]:
 
         def poll(spark: Any) -> None:
             stages: dict[int, tuple[int, int]] = {}  # stage id -> (completed, total)
-            tracker = spark.sparkContext.statusTracker()
+            try:
+                tracker = spark.sparkContext.statusTracker()
+            except Exception:  # a Spark Connect session: no tracker here, the bar only spins
+                return
             while not stop.wait(0.25):
                 try:
                     for stage_id in {*tracker.getActiveStageIds(), *stages}:

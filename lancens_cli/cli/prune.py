@@ -12,7 +12,17 @@ from typing import Annotated
 import typer
 
 from lancens_cli.cli.common import confirm_destruction
-from lancens_cli.cli.options import Conf, DryRun, ForceWindow, Grace, Master, OlderThan, Retain, Yes
+from lancens_cli.cli.options import (
+    Conf,
+    DryRun,
+    ForceWindow,
+    Grace,
+    Master,
+    OlderThan,
+    Remote,
+    Retain,
+    Yes,
+)
 from lancens_cli.cli.output import message
 from lancens_cli.cli.progress import freed_progress_bar
 from lancens_cli.cli.session import session
@@ -50,6 +60,7 @@ def prune(
         ),
     ] = None,
     master: Master = None,
+    remote: Remote = None,
     conf: Conf = None,
 ) -> None:
     """Expire old table and __manifest versions and remove debris, keeping every version a
@@ -65,7 +76,7 @@ def prune(
     from lancens_cli.service.prune.run import prune as run_prune
 
     policy = PrunePolicy.from_options(older_than, retain, grace, force)
-    spark = _wants_spark(master, conf)
+    spark = _wants_spark(master, conf, remote)
     if spark:
         from lancens_cli.pipeline.session import require_pyspark
 
@@ -79,7 +90,7 @@ def prune(
             f"older than {grace}",
             yes,
         )
-    tasks = _spark_tables(master, conf) if spark else None
+    tasks = _spark_tables(master, conf, remote) if spark else None
     with freed_progress_bar("pruning", "tables") as start:
         report = run_prune(
             ns,
@@ -101,23 +112,24 @@ def prune(
         raise typer.Exit(ExitCode.PARTIAL)
 
 
-def _wants_spark(master: str | None, conf: list[str] | None) -> bool:
-    """Spark was asked for: `--master`, `--conf`, or the profile's `[spark]` table.
+def _wants_spark(master: str | None, conf: list[str] | None, remote: str | None) -> bool:
+    """Spark was asked for: `--master`, `--remote`, `--conf`, or the profile's `[spark]` table.
 
     `LANCENS_SPARK_MASTER` alone does not send a prune to Spark: it only says where Spark runs
     when a command runs Spark.
     """
-    if master is not None or conf:
+    if master is not None or remote is not None or conf:
         return True
 
     return bool(load_spark_profile(session().profile or os.environ.get("LANCENS_PROFILE")))
 
 
-def _spark_tables(master: str | None, conf: list[str] | None):
+def _spark_tables(master: str | None, conf: list[str] | None, remote: str | None):
     """The runner that sends the per-table work to Spark tasks."""
     from lancens_cli.pipeline.prune_tasks import SparkTables
+    from lancens_cli.pipeline.session import runs_on
 
     message("prune: starting Spark")
-    spark = spark_session(master, conf)
-    message(f"prune: per-table work as Spark tasks on {spark.sparkContext.master}")
+    spark = spark_session(master, conf, remote)
+    message(f"prune: per-table work as Spark tasks on {runs_on(spark)}")
     return SparkTables(spark)

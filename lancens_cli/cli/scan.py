@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lancens_cli.cli.options import Conf, Master, TimestampAsOf, VersionAsOf
+from lancens_cli.cli.options import Conf, Master, Remote, TimestampAsOf, VersionAsOf
 from lancens_cli.cli.output import message, plain_row
 from lancens_cli.cli.session import session
 from lancens_cli.cli.spark_options import spark_session
@@ -78,6 +78,7 @@ def scan(
     version_as_of: VersionAsOf = None,
     timestamp_as_of: TimestampAsOf = None,
     master: Master = None,
+    remote: Remote = None,
     conf: Conf = None,
 ) -> None:
     """Read rows with Spark through the lancens data source: print them, count them, or
@@ -88,6 +89,7 @@ def scan(
     """
 
     from lancens_cli.pipeline.scan import ScanRequest, request_condition, run_scan
+    from lancens_cli.pipeline.session import runs_on
 
     asked = ScanRequest(
         root="",
@@ -107,8 +109,8 @@ def scan(
     request_condition(request)  # a bad --where or column is exit 2 before Spark starts
     started = time.monotonic()
     message("scan: starting Spark")
-    spark = spark_session(master, conf)
-    message(f"scan: reading (Spark on {spark.sparkContext.master})")
+    spark = spark_session(master, conf, remote)
+    message(f"scan: reading (Spark on {runs_on(spark)})")
     result = run_scan(spark, request)
     _report(result, explain, time.monotonic() - started)
 

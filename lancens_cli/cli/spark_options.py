@@ -1,6 +1,6 @@
 """The Spark session of the commands that run Spark (`ingest`, `scan`, `join`, `prune --master`).
 
-Their `--master` and `--conf` options are in cli/options.py.
+Their `--master`, `--remote` and `--conf` options are in cli/options.py.
 
 The Spark pipeline is imported inside `spark_session` so that `lancens --help` starts without it.
 """
@@ -14,7 +14,7 @@ from lancens_cli.cli.session import session
 from lancens_cli.config import load_spark_profile
 
 
-def spark_session(master: str | None, conf: list[str] | None) -> Any:
+def spark_session(master: str | None, conf: list[str] | None, remote: str | None = None) -> Any:
     """The Spark session for this invocation: flags > environment > profile > local mode."""
 
     from lancens_cli.pipeline.session import SparkSettings, require_pyspark
@@ -22,5 +22,5 @@ def spark_session(master: str | None, conf: list[str] | None) -> Any:
 
     require_pyspark()
     profile = load_spark_profile(session().profile or os.environ.get("LANCENS_PROFILE"))
-    settings = SparkSettings.resolve(master, conf, profile, debug=session().debug)
+    settings = SparkSettings.resolve(master, conf, profile, debug=session().debug, remote=remote)
     return start(settings)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lancens_cli.errors import InvalidInputError
+from lancens_cli.pipeline.session import is_connect
 from lancens_cli.pipeline.task_failures import spark_errors
 
 if TYPE_CHECKING:
@@ -402,7 +403,7 @@ def ingest(
 def quiet_job(spark: SparkSession, debug: bool) -> Iterator[None]:
     """No JVM stack traces on the user's terminal while the job fails: the command reports
     the failure in one line (`--debug` keeps Spark's logging)."""
-    if debug:
+    if debug or is_connect(spark):  # a Connect server's logging is the server's
         yield
         return
     spark.sparkContext.setLogLevel("OFF")

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lancens_cli.errors import InvalidInputError, TableAlreadyExistsError
+from lancens_cli.pipeline.session import is_connect
 from lancens_cli.service.join.plan import JoinPlan, PartitionTable, Side, join_plan
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.store.tables import open_published
@@ -412,6 +413,10 @@ def write_files(spark: SparkSession, df: DataFrame, path: str, fmt: str, spj: bo
 
 
 def _path_exists(spark: SparkSession, path: str) -> bool:
+    """Through the JVM's Hadoop file system, which knows every scheme Spark writes to. A
+    Connect session has no JVM here: its writer's `errorifexists` refuses an existing path."""
+    if is_connect(spark):
+        return False
     jvm = spark.sparkContext._jvm
     hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
     fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())

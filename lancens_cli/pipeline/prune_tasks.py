@@ -14,9 +14,14 @@ safe to stop anywhere, and the next prune finishes the work.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
+from lancens_cli.pipeline.session import is_connect
 from lancens_cli.pipeline.task_failures import from_spark
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.compact import Compaction
@@ -33,6 +38,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 TABLES_PER_TASK = 100  # a group: enough tables to outweigh a task's start, few enough to spread
+CONNECT_SLOTS = 8  # tasks for a Connect server that does not say its parallelism
+_ROW_SCHEMA = pa.schema([("row", pa.string())])
 
 
 def groups_of(count: int, slots: int) -> int:
@@ -42,14 +49,24 @@ def groups_of(count: int, slots: int) -> int:
     return min(count, max(slots, -(-count // TABLES_PER_TASK)))
 
 
-def _task(job: dict[str, Any], groups: Iterable[list[tuple[int, dict]]]) -> Iterator[dict]:
-    """What a Spark task runs: its partition's group(s) of tables."""
-    for group in groups:
-        yield from run_group(job, group)
+def _task_function(
+    job: dict[str, Any], groups: list[list[tuple[int, dict]]]
+) -> Callable[[Iterable[Any]], Iterator[Any]]:
+    """What each Spark task runs (`mapInArrow` over one id per task): the group of that id,
+    one JSON text per table."""
+
+    def run(batches: Iterable[Any]) -> Iterator[Any]:
+        for batch in batches:
+            for group in batch.column("id").to_pylist():
+                rows = [json.dumps(row) for row in run_group(job, groups[group])]
+                yield pa.RecordBatch.from_pydict({"row": rows}, schema=_ROW_SCHEMA)
+
+    return run
 
 
 class SparkTables:
-    """A `TableRunner` for service/prune/run.py that runs the tables on a Spark session."""
+    """A `TableRunner` for service/prune/run.py that runs the tables on a Spark session, its
+    own or a Spark Connect server's: one DataFrame job, one task per group of tables."""
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
@@ -66,24 +83,19 @@ class SparkTables:
         if not works:
             return []
         job = job_settings(ns, policy, dry_run, parallel)
-        context = self.spark.sparkContext
-        count = groups_of(len(works), context.defaultParallelism)
+        count = groups_of(len(works), _slots(self.spark))
         items = [(i, w.to_json()) for i, w in enumerate(works)]
         groups = [items[g::count] for g in range(count)]  # spread big and small tables evenly
-        context.setJobDescription(f"lancens prune: {len(works)} table(s) in {count} task(s)")
-        try:
-            rows = (
-                context.parallelize(groups, count)
-                .mapPartitions(lambda part: _task(job, part))
-                .collect()
-            )
-        except Exception as exc:  # the job failed as a whole: no table's outcome is known
-            reason = from_spark(exc, "prune").message
-            return [(_unknown(w, reason), None) for w in works]
-        finally:
-            context.setJobDescription(None)
+        with _described(self.spark, f"lancens prune: {len(works)} table(s) in {count} task(s)"):
+            try:
+                ids = self.spark.range(0, count, 1, count)  # one id, so one group, per task
+                collected = ids.mapInArrow(_task_function(job, groups), "row string").collect()
+            except Exception as exc:  # the job failed as a whole: no table's outcome is known
+                reason = from_spark(exc, "prune").message
+                return [(_unknown(w, reason), None) for w in works]
         done: list[tuple[TableResult, Compaction | None]] = [None] * len(works)  # type: ignore[list-item]
-        for row in rows:
+        for text in collected:
+            row = json.loads(text["row"])
             result = TableResult.from_json(row["result"])
             done[row["index"]] = (result, compaction_from_json(row["compaction"]))
             advance(result.bytes_freed)
@@ -91,6 +103,27 @@ class SparkTables:
             if entry is None:  # never happens unless Spark lost a row: say so, do not guess
                 done[i] = (_unknown(works[i], "its Spark task returned no result"), None)
         return done
+
+
+def _slots(spark: SparkSession) -> int:
+    """How many tasks run at once: the session's default parallelism (a Connect session says
+    it only when the server's configuration sets it)."""
+    if is_connect(spark):
+        return int(spark.conf.get("spark.default.parallelism", None) or CONNECT_SLOTS)
+    return int(spark.sparkContext.defaultParallelism)
+
+
+@contextmanager
+def _described(spark: SparkSession, text: str) -> Iterator[None]:
+    """The job's name in Spark's UI (a session of our own; Connect has no job description)."""
+    if is_connect(spark):
+        yield
+        return
+    spark.sparkContext.setJobDescription(text)
+    try:
+        yield
+    finally:
+        spark.sparkContext.setJobDescription(None)
 
 
 def _unknown(work: TableWork, reason: str) -> TableResult:

@@ -70,7 +70,7 @@ class ScanRows:
     def to_json(self) -> dict[str, Any]:
         return {
             "columns": self.columns,
-            "rows": [[_plain(v) for v in row] for row in self.rows],
+            "rows": [[json_value(v) for v in row] for row in self.rows],
             "returned": len(self.rows),
             "truncated": self.truncated,
         }
@@ -131,7 +131,7 @@ class ScanExplain:
         }
 
 
-def _plain(value: Any) -> Any:
+def json_value(value: Any) -> Any:
     if isinstance(value, dt.datetime | dt.date):
         return value.isoformat()
     if isinstance(value, Decimal):
@@ -256,7 +256,7 @@ class ScanStream:
 def stream_rows(df: DataFrame) -> Iterator[list[Any]]:
     """Every row, a partition at a time (for an unbounded scan written to a pipe)."""
     for row in df.toLocalIterator():
-        yield [_plain(v) for v in row]
+        yield [json_value(v) for v in row]
 
 
 def _guarded(rows: Iterator[list[Any]]) -> Iterator[list[Any]]:

@@ -117,6 +117,13 @@ def is_connect(spark: Any) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
+def runs_on(spark: Any) -> str:
+    """Where a session's work runs, for messages: its master, or the Connect server."""
+    if is_connect(spark):
+        return f"the Spark Connect server {spark.client.host}"
+    return str(spark.sparkContext.master)
+
+
 def require_pyspark() -> None:
     """One line that says how to install Spark support, instead of an ImportError."""
     try:
@@ -227,14 +234,16 @@ def spark_session(settings: SparkSettings) -> Any:
 def _connect_session(settings: SparkSettings) -> Any:
     """A session on a Spark Connect server: nothing starts here but a gRPC client."""
     try:
-        from pyspark.sql.connect.session import SparkSession as ConnectSession
+        import pyspark.sql.connect.session  # noqa: F401  (what pyspark[connect] brings)
+        from pyspark.sql import SparkSession
     except ImportError as exc:  # grpcio, zstandard, ... of pyspark[connect]
         raise SparkSetupError(
             f"--remote needs PySpark's Spark Connect client ({exc}): "
             "python -m pip install 'lancens-cli[spark]'"
         ) from None
     try:
-        spark = ConnectSession.builder.remote(settings.remote).getOrCreate()
+        # PySpark's own builder, which also switches pyspark.sql.functions to Connect
+        spark = SparkSession.builder.remote(settings.remote).getOrCreate()
         # the first call to the server: an unreachable one fails here, in one line
         spark.conf.set("spark.sql.session.timeZone", FIXED_CONF["spark.sql.session.timeZone"])
         _apply_runtime_conf(spark, settings)

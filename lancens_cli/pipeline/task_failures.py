@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from lancens_cli import errors
 from lancens_cli.errors import ExitCode, InvalidInputError, LancensError, lance_message
+from lancens_cli.pipeline.session import SparkSetupError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -104,12 +105,20 @@ def surfaced(exc: BaseException) -> LancensError | None:
     return SurfacedError(message.strip(), int(code))
 
 
+_NO_PACKAGE = re.compile(r"No module named '?lancens_cli")
+
+
 def from_spark(exc: BaseException, doing: str) -> LancensError:
     """The one-line error to report for an exception a Spark call raised in the driver."""
     ours = surfaced(exc)
     if ours is not None:
         return ours
     text = str(exc)
+    if _NO_PACKAGE.search(text[:20000]):
+        return SparkSetupError(
+            f"{doing}: the Python of the Spark server or its executors cannot import lancens_cli:"
+            " install it where Spark runs (python -m pip install 'lancens-cli[spark]')"
+        )
     found = _INPUT_ERRORS.search(text)
     if found:
         detail = " ".join(found.group(2).split())[:300]

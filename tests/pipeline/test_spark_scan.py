@@ -260,6 +260,17 @@ def test_columns_subset_count_and_limit(namespace):
     assert scan_json(root, "--count")["count"] == data.num_rows
 
 
+def test_limited_rows_print_as_text_lines_with_the_json_values(namespace):
+    root, _, _ = namespace
+    asked = ("--columns", "id,name", "--where", "batch = 2", "--limit", "3")
+    shown = invoke(*root.args, "scan", *asked)
+    assert shown.exit_code == 0, shown.stderr
+    lines = [line.split("\t") for line in shown.stdout.splitlines()]
+    as_json = scan_json(root, *asked)
+    assert lines == [["-" if v is None else str(v) for v in row] for row in as_json["rows"]]
+    assert "first 3 rows shown" in shown.stderr
+
+
 def test_to_parquet_then_read_back(namespace, tmp_path):
     root, data, _ = namespace
     target = tmp_path / "out"
