@@ -80,7 +80,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("deregister", register.deregister, _CHANGE, pandas_free=True),
     Command("migrate-v1", migrate.migrate_v1, _MAINTAIN, pandas_free=True),
     Command("check", check.check, _MAINTAIN, pandas_free=True),
-    Command("prune", prune.prune, _MAINTAIN, pandas_free=True),
+    Command("prune", prune.prune, _MAINTAIN, pandas_free=False),  # Spark Connect needs it
     Command("versions", versions.versions, _MAINTAIN, pandas_free=True),
     Command(
         "add-partition-spec", partition_spec.add_partition_spec, _PARTITIONED, pandas_free=True

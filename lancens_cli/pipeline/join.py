@@ -310,7 +310,10 @@ def _fallback_reasons(plan: JoinPlan, how: str) -> list[str]:
 
 
 def physical_plan(df: DataFrame) -> str:
-    """Spark's physical plan of `df`, as `EXPLAIN` prints it."""
+    """Spark's physical plan of `df`, as `EXPLAIN` prints it (read from the JVM, which a Spark
+    Connect client does not reach: there the groups are all `--explain` shows)."""
+    if is_connect(df.sparkSession):
+        return "(Spark's physical plan is not readable through Spark Connect)"
     return str(df._jdf.queryExecution().executedPlan().toString())
 
 

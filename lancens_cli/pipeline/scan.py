@@ -29,6 +29,7 @@ import pyarrow.types as t
 from lancens_cli.errors import InvalidInputError, TableAlreadyExistsError
 from lancens_cli.partition.spark_conditions import Condition, split_condition
 from lancens_cli.pipeline.options import SourceOptions
+from lancens_cli.pipeline.session import is_connect
 from lancens_cli.pipeline.task_failures import spark_errors
 
 if TYPE_CHECKING:
@@ -339,6 +340,11 @@ def tables_read(slices: list[Any]) -> list[TableChoice]:
 def explain(df: DataFrame, request: ScanRequest, condition: Condition | None) -> ScanExplain:
     """What the scan would read: tables, slices, and which conjuncts prune and filter in
     lancens (Spark applies the whole condition again) and which only Spark applies."""
+    if is_connect(df.sparkSession):  # the slices are read back from the JVM's plan
+        raise InvalidInputError(
+            "--explain reads Spark's physical plan, which a Spark Connect client cannot reach: "
+            "run it with --master (local or a cluster)"
+        )
     slices = planned_slices(df)
     plan = df._jdf.queryExecution().executedPlan().toString()
     left = condition.left if condition is not None else []
