@@ -169,3 +169,69 @@ def test_the_import_checkers_see_imports_inside_functions(tmp_path):
     (tmp_path / "c.py").write_text('"""C."""\n\nimport os\n')
     assert unexplained_function_imports(tmp_path) == ["store/a.py"]
     assert late_stdlib_imports(tmp_path) == ["store/a.py:5"]
+
+
+MAX_FUNCTION_LINES = 80
+
+
+def _long_functions(root: Path) -> list[str]:
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found.append(f"{path.relative_to(root.parent)}:{node.lineno} {node.name}")
+    return found
+
+
+def test_no_function_is_longer_than_a_screen():
+    """A function that needs more than 80 lines is doing several jobs: split it."""
+    assert _long_functions(PACKAGE) == []
+
+
+def test_the_length_check_sees_a_long_function(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    (package / "m.py").write_text(f"def long():\n{body}\n")
+    assert _long_functions(package) == ["pkg/m.py:1 long"]
+
+
+def test_every_rendered_result_type_exists():
+    """cli/views.py names result types by their qualified name (so that `ls` never imports the
+    Spark pipeline): each name must be a class that exists."""
+    import importlib
+
+    source = (PACKAGE / "cli" / "views.py").read_text()
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("_view", "_summary"):
+            names.update(a.value for a in node.args if isinstance(a, ast.Constant))
+    assert len(names) > 10, names
+    for qualified in sorted(names):
+        module, _, name = qualified.rpartition(".")
+        assert isinstance(getattr(importlib.import_module(module), name), type), qualified
+
+
+def test_every_import_of_our_own_names_resolves():
+    """Imports inside functions run only when their path runs: a name that moved or was renamed
+    would fail in front of a user, so each is resolved here."""
+    import importlib
+
+    missing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module):
+                continue
+            if node.module.split(".")[0] != "lancens_cli":
+                continue
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                if hasattr(module, alias.name):
+                    continue
+                try:
+                    importlib.import_module(f"{node.module}.{alias.name}")
+                except ImportError:
+                    missing.append(f"{path.relative_to(REPO)}:{node.lineno} {alias.name}")
+    assert missing == []
