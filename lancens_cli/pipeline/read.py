@@ -58,7 +58,9 @@ BATCH_ROWS = 64 * 1024
 # it again: `scan` does); `timeZone`: the Spark session time zone in which their timestamp
 # literals without an offset name instants.
 # `versionAsOf` / `timestampAsOf`: read the namespace as that `__manifest` version published it.
-READ_OPTIONS = frozenset(("where", "prune", "timezone", "versionasof", "timestampasof"))
+# `limit`: the reader needs at most this many rows (`scan --limit`, with no filter left to Spark):
+# only the fragments that hold them are planned, when no row filter is pushed to Lance.
+READ_OPTIONS = frozenset(("where", "prune", "timezone", "versionasof", "timestampasof", "limit"))
 
 
 def arrow_schema(opts: SourceOptions) -> Any:
@@ -108,6 +110,15 @@ def spark_schema(schema: Any) -> Any:
     return StructType(fields)
 
 
+def _limit(opts: SourceOptions) -> int | None:
+    text = opts.extra.get("limit")
+    if text is None:
+        return None
+    if not text.strip().isdigit():
+        raise InvalidInputError(f"option limit: {text!r} is not a number of rows")
+    return int(text)
+
+
 class LancensReader(DataSourceReader):
     """Plans and reads one scan; plain data, since Spark pickles it to the tasks.
 
@@ -137,7 +148,7 @@ class LancensReader(DataSourceReader):
         if FALSE in nodes:
             return []
         pushed = tuple(to_sql(n) for n in nodes)
-        return list(plan_slices(self.opts, schema, nodes, pushed))
+        return list(plan_slices(self.opts, schema, nodes, pushed, _limit(self.opts)))
 
     @marked_iter
     def read(self, partition: InputPartition) -> Iterator[Any]:

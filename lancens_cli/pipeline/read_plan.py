@@ -87,20 +87,47 @@ def plan_slices(
     schema: Any,
     nodes: list[Node],
     pushed: tuple[str, ...] = (),
+    limit: int | None = None,
 ) -> list[LancensSlice]:
     """The slices of a read where every node holds (resolved once, here).
 
     `schema` is the source's Arrow schema (the namespace schema, or the table's): the nodes
-    are typed against it.
+    are typed against it. With `limit`, only the first fragments that hold that many rows are
+    planned, as long as no row filter could drop rows (`fewest_pieces`).
     """
     ns = opts.namespace()
     ns.require_root()
     ident = opts.ident()
     targets = _partition_targets(ns, nodes) if ident is None else [_table_target(ns, ident, nodes)]
     history = _schema_history(ns) if ident is None else None
-    with ThreadPoolExecutor(max_workers=_OPENERS) as pool:
-        found = list(pool.map(lambda t: _pieces(ns, t, schema, history), targets))
-    return _group([p for pieces in found for p in pieces], pushed)
+    found: list[Piece] = []
+    pool = ThreadPoolExecutor(max_workers=_OPENERS)
+    try:
+        for pieces in pool.map(lambda t: _pieces(ns, t, schema, history), targets):
+            found += pieces
+            if limit is not None and fewest_pieces(found, limit) is not None:
+                break  # the tables not opened yet are not needed
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    if limit is not None:
+        found = fewest_pieces(found, limit) or found
+    return _group(found, pushed)
+
+
+def fewest_pieces(pieces: list[Piece], limit: int) -> list[Piece] | None:
+    """The first pieces that hold `limit` rows, or None when they cannot be known to: a piece
+    with a row filter holds an unknown number of matching rows (its count is before the filter),
+    or all the pieces together hold fewer."""
+    chosen: list[Piece] = []
+    rows = 0
+    for piece in pieces:
+        if piece.filter is not None:
+            return None
+        if rows >= limit:
+            return chosen
+        chosen.append(piece)
+        rows += piece.rows
+    return chosen if rows >= limit else None
 
 
 def _conjunction(nodes: list[Node]) -> Node | None:

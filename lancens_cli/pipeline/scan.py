@@ -189,6 +189,8 @@ def prepare(spark: SparkSession, request: ScanRequest) -> tuple[Any, list[str], 
         reader = reader.option(key, value)
     if request.where:
         reader = reader.option("prune", request.where).option("timeZone", SESSION_ZONE)
+    if request.limit is not None and (condition is None or not condition.left):
+        reader = reader.option("limit", str(request.limit + 1))  # one more: is there more?
     df = reader.load(request.identifier) if request.identifier else reader.load()
     if request.where:
         df = df.filter(F.expr(request.where))

@@ -271,6 +271,33 @@ def test_limited_rows_print_as_text_lines_with_the_json_values(namespace):
     assert "first 3 rows shown" in shown.stderr
 
 
+@pytest.mark.parametrize("where", [None, "country = 'DE'"])
+def test_a_limit_plans_only_the_tables_that_hold_its_rows(namespace, where):
+    """`--limit N` with nothing left for Spark to filter plans the first fragments that hold N
+    rows, not every table; the rows are still the source's."""
+    root, data, _ = namespace
+    asked = ("--where", where) if where else ()
+    whole = scan_json(root, *asked, "--explain")
+    limited = scan_json(root, *asked, "--limit", "3", "--explain")
+    assert 1 <= limited["tables_read"] < whole["tables_read"]
+    assert sum(t["rows"] for t in limited["tables"]) >= 4  # 3 and one more (truncated?)
+    rows = scan_json(root, *asked, "--columns", "id", "--limit", "3")
+    assert len(rows["rows"]) == 3 and rows["truncated"]
+    expected = set(brute_force(data, where)) if where else set(data["id"].to_pylist())
+    assert {r[0] for r in rows["rows"]} <= expected
+
+
+def test_a_limit_with_a_row_filter_plans_every_matching_table(namespace):
+    """A filter on rows (not on partitions) may drop any row: the limit cannot trim the plan."""
+    root, data, _ = namespace
+    where = "name = 'ab-one' AND country = 'US'"
+    whole = scan_json(root, "--where", where, "--explain")
+    limited = scan_json(root, "--where", where, "--limit", "1", "--explain")
+    assert limited["tables_read"] == whole["tables_read"]
+    rows = scan_json(root, "--where", where, "--columns", "id", "--limit", "2")
+    assert {r[0] for r in rows["rows"]} <= set(brute_force(data, where))
+
+
 def test_to_parquet_then_read_back(namespace, tmp_path):
     root, data, _ = namespace
     target = tmp_path / "out"
