@@ -23,6 +23,7 @@ from lancens_cli.cli.options import (
     VersionAsOf,
 )
 from lancens_cli.cli.output import message
+from lancens_cli.cli.progress import spark_progress
 from lancens_cli.cli.session import session
 from lancens_cli.cli.spark_options import spark_session
 from lancens_cli.cli.views import join_explain_lines
@@ -130,7 +131,8 @@ def join(
             return
         if to is not None:
             out = df.limit(limit) if limit else df
-            result = job_module.write_files(spark, out, to, fmt, job.spj)
+            with spark_progress("join --to") as watch:  # a bar of Spark tasks, on a terminal
+                result = job_module.write_files(watch(spark), out, to, fmt, job.spj)
         elif count:
             result = job_module.JoinCount(df.count(), job.spj)
         else:

@@ -9,12 +9,14 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
+from contextlib import nullcontext
 from typing import Annotated, Any
 
 import typer
 
 from lancens_cli.cli.options import Conf, Master, Remote, TimestampAsOf, VersionAsOf
 from lancens_cli.cli.output import message, plain_row
+from lancens_cli.cli.progress import spark_progress
 from lancens_cli.cli.session import session
 from lancens_cli.cli.spark_options import spark_session
 from lancens_cli.errors import InvalidInputError
@@ -109,9 +111,12 @@ def scan(
     request_condition(request)  # a bad --where or column is exit 2 before Spark starts
     started = time.monotonic()
     message("scan: starting Spark")
-    spark = spark_session(master, conf, remote)
-    message(f"scan: reading (Spark on {runs_on(spark)})")
-    result = run_scan(spark, request)
+    # while files are written, a bar of Spark tasks (on a terminal only)
+    progress = spark_progress("scan --to") if to else nullcontext(lambda spark: spark)
+    with progress as watch:
+        spark = watch(spark_session(master, conf, remote))
+        message(f"scan: reading (Spark on {runs_on(spark)})")
+        result = run_scan(spark, request)
     _report(result, explain, time.monotonic() - started)
 
 

@@ -69,3 +69,25 @@ def test_write_shows_a_bar_per_partition_table(local_root, files):
     assert piped.stderr.splitlines() == [
         f"200 rows into {written.group(1)} partitions of spec v1 (0 new), one __manifest commit"
     ]
+
+
+@pytest.mark.spark
+def test_scan_to_files_shows_spark_tasks_on_a_terminal_only(local_root, files, tmp_path):
+    schema = files("schema.parquet", events(1))
+    spec = run_cli(*local_root.args, "add-partition-spec", "--schema", schema, *SPEC1)
+    assert spec.exit_code == 0, spec.stderr
+    rows = files("rows.parquet", events(300, seed=4))
+    assert run_cli(*local_root.args, "write", "--from", rows).exit_code == 0
+    target = tmp_path / "out"
+    code, _, stderr = on_terminal(
+        *local_root.args, "scan", "--to", str(target), "--master", "local[1]"
+    )
+    assert code == 0, stderr
+    counts = re.findall(r"scan --to .*?(\d+)/(\d+)", shown(stderr))
+    # the bar counted the job's tasks (it is transient: its last frame may be any moment)
+    assert counts and all(0 <= int(done) <= int(total) for done, total in counts), shown(stderr)
+    assert max(int(total) for _, total in counts) > 0
+    again = str(tmp_path / "again")
+    piped = run_cli(*local_root.args, "scan", "--to", again, "--master", "local[1]")
+    assert piped.exit_code == 0, piped.stderr
+    assert "scan --to" not in piped.stderr
