@@ -69,7 +69,7 @@ class FilesReader(DataSourceReader):
         try:
             with open_source(self.base, self.storage, partition.path) as handle:
                 for batch in read_batches(handle, self.fmt, target):
-                    yield _conform(batch, target, partition.path)
+                    yield conform_batch(batch, target, partition.path)
         except Exception as exc:
             raise carried(exc) from None
 
@@ -115,7 +115,7 @@ def read_batches(handle: Any, fmt: str, target: Any | None) -> Iterator[Any]:
         yield from pjson.read_json(handle, parse_options=options).to_batches()
 
 
-def _conform(batch: Any, target: Any, path: str) -> Any:
+def conform_batch(batch: Any, target: Any, path: str) -> Any:
     """The batch with exactly Spark's columns and types (missing columns are NULL); a value
     the type cannot hold exactly (a timestamp with nanoseconds) is an input error."""
     import pyarrow as pa

@@ -297,23 +297,11 @@ def _pyarrow_frame(
 ) -> Any:
     """The sources read by the tasks with pyarrow (`files_source.py`): object stores, and
     local Parquet that Spark's reader cannot read exactly."""
-    import pyarrow as pa
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from lancens_cli.pipeline.files_source import FilesDataSource, open_source, read_batches
+    from lancens_cli.pipeline.files_source import FilesDataSource
 
-    with open_source(sources.base, storage, sources.paths[0]) as handle:
-        if sources.fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            schema = pq.ParquetFile(handle).schema_arrow
-        else:
-            first = next(read_batches(handle, sources.fmt, None), None)
-            schema = first.schema if first is not None else pa.schema([])
-    if target is not None and sources.fmt in ("csv", "json"):
-        types = {f.name: f.type for f in target}
-        schema = pa.schema([pa.field(f.name, types.get(f.name, f.type)) for f in schema])
-    schema = pa.schema([pa.field(f.name, _microseconds(f.type), True) for f in schema])
+    schema = _pyarrow_schema(sources, target, storage)
     spark.dataSource.register(FilesDataSource)
     reader = spark.read.format("lancens_files").schema(from_arrow_schema(schema))
     reader = reader.option("files", json.dumps(sources.paths)).option("format", sources.fmt)
@@ -321,6 +309,29 @@ def _pyarrow_frame(
     for key, value in storage.items():
         reader = reader.option(f"storage.{key}", value)
     return reader.load()
+
+
+def _pyarrow_schema(sources: Sources, target: Any, storage: dict[str, str]) -> Any:
+    """The columns of the first source as pyarrow reads them (CSV and JSON typed as the
+    target's), timestamps in microseconds as Spark holds them."""
+    import pyarrow as pa
+    import pyarrow.orc as orc
+    import pyarrow.parquet as pq
+
+    from lancens_cli.pipeline.files_source import open_source, read_batches
+
+    with open_source(sources.base, storage, sources.paths[0]) as handle:
+        if sources.fmt == "parquet":
+            schema = pq.ParquetFile(handle).schema_arrow
+        elif sources.fmt == "orc":
+            schema = orc.ORCFile(handle).schema
+        else:
+            first = next(read_batches(handle, sources.fmt, None), None)
+            schema = first.schema if first is not None else pa.schema([])
+    if target is not None and sources.fmt in ("csv", "json"):
+        types = {f.name: f.type for f in target}
+        schema = pa.schema([pa.field(f.name, types.get(f.name, f.type)) for f in schema])
+    return pa.schema([pa.field(f.name, _microseconds(f.type), True) for f in schema])
 
 
 def _microseconds(kind: Any) -> Any:
@@ -388,13 +399,21 @@ def ingest(
     result.spark_start_seconds = spark_start
     began = time.monotonic()
     with spark_errors("the ingest"), quiet_job(spark, debug):
-        frame = source_frame(spark, sources, schema, storage)
-        if schema is not None:
-            check_columns(frame.schema, schema)
-        if dry_run:
-            _dry_run(frame, ns, into, schema, result)
+        native = None if dry_run else _arrow_native_struct(sources, storage)
+        if native is not None:  # Parquet and ORC: pyarrow in the tasks, no JVM rows
+            if schema is not None:
+                check_columns(native, schema)
+            with _report_file(ns, into, mode, delimiter, result, branch) as options:
+                _write_row_groups(spark, sources, storage, options, native, mode)
         else:
-            _write(frame, ns, into, mode, delimiter, result, branch)
+            frame = source_frame(spark, sources, schema, storage)
+            if schema is not None:
+                check_columns(frame.schema, schema)
+            if dry_run:
+                _dry_run(frame, ns, into, schema, result)
+            else:
+                with _report_file(ns, into, mode, delimiter, result, branch) as options:
+                    _save(frame, options, mode)
     result.seconds = time.monotonic() - began
     return result
 
@@ -413,28 +432,27 @@ def quiet_job(spark: SparkSession, debug: bool) -> Iterator[None]:
         spark.sparkContext.setLogLevel("ERROR")
 
 
-def _write(
-    frame: DataFrame,
+@contextmanager
+def _report_file(
     ns: Namespace,
     into: Identifier | None,
     mode: str,
     delimiter: str,
     result: IngestResult,
     branch: str | None = None,
-) -> None:
+) -> Iterator[dict[str, str]]:
+    """The `lancens` data source's write options, with a `report` file that the commit fills;
+    what it says is copied into `result` once the write is done."""
     handle, report_path = tempfile.mkstemp(prefix="lancens-ingest-", suffix=".json")
     os.close(handle)
+    options = {"root": ns.config.root, "report": report_path, "delimiter": delimiter}
+    options.update({f"storage.{k}": v for k, v in ns.config.storage_options.items()})
+    if branch is not None:
+        options["branch"] = branch
+    if into is not None:
+        options["path"] = into.display(delimiter)
     try:
-        writer = frame.write.format("lancens").mode(mode).option("root", ns.config.root)
-        for key, value in ns.config.storage_options.items():
-            writer = writer.option(f"storage.{key}", value)
-        writer = writer.option("report", report_path).option("delimiter", delimiter)
-        if branch is not None:
-            writer = writer.option("branch", branch)
-        if into is None:
-            writer.save()
-        else:
-            writer.save(into.display(delimiter))
+        yield options
         with open(report_path, encoding="utf-8") as report_file:
             text = report_file.read()
     finally:
@@ -449,6 +467,57 @@ def _write(
         result.partitions = []
         if report.get("created"):
             result.mode = "create"
+
+
+def _save(frame: DataFrame, options: dict[str, str], mode: str) -> None:
+    """The DataFrame written through the `lancens` data source."""
+    writer = frame.write.format("lancens").mode(mode)
+    for key, value in options.items():
+        if key != "path":
+            writer = writer.option(key, value)
+    if "path" in options:
+        writer.save(options["path"])
+    else:
+        writer.save()
+
+
+def _arrow_native_struct(sources: Sources, storage: dict[str, str]) -> Any | None:
+    """The Spark columns of Parquet or ORC sources when pyarrow can read them for Spark (every
+    column of a type Spark holds); None: Spark's own readers (CSV, JSON, other types)."""
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField, StructType
+
+    from lancens_cli.pipeline.arrow_ingest import FORMATS
+
+    if sources.fmt not in FORMATS:
+        return None
+    try:
+        schema = _pyarrow_schema(sources, None, storage)
+    except Exception:  # noqa: BLE001 - not readable as such: Spark's reader says so in its words
+        return None
+    try:
+        fields = [StructField(f.name, from_arrow_type(f.type), True) for f in schema]
+    except Exception:  # noqa: BLE001 - a type Spark's Arrow conversion lacks (uint32, ...)
+        return None
+    return StructType(fields)
+
+
+def _write_row_groups(
+    spark: SparkSession,
+    sources: Sources,
+    storage: dict[str, str],
+    options: dict[str, str],
+    struct: Any,
+    mode: str,
+) -> None:
+    from lancens_cli.pipeline.arrow_ingest import row_groups, write_row_groups
+    from lancens_cli.pipeline.options import SourceOptions
+    from lancens_cli.pipeline.write import WRITE_OPTIONS, LancensWriter, arrow_schema
+
+    writer = LancensWriter(SourceOptions.parse(options, WRITE_OPTIONS), struct, mode == "overwrite")
+    units = row_groups(sources.paths, sources.fmt, sources.base, storage)
+    target = arrow_schema(struct)
+    write_row_groups(spark, writer, units, sources.fmt, sources.base, storage, target)
 
 
 def _dry_run(

@@ -124,6 +124,32 @@ def test_ingest_reads_back_in_the_right_partitions(partitioned, tmp_path):
     assert check.json()["healthy"]
 
 
+def test_parquet_and_orc_rows_reach_the_tasks_without_the_jvm(partitioned, tmp_path, spark):
+    """Parquet and ORC are read by the tasks with pyarrow, row group by row group: Spark runs
+    one job over row-group ids (no Parquet scan in its stages), and every row is published
+    once, in its partition, with nanosecond timestamps kept exactly."""
+    import pyarrow.orc as orc
+
+    source = events(5000, seed=3)
+    parquet = tmp_path / "in" / "a.parquet"
+    parquet.parent.mkdir()
+    pq.write_table(source.slice(0, 3000), parquet, row_group_size=400)  # 8 row groups
+    orc.write_table(source.slice(3000), str(tmp_path / "in" / "b.orc"), stripe_size=64 * 1024)
+    tracker = spark.sparkContext.statusTracker()
+    jobs_before = set(tracker.getJobIdsForGroup())
+    ok(partitioned, "ingest", str(parquet), *MASTER)
+    ok(partitioned, "ingest", str(tmp_path / "in" / "b.orc"), *MASTER)
+    stages = [
+        tracker.getStageInfo(s).name
+        for job in set(tracker.getJobIdsForGroup()) - jobs_before
+        for s in tracker.getJobInfo(job).stageIds
+        if tracker.getStageInfo(s) is not None
+    ]
+    assert stages and all("arrow_ingest.py" in name for name in stages), stages
+    assert published_ids(partitioned) == list(range(5000))
+    assert_rows_in_their_partitions(partitioned)
+
+
 def test_append_twice_is_the_union_and_overwrite_replaces_touched_partitions(partitioned, tmp_path):
     first = write_parquet(tmp_path, "a.parquet", events(2000, seed=2))
     second = write_parquet(tmp_path, "b.parquet", events(2000, seed=3, start=2000))
