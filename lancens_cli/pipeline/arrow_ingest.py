@@ -10,7 +10,8 @@ commits them all in one `__manifest` commit, or aborts and removes what the task
 commit path, the checks and the errors are the data source's; only the road of the rows is
 shorter. A task holds about one chunk of rows (`write_task.CHUNK_ROWS`) at a time.
 
-pyarrow's readers are imported in the task's function, which PySpark pickles by value.
+pyarrow's Parquet and ORC readers are imported inside the functions that read, which PySpark
+pickles by value to the tasks.
 """
 
 from __future__ import annotations
