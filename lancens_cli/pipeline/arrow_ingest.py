@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lancens_cli.pipeline.files_source import conform_batch, open_source
-from lancens_cli.pipeline.session import is_connect
+from lancens_cli.pipeline.session import task_slots
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 FORMATS = ("parquet", "orc")  # what pyarrow reads by row group (stripe) natively
 _MESSAGE_SCHEMA = pa.schema([("message", pa.binary())])
-_CONNECT_SLOTS = 8
 
 
 def row_groups(paths: list[str], fmt: str, base: str | None, storage: dict[str, str]) -> list:
@@ -93,11 +92,6 @@ def _task_function(
     return run
 
 
-def _tasks(spark: SparkSession, units: int) -> int:
-    slots = _CONNECT_SLOTS if is_connect(spark) else spark.sparkContext.defaultParallelism
-    return max(1, min(units, int(slots)))
-
-
 def write_row_groups(
     spark: SparkSession,
     writer: LancensWriter,
@@ -111,7 +105,7 @@ def write_row_groups(
     messages: list[Any] = []
     try:
         if units:
-            count = _tasks(spark, len(units))
+            count = max(1, min(len(units), task_slots(spark)))
             run = _task_function(writer, units, fmt, base, storage, target)
             rows = spark.range(0, len(units), 1, count).mapInArrow(run, "message binary")
             messages = [pickle.loads(row["message"]) for row in rows.collect()]

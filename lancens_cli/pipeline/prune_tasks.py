@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from lancens_cli.pipeline.session import is_connect
+from lancens_cli.pipeline.session import is_connect, task_slots
 from lancens_cli.pipeline.task_failures import from_spark
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.compact import Compaction
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 TABLES_PER_TASK = 100  # a group: enough tables to outweigh a task's start, few enough to spread
-CONNECT_SLOTS = 8  # tasks for a Connect server that does not say its parallelism
 _ROW_SCHEMA = pa.schema([("row", pa.string())])
 
 
@@ -83,7 +82,7 @@ class SparkTables:
         if not works:
             return []
         job = job_settings(ns, policy, dry_run, parallel)
-        count = groups_of(len(works), _slots(self.spark))
+        count = groups_of(len(works), task_slots(self.spark))
         items = [(i, w.to_json()) for i, w in enumerate(works)]
         groups = [items[g::count] for g in range(count)]  # spread big and small tables evenly
         with _described(self.spark, f"lancens prune: {len(works)} table(s) in {count} task(s)"):
@@ -103,14 +102,6 @@ class SparkTables:
             if entry is None:  # never happens unless Spark lost a row: say so, do not guess
                 done[i] = (_unknown(works[i], "its Spark task returned no result"), None)
         return done
-
-
-def _slots(spark: SparkSession) -> int:
-    """How many tasks run at once: the session's default parallelism (a Connect session says
-    it only when the server's configuration sets it)."""
-    if is_connect(spark):
-        return int(spark.conf.get("spark.default.parallelism", None) or CONNECT_SLOTS)
-    return int(spark.sparkContext.defaultParallelism)
 
 
 @contextmanager

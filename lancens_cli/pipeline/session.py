@@ -117,6 +117,17 @@ def is_connect(spark: Any) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
+CONNECT_SLOTS = 8  # tasks at once on a Connect server that does not say its parallelism
+
+
+def task_slots(spark: Any) -> int:
+    """How many tasks run at once: the session's default parallelism (a Connect session says it
+    only when the server's configuration sets it)."""
+    if is_connect(spark):
+        return int(spark.conf.get("spark.default.parallelism", None) or CONNECT_SLOTS)
+    return int(spark.sparkContext.defaultParallelism)
+
+
 def runs_on(spark: Any) -> str:
     """Where a session's work runs, for messages: its master, or the Connect server."""
     if is_connect(spark):
