@@ -6,6 +6,7 @@ import json
 
 import pyarrow as pa
 import pytest
+from spec_appendix import APPENDIX_A
 
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.models import Identifier
@@ -53,28 +54,7 @@ def test_identifier_too_long():
         Identifier.parse("x" * 250)
 
 
-SPEC_SCHEMA = {
-    "fields": [
-        {
-            "name": "id",
-            "nullable": False,
-            "type": {"type": "int64"},
-            "metadata": {"lance:field_id": "0"},
-        },
-        {
-            "name": "event_date",
-            "nullable": True,
-            "type": {"type": "date32"},
-            "metadata": {"lance:field_id": "1"},
-        },
-        {
-            "name": "country",
-            "nullable": True,
-            "type": {"type": "utf8"},
-            "metadata": {"lance:field_id": "2"},
-        },
-    ]
-}
+SPEC_SCHEMA = APPENDIX_A["schema"]  # the partitioning spec's own example
 
 
 def test_spec_schema_round_trips_exactly():

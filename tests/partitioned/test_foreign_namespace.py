@@ -16,29 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from helpers import invoke
+from spec_appendix import APPENDIX_A
 
-SCHEMA_JSON = {
-    "fields": [
-        {
-            "name": "id",
-            "nullable": False,
-            "type": {"type": "int64"},
-            "metadata": {"lance:field_id": "0"},
-        },
-        {
-            "name": "event_date",
-            "nullable": True,
-            "type": {"type": "date32"},
-            "metadata": {"lance:field_id": "1"},
-        },
-        {
-            "name": "country",
-            "nullable": True,
-            "type": {"type": "utf8"},
-            "metadata": {"lance:field_id": "2"},
-        },
-    ]
-}
+SCHEMA_JSON = APPENDIX_A["schema"]  # the partitioning spec's own example
 SPEC_V1 = {
     "id": 1,
     "fields": [
