@@ -244,7 +244,7 @@ def main() -> None:
     poller.stop()
 
     print()
-    print(f"ratio a/b (target <= 1.5): {ingest_seconds / spark_seconds:.2f}")
+    print(f"ratio a/b (goal <= 0.5): {ingest_seconds / spark_seconds:.2f}")
     print(f"ratio a/c: {ingest_seconds / write_seconds:.2f}")
     print()
     print("peak RSS:")
