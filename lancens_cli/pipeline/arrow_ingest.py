@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -34,57 +36,56 @@ FORMATS = ("parquet", "orc")  # what pyarrow reads by row group (stripe) nativel
 _MESSAGE_SCHEMA = pa.schema([("message", pa.binary())])
 
 
-def row_groups(paths: list[str], fmt: str, base: str | None, storage: dict[str, str]) -> list:
-    """(path, row group) of every source file, from the footers; an empty file has none."""
-    import pyarrow.orc as orc
-    import pyarrow.parquet as pq
+@dataclass(frozen=True)
+class RowGroupFiles:
+    """Parquet or ORC sources (local, or under an object store's `base`) and the Spark columns
+    their rows are conformed to; plain data, pickled to the tasks."""
 
-    units = []
-    for path in paths:
-        with open_source(base, storage, path) as handle:
-            if fmt == "parquet":
-                count = pq.ParquetFile(handle).num_row_groups
-            else:
-                count = orc.ORCFile(handle).nstripes
-        units += [(path, i) for i in range(count)]
-    return units
+    paths: list[str]
+    fmt: str
+    base: str | None
+    storage: dict[str, str]
+    target: Any  # the Arrow schema of the Spark columns
 
+    @contextmanager
+    def _reader(self, path: str) -> Iterator[Any]:
+        """pyarrow's ParquetFile or ORCFile over one source, closed after use."""
+        import pyarrow.orc as orc
+        import pyarrow.parquet as pq
 
-def _unit_batches(
-    units: list[tuple[str, int]],
-    fmt: str,
-    base: str | None,
-    storage: dict[str, str],
-    target: Any,
-) -> Iterator[Any]:
-    """The rows of `units`, row group by row group, in Spark's columns and types."""
-    import pyarrow.orc as orc
-    import pyarrow.parquet as pq
+        with open_source(self.base, self.storage, path) as handle:
+            yield (pq.ParquetFile if self.fmt == "parquet" else orc.ORCFile)(handle)
 
-    for path, part in units:
-        with open_source(base, storage, path) as handle:
-            if fmt == "parquet":
-                batches: Iterable[Any] = pq.ParquetFile(handle).iter_batches(row_groups=[part])
-            else:
-                batches = [orc.ORCFile(handle).read_stripe(part)]
-            for batch in batches:
-                yield conform_batch(batch, target, path)
+    def units(self) -> list[tuple[str, int]]:
+        """(path, row group) of every file, from the footers; an empty file has none."""
+        found = []
+        for path in self.paths:
+            with self._reader(path) as reader:
+                count = reader.num_row_groups if self.fmt == "parquet" else reader.nstripes
+            found += [(path, i) for i in range(count)]
+        return found
+
+    def batches(self, units: list[tuple[str, int]]) -> Iterator[Any]:
+        """The rows of `units`, row group by row group, in Spark's columns and types."""
+        for path, part in units:
+            with self._reader(path) as reader:
+                if self.fmt == "parquet":
+                    read: Iterable[Any] = reader.iter_batches(row_groups=[part])
+                else:
+                    read = [reader.read_stripe(part)]
+                for batch in read:
+                    yield conform_batch(batch, self.target, path)
 
 
 def _task_function(
-    writer: LancensWriter,
-    units: list[tuple[str, int]],
-    fmt: str,
-    base: str | None,
-    storage: dict[str, str],
-    target: Any,
+    writer: LancensWriter, files: RowGroupFiles, units: list[tuple[str, int]]
 ) -> Callable[[Iterable[Any]], Iterator[Any]]:
     """What each task runs: its ids' row groups through the writer, one commit message."""
 
     def run(batches: Iterable[Any]) -> Iterator[Any]:
         mine = [units[i] for batch in batches for i in batch.column("id").to_pylist()]
         if mine:
-            message = writer.write(_unit_batches(mine, fmt, base, storage, target))
+            message = writer.write(files.batches(mine))
             yield pa.RecordBatch.from_pydict(
                 {"message": [pickle.dumps(message)]}, schema=_MESSAGE_SCHEMA
             )
@@ -92,21 +93,14 @@ def _task_function(
     return run
 
 
-def write_row_groups(
-    spark: SparkSession,
-    writer: LancensWriter,
-    units: list[tuple[str, int]],
-    fmt: str,
-    base: str | None,
-    storage: dict[str, str],
-    target: Any,
-) -> None:
+def write_row_groups(spark: SparkSession, writer: LancensWriter, files: RowGroupFiles) -> None:
     """Run the job and commit what its tasks wrote, or abort: the data source's protocol."""
     messages: list[Any] = []
     try:
+        units = files.units()
         if units:
             count = max(1, min(len(units), task_slots(spark)))
-            run = _task_function(writer, units, fmt, base, storage, target)
+            run = _task_function(writer, files, units)
             rows = spark.range(0, len(units), 1, count).mapInArrow(run, "message binary")
             messages = [pickle.loads(row["message"]) for row in rows.collect()]
     except BaseException:

@@ -510,14 +510,14 @@ def _write_row_groups(
     struct: Any,
     mode: str,
 ) -> None:
-    from lancens_cli.pipeline.arrow_ingest import row_groups, write_row_groups
+    from lancens_cli.pipeline.arrow_ingest import RowGroupFiles, write_row_groups
     from lancens_cli.pipeline.options import SourceOptions
     from lancens_cli.pipeline.write import WRITE_OPTIONS, LancensWriter, arrow_schema
 
     writer = LancensWriter(SourceOptions.parse(options, WRITE_OPTIONS), struct, mode == "overwrite")
-    units = row_groups(sources.paths, sources.fmt, sources.base, storage)
     target = arrow_schema(struct)
-    write_row_groups(spark, writer, units, sources.fmt, sources.base, storage, target)
+    files = RowGroupFiles(sources.paths, sources.fmt, sources.base, storage, target)
+    write_row_groups(spark, writer, files)
 
 
 def _dry_run(

@@ -65,11 +65,6 @@ class SparkSettings:
     debug: bool = False
     remote: str | None = None
 
-    @property
-    def where(self) -> str:
-        """Where the work runs, for messages."""
-        return self.remote or self.master
-
     @classmethod
     def resolve(
         cls,
