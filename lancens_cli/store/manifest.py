@@ -336,6 +336,8 @@ class ManifestStore:
         would hide the catalog, and the next commit would start a new one over it. The one
         exception is what a first commit leaves when it dies before its version lands: data
         files only, or with transaction files of version 0 younger than a minute (a rerun).
+        `_versions/` is looked for again before damage is reported: a writer may have made its
+        first commits (and more) between the two looks.
         """
         if self.storage.exists(f"{MANIFEST_TABLE}/_versions"):
             return True
@@ -351,6 +353,8 @@ class ManifestStore:
         ]
         if not transactions or self._first_commit_in_flight(transactions):
             return False
+        if self.storage.exists(f"{MANIFEST_TABLE}/_versions"):
+            return True  # a writer's first commits landed while we looked: not damage
         data = sum(1 for _ in self.storage.walk_files(f"{MANIFEST_TABLE}/data"))
         raise ManifestError(
             f"__manifest cannot be read: {self.uri} has no _versions/ (deleted or damaged) but "
