@@ -121,17 +121,34 @@ def rewrite_manifest_file(data: bytes, relocate: Callable[[str], str | None]) ->
     )
 
 
-def prefix_mover(old: list[str], new: str) -> Callable[[str], str | None]:
-    """Maps a path equal to or below one of the `old` spellings to the same place below `new`."""
-    olds = [o.rstrip("/") for o in old if o]
+def prefix_mover(
+    old: list[str], new: str, canonical: Callable[[str], str | None] | None = None
+) -> Callable[[str], str | None]:
+    """Maps a path equal to or below one of the `old` spellings to the same place below `new`.
 
-    def relocate(path: str) -> str | None:
-        for prefix in olds:
+    With `canonical`, a path is also compared in its one canonical form (a real local path, a
+    normalised object key), so a base path spelt through a symlinked root, a `//` or a `..`
+    moves as well as the spellings Lance writes.
+    """
+    olds = [o.rstrip("/") for o in old if o]
+    canonical_olds = (
+        [c.rstrip("/") for c in map(canonical, olds) if c] if canonical is not None else []
+    )
+
+    def below(path: str, prefixes: list[str]) -> str | None:
+        for prefix in prefixes:
             if path.rstrip("/") == prefix:
                 return new
             if path.startswith(prefix + "/"):
                 return new + path[len(prefix) :]
         return None
+
+    def relocate(path: str) -> str | None:
+        moved = below(path, olds)
+        if moved is not None or canonical is None:
+            return moved
+        spelt = canonical(path)
+        return below(spelt, canonical_olds) if spelt else None
 
     return relocate
 
@@ -168,8 +185,7 @@ def relocate_table(
     stays intact, and a rerun after a crash rewrites what is left (a rewritten path no longer
     matches). Tags and branch records that carry a rewritten manifest's size are updated too.
     """
-    relocate = prefix_mover(old, new)
-    needles = [o.rstrip("/").encode("utf-8") for o in old if o]
+    relocate = prefix_mover(old, new, storage.canonical)
     rewritten: dict[tuple[str, int], int] = {}
     names = []
     for path, _size in storage.walk_files(location):
@@ -178,9 +194,8 @@ def relocate_table(
             continue
         if not path.endswith(".manifest") or "_versions/" not in path:
             continue
+        # Every manifest is parsed: a base path may spell `old` in a way no byte search finds.
         data = storage.read_bytes(f"{location}/{path}")
-        if not any(needle in data for needle in needles):
-            continue  # names nothing below `old`: nothing to parse or change
         try:
             new_data = rewrite_manifest_file(data, relocate)
         except ManifestFormatError as exc:

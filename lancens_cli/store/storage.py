@@ -84,6 +84,10 @@ class Storage:
         """The path the file system is given (local path, or `bucket/key` for fsspec)."""
         return self._files.path(rel)
 
+    def canonical(self, uri: str) -> str | None:
+        """`uri` in its one spelling on this storage (see `canonical_uri`)."""
+        return canonical_uri(uri, self.is_local)
+
     def relative(self, uri: str) -> str | None:
         """The location of a URI below the root, or None when it lies elsewhere.
 
@@ -91,7 +95,7 @@ class Storage:
         the URI reached through a symlink, `//`, `..`), on object stores the bucket and the
         normalised key; a clone made through any spelling of its source is found.
         """
-        found, root = canonical_uri(uri, self.is_local), canonical_uri(self.uri(), self.is_local)
+        found, root = self.canonical(uri), self.canonical(self.uri())
         if found is not None and root is not None:
             root = root.rstrip("/")
             return found[len(root) + 1 :] if found.startswith(root + "/") else None

@@ -362,3 +362,24 @@ def test_killed_rename_keeps_every_branch_version_readable(tmp_path):
         assert leftovers == []
     print(outcomes)
     assert "killed" in outcomes, outcomes
+
+
+def test_rename_moves_branches_whose_base_paths_spell_the_root_through_a_symlink(tmp_path):
+    """A branch made while the root was reached through a symlink (or with `//` in it) names
+    its table in that spelling; a rename through the real path must still move it."""
+    real = tmp_path / "disk1" / "ns"
+    real.mkdir(parents=True)
+    (tmp_path / "data").symlink_to(tmp_path / "disk1")
+    through_link = Root(f"{tmp_path}/data//ns", {}, real)
+    seen = table_with_branch(through_link, "b.lance", v2_names=True)
+    spelt = open_ds(through_link, "b.lance").checkout_version(("dev", None)).base_paths()
+    assert all("/data//ns/" in b.path for b in spelt.values())  # the fixture spells it so
+    real_root = Root(str(real), {}, real)
+    result = run_cli(*real_root.args, "rename", "b", "b2")
+    assert result.exit_code == 0, result.stderr
+    new = location_of(real_root, "b2")
+    assert not (real / "b.lance").exists()
+    assert_all_readable(real_root, new, seen)
+    moved = open_ds(real_root, new).checkout_version(("dev", None)).base_paths()
+    assert [b.path for b in moved.values()] == [str(real / new)]
+    assert js(real_root, "check")["healthy"]
