@@ -7,6 +7,7 @@ writes: an abandoned table write and a staged `__manifest` data file.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 from data import country_rows
-from helpers import ok
+from helpers import invoke, ok
 
 ABANDONED = "0badc0de_plain$ghost"
 
@@ -135,3 +136,17 @@ def copy_tree(src: Path, dst: Path) -> None:
             target = os.path.join(dst, os.path.relpath(source, src))
             stat = os.stat(source)
             os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def expiring_by_table(root_args, *policy) -> dict[str, list[int]]:
+    """What `versions` says expires under `policy`: version numbers by table location."""
+    result = invoke(*root_args, "versions", *policy, "--json")
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    found = {}
+    for table in summary["tables"]:
+        if table["expiring"]:
+            detail = invoke(*root_args, "versions", table["table"], *policy, "--json")
+            assert detail.exit_code == 0, detail.stderr
+            found[table["location"]] = json.loads(detail.stdout)["expiring"]
+    return found

@@ -11,7 +11,7 @@ import pytest
 from helpers import Root, invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from prune_namespace import build, copy_tree
+from prune_namespace import build, copy_tree, expiring_by_table
 
 
 @pytest.fixture(scope="module")
@@ -24,19 +24,6 @@ def template(tmp_path_factory):
     built = build(root, tmp)
     time.sleep(1.2)
     return built
-
-
-def expiring_by_table(root_args, *policy) -> dict[str, list[int]]:
-    result = invoke(*root_args, "versions", *policy, "--json")
-    assert result.exit_code == 0, result.stderr
-    summary = json.loads(result.stdout)
-    found = {}
-    for table in summary["tables"]:
-        if table["expiring"]:
-            detail = invoke(*root_args, "versions", table["table"], *policy, "--json")
-            assert detail.exit_code == 0, detail.stderr
-            found[table["location"]] = json.loads(detail.stdout)["expiring"]
-    return found
 
 
 @settings(
