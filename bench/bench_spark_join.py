@@ -12,15 +12,19 @@ namespace bucketed 16 ways on key, the right one bucketed 8 ways (`lancens add-p
 
 In one Spark session (its start-up reported on its own; broadcast joins off,
 `spark.sql.autoBroadcastJoinThreshold=-1`), after one untimed warm-up run of each (Python
-workers started, JIT, file cache), interleaved round-robin:
+workers started, JIT, file cache; the physical plans are checked there: no Exchange in ours, a
+SortMergeJoin in Spark's), interleaved round-robin:
 
-- a. `lancens join`'s job: plan (both `__manifest`s, versions pinned) + one task per group
-     joining in Arrow;
+- a. `lancens join`'s job: plan (both `__manifest`s, versions pinned) + the groups packed into
+     one task per core, each joining its groups in Arrow;
 - b. Spark reading both Parquet files and joining them (sort-merge join: two shuffles, sorts).
 
 Both produce every column of the inner join and hand every row to Spark's `noop` sink, so all
 columns are materialised on both sides (a `count()` would let Parquet skip columns). The row
-counts are checked equal. Prints best and median seconds and b/a (target >= 2); exits 0.
+counts are checked equal. Then where the time of a. goes: planning and pinning in the driver,
+the Arrow joins alone (every group in this process, one thread), and the rest (Spark's tasks,
+the Python worker hand-off, Arrow to Spark rows). Prints best and median seconds and b/a
+(goals: >= 3x at 500,000 x 100,000, >= 5x with --large); exits 0.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import lancens_cmd, load_average, print_table, versions  # noqa: E402
 
 os.environ.setdefault("LANCE_LOG", "error")
-TARGET = 2.0
+TARGET = {False: 3.0, True: 5.0}  # by --large
 
 
 def generate(workdir: Path, left_rows: int, right_rows: int) -> tuple[Path, Path]:
@@ -98,13 +102,16 @@ def main() -> None:
     print(f"# lancens join vs Spark sort-merge join: {left_rows:,} x {right_rows:,} rows")
     print(f"# {versions()}, master {args.master}, {load_average()}")
     try:
-        run(workdir, left_rows, right_rows, args.repeat, args.master)
+        target = TARGET[left_rows >= 5_000_000]
+        run(workdir, left_rows, right_rows, args.repeat, args.master, target)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def run(workdir: Path, left_rows: int, right_rows: int, repeat: int, master: str) -> None:
+def run(
+    workdir: Path, left_rows: int, right_rows: int, repeat: int, master: str, target: float
+) -> None:
     left_file, right_file = generate(workdir, left_rows, right_rows)
     left_root, right_root = workdir / "left-ns", workdir / "right-ns"
     setup = build(left_root, left_file, "bucket(16, key) as kb")
@@ -121,45 +128,41 @@ def run(workdir: Path, left_rows: int, right_rows: int, repeat: int, master: str
     spark = spark_session(settings)
     print(f"Spark session start: {time.perf_counter() - started:.1f} s")
 
-    def lancens_join() -> int:
-        job = job_module.plan_job(
+    def plan():
+        return job_module.plan_job(
             Namespace.from_properties({"root": str(left_root)}),
             Namespace.from_properties({"root": str(right_root)}),
             [parse_on("l.key = r.key")],
             "inner",
             None,
         )
+
+    def lancens_join():
+        job = plan()
         assert job.spj, job.fallback_reasons
         df = job.dataframe(spark)
-        assert "Exchange" not in job_module.physical_plan(df)
         df.write.format("noop").mode("overwrite").save()
-        return df.rdd.getNumPartitions()
+        return df
 
-    def spark_join() -> int:
+    def spark_join():
         left = spark.read.parquet(str(left_file)).alias("l")
         right = spark.read.parquet(str(right_file)).alias("r")
         df = left.join(right, left["key"] == right["key"], "inner")
-        assert "SortMergeJoin" in job_module.physical_plan(df)
         df.write.format("noop").mode("overwrite").save()
-        return df.rdd.getNumPartitions()
+        return df
 
     cases = {"a. lancens join (SPJ, Arrow)": lancens_join, "b. Spark sort-merge join": spark_join}
     times: dict[str, list[float]] = {name: [] for name in cases}
-    for case in cases.values():  # warm-up, untimed: Python workers, JIT, file cache
-        case()
+    # warm-up, untimed: Python workers, JIT, file cache; the plans are what they claim
+    assert "Exchange" not in job_module.physical_plan(lancens_join())
+    assert "SortMergeJoin" in job_module.physical_plan(spark_join())
     for _ in range(repeat):
         for name, case in cases.items():
             t0 = time.perf_counter()
             case()
             times[name].append(time.perf_counter() - t0)
 
-    check = job_module.plan_job(
-        Namespace.from_properties({"root": str(left_root)}),
-        Namespace.from_properties({"root": str(right_root)}),
-        [parse_on("l.key = r.key")],
-        "inner",
-        None,
-    )
+    check = plan()
     ours = check.dataframe(spark).count()
     theirs = (
         spark.read.parquet(str(left_file)).join(spark.read.parquet(str(right_file)), "key").count()
@@ -172,9 +175,33 @@ def run(workdir: Path, left_rows: int, right_rows: int, repeat: int, master: str
     print_table(["case", "best", "median"], rows)
     a, b = (statistics.median(v) for v in times.values())
     a_best, b_best = (min(v) for v in times.values())
-    verdict = "met" if b / a >= TARGET else "missed"
-    print(f"b/a: median {b / a:.2f}x, best {b_best / a_best:.2f}x (target >= {TARGET}x: {verdict})")
+    verdict = "met" if b / a >= target else "missed"
+    print(f"b/a: median {b / a:.2f}x, best {b_best / a_best:.2f}x (goal >= {target}x: {verdict})")
+    where_time_goes(plan, a)
     spark.stop()
+
+
+def where_time_goes(plan, total: float) -> None:
+    """The median job split: planning and pinning in the driver, the Arrow joins alone (each
+    group in this process, one thread: what the tasks compute), and Spark's share (tasks, the
+    Python worker hand-off, Arrow batches to Spark rows, the sink)."""
+    from lancens_cli.pipeline.join_tasks import join_group
+
+    started = time.perf_counter()
+    job = plan()
+    units = job.groups_work()
+    spec = job.join_spec()
+    planning = time.perf_counter() - started
+    started = time.perf_counter()
+    for unit in units:
+        join_group(spec, unit)
+    joins = time.perf_counter() - started
+    rest = max(total - planning - joins / 2, 0.0)
+    print(
+        f"where a.'s median {total:.2f} s goes: planning and pinning {planning:.2f} s; "
+        f"the Arrow joins {joins:.2f} s on one core ({len(units)} groups, about "
+        f"{joins / 2:.2f} s on two); Spark's tasks, hand-off and rows about {rest:.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -354,9 +354,9 @@ def join_explain_lines(r: Any) -> list[str]:
     if r.job.spj:
         c = r.job.plan.counts()
         out.append(
-            f"storage-partitioned join ({r.job.how}): {len(r.job.groups_work())} "
-            f"task(s) from {c['groups']} group(s) of {c['left_partitions']} left and "
-            f"{c['right_partitions']} right partition table(s)"
+            f"storage-partitioned join ({r.job.how}): {len(r.job.groups_work())} group(s) to "
+            f"run in {r.job.tasks} task(s), of {c['groups']} group(s) of "
+            f"{c['left_partitions']} left and {c['right_partitions']} right partition table(s)"
         )
         groups = join_plan_view(r.job.plan)
         out.append("\t".join(groups.columns))

@@ -1,10 +1,11 @@
 """`lancens join`: execute a storage-partitioned join (SPJ) of two partitioned namespaces on Spark.
 
 The driver plans with `join-plan` (service/join/plan.py) over every spec version that holds
-partition tables, resolves each table's published version once (so the join reads one snapshot
-of each side, and tasks never read `__manifest`), and builds a DataFrame on the `lancens_join`
-data source (pipeline/join_source.py) with one input partition per group. Each task joins its
-group in Arrow, so no row crosses the network: the physical plan has no Exchange.
+partition tables, resolves each table's published version and row count once (so the join reads
+one snapshot of each side, and tasks never read `__manifest`), and builds a DataFrame that runs
+the groups as Spark tasks (`mapInArrow` over one id per task; pipeline/join_tasks.py), the
+groups packed by size into as many tasks as the session runs at once. Each task joins its groups
+in Arrow, so no row crosses the network: the physical plan has no Exchange.
 
 When the layouts are not compatible (join-plan's reasons), or a left join would meet one left
 partition in several right spec versions, the job says why and runs an ordinary Spark join of
@@ -14,14 +15,13 @@ Output column names: a column whose name occurs on one side only keeps its name;
 occurs on both sides becomes `l_<name>` and `r_<name>`. `--columns` picks output names, and
 `l.<col>` / `r.<col>` name a side's source column whatever its output name.
 
-pyspark (and `join_source.py`, which imports it) is imported inside functions, so that
-`lancens_cli.pipeline.join` imports without Spark: `lancens join` plans and pins the job with it
-before Spark starts.
+pyspark is imported inside functions, so that `lancens_cli.pipeline.join` imports without
+Spark: `lancens join` plans and pins the job with it before Spark starts.
 """
 
 from __future__ import annotations
 
-import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import TYPE_CHECKING, Any
@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lancens_cli.errors import InvalidInputError, TableAlreadyExistsError
-from lancens_cli.pipeline.session import is_connect
+from lancens_cli.pipeline.join_tasks import encode_schema, pack, task_function
+from lancens_cli.pipeline.session import is_connect, task_slots
 from lancens_cli.service.join.plan import JoinPlan, PartitionTable, Side, join_plan
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.store.tables import open_published
@@ -125,6 +126,7 @@ class JoinJob:
     right_read: list[tuple[str, str]]
     fallback_reasons: list[str] = field(default_factory=list)
     resolved: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    tasks: int = 0  # how many Spark tasks run the groups (set when the DataFrame is built)
 
     @property
     def spj(self) -> bool:
@@ -143,28 +145,47 @@ class JoinJob:
 
     # --- pinning versions in the driver -------------------------------------------------
     def pinned(self, label: str, table: PartitionTable) -> dict[str, Any]:
-        """The row a task opens: the table's location at a version fixed now."""
+        """The row a task opens: the table's location at a version fixed now, with its rows."""
         key = (label, table.object_id)
         if key not in self.resolved:
             self.resolved[key] = _pin(self.left_ns if label == "left" else self.right_ns, table)
         return self.resolved[key]
 
+    def _pin_all(self, tables: list[tuple[str, PartitionTable]]) -> None:
+        """Pin every table the job reads, several at a time (each is a manifest read)."""
+        todo = list({(label, t.object_id): (label, t) for label, t in tables}.values())
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(lambda item: self.pinned(*item), todo))
+
     def groups_work(self) -> list[dict[str, Any]]:
+        """One unit per group that can reach the output, with the rows it reads."""
+        groups = [
+            g for g in self.plan.groups if g.left and (self.how != "inner" or g.right)
+        ]  # a group with nothing that can reach the output is not run
+        self._pin_all(
+            [("left", t) for g in groups for t in g.left]
+            + [("right", t) for g in groups for t in g.right]
+        )
         work = []
-        for g in self.plan.groups:
-            if not g.left or (self.how == "inner" and not g.right):
-                continue  # nothing of this group can reach the output
+        for g in groups:
+            left = [self.pinned("left", t) for t in g.left]
+            right = [self.pinned("right", t) for t in g.right]
             work.append(
                 {
                     "key": {k: str(v) for k, v in g.key.items()},
-                    "left": [self.pinned("left", t) for t in g.left],
-                    "right": [self.pinned("right", t) for t in g.right],
+                    "left": left,
+                    "right": right,
+                    "rows": sum(t["rows"] for t in [*left, *right]),
                 }
             )
         return work
 
-    def side_work(self, side: Side) -> list[list[dict[str, Any]]]:
-        return [[self.pinned(side.label, t)] for ts in side.tables.values() for t in ts]
+    def side_work(self, side: Side) -> list[dict[str, Any]]:
+        """One unit per partition table of `side`."""
+        tables = [t for ts in side.tables.values() for t in ts]
+        self._pin_all([(side.label, t) for t in tables])
+        pinned = [self.pinned(side.label, t) for t in tables]
+        return [{"tables": [p], "rows": p["rows"]} for p in pinned]
 
     # --- DataFrames ---------------------------------------------------------------------
     def _base(self) -> dict[str, Any]:
@@ -175,49 +196,28 @@ class JoinJob:
 
     def dataframe(self, spark: SparkSession) -> Any:
         """The joined rows, in the output columns."""
-        from pyspark.sql.pandas.types import from_arrow_schema
+        if not self.spj:
+            return self._shuffle_join(spark)
+        units = self.groups_work()
+        self.tasks = len(pack([u["rows"] for u in units], task_slots(spark)))
+        return _tasks_frame(spark, self.join_spec(), units, self.schema)
 
-        from lancens_cli.pipeline.join_source import FORMAT, LancensJoinSource, encode_schema
-
-        spark.dataSource.register(LancensJoinSource)
-        if self.spj:
-            job = {
-                **self._base(),
-                "mode": "join",
-                "how": self.how,
-                "schema": encode_schema(self.schema),
-                "left_schema": encode_schema(self.side_schema("l")),
-                "right_schema": encode_schema(self.side_schema("r")),
-                "left_keys": self.left_keys,
-                "right_keys": self.right_keys,
-                "work": self.groups_work(),
-            }
-            return (
-                spark.read.format(FORMAT)
-                .schema(from_arrow_schema(self.schema))
-                .option("job", json.dumps(job))
-                .load()
-            )
-        return self._shuffle_join(spark)
+    def join_spec(self) -> dict[str, Any]:
+        """What every task of a storage-partitioned join needs besides its groups."""
+        return {
+            **self._base(),
+            "mode": "join",
+            "how": self.how,
+            "schema": encode_schema(self.schema),
+            "left_schema": encode_schema(self.side_schema("l")),
+            "right_schema": encode_schema(self.side_schema("r")),
+            "left_keys": self.left_keys,
+            "right_keys": self.right_keys,
+        }
 
     def _side_frame(self, spark: SparkSession, side: Side, schema: Any) -> Any:
-        from pyspark.sql.pandas.types import from_arrow_schema
-
-        from lancens_cli.pipeline.join_source import FORMAT, encode_schema
-
-        job = {
-            **self._base(),
-            "mode": "side",
-            "side": side.label,
-            "schema": encode_schema(schema),
-            "work": self.side_work(side),
-        }
-        return (
-            spark.read.format(FORMAT)
-            .schema(from_arrow_schema(schema))
-            .option("job", json.dumps(job))
-            .load()
-        )
+        job = {**self._base(), "mode": "side", "side": side.label, "schema": encode_schema(schema)}
+        return _tasks_frame(spark, job, self.side_work(side), schema)
 
     def _shuffle_join(self, spark: SparkSession) -> Any:
         left = self._side_frame(spark, self.plan.left, self.side_schema("l"))
@@ -230,11 +230,23 @@ class JoinJob:
         return joined.select(*[c.name for c in self.columns])
 
 
-def _pin(ns: Namespace, table: PartitionTable) -> dict[str, Any]:
-    """A version number (on its branch) for a table whose published version is 'latest'.
+def _tasks_frame(spark: SparkSession, job: dict[str, Any], units: list[dict], schema: Any) -> Any:
+    """A DataFrame whose tasks run `units`, packed by rows into the session's task slots."""
+    from pyspark.sql.pandas.types import from_arrow_schema
 
-    A numbered read_version is kept as it is; NULL (latest) and a tag are opened once here, in
-    the driver, so every task reads the same version even while writers commit.
+    packed = [[units[i] for i in p] for p in pack([u["rows"] for u in units], task_slots(spark))]
+    packed = packed or [[]]  # Spark wants at least one task
+    count = len(packed)
+    frame = spark.range(0, count, 1, count)
+    return frame.mapInArrow(task_function(job, packed), from_arrow_schema(schema))
+
+
+def _pin(ns: Namespace, table: PartitionTable) -> dict[str, Any]:
+    """The row a task opens, with a version number (on its branch) and the rows it holds.
+
+    A numbered read_version is kept as it is; NULL (latest) and a tag are resolved here, in the
+    driver, so every task reads the same version even while writers commit. The row count
+    (manifest metadata, no data read) lets the driver spread the work evenly over the tasks.
     """
     row = {
         "location": table.location,
@@ -242,11 +254,11 @@ def _pin(ns: Namespace, table: PartitionTable) -> dict[str, Any]:
         "read_branch": table.read_branch,
         "read_tag": table.read_tag,
     }
-    if table.read_version is not None and table.read_tag is None:
-        return row
-
     dataset = open_published(ns.storage, row)
-    return {**row, "read_version": int(dataset.version), "read_tag": None}
+    pinned = {**row, "rows": int(dataset.count_rows())}
+    if table.read_version is None or table.read_tag is not None:
+        pinned.update(read_version=int(dataset.version), read_tag=None)
+    return pinned
 
 
 def plan_job(
@@ -333,6 +345,7 @@ class JoinExplain:
             "columns": [c.name for c in self.job.selected],
             "reasons": self.job.fallback_reasons,
             "counts": plan.counts(),
+            "tasks": self.job.tasks,
             "groups": [g.to_json() for g in plan.groups] if self.job.spj else [],
             "physical_plan": self.plan_text,
         }

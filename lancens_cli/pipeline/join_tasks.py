@@ -1,7 +1,8 @@
-"""The task side of `lancens join`: a small Python data source, `lancens_join`.
+"""The task side of `lancens join`: what each Spark task runs, and how work is packed into tasks.
 
-The driver (`pipeline/join.py`) plans the job and hands it over as one JSON option. Each input
-partition of the reader is one unit of work that needs nothing but storage:
+The driver (`pipeline/join.py`) plans the job and hands it to `mapInArrow` over one id per task
+(`spark.range(n, numPartitions=n)`), on a local session or a Spark Connect server alike. A unit
+of work needs nothing but storage:
 
 * mode `join`: one partition group of a storage-partitioned join. The task opens the group's
   left and right partition tables at the versions the driver resolved (it never reads
@@ -10,84 +11,81 @@ partition of the reader is one unit of work that needs nothing but storage:
 * mode `side`: one partition table of one side, for the ordinary (shuffle) join Spark runs when
   the two layouts are not compatible.
 
-Lance (through `store.tables`) and pyarrow are imported inside the functions the task calls:
-PySpark forks its Python workers from a daemon and Lance is not fork-safe, so nothing
-Lance-native may run before a fork.
+Units are packed into as many tasks as the session runs at once (`pack`), the largest first
+onto the least loaded task: a task costs about 50 ms to start in its Python worker, which at
+one task per group was most of a join of 500,000 rows. A task works through its units one after
+another, so its memory is bounded by its largest unit, never by the sum.
+
+Lance (through `store.tables`) is imported inside the function a task calls: PySpark forks its
+Python workers from a daemon and Lance is not fork-safe, so nothing Lance-native may run before
+a fork.
 """
 
 from __future__ import annotations
 
 import base64
-import json
-from collections.abc import Iterator
+import heapq
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.pandas.types import from_arrow_schema
+import pyarrow as pa
 
 from lancens_cli.config import NamespaceConfig
 from lancens_cli.pipeline.task_failures import marked_iter
 from lancens_cli.store.storage import Storage
 
-FORMAT = "lancens_join"
 BATCH_ROWS = 64 * 1024
 
 
 def encode_schema(schema: Any) -> str:
-    """An Arrow schema as text that survives the trip through a Spark option."""
+    """An Arrow schema as text that survives JSON."""
     return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
 
 
 def decode_schema(text: str) -> Any:
-    import pyarrow as pa
-
     return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
 
 
-class JoinPartition(InputPartition):
-    """One task's work: a group (mode join) or one partition table (mode side)."""
-
-    def __init__(self, index: int, work: dict[str, Any]) -> None:
-        super().__init__(index)
-        self.work = work
-
-
-class LancensJoinSource(DataSource):
-    """`spark.read.format("lancens_join").schema(S).option("job", JSON).load()`."""
-
-    @classmethod
-    def name(cls) -> str:
-        return FORMAT
-
-    def schema(self) -> Any:
-        job = json.loads(self.options["job"])
-        return from_arrow_schema(decode_schema(job["schema"]))
-
-    def reader(self, schema: Any) -> Any:
-        return JoinReader(json.loads(self.options["job"]))
+def pack(sizes: list[int], tasks: int) -> list[list[int]]:
+    """The indexes of `sizes` in at most `tasks` lists of nearly equal total size (largest
+    first onto the least loaded list), each list in its original order; no empty list."""
+    count = min(tasks, len(sizes))
+    if count <= 0:
+        return []
+    loads = [(0, i) for i in range(count)]
+    packed: list[list[int]] = [[] for _ in range(count)]
+    for index in sorted(range(len(sizes)), key=lambda i: (-sizes[i], i)):
+        load, task = heapq.heappop(loads)
+        packed[task].append(index)
+        heapq.heappush(loads, (load + max(sizes[index], 1), task))
+    return [sorted(p) for p in packed]
 
 
-class JoinReader(DataSourceReader):
-    def __init__(self, job: dict[str, Any]) -> None:
-        self.job = job
-
-    def partitions(self) -> list[JoinPartition]:
-        work = self.job["work"] or [None]  # Spark wants at least one partition
-        return [JoinPartition(i, w) for i, w in enumerate(work)]
+def task_function(
+    job: dict[str, Any], packed: list[list[dict[str, Any]]]
+) -> Callable[[Iterable[Any]], Iterator[Any]]:
+    """What each task runs (`mapInArrow` over one id per task): its units, one after another,
+    as record batches of the job's schema."""
 
     @marked_iter
-    def read(self, partition: JoinPartition) -> Iterator[Any]:  # type: ignore[override]
-        if partition.work is None:
-            return
-        schema = decode_schema(self.job["schema"])
-        if self.job["mode"] == "join":
-            table = join_group(self.job, partition.work)
-        else:
-            side = self.job["side"]
-            table = read_side(self.job[side], partition.work, schema)
-        if table is None or table.num_rows == 0:
-            return
-        yield from table.select(schema.names).cast(schema).to_batches(max_chunksize=BATCH_ROWS)
+    def run(batches: Iterable[Any]) -> Iterator[Any]:
+        schema = decode_schema(job["schema"])
+        for batch in batches:
+            for task in batch.column("id").to_pylist():
+                for unit in packed[task]:
+                    yield from _unit_batches(job, unit, schema)
+
+    return run
+
+
+def _unit_batches(job: dict[str, Any], unit: dict[str, Any], schema: Any) -> Iterator[Any]:
+    if job["mode"] == "join":
+        table = join_group(job, unit)
+    else:
+        table = read_side(job[job["side"]], unit["tables"], schema)
+    if table is None or table.num_rows == 0:
+        return
+    yield from table.select(schema.names).cast(schema).to_batches(max_chunksize=BATCH_ROWS)
 
 
 def _storage(side: dict[str, Any]) -> Any:
@@ -96,8 +94,6 @@ def _storage(side: dict[str, Any]) -> Any:
 
 def read_side(side: dict[str, Any], tables: list[dict[str, Any]], schema: Any) -> Any:
     """The rows of one side's partition tables, renamed to the output names, in `schema`."""
-    import pyarrow as pa
-
     from lancens_cli.store.tables import open_published
 
     storage = _storage(side)
@@ -133,7 +129,7 @@ def join_group(job: dict[str, Any], group: dict[str, Any]) -> Any:
         right_keys=right_keys,
         join_type="inner" if how == "inner" else "left outer",
         coalesce_keys=False,
-        use_threads=False,  # one task per group, and Spark runs as many tasks as cores
+        use_threads=False,  # Spark runs as many tasks as cores
     )
     return joined.select(schema.names)
 
