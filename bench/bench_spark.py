@@ -7,9 +7,8 @@ through a warm Spark Connect server against a fresh local session.
                                            # 5,000,000 x 1,000,000 join
 
 Each part is its own script (bench_spark_ingest.py, bench_spark_scan.py, bench_spark_join.py,
-bench_spark_connect.py)
-and runs in its own process, so a part's Spark session start and memory are its own; the
-figures are printed as each part prints them. Figures, not pass/fail.
+bench_spark_connect.py) and runs in its own process, so a part's Spark session start and memory
+are its own; the figures are printed as each part prints them. Figures, not pass/fail.
 """
 
 from __future__ import annotations
