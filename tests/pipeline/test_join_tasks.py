@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+import duckdb
+import pyarrow as pa
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lancens_cli.pipeline.join_tasks import pack
+from lancens_cli.pipeline.join_tasks import hash_join, pack
 
 
 @given(sizes=st.lists(st.integers(0, 10**9), max_size=60), tasks=st.integers(1, 12))
@@ -26,3 +28,54 @@ def test_a_skewed_group_gets_a_task_of_its_own():
     packed = pack(sizes, 2)
     assert [0] in packed
     assert pack([], 4) == []
+
+
+# --- the join a task runs, against DuckDB -------------------------------------------------------
+
+KEY_TYPES = {
+    "int64": (pa.int64(), st.integers(-(2**63), 2**63 - 1)),
+    "int16": (pa.int16(), st.integers(-(2**15), 2**15 - 1)),
+    "string": (pa.string(), st.text(max_size=3)),
+    "date": (pa.date32(), st.dates()),
+}
+
+
+def _table(draw, names: list[str], key_type: str, rows: int, keys: list) -> pa.Table:
+    kind, _ = KEY_TYPES[key_type]
+    key = pa.array([draw(st.sampled_from(keys)) for _ in range(rows)], kind)
+    other = pa.array(
+        [draw(st.one_of(st.none(), st.floats(allow_nan=False))) for _ in range(rows)], pa.float64()
+    )
+    return pa.table({names[0]: key, names[1]: other})
+
+
+@st.composite
+def two_sides(draw):
+    key_type = draw(st.sampled_from(sorted(KEY_TYPES)))
+    _, values = KEY_TYPES[key_type]
+    keys = [None, *draw(st.lists(values, min_size=1, max_size=5))]  # duplicates and NULLs
+    left = _table(draw, ["Key.Left", "value"], key_type, draw(st.integers(0, 30)), keys)
+    right = _table(draw, ["KEY r", "Score"], key_type, draw(st.integers(0, 30)), keys)
+    return left, right
+
+
+@settings(max_examples=150, deadline=None)
+@given(sides=two_sides(), how=st.sampled_from(["inner", "left"]))
+def test_a_groups_join_equals_duckdbs(sides, how):
+    """Every key type, NULL keys (matching nothing), duplicate keys on both sides, and column
+    names SQL would misread (a dot, capitals, a space)."""
+    left, right = sides
+    joined = hash_join(left, right, ["Key.Left"], ["KEY r"], how)
+    assert joined.column_names == ["Key.Left", "value", "KEY r", "Score"]
+    assert joined.schema == pa.schema([*left.schema, *right.schema])
+    connection = duckdb.connect()
+    connection.register("l", left)
+    connection.register("r", right)
+    kind = "INNER" if how == "inner" else "LEFT"
+    sql = f'SELECT l.*, r.* FROM l {kind} JOIN r ON l."Key.Left" = r."KEY r"'
+    expected = connection.execute(sql).fetchall()
+    assert _multiset(joined) == sorted(repr(row) for row in expected)
+
+
+def _multiset(table) -> list[str]:
+    return sorted(repr(tuple(row.values())) for row in table.to_pylist())
