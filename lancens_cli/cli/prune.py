@@ -59,12 +59,23 @@ def prune(
             help="Tables processed at once (default: 4 x CPUs); with Spark, per task.",
         ),
     ] = None,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full",
+            help="Evaluate every table, also those the last run's record shows unchanged.",
+        ),
+    ] = False,
     master: Master = None,
     remote: Remote = None,
     conf: Conf = None,
 ) -> None:
     """Expire old table and __manifest versions and remove debris, keeping every version a
     reader can be sent to (published, tagged, branched, cloned, newest, young).
+
+    Each run leaves a record (.lancens-prune/record.json.gz) of what it saw; the next run with
+    the same options skips a table whose files, published versions and clones are unchanged
+    and in which nothing has aged into the policy. --full ignores the record.
 
     With --master (or --conf, or a profile's [spark] settings) the per-table work runs as
     Spark tasks, one per group of tables; the rest stays on this machine.
@@ -103,6 +114,7 @@ def prune(
             delimiter=session().delimiter,
             progress=start,
             tasks=tasks,
+            full=full,
         )
     session().emit(report)
     message(view_of(report).title + ("; dry run: nothing changed" if dry_run else ""))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -63,21 +64,19 @@ class TableListing:
     versions: dict[int, tuple[str, datetime]]  # version -> its `_versions/` file and mtime
     has_refs: bool  # a `_refs/` directory: tags or branches to read
     data_files: int  # files in `data/` (the sweep's shortcut: no more than the latest's)
+    # A digest of everything the listing saw (every path below the table; on object stores
+    # each object's size and time, locally each directory's time): equal digests mean no file
+    # was added, removed or replaced in between. `times`: every time the listing saw.
+    digest: str = ""
+    times: tuple[datetime, ...] = ()
 
 
 def list_table(storage: Storage, location: str) -> TableListing:
     """One listing of the table: on an object store one recursive listing request (per 1,000
-    keys) serves the versions, the tags check and the data-file count; locally three
-    directory scans."""
+    keys) serves the versions, the tags check, the data-file count and the digest; locally one
+    scan of each directory below the table."""
     if storage.is_local:
-        top = storage.uri(location)
-        try:
-            with os.scandir(top) as entries:
-                names = {e.name for e in entries}
-        except (FileNotFoundError, NotADirectoryError):
-            return TableListing({}, False, 0)
-        data = sum(len(files) for _d, _s, files in os.walk(os.path.join(top, "data")))
-        return TableListing(version_files(storage, location), "_refs" in names, data)
+        return _list_local(storage.uri(location))
     base = storage.fs_path(location).rstrip("/") + "/"
     try:
         found = storage.remote(storage.fs.find, base, detail=True, refresh=True)
@@ -87,17 +86,64 @@ def list_table(storage: Storage, location: str) -> TableListing:
     versions: dict[int, tuple[str, datetime]] = {}
     has_refs = False
     data = 0
-    for name, info in found.items():
+    digest = hashlib.sha256()
+    times = []
+    for name, info in sorted(found.items()):
         if info.get("type") != "file" or not name.startswith(base):
             continue
         inside = name[len(base) :]
+        when = _modified(info) or now
+        times.append(when)
+        tag = info.get("ETag") or info.get("etag") or ""
+        digest.update(f"{inside}\0{info.get('size')}\0{when.isoformat()}\0{tag}\n".encode())
         top, _, rest = inside.partition("/")
         if top == VERSIONS_DIR and "/" not in rest:
             version = version_from_manifest_name(rest)
             if version is not None:
-                versions[version] = (rest, _modified(info) or now)
+                versions[version] = (rest, when)
         elif top == "_refs":
             has_refs = True
         elif top == "data":
             data += 1
-    return TableListing(versions, has_refs, data)
+    return TableListing(versions, has_refs, data, digest.hexdigest(), tuple(times))
+
+
+def _list_local(top: str) -> TableListing:
+    """Every directory below `top` scanned once: names, each directory's time (a file added,
+    removed or renamed into it changes it), and the `_versions/` files' times."""
+    try:
+        with os.scandir(top) as entries:
+            names = {e.name for e in entries}
+    except (FileNotFoundError, NotADirectoryError):
+        return TableListing({}, False, 0)
+    versions: dict[int, tuple[str, datetime]] = {}
+    digest = hashlib.sha256()
+    times: list[datetime] = []
+    data = 0
+    pending = [""]
+    while pending:
+        rel = pending.pop()
+        path = os.path.join(top, rel) if rel else top
+        try:
+            stamp = os.stat(path).st_mtime_ns
+            with os.scandir(path) as entries:
+                children = sorted((e.name, e.is_dir(follow_symlinks=False), e) for e in entries)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # removed while we listed: the digest differs anyway
+        times.append(datetime.fromtimestamp(stamp / 1e9, UTC))
+        digest.update(f"{rel}/\0{stamp}\n".encode())
+        for name, is_dir, entry in children:
+            child = f"{rel}/{name}" if rel else name
+            if is_dir:
+                pending.append(child)
+                continue
+            digest.update(f"{child}\n".encode())
+            if rel == "data" or rel.startswith("data/"):
+                data += 1
+            elif rel == VERSIONS_DIR:
+                version = version_from_manifest_name(name)
+                if version is not None:
+                    when = datetime.fromtimestamp(entry.stat().st_mtime, UTC)
+                    versions[version] = (name, when)
+                    times.append(when)
+    return TableListing(versions, "_refs" in names, data, digest.hexdigest(), tuple(times))

@@ -2,7 +2,8 @@
 
 Built with the CLI (partitioned namespace, namespaces, tables) and pylance (table versions,
 tags, a branch, shallow clones, a write that died before publishing), plus the debris of killed
-writes: an abandoned table write and a staged `__manifest` data file.
+writes: an abandoned table write and a staged `__manifest` data file. `Scene` builds one step
+by step instead, for the property tests (`STEP`: the steps hypothesis draws).
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import lance
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from data import country_rows
-from helpers import invoke, ok
+from helpers import Root, invoke, ok
+from hypothesis import strategies as st
 
 ABANDONED = "0badc0de_plain$ghost"
 
@@ -150,3 +153,131 @@ def expiring_by_table(root_args, *policy) -> dict[str, list[int]]:
             assert detail.exit_code == 0, detail.stderr
             found[table["location"]] = json.loads(detail.stdout)["expiring"]
     return found
+
+
+# --- a namespace generated step by step (the property tests) ---------------------------------
+
+# How a clone's source path may be spelt, relative to the root given through `data -> disk1`.
+SPELLINGS = [
+    "{link}/ns/{table}",
+    "{real}/ns/{table}",
+    "{link}/ns//{table}",
+    "{link}/ns/x/../{table}",
+]
+
+STEP = st.one_of(
+    st.tuples(st.just("append"), st.integers(1, 40)),
+    st.tuples(st.just("overwrite"), st.integers(1, 40)),
+    st.tuples(st.just("delete"), st.integers(0, 6)),
+    st.tuples(st.just("index"), st.sampled_from(["btree", "fts", "vector"])),
+    st.tuples(st.just("compact"), st.just(0)),
+    st.tuples(st.just("tag"), st.integers(0, 1000)),
+    st.tuples(st.just("branch"), st.integers(0, 1000)),
+    st.tuples(st.just("clone"), st.integers(0, 1000), st.sampled_from(SPELLINGS)),
+    st.tuples(st.just("publish"), st.integers(1, 5)),
+)
+
+
+def rows(start: int, n: int) -> pa.Table:
+    values = np.random.default_rng(start).random(n * 4, dtype=np.float32)
+    return pa.table(
+        {
+            "a": pa.array(range(start, start + n), pa.int64()),
+            "s": [f"w{i % 5} common" for i in range(start, start + n)],
+            "v": pa.FixedSizeListArray.from_arrays(pa.array(values), 4),
+        }
+    )
+
+
+class Scene:
+    """The generated namespace: `data/ns` (a symlink to `disk1/ns`) with a partitioned spec,
+    a catalogued table `plain.t`, and shallow clones of it at the root."""
+
+    def __init__(self, base: Path):
+        (base / "disk1" / "ns" / "x").mkdir(parents=True)
+        os.symlink(base / "disk1", base / "data")
+        self.base = base
+        self.root = base / "data" / "ns"
+        self.ns = Root(str(self.root), {}, self.root)
+        self.next_row = 0
+        self.published = 0
+        self.tags = 0
+        self.clones = 0
+        pq.write_table(country_rows(0), base / "p.parquet")
+        ok(
+            self.ns,
+            "add-partition-spec",
+            "--schema",
+            str(base / "p.parquet"),
+            "--field",
+            "country",
+        )
+        ok(self.ns, "create", "namespace", "plain")
+        pq.write_table(rows(0, 20), base / "t.parquet")
+        ok(self.ns, "create", "table", "plain.t", "--from", str(base / "t.parquet"))
+        self.next_row = 20
+        manifest = lance.dataset(str(self.root / "__manifest"))
+        (row,) = manifest.to_table(filter="object_id = 'plain$t'").to_pylist()
+        self.location = row["location"]
+        self.table = str(self.root / self.location)
+
+    def dataset(self) -> lance.LanceDataset:
+        return lance.dataset(self.table)
+
+    def apply(self, step: tuple) -> None:
+        kind, arg = step[0], step[1]
+        ds = self.dataset()
+        if kind in ("append", "overwrite"):
+            mode = "append" if kind == "append" else "overwrite"
+            lance.write_dataset(rows(self.next_row, arg), self.table, mode=mode)
+            self.next_row += arg
+        elif kind == "delete":
+            ds.delete(f"a % 7 = {arg}")
+        elif kind == "index":
+            if kind == "index" and ds.count_rows() < 8:
+                return
+            if arg == "btree":
+                ds.create_scalar_index("a", "BTREE", replace=True)
+            elif arg == "fts":
+                ds.create_scalar_index("s", "INVERTED", replace=True)
+            else:
+                ds.create_index("v", "IVF_FLAT", num_partitions=2, replace=True)
+        elif kind == "compact":
+            ds.optimize.compact_files(target_rows_per_fragment=1 << 20)
+        elif kind == "tag":
+            version = self._some_version(arg)
+            ds.tags.create(f"t{self.tags}", version)
+            self.tags += 1
+        elif kind == "branch":
+            name = f"b{self.tags}"
+            self.tags += 1
+            branch = ds.create_branch(name, self._some_version(arg))
+            lance.write_dataset(rows(self.next_row, 3), branch, mode="append")
+            self.next_row += 3
+        elif kind == "clone":
+            source = step[2].format(
+                link=self.base / "data", real=self.base / "disk1", table=self.location
+            )
+            version = self._some_version(arg)
+            lance.dataset(source, version=version).shallow_clone(
+                str(self.root / f"clone{self.clones}.lance"), version
+            )
+            self.clones += 1
+            # the source moves on: only the clone still reads that version's files
+            lance.write_dataset(rows(self.next_row, 4), self.table, mode="overwrite")
+            self.next_row += 4
+        elif kind == "debris":  # a killed append: data files, no version
+            lance.fragment.write_fragments(rows(self.next_row, arg), self.table)
+            self.next_row += arg
+        elif kind == "untag":
+            names = sorted(ds.tags.list())
+            if names:
+                ds.tags.delete(names[arg % len(names)])
+        elif kind == "publish":
+            pq.write_table(country_rows(1000 + 10 * self.published, arg), self.base / "p.parquet")
+            ok(self.ns, "write", "--from", str(self.base / "p.parquet"))
+            self.published += 1
+
+    def _some_version(self, pick: int) -> int:
+        versions = [v["version"] for v in self.dataset().versions()]
+        return versions[pick % len(versions)]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -33,10 +34,11 @@ from lancens_cli.service.prune.branches import (
     read_branch_states,
 )
 from lancens_cli.service.prune.policy import PrunePolicy, show_duration
+from lancens_cli.service.prune.record import digest_of
 from lancens_cli.store.base_paths import base_path_strings, split_manifest_file
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import VERSIONS_DIR
-from lancens_cli.store.version_files import VersionInfo, list_table, version_times
+from lancens_cli.store.version_files import TableListing, VersionInfo, list_table, version_times
 
 PIN_COLUMNS = ("read_version", "read_tag", "read_branch")
 
@@ -82,6 +84,31 @@ class Pins:
                 self.branches[location][row["read_branch"]].add(manifest_version)
 
 
+def pins_digest(pins: Pins, location: str) -> str:
+    """What the kept `__manifest` versions publish of one table (which versions, tags and
+    branches; not which `__manifest` versions publish them, which grow with every commit)."""
+    return digest_of(
+        {
+            "versions": sorted(pins.versions.get(location, {})),
+            "tags": sorted(pins.tags.get(location, {})),
+            "branches": sorted(pins.branches.get(location, {})),
+            "branch_versions": {
+                b: sorted(v) for b, v in pins.branch_versions.get(location, {}).items()
+            },
+            "current": pins.current.get(location),
+            "off_main": location in pins.off_main,
+        }
+    )
+
+
+def dependents_digest(clones: list[str], states: dict[str, TableState]) -> str:
+    """The shallow clones reading a table (their locations), each as its listing showed it."""
+    listed = {c: states[c].listing if c in states else None for c in clones}
+    return digest_of(
+        sorted((c, listing.digest if listing else "unlisted") for c, listing in listed.items())
+    )
+
+
 def _span(manifest_versions: set[int]) -> str:
     low, high = min(manifest_versions), max(manifest_versions)
     return f"__manifest v{low}" if low == high else f"__manifest v{low}..v{high}"
@@ -99,26 +126,43 @@ class TableState:
     bases: list[str]  # locations inside the root this table reads through base paths
     branch_states: list[BranchState] = field(default_factory=list)  # every branch's versions
     data_files: int | None = None  # files in `data/` when listed (None: not known)
+    listing: TableListing | None = None  # the listing this state was read from
+    listed_at: datetime | None = None
+    recorded: Any = None  # the last run's record entry when the listing is unchanged
 
     @property
     def latest(self) -> int:
         return max(v.version for v in self.versions)
 
 
-def read_table_state(storage: Storage, location: str, object_id: str | None) -> TableState | None:
+def read_table_state(
+    storage: Storage,
+    location: str,
+    object_id: str | None,
+    listing: TableListing | None = None,
+    unchanged: Callable[[TableListing], Any] | None = None,
+) -> TableState | None:
     """Versions, tags, branches and base paths of one table; None when the directory holds no
     version (declared, empty, gone: nothing to prune).
 
     One listing (`list_table`) and one file read: the base paths come from the latest
     manifest's protobuf (store/base_paths.py), so the table is opened with Lance only when it
     has tags or branches (`_refs/`) or a manifest we do not parse. The per-table work opens it
-    once, to expire.
+    once, to expire. When `unchanged(listing)` gives the last run's record entry (nothing of the
+    table changed since), the listing is all that is read: the base paths come from the entry.
     """
-    listing = list_table(storage, location)
+    listed_at = datetime.now(UTC)
+    listing = listing or list_table(storage, location)
     files = listing.versions
     if not files:
         return None
     versions = [VersionInfo(v, when) for v, (_name, when) in sorted(files.items())]
+    entry = unchanged(listing) if unchanged is not None else None
+    if entry is not None:
+        return TableState(
+            location, object_id, versions, {}, {}, list(entry.bases), [], listing.data_files,
+            listing, listed_at, entry,
+        )  # fmt: skip
     tags: dict[str, int] = {}
     branches: dict[str, int] = {}
     has_refs = listing.has_refs
@@ -134,8 +178,9 @@ def read_table_state(storage: Storage, location: str, object_id: str | None) -> 
             tags, branches = _refs(ds)
             branch_states = read_branch_states(storage, location, ds)
     return TableState(
-        location, object_id, versions, tags, branches, bases, branch_states, listing.data_files
-    )
+        location, object_id, versions, tags, branches, bases, branch_states, listing.data_files,
+        listing, listed_at,
+    )  # fmt: skip
 
 
 def _refs(ds: Any) -> tuple[dict[str, int], dict[str, int]]:

@@ -39,6 +39,7 @@ same `older_than` so Lance re-checks the age.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -61,11 +62,15 @@ from lancens_cli.service.prune.protect import (
     TableState,
     clone_dependents,
     clone_needed_versions,
+    dependents_digest,
     fallback_bases,
+    pins_digest,
     plan_table,
     read_table_state,
 )
+from lancens_cli.service.prune.record import Entry, PruneRecord, due_after, policy_key, settled
 from lancens_cli.service.prune.table import (
+    UNREFERENCED_BATCH,
     TableResult,
     TableWork,
     execute_plan,
@@ -74,8 +79,10 @@ from lancens_cli.service.prune.table import (
 )
 from lancens_cli.store.containment import directory_location_problem, row_locations, shown
 from lancens_cli.store.manifest import ManifestSnapshot
+from lancens_cli.store.version_files import list_table
 
 MANIFEST_COMPACT_FRAGMENTS = 16  # compact __manifest when it has more fragments than this
+UNCHANGED = "unchanged since the last prune, with nothing aging into the policy: skipped"
 DEBRIS_CODES = ("abandoned_table_write", "staged_manifest_file", "abandoned_job_log")
 
 # (ns, works, policy, dry_run, parallel, advance) -> (result, compaction) per work, in order
@@ -159,18 +166,22 @@ def prune(
     delimiter: str = ".",
     progress: Callable[[int], Callable[[int], None]] | None = None,
     tasks: TableRunner | None = None,
+    full: bool = False,
 ) -> PruneReport:
     """One run over the root; `tasks` runs the per-table work elsewhere (Spark: pipeline/
-    prune_tasks.py), by default this process's thread pool (`run_locally`)."""
+    prune_tasks.py), by default this process's thread pool (`run_locally`). Tables the last
+    run's record shows unchanged are skipped (service/prune/record.py) unless `full`."""
     policy.check()
     ns.require_root()
     _require_targets(ns, idents)  # bad input is found before the lease changes the disk
     lease = None if dry_run else acquire(ns.storage)
     try:
+        key = policy_key(policy, compact, indexes)
+        record = PruneRecord(key) if full else PruneRecord.load(ns.storage, key)
         request = PruneRequest(
             ns, idents, policy, dry_run, compact, indexes, max(1, parallel), delimiter, tasks
         )
-        return _run(request, progress)
+        return _run(request, progress, record)
     finally:
         if lease is not None:
             lease.release()
@@ -202,6 +213,7 @@ class Decisions:
     manifest_plan: TablePlan | None
     pins: Pins
     refused: list[dict[str, str]]
+    dependents: dict[str, list[str]] = field(default_factory=dict)  # source -> its clones
 
 
 def decide(
@@ -210,13 +222,18 @@ def decide(
     policy: PrunePolicy,
     now: datetime,
     parallel: int = 8,
+    record: PruneRecord | None = None,
 ) -> Decisions:
-    """The one decision of what every version keeps or loses (prune and versions call it)."""
+    """The one decision of what every version keeps or loses (prune and versions call it).
+
+    With the last run's `record` (prune only), a table whose listing, pins and clones are as
+    recorded and whose time has not come is decided without reading more than its listing:
+    nothing to do (see service/prune/record.py)."""
     snapshot = ns.snapshot()
     every, refused = _accepted(ns, snapshot, _all_tables(ns, snapshot))
     scope, _ = _accepted(ns, snapshot, _tables_in_scope(ns, snapshot, idents, every))
     manifest_plan, pins = _manifest_pins(ns, snapshot, policy, now, parallel)
-    states, unreadable = _read_states(ns, every, parallel)
+    states, unreadable = _read_states(ns, every, parallel, record, now)
     states_for_clones_only: dict[str, TableState] = {}
     # A table that does not load may still read others through base paths: learn them from
     # an older version, and if none loads, remove no version anywhere this run.
@@ -252,6 +269,14 @@ def decide(
                 ]
                 return result
             clones = dependents.get(location, [])
+            recorded = state.recorded
+            if (
+                recorded is not None
+                and recorded.pins == pins_digest(pins, location)
+                and recorded.dependents == dependents_digest(clones, states)
+            ):
+                result.notes.append(UNCHANGED)
+                return result
             read_by_clones: set[str] = set()
             clone_versions = (
                 clone_needed_versions(ns.storage, state, clones, read_by_clones) if clones else {}
@@ -264,7 +289,7 @@ def decide(
 
     with ThreadPoolExecutor(max_workers=parallel) as pool:
         planned = list(pool.map(plan, scope))
-    return Decisions(snapshot, scope, planned, states, manifest_plan, pins, refused)
+    return Decisions(snapshot, scope, planned, states, manifest_plan, pins, refused, dependents)
 
 
 @dataclass(frozen=True)
@@ -288,14 +313,19 @@ class PruneRequest:
 
 
 def _run(
-    request: PruneRequest, progress: Callable[[int], Callable[[int], None]] | None
+    request: PruneRequest,
+    progress: Callable[[int], Callable[[int], None]] | None,
+    record: PruneRecord,
 ) -> PruneReport:
     ns, policy, dry_run = request.ns, request.policy, request.dry_run
     report = PruneReport(ns.storage.root_uri, policy, dry_run)
-    decisions = decide(ns, request.idents, policy, datetime.now(UTC), request.parallel)
+    now = datetime.now(UTC)
+    decisions = decide(ns, request.idents, policy, now, request.parallel, record)
     report.refused = decisions.refused
     advance = progress(len(decisions.scope)) if progress else (lambda freed: None)
     _run_tables(request, decisions, advance, report)
+    if not dry_run:
+        _keep_record(request, decisions, report, record)
     if request.whole_root:
         report.debris = _debris(ns, policy, dry_run, request.delimiter)
     if decisions.manifest_plan is not None and request.whole_root:
@@ -367,6 +397,55 @@ def run_locally(
         return list(pool.map(one, works))
 
 
+def _keep_record(
+    request: PruneRequest, decisions: Decisions, report: PruneReport, record: PruneRecord
+) -> None:
+    """Leave the record for the next run: an entry per table this run left settled (a table
+    out of scope keeps its old entry; a failed, compacted or half-swept one gets none)."""
+    scoped = {location for location, _ in decisions.scope}
+    record.next = {loc: e for loc, e in record.entries.items() if loc not in scoped}
+    compacted = {c["location"] for c in report.compacted if "location" in c}
+    for result in report.tables:
+        if result.location in compacted:
+            continue
+        try:
+            entry = _entry_after(request, decisions, result)
+        except Exception:  # noqa: BLE001 - no entry: the table is evaluated in full next time
+            entry = None
+        if entry is not None:
+            record.next[result.location] = entry
+    with contextlib.suppress(Exception):  # a record not written costs the next run time only
+        record.save(request.ns.storage)
+
+
+def _entry_after(request: PruneRequest, decisions: Decisions, result: TableResult):
+    """The record entry of one table after this run, or None (then it is evaluated again)."""
+    state = decisions.states.get(result.location)
+    if state is None or state.listing is None or state.listed_at is None:
+        return None
+    if result.status not in ("nothing to do", "pruned"):
+        return None  # failed, gone
+    if result.unreferenced_removed >= UNREFERENCED_BATCH:
+        return None  # more unreferenced files may wait
+    if state.recorded is not None and UNCHANGED in result.notes:
+        return state.recorded  # skipped: as it was (its `checked` bounds how long)
+    listing, listed_at = state.listing, state.listed_at
+    if result.status == "pruned":  # what it is now, after this run's deletions
+        listed_at = datetime.now(UTC)
+        listing = list_table(request.ns.storage, result.location)
+    if not listing.digest or not settled(listing.times, listed_at):
+        return None
+    clones = decisions.dependents.get(result.location, [])
+    return Entry(
+        listing.digest,
+        pins_digest(decisions.pins, result.location),
+        dependents_digest(clones, decisions.states),
+        list(state.bases),
+        due_after(listing, request.policy, listed_at),
+        listed_at,
+    )
+
+
 def _tables_in_scope(
     ns: Namespace,
     snapshot: ManifestSnapshot,
@@ -420,14 +499,20 @@ def _all_tables(ns: Namespace, snapshot: ManifestSnapshot) -> list[tuple[str, st
     return sorted(found.items())
 
 
-def _read_states(ns: Namespace, tables, parallel: int):
+def _read_states(
+    ns: Namespace, tables, parallel: int, record: PruneRecord | None, now: datetime
+) -> tuple[dict[str, TableState], dict[str, LancensError]]:
     states: dict[str, TableState] = {}
     errors: dict[str, LancensError] = {}
 
     def read(item):
         location, object_id = item
+
+        def unchanged(listing):
+            return record.unchanged(location, listing.digest, now) if record else None
+
         try:
-            state = read_table_state(ns.storage, location, object_id)
+            state = read_table_state(ns.storage, location, object_id, unchanged=unchanged)
             return location, state, None if state else _NO_VERSIONS
         except Exception as exc:
             return location, None, LancensError(f"cannot read {location}: {lance_message(exc)}")

@@ -1,0 +1,158 @@
+"""`prune`'s record: a run skips the tables nothing changed since the last one, and removes
+exactly what a run without the record removes (service/prune/record.py)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+
+import lance
+import pyarrow as pa
+import pytest
+from helpers import Root, invoke
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from prune_namespace import STEP, Scene
+
+from lancens_cli.service.prune.record import RECORD, SETTLE
+from lancens_cli.service.prune.run import UNCHANGED
+
+# What happens between two runs: writes, tags made and deleted, branches, clones, a killed
+# append's files, partitioned writes (new `__manifest` versions, pins moved).
+CHANGE = st.one_of(
+    STEP,
+    st.tuples(st.just("debris"), st.integers(1, 5)),
+    st.tuples(st.just("untag"), st.integers(0, 100)),
+)
+POLICY = st.fixed_dictionaries(
+    {"retain": st.integers(1, 3), "older_than": st.sampled_from(["1s", "1h"])}
+)
+
+
+def flags(policy: dict) -> list[str]:
+    return [
+        "--older-than", policy["older_than"], "--retain", str(policy["retain"]),
+        "--grace", "1s", "--force",
+    ]  # fmt: skip
+
+
+def run(root: Root, *args: str) -> dict:
+    result = invoke(*root.args, "--json", "prune", *args)
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def removed(report: dict) -> dict[str, tuple]:
+    """What a run removed (or would remove), table by table."""
+    found = {}
+    for t in report["tables"]:
+        done = (
+            sorted(t["versions_removed"]),
+            {b: sorted(v) for b, v in t["branch_versions_removed"].items()},
+            sorted(t["unpublished_removed"]),
+            t["unreferenced_removed"],
+        )
+        if done != ([], {}, [], 0):
+            found[t["location"]] = done
+    return found
+
+
+def skipped(report: dict) -> set[str]:
+    return {t["location"] for t in report["tables"] if UNCHANGED in t["notes"]}
+
+
+@pytest.mark.slow
+def test_an_incremental_run_removes_exactly_what_a_full_run_removes(tmp_path_factory):
+    skips: list[int] = []
+
+    @settings(
+        max_examples=10,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    @given(
+        before=st.lists(STEP, min_size=2, max_size=8),
+        between=st.lists(CHANGE, min_size=0, max_size=5),
+        policy=POLICY,
+    )
+    def property_holds(before, between, policy):
+        scene = Scene(tmp_path_factory.mktemp("record"))
+        for step in [("append", 5), ("append", 5), ("tag", 0)] + before:
+            scene.apply(step)
+        time.sleep(1.1)
+        run(scene.ns, *flags(policy), "--yes")  # removes what is old already
+        time.sleep(SETTLE.total_seconds() + 0.2)
+        run(scene.ns, *flags(policy), "--yes")  # every table settled: all recorded
+        for step in between:
+            scene.apply(step)
+        time.sleep(1.1)  # what changed is past the 1s window and grace for both runs
+        full = run(scene.ns, *flags(policy), "--full", "--dry-run")
+        assert not skipped(full)
+        incremental = run(scene.ns, *flags(policy), "--yes")
+        assert removed(incremental) == removed(full), (before, between, policy)
+        if between:
+            assert scene.location not in skipped(incremental) or not any(
+                s[0] in ("append", "overwrite", "delete", "debris") for s in between
+            )
+        skips.append(len(skipped(incremental)))
+
+    property_holds()
+    assert sum(skips) > 0  # the record was used, not only written
+
+
+@pytest.fixture
+def pruned_twice(tmp_path):
+    """Four tables pruned twice, 2 s apart: the second run recorded every table settled."""
+    root = tmp_path / "ns"
+    root.mkdir()
+    for i in range(4):
+        for mode in ("create", "append", "append"):
+            lance.write_dataset(pa.table({"a": [i]}), root / f"t{i}.lance", mode=mode)
+    ns = Root(str(root), {}, root)
+    time.sleep(1.1)
+    run(ns, "--older-than", "1s", "--grace", "1s", "--force", "--yes")
+    time.sleep(SETTLE.total_seconds() + 0.2)
+    run(ns, "--older-than", "1s", "--grace", "1s", "--force", "--yes")
+    return ns
+
+
+POLICY_FLAGS = ("--older-than", "1s", "--grace", "1s", "--force")
+
+
+def test_a_run_after_a_run_skips_every_unchanged_table_and_full_skips_none(pruned_twice):
+    again = run(pruned_twice, *POLICY_FLAGS, "--yes")
+    assert skipped(again) == {f"t{i}.lance" for i in range(4)}
+    lance.write_dataset(pa.table({"a": [9]}), pruned_twice.local_path / "t2.lance", mode="append")
+    changed = run(pruned_twice, *POLICY_FLAGS, "--yes")
+    assert skipped(changed) == {"t0.lance", "t1.lance", "t3.lance"}
+    assert not skipped(run(pruned_twice, *POLICY_FLAGS, "--full", "--yes"))
+    # another policy: the record is not used
+    assert not skipped(run(pruned_twice, *POLICY_FLAGS, "--retain", "2", "--yes"))
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbage", "older_format", "wrong_json"])
+def test_a_missing_or_damaged_record_means_a_full_run(pruned_twice, damage):
+    path = pruned_twice.local_path / RECORD
+    if damage == "missing":
+        path.unlink()
+    elif damage == "garbage":
+        path.write_bytes(b"\x00not a record")
+    elif damage == "older_format":
+        data = json.loads(gzip.decompress(path.read_bytes()))
+        path.write_bytes(gzip.compress(json.dumps({**data, "format": 0}).encode()))
+    else:
+        path.write_bytes(gzip.compress(b'{"format": 1, "policy": 3, "tables": []}'))
+    report = run(pruned_twice, *POLICY_FLAGS, "--yes")
+    assert not skipped(report) and report["totals"]["tables_failed"] == 0
+    assert skipped(run(pruned_twice, *POLICY_FLAGS, "--yes")) == {f"t{i}.lance" for i in range(4)}
+
+
+def test_a_dry_run_leaves_no_record(tmp_path):
+    root = tmp_path / "ns"
+    root.mkdir()
+    lance.write_dataset(pa.table({"a": [1]}), root / "t.lance")
+    run(Root(str(root), {}, root), *POLICY_FLAGS, "--dry-run")
+    assert not (root / RECORD).exists()
