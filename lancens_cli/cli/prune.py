@@ -37,6 +37,22 @@ def _default_parallel() -> int:
     return min(32, (os.cpu_count() or 2) * 4)  # I/O bound: more threads than cores
 
 
+Parallel = Annotated[
+    int | None,
+    typer.Option(
+        "--parallel",
+        min=1,
+        help="Tables processed at once (default: 4 x CPUs); with Spark, per task.",
+    ),
+]
+Full = Annotated[
+    bool,
+    typer.Option(
+        "--full", help="Evaluate every table, also those the last run's record shows unchanged."
+    ),
+]
+
+
 def prune(
     idents: Annotated[
         list[str] | None,
@@ -51,21 +67,8 @@ def prune(
     dry_run: DryRun = False,
     yes: Yes = False,
     force: ForceWindow = False,
-    parallel: Annotated[
-        int | None,
-        typer.Option(
-            "--parallel",
-            min=1,
-            help="Tables processed at once (default: 4 x CPUs); with Spark, per task.",
-        ),
-    ] = None,
-    full: Annotated[
-        bool,
-        typer.Option(
-            "--full",
-            help="Evaluate every table, also those the last run's record shows unchanged.",
-        ),
-    ] = False,
+    parallel: Parallel = None,
+    full: Full = False,
     master: Master = None,
     remote: Remote = None,
     conf: Conf = None,
