@@ -65,8 +65,8 @@ class TableListing:
     has_refs: bool  # a `_refs/` directory: tags or branches to read
     data_files: int  # files in `data/` (the sweep's shortcut: no more than the latest's)
     # A digest of everything the listing saw (every path below the table; on object stores
-    # each object's size and time, locally each directory's time): equal digests mean no file
-    # was added, removed or replaced in between. `times`: every time the listing saw.
+    # each object's size, time and ETag, locally each file's inode): equal digests mean no
+    # file was added, removed or replaced in between. `times`: every time the listing saw.
     digest: str = ""
     times: tuple[datetime, ...] = ()
 
@@ -109,8 +109,9 @@ def list_table(storage: Storage, location: str) -> TableListing:
 
 
 def _list_local(top: str) -> TableListing:
-    """Every directory below `top` scanned once: names, each directory's time (a file added,
-    removed or renamed into it changes it), and the `_versions/` files' times."""
+    """Every directory below `top` scanned once: each file's name, inode (a file replaced under
+    the same name, as Lance's rename-into-place does, is a new inode, whatever the clock's
+    resolution) and time."""
     try:
         with os.scandir(top) as entries:
             names = {e.name for e in entries}
@@ -123,27 +124,23 @@ def _list_local(top: str) -> TableListing:
     pending = [""]
     while pending:
         rel = pending.pop()
-        path = os.path.join(top, rel) if rel else top
         try:
-            stamp = os.stat(path).st_mtime_ns
-            with os.scandir(path) as entries:
-                children = sorted((e.name, e.is_dir(follow_symlinks=False), e) for e in entries)
+            with os.scandir(os.path.join(top, rel) if rel else top) as entries:
+                children = sorted((e.name, e) for e in entries)
+            for name, entry in children:
+                child = f"{rel}/{name}" if rel else name
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(child)
+                    continue
+                when = datetime.fromtimestamp(entry.stat(follow_symlinks=False).st_mtime, UTC)
+                times.append(when)
+                digest.update(f"{child}\0{entry.inode()}\n".encode())
+                if rel == "data" or rel.startswith("data/"):
+                    data += 1
+                elif rel == VERSIONS_DIR:
+                    version = version_from_manifest_name(name)
+                    if version is not None:
+                        versions[version] = (name, when)
         except (FileNotFoundError, NotADirectoryError):
-            continue  # removed while we listed: the digest differs anyway
-        times.append(datetime.fromtimestamp(stamp / 1e9, UTC))
-        digest.update(f"{rel}/\0{stamp}\n".encode())
-        for name, is_dir, entry in children:
-            child = f"{rel}/{name}" if rel else name
-            if is_dir:
-                pending.append(child)
-                continue
-            digest.update(f"{child}\n".encode())
-            if rel == "data" or rel.startswith("data/"):
-                data += 1
-            elif rel == VERSIONS_DIR:
-                version = version_from_manifest_name(name)
-                if version is not None:
-                    when = datetime.fromtimestamp(entry.stat().st_mtime, UTC)
-                    versions[version] = (name, when)
-                    times.append(when)
+            digest.update(f"{rel}\0gone\n".encode())  # changed while we listed
     return TableListing(versions, "_refs" in names, data, digest.hexdigest(), tuple(times))

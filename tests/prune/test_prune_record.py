@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prune_namespace import STEP, Scene
 
-from lancens_cli.service.prune.record import RECORD, SETTLE
+from lancens_cli.service.prune.record import RECORD
 from lancens_cli.service.prune.run import UNCHANGED
 
 # What happens between two runs: writes, tags made and deleted, branches, clones, a killed
@@ -83,9 +83,7 @@ def test_an_incremental_run_removes_exactly_what_a_full_run_removes(tmp_path_fac
         for step in [("append", 5), ("append", 5), ("tag", 0)] + before:
             scene.apply(step)
         time.sleep(1.1)
-        run(scene.ns, *flags(policy), "--yes")  # removes what is old already
-        time.sleep(SETTLE.total_seconds() + 0.2)
-        run(scene.ns, *flags(policy), "--yes")  # every table settled: all recorded
+        run(scene.ns, *flags(policy), "--yes")  # removes what is old; records every table
         for step in between:
             scene.apply(step)
         time.sleep(1.1)  # what changed is past the 1s window and grace for both runs
@@ -104,8 +102,8 @@ def test_an_incremental_run_removes_exactly_what_a_full_run_removes(tmp_path_fac
 
 
 @pytest.fixture
-def pruned_twice(tmp_path):
-    """Four tables pruned twice, 2 s apart: the second run recorded every table settled."""
+def pruned(tmp_path):
+    """Four tables of three versions, pruned: two versions each removed, every table recorded."""
     root = tmp_path / "ns"
     root.mkdir()
     for i in range(4):
@@ -113,29 +111,28 @@ def pruned_twice(tmp_path):
             lance.write_dataset(pa.table({"a": [i]}), root / f"t{i}.lance", mode=mode)
     ns = Root(str(root), {}, root)
     time.sleep(1.1)
-    run(ns, "--older-than", "1s", "--grace", "1s", "--force", "--yes")
-    time.sleep(SETTLE.total_seconds() + 0.2)
-    run(ns, "--older-than", "1s", "--grace", "1s", "--force", "--yes")
+    first = run(ns, "--older-than", "1s", "--grace", "1s", "--force", "--yes")
+    assert first["totals"]["versions_removed"] == 8
     return ns
 
 
 POLICY_FLAGS = ("--older-than", "1s", "--grace", "1s", "--force")
 
 
-def test_a_run_after_a_run_skips_every_unchanged_table_and_full_skips_none(pruned_twice):
-    again = run(pruned_twice, *POLICY_FLAGS, "--yes")
+def test_a_run_after_a_run_skips_every_unchanged_table_and_full_skips_none(pruned):
+    again = run(pruned, *POLICY_FLAGS, "--yes")
     assert skipped(again) == {f"t{i}.lance" for i in range(4)}
-    lance.write_dataset(pa.table({"a": [9]}), pruned_twice.local_path / "t2.lance", mode="append")
-    changed = run(pruned_twice, *POLICY_FLAGS, "--yes")
+    lance.write_dataset(pa.table({"a": [9]}), pruned.local_path / "t2.lance", mode="append")
+    changed = run(pruned, *POLICY_FLAGS, "--yes")
     assert skipped(changed) == {"t0.lance", "t1.lance", "t3.lance"}
-    assert not skipped(run(pruned_twice, *POLICY_FLAGS, "--full", "--yes"))
+    assert not skipped(run(pruned, *POLICY_FLAGS, "--full", "--yes"))
     # another policy: the record is not used
-    assert not skipped(run(pruned_twice, *POLICY_FLAGS, "--retain", "2", "--yes"))
+    assert not skipped(run(pruned, *POLICY_FLAGS, "--retain", "2", "--yes"))
 
 
 @pytest.mark.parametrize("damage", ["missing", "garbage", "older_format", "wrong_json"])
-def test_a_missing_or_damaged_record_means_a_full_run(pruned_twice, damage):
-    path = pruned_twice.local_path / RECORD
+def test_a_missing_or_damaged_record_means_a_full_run(pruned, damage):
+    path = pruned.local_path / RECORD
     if damage == "missing":
         path.unlink()
     elif damage == "garbage":
@@ -145,9 +142,9 @@ def test_a_missing_or_damaged_record_means_a_full_run(pruned_twice, damage):
         path.write_bytes(gzip.compress(json.dumps({**data, "format": 0}).encode()))
     else:
         path.write_bytes(gzip.compress(b'{"format": 1, "policy": 3, "tables": []}'))
-    report = run(pruned_twice, *POLICY_FLAGS, "--yes")
+    report = run(pruned, *POLICY_FLAGS, "--yes")
     assert not skipped(report) and report["totals"]["tables_failed"] == 0
-    assert skipped(run(pruned_twice, *POLICY_FLAGS, "--yes")) == {f"t{i}.lance" for i in range(4)}
+    assert skipped(run(pruned, *POLICY_FLAGS, "--yes")) == {f"t{i}.lance" for i in range(4)}
 
 
 def test_a_dry_run_leaves_no_record(tmp_path):

@@ -22,8 +22,9 @@ A table is skipped only when all of these hold; any doubt means a full evaluatio
 - the run can read every table (an unreadable one makes every table keep everything).
 
 Skipping only ever omits work: a skipped table loses nothing, so a wrong record can delay a
-deletion, never cause one. A listing taken within `SETTLE` of a change it saw is not recorded
-(a file system's clock may not tell two changes that close apart).
+deletion, never cause one. The digest does not depend on a clock's resolution: locally it holds
+each file's inode (Lance replaces a file by renaming a new one into place), on object stores
+each object's ETag and size.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ from lancens_cli.store.version_files import TableListing
 RECORD = f"{LEASE_DIR}/record.json.gz"
 FORMAT = 1
 MAX_AGE = timedelta(days=7)
-SETTLE = timedelta(seconds=2)
 
 
 def policy_key(policy: PrunePolicy, compact: bool, indexes: bool) -> str:
@@ -148,8 +148,3 @@ class PruneRecord:
             "tables": {location: e.to_json() for location, e in sorted(self.next.items())},
         }
         storage.write_bytes(RECORD, gzip.compress(json.dumps(data).encode(), compresslevel=5))
-
-
-def settled(times: tuple[datetime, ...], listed_at: datetime) -> bool:
-    """Whether every change the listing saw is at least `SETTLE` older than the listing."""
-    return all(listed_at - when >= SETTLE for when in times)

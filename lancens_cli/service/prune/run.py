@@ -68,7 +68,7 @@ from lancens_cli.service.prune.protect import (
     plan_table,
     read_table_state,
 )
-from lancens_cli.service.prune.record import Entry, PruneRecord, due_after, policy_key, settled
+from lancens_cli.service.prune.record import Entry, PruneRecord, due_after, policy_key
 from lancens_cli.service.prune.table import (
     UNREFERENCED_BATCH,
     TableResult,
@@ -400,7 +400,7 @@ def run_locally(
 def _keep_record(
     request: PruneRequest, decisions: Decisions, report: PruneReport, record: PruneRecord
 ) -> None:
-    """Leave the record for the next run: an entry per table this run left settled (a table
+    """Leave the record for the next run: an entry per table this run evaluated (a table
     out of scope keeps its old entry; a failed, compacted or half-swept one gets none)."""
     scoped = {location for location, _ in decisions.scope}
     record.next = {loc: e for loc, e in record.entries.items() if loc not in scoped}
@@ -433,7 +433,7 @@ def _entry_after(request: PruneRequest, decisions: Decisions, result: TableResul
     if result.status == "pruned":  # what it is now, after this run's deletions
         listed_at = datetime.now(UTC)
         listing = list_table(request.ns.storage, result.location)
-    if not listing.digest or not settled(listing.times, listed_at):
+    if not listing.digest:
         return None
     clones = decisions.dependents.get(result.location, [])
     return Entry(
