@@ -69,6 +69,9 @@ class TableListing:
     # file was added, removed or replaced in between. `times`: every time the listing saw.
     digest: str = ""
     times: tuple[datetime, ...] = ()
+    # Locally, every directory below the table with its time in ns ("" is the table's own):
+    # a file added, removed or renamed into a directory changes that directory's time.
+    dirs: tuple[tuple[str, int], ...] = ()
 
 
 def list_table(storage: Storage, location: str) -> TableListing:
@@ -120,17 +123,19 @@ def _list_local(top: str) -> TableListing:
     versions: dict[int, tuple[str, datetime]] = {}
     digest = hashlib.sha256()
     times: list[datetime] = []
+    dirs: list[tuple[str, int]] = []
     data = 0
-    pending = [""]
+    pending = [("", os.stat(top).st_mtime_ns)]
     while pending:
-        rel = pending.pop()
+        rel, stamp = pending.pop()
+        dirs.append((rel, stamp))
         try:
             with os.scandir(os.path.join(top, rel) if rel else top) as entries:
                 children = sorted((e.name, e) for e in entries)
             for name, entry in children:
                 child = f"{rel}/{name}" if rel else name
                 if entry.is_dir(follow_symlinks=False):
-                    pending.append(child)
+                    pending.append((child, entry.stat(follow_symlinks=False).st_mtime_ns))
                     continue
                 when = datetime.fromtimestamp(entry.stat(follow_symlinks=False).st_mtime, UTC)
                 times.append(when)
@@ -143,4 +148,19 @@ def _list_local(top: str) -> TableListing:
                         versions[version] = (name, when)
         except (FileNotFoundError, NotADirectoryError):
             digest.update(f"{rel}\0gone\n".encode())  # changed while we listed
-    return TableListing(versions, "_refs" in names, data, digest.hexdigest(), tuple(times))
+    return TableListing(
+        versions, "_refs" in names, data, digest.hexdigest(), tuple(times), tuple(sorted(dirs))
+    )
+
+
+def directories_unchanged(top: str, dirs: list[tuple[str, int]]) -> bool:
+    """Whether every directory of a local table still has the recorded time: then no file was
+    added, removed or renamed anywhere below it (a new directory changes its parent's time).
+    One `stat` per directory, no listing."""
+    try:
+        return all(
+            os.stat(os.path.join(top, rel) if rel else top).st_mtime_ns == stamp
+            for rel, stamp in dirs
+        )
+    except OSError:
+        return False

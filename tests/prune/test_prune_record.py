@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prune_namespace import STEP, Scene
 
-from lancens_cli.service.prune.record import RECORD
+from lancens_cli.service.prune import protect
+from lancens_cli.service.prune.record import RECORD, SETTLE
 from lancens_cli.service.prune.run import UNCHANGED
 
 # What happens between two runs: writes, tags made and deleted, branches, clones, a killed
@@ -153,3 +154,23 @@ def test_a_dry_run_leaves_no_record(tmp_path):
     lance.write_dataset(pa.table({"a": [1]}), root / "t.lance")
     run(Root(str(root), {}, root), *POLICY_FLAGS, "--dry-run")
     assert not (root / RECORD).exists()
+
+
+def test_an_untouched_local_table_is_skipped_without_listing_it(pruned, monkeypatch):
+    """Once its directories' times have settled, a run compares them (one stat each) and lists
+    nothing; a table written to since is listed and evaluated."""
+    time.sleep(SETTLE.total_seconds() + 0.2)
+    run(pruned, *POLICY_FLAGS, "--yes")  # skips by listing, and records the directories' times
+    listed: list[str] = []
+    real_list_table = protect.list_table
+
+    def counting(storage, location):
+        listed.append(location)
+        return real_list_table(storage, location)
+
+    monkeypatch.setattr(protect, "list_table", counting)
+    quiet = run(pruned, *POLICY_FLAGS, "--yes")
+    assert skipped(quiet) == {f"t{i}.lance" for i in range(4)} and listed == []
+    lance.write_dataset(pa.table({"a": [9]}), pruned.local_path / "t3.lance", mode="append")
+    changed = run(pruned, *POLICY_FLAGS, "--yes")
+    assert listed == ["t3.lance"] and skipped(changed) == {"t0.lance", "t1.lance", "t2.lance"}

@@ -129,6 +129,7 @@ class TableState:
     listing: TableListing | None = None  # the listing this state was read from
     listed_at: datetime | None = None
     recorded: Any = None  # the last run's record entry when the listing is unchanged
+    partial: bool = False  # known from the record alone (no listing): only enough to skip it
 
     @property
     def latest(self) -> int:
@@ -181,6 +182,16 @@ def read_table_state(
         location, object_id, versions, tags, branches, bases, branch_states, listing.data_files,
         listing, listed_at,
     )  # fmt: skip
+
+
+def untouched_state(location: str, object_id: str | None, entry: Any) -> TableState:
+    """A table the record shows untouched, known without listing it: its base paths (for the
+    clone map) and its listing's digest (for its sources' clone digests). Enough to skip it;
+    a table that must be planned after all is read in full first."""
+    listing = TableListing({}, False, 0, entry.digest)
+    return TableState(
+        location, object_id, [], {}, {}, list(entry.bases), [], None, listing, None, entry, True
+    )
 
 
 def _refs(ds: Any) -> tuple[dict[str, int], dict[str, int]]:

@@ -11,7 +11,8 @@ the prune lease, so by one run at a time), keeps per table location:
 - `bases`: the locations the table itself reads through base paths (it may be a clone);
 - `due`: the first moment something of the table ages into the policy (a version past
   `--older-than` or `--grace`, a file past `--grace`), or none;
-- `checked`: when the table was last evaluated in full.
+- `checked`: when the table was last evaluated in full;
+- `dirs` (local disk): every directory below the table with its time.
 
 A table is skipped only when all of these hold; any doubt means a full evaluation:
 
@@ -20,6 +21,10 @@ A table is skipped only when all of these hold; any doubt means a full evaluatio
 - what `__manifest` publishes of it and the clones that read it are as recorded;
 - `due` has not come, and `checked` is less than `MAX_AGE` ago;
 - the run can read every table (an unreadable one makes every table keep everything).
+
+Locally, the entry also keeps each directory's time, when every one was at least `SETTLE`
+older than the listing: a run first compares those (one `stat` per directory) and lists the
+table only when one differs.
 
 Skipping only ever omits work: a skipped table loses nothing, so a wrong record can delay a
 deletion, never cause one. The digest does not depend on a clock's resolution: locally it holds
@@ -39,11 +44,12 @@ from typing import Any
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.store.containment import LEASE_DIR
 from lancens_cli.store.storage import Storage
-from lancens_cli.store.version_files import TableListing
+from lancens_cli.store.version_files import TableListing, directories_unchanged
 
 RECORD = f"{LEASE_DIR}/record.json.gz"
 FORMAT = 1
 MAX_AGE = timedelta(days=7)
+SETTLE = timedelta(seconds=2)  # how much older than a listing a directory's time must be
 
 
 def policy_key(policy: PrunePolicy, compact: bool, indexes: bool) -> str:
@@ -52,6 +58,21 @@ def policy_key(policy: PrunePolicy, compact: bool, indexes: bool) -> str:
         {"format": FORMAT, **policy.to_json(), "compact": compact, "indexes": indexes},
         sort_keys=True,
     )
+
+
+def _in_time(entry: Entry, now: datetime) -> bool:
+    """Evaluated less than `MAX_AGE` ago, and nothing of it has aged into the policy since."""
+    if now - entry.checked > MAX_AGE or now < entry.checked:
+        return False
+    return entry.due is None or now < entry.due
+
+
+def settled_dirs(listing: TableListing, listed_at: datetime) -> list[tuple[str, int]] | None:
+    """The listing's directory times, when every one is at least `SETTLE` older than it."""
+    limit = (listed_at - SETTLE).timestamp() * 1e9
+    if not listing.dirs or any(stamp > limit for _rel, stamp in listing.dirs):
+        return None
+    return [tuple(d) for d in listing.dirs]
 
 
 def digest_of(value: Any) -> str:
@@ -81,6 +102,9 @@ class Entry:
     bases: list[str]
     due: datetime | None
     checked: datetime
+    # Locally: every directory's time in ns, when all were older than `SETTLE` at the listing
+    # (a clock ticks coarsely: a later change within the same tick would look like none)
+    dirs: list[tuple[str, int]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,6 +114,7 @@ class Entry:
             "bases": self.bases,
             "due": self.due.isoformat() if self.due else None,
             "checked": self.checked.isoformat(),
+            "dirs": self.dirs,
         }
 
     @classmethod
@@ -102,6 +127,7 @@ class Entry:
             [str(b) for b in data["bases"]],
             datetime.fromisoformat(due) if due else None,
             datetime.fromisoformat(data["checked"]),
+            [(str(rel), int(ns)) for rel, ns in data["dirs"]] if data.get("dirs") else None,
         )
 
 
@@ -134,11 +160,15 @@ class PruneRecord:
         entry = self.entries.get(location)
         if entry is None or not digest or entry.digest != digest:
             return None
-        if now - entry.checked > MAX_AGE or now < entry.checked:
+        return entry if _in_time(entry, now) else None
+
+    def untouched(self, storage: Storage, location: str, now: datetime) -> Entry | None:
+        """Locally, without listing: the entry of a table none of whose directories changed
+        time since it was recorded, and whose time has not come."""
+        entry = self.entries.get(location)
+        if entry is None or not entry.dirs or not storage.is_local or not _in_time(entry, now):
             return None
-        if entry.due is not None and now >= entry.due:
-            return None
-        return entry
+        return entry if directories_unchanged(storage.uri(location), entry.dirs) else None
 
     def save(self, storage: Storage) -> None:
         """Replace the record with `next` as one whole file."""

@@ -40,6 +40,7 @@ same `older_than` so Lance re-checks the age.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -67,8 +68,15 @@ from lancens_cli.service.prune.protect import (
     pins_digest,
     plan_table,
     read_table_state,
+    untouched_state,
 )
-from lancens_cli.service.prune.record import Entry, PruneRecord, due_after, policy_key
+from lancens_cli.service.prune.record import (
+    Entry,
+    PruneRecord,
+    due_after,
+    policy_key,
+    settled_dirs,
+)
 from lancens_cli.service.prune.table import (
     UNREFERENCED_BATCH,
     TableResult,
@@ -277,6 +285,11 @@ def decide(
             ):
                 result.notes.append(UNCHANGED)
                 return result
+            if state.partial:  # untouched, but its pins or clones moved: read it in full
+                state = read_table_state(ns.storage, location, object_id)
+                if state is None:
+                    raise LancensError("the table lost its versions during prune")
+                states[location] = state
             read_by_clones: set[str] = set()
             clone_versions = (
                 clone_needed_versions(ns.storage, state, clones, read_by_clones) if clones else {}
@@ -287,8 +300,15 @@ def decide(
             record_failure(ns, result, exc)
         return result
 
+    # A table the record may skip is decided here at once (no read); the rest in threads.
+    recorded = [i for i, (loc, _) in enumerate(scope) if getattr(states.get(loc), "recorded", None)]
+    planned: list[TableResult | TableWork | None] = [None] * len(scope)
+    for index in recorded:
+        planned[index] = plan(scope[index])
+    rest = [i for i, item in enumerate(planned) if item is None]
     with ThreadPoolExecutor(max_workers=parallel) as pool:
-        planned = list(pool.map(plan, scope))
+        for index, done in zip(rest, pool.map(plan, [scope[i] for i in rest]), strict=True):
+            planned[index] = done
     return Decisions(snapshot, scope, planned, states, manifest_plan, pins, refused, dependents)
 
 
@@ -421,19 +441,24 @@ def _keep_record(
 def _entry_after(request: PruneRequest, decisions: Decisions, result: TableResult):
     """The record entry of one table after this run, or None (then it is evaluated again)."""
     state = decisions.states.get(result.location)
+    if state is not None and state.recorded is not None and UNCHANGED in result.notes:
+        # skipped: as it was (its `checked` bounds how long), with the directories' times
+        # once they have settled, so that the next run need not list it
+        entry = state.recorded
+        if entry.dirs is None and state.listing is not None and state.listed_at is not None:
+            entry = dataclasses.replace(entry, dirs=settled_dirs(state.listing, state.listed_at))
+        return entry
     if state is None or state.listing is None or state.listed_at is None:
         return None
     if result.status not in ("nothing to do", "pruned"):
         return None  # failed, gone
     if result.unreferenced_removed >= UNREFERENCED_BATCH:
         return None  # more unreferenced files may wait
-    if state.recorded is not None and UNCHANGED in result.notes:
-        return state.recorded  # skipped: as it was (its `checked` bounds how long)
     listing, listed_at = state.listing, state.listed_at
     if result.status == "pruned":  # what it is now, after this run's deletions
         listed_at = datetime.now(UTC)
         listing = list_table(request.ns.storage, result.location)
-    if not listing.digest:
+    if not listing.digest or state.partial:
         return None
     clones = decisions.dependents.get(result.location, [])
     return Entry(
@@ -443,6 +468,7 @@ def _entry_after(request: PruneRequest, decisions: Decisions, result: TableResul
         list(state.bases),
         due_after(listing, request.policy, listed_at),
         listed_at,
+        settled_dirs(listing, listed_at),
     )
 
 
@@ -517,8 +543,15 @@ def _read_states(
         except Exception as exc:
             return location, None, LancensError(f"cannot read {location}: {lance_message(exc)}")
 
+    rest = []
+    for location, object_id in tables:  # untouched by the record: one stat per directory
+        entry = record.untouched(ns.storage, location, now) if record else None
+        if entry is not None:
+            states[location] = untouched_state(location, object_id, entry)
+        else:
+            rest.append((location, object_id))
     with ThreadPoolExecutor(max_workers=parallel) as pool:
-        for location, state, error in pool.map(read, tables):
+        for location, state, error in pool.map(read, rest):
             if state is not None:
                 states[location] = state
             elif error is not _NO_VERSIONS:
