@@ -277,18 +277,11 @@ def decide(
                 ]
                 return result
             clones = dependents.get(location, [])
-            recorded = state.recorded
-            if (
-                recorded is not None
-                and recorded.pins == pins_digest(pins, location)
-                and recorded.dependents == dependents_digest(clones, states)
-            ):
+            if _as_recorded(state, pins, clones, states):
                 result.notes.append(UNCHANGED)
                 return result
             if state.partial:  # untouched, but its pins or clones moved: read it in full
-                state = read_table_state(ns.storage, location, object_id)
-                if state is None:
-                    raise LancensError("the table lost its versions during prune")
+                state = _read_in_full(ns, location, object_id)
                 states[location] = state
             read_by_clones: set[str] = set()
             clone_versions = (
@@ -300,16 +293,42 @@ def decide(
             record_failure(ns, result, exc)
         return result
 
-    # A table the record may skip is decided here at once (no read); the rest in threads.
-    recorded = [i for i, (loc, _) in enumerate(scope) if getattr(states.get(loc), "recorded", None)]
-    planned: list[TableResult | TableWork | None] = [None] * len(scope)
-    for index in recorded:
-        planned[index] = plan(scope[index])
+    planned = _plan_all(plan, scope, states, parallel)
+    return Decisions(snapshot, scope, planned, states, manifest_plan, pins, refused, dependents)
+
+
+def _as_recorded(
+    state: TableState, pins: Pins, clones: list[str], states: dict[str, TableState]
+) -> bool:
+    """Whether the record says a table needs nothing this run: its listing as recorded
+    (`state.recorded`), and what `__manifest` publishes of it and its clones as recorded too."""
+    recorded = state.recorded
+    return (
+        recorded is not None
+        and recorded.pins == pins_digest(pins, state.location)
+        and recorded.dependents == dependents_digest(clones, states)
+    )
+
+
+def _read_in_full(ns: Namespace, location: str, object_id: str | None) -> TableState:
+    state = read_table_state(ns.storage, location, object_id)
+    if state is None:
+        raise LancensError("the table lost its versions during prune")
+    return state
+
+
+def _plan_all(plan, scope, states: dict[str, TableState], parallel: int) -> list:
+    """`plan` of every table in scope, in order: a table the record may skip at once (it
+    reads nothing), the rest in `parallel` threads."""
+    planned: list[Any] = [None] * len(scope)
+    for index, (location, _) in enumerate(scope):
+        if getattr(states.get(location), "recorded", None) is not None:
+            planned[index] = plan(scope[index])
     rest = [i for i, item in enumerate(planned) if item is None]
     with ThreadPoolExecutor(max_workers=parallel) as pool:
         for index, done in zip(rest, pool.map(plan, [scope[i] for i in rest]), strict=True):
             planned[index] = done
-    return Decisions(snapshot, scope, planned, states, manifest_plan, pins, refused, dependents)
+    return planned
 
 
 @dataclass(frozen=True)
