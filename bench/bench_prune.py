@@ -212,9 +212,14 @@ def moto_server(latency_ms: float):
     request waits that long first (a sleep, so concurrent requests wait side by side, as on S3
     itself, whose per-request latency of tens of milliseconds is what a namespace walk waits
     on)."""
-    from moto.moto_server.threaded_moto_server import MotoRequestHandler, ThreadedMotoServer
+    from moto.moto_server import threaded_moto_server
+    from moto.moto_server.threaded_moto_server import ThreadedMotoServer
     from moto.server import DomainDispatcherApplication, create_backend_app
     from werkzeug.serving import make_server
+
+    # moto 5.0 had its own request handler; later versions use werkzeug's
+    handler = getattr(threaded_moto_server, "MotoRequestHandler", None)
+    handler_option = {"request_handler": handler} if handler else {}
 
     class Server(ThreadedMotoServer):
         def _server_entry(self) -> None:
@@ -229,9 +234,7 @@ def moto_server(latency_ms: float):
                 with serial:
                     return inner(environ, start_response)
 
-            self._server = make_server(
-                self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
-            )
+            self._server = make_server(self._ip_address, self._port, app, True, **handler_option)
             self._server_ready_event.set()
             self._server.serve_forever()
 
@@ -428,7 +431,8 @@ def main() -> None:
     print(versions())
     print(load_average())
     assert ENV  # cold processes run with the shared bench environment
-    bench_tables(workdir, args.tables, args.versions)
+    if args.tables:
+        bench_tables(workdir, args.tables, args.versions)
     if args.commits:
         bench_manifest(workdir, args.commits)
     if args.spark_master:
