@@ -16,13 +16,13 @@ workers started, JIT, file cache; the physical plans are checked there: no Excha
 SortMergeJoin in Spark's), interleaved round-robin:
 
 - a. `lancens join`'s job: plan (both `__manifest`s, versions pinned) + the groups packed into
-     one task per core, each joining its groups in Arrow;
+     one task per core, each joining its groups with DataFusion's hash join;
 - b. Spark reading both Parquet files and joining them (sort-merge join: two shuffles, sorts).
 
 Both produce every column of the inner join and hand every row to Spark's `noop` sink, so all
 columns are materialised on both sides (a `count()` would let Parquet skip columns). The row
 counts are checked equal. Then where the time of a. goes: planning and pinning in the driver,
-the Arrow joins alone (every group in this process, one thread), and the rest (Spark's tasks,
+the groups read and joined alone (in this process, one thread), and the rest (Spark's tasks,
 the Python worker hand-off, Arrow to Spark rows). Prints best and median seconds and b/a
 (goals: >= 3x at 500,000 x 100,000, >= 5x with --large); exits 0.
 """
@@ -151,7 +151,10 @@ def run(
         df.write.format("noop").mode("overwrite").save()
         return df
 
-    cases = {"a. lancens join (SPJ, Arrow)": lancens_join, "b. Spark sort-merge join": spark_join}
+    cases = {
+        "a. lancens join (SPJ, DataFusion)": lancens_join,
+        "b. Spark sort-merge join": spark_join,
+    }
     times: dict[str, list[float]] = {name: [] for name in cases}
     # warm-up, untimed: Python workers, JIT, file cache; the plans are what they claim
     assert "Exchange" not in job_module.physical_plan(lancens_join())
@@ -182,7 +185,7 @@ def run(
 
 
 def where_time_goes(plan, total: float) -> None:
-    """The median job split: planning and pinning in the driver, the Arrow joins alone (each
+    """The median job split: planning and pinning in the driver, the joins alone (each
     group in this process, one thread: what the tasks compute), and Spark's share (tasks, the
     Python worker hand-off, Arrow batches to Spark rows, the sink)."""
     from lancens_cli.pipeline.join_tasks import join_group
@@ -199,7 +202,7 @@ def where_time_goes(plan, total: float) -> None:
     rest = max(total - planning - joins / 2, 0.0)
     print(
         f"where a.'s median {total:.2f} s goes: planning and pinning {planning:.2f} s; "
-        f"the Arrow joins {joins:.2f} s on one core ({len(units)} groups, about "
+        f"reading and joining {joins:.2f} s on one core ({len(units)} groups, about "
         f"{joins / 2:.2f} s on two); Spark's tasks, hand-off and rows about {rest:.2f} s"
     )
 
