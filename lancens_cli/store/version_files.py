@@ -116,6 +116,7 @@ def _list_local(top: str) -> TableListing:
     the same name, as Lance's rename-into-place does, is a new inode, whatever the clock's
     resolution) and time."""
     try:
+        top_stamp = os.stat(top).st_mtime_ns
         with os.scandir(top) as entries:
             names = {e.name for e in entries}
     except (FileNotFoundError, NotADirectoryError):
@@ -125,7 +126,7 @@ def _list_local(top: str) -> TableListing:
     times: list[datetime] = []
     dirs: list[tuple[str, int]] = []
     data = 0
-    pending = [("", os.stat(top).st_mtime_ns)]
+    pending = [("", top_stamp)]
     while pending:
         rel, stamp = pending.pop()
         dirs.append((rel, stamp))
