@@ -198,9 +198,8 @@ class JoinJob:
         """The joined rows, in the output columns."""
         if not self.spj:
             return self._shuffle_join(spark)
-        units = self.groups_work()
-        self.tasks = len(pack([u["rows"] for u in units], task_slots(spark)))
-        return _tasks_frame(spark, self.join_spec(), units, self.schema)
+        frame, self.tasks = _tasks_frame(spark, self.join_spec(), self.groups_work(), self.schema)
+        return frame
 
     def join_spec(self) -> dict[str, Any]:
         """What every task of a storage-partitioned join needs besides its groups."""
@@ -217,7 +216,7 @@ class JoinJob:
 
     def _side_frame(self, spark: SparkSession, side: Side, schema: Any) -> Any:
         job = {**self._base(), "mode": "side", "side": side.label, "schema": encode_schema(schema)}
-        return _tasks_frame(spark, job, self.side_work(side), schema)
+        return _tasks_frame(spark, job, self.side_work(side), schema)[0]
 
     def _shuffle_join(self, spark: SparkSession) -> Any:
         left = self._side_frame(spark, self.plan.left, self.side_schema("l"))
@@ -230,15 +229,19 @@ class JoinJob:
         return joined.select(*[c.name for c in self.columns])
 
 
-def _tasks_frame(spark: SparkSession, job: dict[str, Any], units: list[dict], schema: Any) -> Any:
-    """A DataFrame whose tasks run `units`, packed by rows into the session's task slots."""
+def _tasks_frame(
+    spark: SparkSession, job: dict[str, Any], units: list[dict], schema: Any
+) -> tuple[Any, int]:
+    """A DataFrame whose tasks run `units`, packed by rows into the session's task slots, and
+    how many tasks that is."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     packed = [[units[i] for i in p] for p in pack([u["rows"] for u in units], task_slots(spark))]
+    tasks = len(packed)
     packed = packed or [[]]  # Spark wants at least one task
     count = len(packed)
     frame = spark.range(0, count, 1, count)
-    return frame.mapInArrow(task_function(job, packed), from_arrow_schema(schema))
+    return frame.mapInArrow(task_function(job, packed), from_arrow_schema(schema)), tasks
 
 
 def _pin(ns: Namespace, table: PartitionTable) -> dict[str, Any]:
