@@ -45,6 +45,16 @@ Parallel = Annotated[
         help="Tables processed at once (default: 4 x CPUs); with Spark, per task.",
     ),
 ]
+DeleteRateLimit = Annotated[
+    int | None,
+    typer.Option(
+        "--delete-rate-limit",
+        min=1,
+        metavar="N",
+        help="Delete at most N objects a second over the whole run, Lance's cleanups included "
+        "(to spare a shared bucket's request budget). Default: no limit.",
+    ),
+]
 Full = Annotated[
     bool,
     typer.Option(
@@ -69,6 +79,7 @@ def prune(
     force: ForceWindow = False,
     parallel: Parallel = None,
     full: Full = False,
+    delete_rate_limit: DeleteRateLimit = None,
     master: Master = None,
     remote: Remote = None,
     conf: Conf = None,
@@ -118,6 +129,7 @@ def prune(
             progress=start,
             tasks=tasks,
             full=full,
+            delete_rate_limit=delete_rate_limit,
         )
     session().emit(report)
     message(view_of(report).title + ("; dry run: nothing changed" if dry_run else ""))

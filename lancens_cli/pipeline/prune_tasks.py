@@ -82,7 +82,10 @@ class SparkTables:
         if not works:
             return []
         job = job_settings(ns, policy, dry_run, parallel)
-        count = groups_of(len(works), task_slots(self.spark))
+        slots = task_slots(self.spark)
+        count = groups_of(len(works), slots)
+        if job["delete_rate_limit"]:  # the run's rate, shared by the tasks running at once
+            job["delete_rate_limit"] = max(1, job["delete_rate_limit"] // min(count, slots))
         items = [(i, w.to_json()) for i, w in enumerate(works)]
         groups = [items[g::count] for g in range(count)]  # spread big and small tables evenly
         with _described(self.spark, f"lancens prune: {len(works)} table(s) in {count} task(s)"):

@@ -1,17 +1,22 @@
 """A namespace root on an object store (S3, GCS), through fsspec (`Storage`'s remote side).
 
-Every call goes through `remote`, which turns the transport's many failures into one clear
+Every call goes through `remote`, which sends it again while the store throttles it
+(store/backoff.py) and turns the transport's many failures into one clear
 StorageUnavailableError; a missing object stays FileNotFoundError for the callers to decide.
+S3 deletes are our own `DeleteObjects` requests: S3 answers one with the keys it did not delete
+(`SlowDown` under load), which s3fs's `rm` drops without a word.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 from lancens_cli.errors import StorageUnavailableError, describe_exception, lance_message
+from lancens_cli.store.backoff import THROTTLING_CODES, waits, with_backoff
 from lancens_cli.store.dir_entry import DirEntry
 from lancens_cli.store.storage_options import make_fs
 
@@ -36,9 +41,10 @@ class ObjectStoreFiles:
         return f"{base}/{rel}" if rel else base
 
     def remote(self, call, *args, **kwargs):
-        """Run an fsspec call, turning transport failures into one clear error."""
+        """Run an fsspec call (again, after a wait, while the store throttles it), turning
+        transport failures into one clear error."""
         try:
-            return call(*args, **kwargs)
+            return with_backoff(lambda: call(*args, **kwargs))
         except FileNotFoundError:
             raise
         except PermissionError as exc:
@@ -135,18 +141,51 @@ class ObjectStoreFiles:
             self.remote(self.fs.rm_file, self.path(rel))
 
     def delete_files(self, rels: list[str]) -> None:
-        """One batched request per thousand keys (s3fs and gcsfs batch `rm` of a list)."""
-        if rels:
+        """One batched request per thousand keys (gcsfs batches `rm` of a list itself)."""
+        if not rels:
+            return
+        paths = [self.path(rel) for rel in rels]
+        if self.scheme != "s3":
             with contextlib.suppress(FileNotFoundError):
-                self.remote(self.fs.rm, [self.path(rel) for rel in rels])
+                self.remote(self.fs.rm, paths)
+            return
+        bucket = paths[0].split("/", 1)[0]
+        keys = [path.split("/", 1)[1] for path in paths]
+        for start in range(0, len(keys), 1000):
+            self._delete_keys(bucket, keys[start : start + 1000])
+        for path in paths:
+            self.fs.invalidate_cache(path)
+
+    def _delete_keys(self, bucket: str, keys: list[str]) -> None:
+        """One `DeleteObjects` of at most 1,000 keys; the keys S3 skipped while throttling are
+        sent again after a wait; any other key it could not delete is an error."""
+        pending, failed = keys, []
+        for wait in [*waits(), None]:
+            answer = self.remote(
+                self.fs.call_s3,
+                "delete_objects",
+                Bucket=bucket,
+                Delete={"Objects": [{"Key": key} for key in pending], "Quiet": True},
+            )
+            failed = [e for e in answer.get("Errors", []) if e.get("Code") != "NoSuchKey"]
+            throttled = [e["Key"] for e in failed if e.get("Code") in THROTTLING_CODES]
+            if not throttled or len(throttled) < len(failed) or wait is None:
+                break
+            pending = throttled
+            time.sleep(wait)
+        if failed:
+            first = failed[0]
+            raise StorageUnavailableError(
+                f"storage error at {self.root_uri}: {len(failed)} object(s) not deleted "
+                f"({first.get('Code')}: {first.get('Message')}; first {first.get('Key')})"
+            )
 
     def delete_tree(self, rel: str) -> None:
-        files = [self.path(rel) + "/" + name for name, _ in self.walk_files(rel)]
-        if files:
-            # Manifests first: removing `_versions/` first makes a half-deleted table stop
-            # being one at once.
-            files.sort(key=lambda f: "/_versions/" not in f)
-            self.remote(self.fs.rm, files)
+        files = [f"{rel}/{name}" for name, _ in self.walk_files(rel)]
+        # Manifests first: removing `_versions/` first makes a half-deleted table stop being
+        # one at once.
+        files.sort(key=lambda f: "/_versions/" not in f)
+        self.delete_files(files)
 
     def copy_file(self, src: str, dst: str) -> None:
         self.remote(self.fs.copy, self.path(src), self.path(dst))

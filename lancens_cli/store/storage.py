@@ -18,6 +18,7 @@ from typing import Any
 from lancens_cli import interrupt
 from lancens_cli.config import NamespaceConfig
 from lancens_cli.errors import InvalidInputError
+from lancens_cli.store.delete_pace import DeletePace
 from lancens_cli.store.dir_entry import DirEntry
 from lancens_cli.store.local_storage import LocalFiles
 from lancens_cli.store.object_storage import ObjectStoreFiles
@@ -68,6 +69,7 @@ class Storage:
             if self.is_local
             else ObjectStoreFiles(self.root_uri, self.scheme, config.storage_options)
         )
+        self.delete_pace: DeletePace | None = None  # `prune --delete-rate-limit`, for its run
 
     # --- addressing ---------------------------------------------------------------------
     def uri(self, rel: str = "") -> str:
@@ -161,19 +163,34 @@ class Storage:
         self._files.write_bytes(rel, data)
 
     def delete_file(self, rel: str) -> None:
+        if self.delete_pace is not None:
+            self.delete_pace.take(1)
         self._files.delete_file(rel)
 
     def delete_files(self, rels: list[str]) -> None:
         """Remove files; absent ones are fine. On an object store one batched request per
-        thousand keys (s3fs and gcsfs batch `rm` of a list), not one request per file."""
+        thousand keys, not one request per file; with a `delete_pace`, batches of what it
+        allows, each when it allows it."""
         for rel in rels:
             check_relative(rel)
-        self._files.delete_files(rels)
+        pace = self.delete_pace
+        if pace is None:
+            self._files.delete_files(rels)
+            return
+        for start in range(0, len(rels), pace.batch):
+            batch = rels[start : start + pace.batch]
+            pace.take(len(batch))
+            self._files.delete_files(batch)
 
     def delete_tree(self, rel: str) -> None:
         """Remove a directory and everything below it; absent is fine (reruns)."""
         check_relative(rel)
         interrupt.mark_durable()  # no way back: a Ctrl-C from here on lets the command finish
+        if self.delete_pace is not None:  # file by file at the pace, `_versions/` first
+            files = sorted(self.walk_files(rel), key=lambda item: "_versions/" not in item[0])
+            self.delete_files([f"{rel}/{name}" for name, _ in files])
+            if not files:
+                self.delete_pace.take(1)  # a single file, or nothing
         self._files.delete_tree(rel)
 
     def remove_empty_dir(self, rel: str) -> None:

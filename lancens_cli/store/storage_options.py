@@ -29,13 +29,19 @@ _S3_KEYS = {
 _S3_ENDPOINT_KEYS = ("endpoint", "aws_endpoint", "endpoint_url", "aws_endpoint_url")
 _S3_REGION_KEYS = ("region", "aws_region")
 DEFAULT_TIMEOUT_SECONDS = 30
+# Lance's retries of a failed request (object_store's backoff, 503 SlowDown and 429 included):
+# pylance asks for 3, too few for a bucket that throttles a busy prefix; as many as our own
+# patient layer makes (store/backoff.py). A user's `storage.client_max_retries` wins.
+LANCE_RETRIES = "10"
 
 
 def lance_options(storage_options: dict[str, str], is_local: bool) -> dict[str, str]:
-    """Storage options for Lance: the spec's `storage.*`, prefix removed, plus a timeout."""
+    """Storage options for Lance: the spec's `storage.*`, prefix removed, plus a timeout and
+    patient retries."""
     options = dict(storage_options)
     if not is_local:
         options.setdefault("timeout", f"{DEFAULT_TIMEOUT_SECONDS}s")
+        options.setdefault("client_max_retries", LANCE_RETRIES)
     for key in TIMEOUT_KEYS:  # validated, and in a spelling Lance's parser accepts
         if key in options:
             options[key] = f"{round(timeout_seconds(options, key) * 1000)}ms"

@@ -122,7 +122,12 @@ def expire_branches(
         head = ds.checkout_version((plan.name, None))
         branch_dir = f"{location}/tree/{plan.name}"
         removed, stats = expire_listed(
-            head, plan.expire, policy, dry_run, lambda d=branch_dir: version_files(storage, d)
+            head,
+            plan.expire,
+            policy,
+            dry_run,
+            lambda d=branch_dir: version_files(storage, d),
+            storage.delete_pace,
         )
         done.append((plan.name, removed, stats))
     return done

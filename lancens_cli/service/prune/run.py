@@ -86,6 +86,7 @@ from lancens_cli.service.prune.table import (
     run_table,
 )
 from lancens_cli.store.containment import directory_location_problem, row_locations, shown
+from lancens_cli.store.delete_pace import DeletePace
 from lancens_cli.store.manifest import ManifestSnapshot
 from lancens_cli.store.version_files import list_table
 
@@ -175,14 +176,18 @@ def prune(
     progress: Callable[[int], Callable[[int], None]] | None = None,
     tasks: TableRunner | None = None,
     full: bool = False,
+    delete_rate_limit: int | None = None,
 ) -> PruneReport:
     """One run over the root; `tasks` runs the per-table work elsewhere (Spark: pipeline/
     prune_tasks.py), by default this process's thread pool (`run_locally`). Tables the last
-    run's record shows unchanged are skipped (service/prune/record.py) unless `full`."""
+    run's record shows unchanged are skipped (service/prune/record.py) unless `full`. With
+    `delete_rate_limit`, at most that many objects are deleted a second (store/delete_pace.py)."""
     policy.check()
+    pace = None if delete_rate_limit is None else DeletePace(delete_rate_limit, max(1, parallel))
     ns.require_root()
     _require_targets(ns, idents)  # bad input is found before the lease changes the disk
     lease = None if dry_run else acquire(ns.storage)
+    ns.storage.delete_pace = pace
     try:
         key = policy_key(policy, compact, indexes)
         record = PruneRecord(key) if full else PruneRecord.load(ns.storage, key)
@@ -191,6 +196,7 @@ def prune(
         )
         return _run(request, progress, record)
     finally:
+        ns.storage.delete_pace = None
         if lease is not None:
             lease.release()
 

@@ -30,6 +30,7 @@ from lancens_cli.service.prune.compact import Compaction, compact_table
 from lancens_cli.service.prune.expire import expire_listed
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.protect import TablePlan, manifest_file
+from lancens_cli.store.delete_pace import DeletePace
 from lancens_cli.store.storage import check_relative
 from lancens_cli.store.tables import VERSIONS_DIR
 from lancens_cli.store.version_files import version_times
@@ -168,6 +169,7 @@ def job_settings(ns: Namespace, policy: PrunePolicy, dry_run: bool, parallel: in
         },
         "dry_run": dry_run,
         "parallel": parallel,
+        "delete_rate_limit": ns.storage.delete_pace and ns.storage.delete_pace.per_second,
     }
 
 
@@ -175,6 +177,8 @@ def run_group(job: dict[str, Any], group: list[tuple[int, dict[str, Any]]]) -> l
     """A group of tables as plain data in and out: `(index, TableWork.to_json())` pairs in,
     `{"index", "result", "compaction"}` dicts out, the tables run `job["parallel"]` at a time."""
     ns = Namespace(NamespaceConfig(**job["config"]))
+    if job.get("delete_rate_limit"):  # this task's part of the run's rate
+        ns.storage.delete_pace = DeletePace(job["delete_rate_limit"], int(job["parallel"]))
     raw = job["policy"]
     policy = PrunePolicy(
         older_than=timedelta(seconds=raw["older_than"]),
@@ -226,7 +230,12 @@ def execute_plan(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: 
     if ds is None:
         ds = lance.dataset(ns.storage.uri(plan.location), storage_options=ns.storage.lance_options)
     result.versions_removed, stats = expire_listed(
-        ds, plan.expire, policy, dry_run, lambda: version_times(ns.storage, plan.location)
+        ds,
+        plan.expire,
+        policy,
+        dry_run,
+        lambda: version_times(ns.storage, plan.location),
+        ns.storage.delete_pace,
     )
     _count(result, stats)
     if result.versions_removed or result.unpublished_removed or result.branch_versions_removed:
