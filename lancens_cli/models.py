@@ -15,6 +15,7 @@ from lancens_cli.errors import InvalidInputError
 
 OBJECT_ID_DELIMITER = "$"
 MANIFEST_TABLE = "__manifest"
+VERSIONS_DIR = "_versions"  # a Lance table's manifests, one file per version
 RESERVED_NAMES = frozenset({MANIFEST_TABLE})
 # Longest name part we accept: a table directory is `<8 hex>_<object_id>` and most file
 # systems cap a path component at 255 bytes.

@@ -98,7 +98,8 @@ def prune(
     safety rail, 6 some tables failed (the rest done).
     """
     from lancens_cli.service.prune.policy import PrunePolicy
-    from lancens_cli.service.prune.run import prune as run_prune
+    from lancens_cli.service.prune.quiet import answer
+    from lancens_cli.store.storage import Storage
 
     policy = PrunePolicy.from_options(older_than, retain, grace, force)
     spark = _wants_spark(master, conf, remote)
@@ -106,30 +107,29 @@ def prune(
         from lancens_cli.pipeline.session import require_pyspark
 
         require_pyspark()  # before any question or change: exit 2 with the install hint
-    ns = session().namespace
     targets = [session().ident(i) for i in idents or []]
+    storage = Storage(session().config())  # Lance is opened only when the run must look
     if not dry_run:
-        ns.require_root()
+        storage.require_root()
         confirm_destruction(
-            f"prune {ns.storage.root_uri}: delete versions older than {older_than} and debris "
+            f"prune {storage.root_uri}: delete versions older than {older_than} and debris "
             f"older than {grace}",
             yes,
         )
-    tasks = _spark_tables(master, conf, remote) if spark else None
-    with freed_progress_bar("pruning", "tables") as start:
-        report = run_prune(
-            ns,
+    indexes = bool(session().indexes)
+    quiet = not (spark or dry_run or full or targets)
+    report = answer(storage, policy, compact, indexes) if quiet else None
+    if report is None:
+        report = _run(
             targets,
             policy,
-            dry_run=dry_run,
-            compact=compact,
-            indexes=bool(session().indexes),
-            parallel=parallel or _default_parallel(),
-            delimiter=session().delimiter,
-            progress=start,
-            tasks=tasks,
-            full=full,
-            delete_rate_limit=delete_rate_limit,
+            dry_run,
+            compact,
+            indexes,
+            parallel,
+            full,
+            delete_rate_limit,
+            (master, conf, remote) if spark else None,
         )
     session().emit(report)
     message(view_of(report).title + ("; dry run: nothing changed" if dry_run else ""))
@@ -137,6 +137,39 @@ def prune(
         names = ", ".join(t.object_id or t.location for t in report.failed)
         message(f"{plural(len(report.failed), 'table')} failed: {names}; rerun prune for them")
         raise typer.Exit(ExitCode.PARTIAL)
+
+
+def _run(
+    targets,
+    policy,
+    dry_run: bool,
+    compact: bool,
+    indexes: bool,
+    parallel: int | None,
+    full: bool,
+    delete_rate_limit: int | None,
+    spark: tuple | None,
+):
+    """The run that looks at the root (service/prune/run.py), in threads or on Spark."""
+    from lancens_cli.service.prune.run import prune as run_prune
+
+    ns = session().namespace
+    tasks = _spark_tables(*spark) if spark else None
+    with freed_progress_bar("pruning", "tables") as start:
+        return run_prune(
+            ns,
+            targets,
+            policy,
+            dry_run=dry_run,
+            compact=compact,
+            indexes=indexes,
+            parallel=parallel or _default_parallel(),
+            delimiter=session().delimiter,
+            progress=start,
+            tasks=tasks,
+            full=full,
+            delete_rate_limit=delete_rate_limit,
+        )
 
 
 def _wants_spark(master: str | None, conf: list[str] | None, remote: str | None) -> bool:

@@ -48,6 +48,7 @@ class Session:
     debug: bool = False
     _namespace: Any = None
     _roots_opened: list[Any] = field(default_factory=list)  # by namespace_at (join, join-plan)
+    _config: Any = None
 
     def __post_init__(self) -> None:
         set_display_delimiter(self.delimiter)
@@ -63,25 +64,34 @@ class Session:
             elif value is not None:  # None: not given here; False is a real --no-... choice
                 setattr(self, key, value)
 
+    def config(self):
+        """The root's configuration (flags > environment > profile), without opening it:
+        no Lance imported (`prune` answers a run with nothing to do from this alone)."""
+        if self._config is None:
+            self._config = self._resolve_config()
+        return self._config
+
+    def _resolve_config(self):
+        warning = unknown_env_warning(os.environ)
+        if warning:  # a misspelt setting would otherwise be silently ignored
+            sys.stderr.write(warning + "\n")
+        flags = {
+            "root": self.root,
+            "manifest_enabled": self.manifest,
+            "dir_listing_enabled": self.dir_listing,
+            "inline_optimization_enabled": self.indexes,
+            "commit_retries": self.commit_retries,
+        }
+        storage = parse_key_values(self.storage, "storage option")
+        return resolve_config(flags, storage, self.profile)
+
     @property
     def namespace(self):
         if self._namespace is None:
             from lancens_cli.service.namespace import Namespace
 
-            warning = unknown_env_warning(os.environ)
-            if warning:  # a misspelt setting would otherwise be silently ignored
-                sys.stderr.write(warning + "\n")
-
-            flags = {
-                "root": self.root,
-                "manifest_enabled": self.manifest,
-                "dir_listing_enabled": self.dir_listing,
-                "inline_optimization_enabled": self.indexes,
-                "commit_retries": self.commit_retries,
-            }
-            storage = parse_key_values(self.storage, "storage option")
             self._namespace = Namespace(
-                resolve_config(flags, storage, self.profile),
+                self.config(),
                 on_warning=lambda text: sys.stderr.write(f"warning: {text}\n"),
             )
         return self._namespace
@@ -92,7 +102,7 @@ class Session:
         `join-plan` and `join` take their roots as arguments: a copy of the session with
         another root builds the same configuration (flags > environment > profile) for each.
         """
-        opened = dataclasses.replace(self, root=root, _namespace=None).namespace
+        opened = dataclasses.replace(self, root=root, _namespace=None, _config=None).namespace
         self._roots_opened.append(opened)  # its profile's secrets are masked in messages too
         return opened
 

@@ -171,7 +171,7 @@ def _namespace_versions(r: Any) -> View:
     return View(header, rows, "versions")
 
 
-@_view("lancens_cli.service.prune.run.PruneReport")
+@_view("lancens_cli.service.prune.report.PruneReport")
 def _prune(r: Any) -> View:
     header = ["table", "location", "status", "removed", "files", "bytes", "kept"]
     rows = []

@@ -92,8 +92,7 @@ class Namespace:
 
     # --- preconditions ------------------------------------------------------------------
     def require_root(self) -> None:
-        if not self.storage.root_exists():
-            raise NamespaceNotFoundError(f"root {self.storage.root_uri} does not exist")
+        self.storage.require_root()
 
     def require_manifest(self, what: str) -> None:
         if not self.config.manifest_enabled:

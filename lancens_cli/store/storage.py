@@ -17,7 +17,7 @@ from typing import Any
 
 from lancens_cli import interrupt
 from lancens_cli.config import NamespaceConfig
-from lancens_cli.errors import InvalidInputError
+from lancens_cli.errors import InvalidInputError, NamespaceNotFoundError
 from lancens_cli.store.delete_pace import DeletePace
 from lancens_cli.store.dir_entry import DirEntry
 from lancens_cli.store.local_storage import LocalFiles
@@ -123,6 +123,10 @@ class Storage:
     # --- queries ------------------------------------------------------------------------
     def root_exists(self) -> bool:
         return self._files.root_exists()
+
+    def require_root(self) -> None:
+        if not self.root_exists():
+            raise NamespaceNotFoundError(f"root {self.root_uri} does not exist")
 
     def list_dir(self, rel: str = "") -> list[DirEntry]:
         """Immediate children of a directory; empty when it does not exist."""

@@ -27,13 +27,13 @@ from lancens_cli.models import (
     STATE_NOT_LANCE,
     STATE_OK,
     STATE_UNCOMMITTED,
+    VERSIONS_DIR,
 )
 from lancens_cli.store.storage import DirEntry, Storage
 
 V1_SUFFIX = ".lance"
 RESERVED_MARKER = ".lance-reserved"
 DEREGISTERED_MARKER = ".lance-deregistered"
-VERSIONS_DIR = "_versions"
 HASH_PLACEHOLDER = "<hash>"  # a V2 directory's random prefix, before it is drawn
 
 

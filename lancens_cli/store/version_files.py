@@ -7,10 +7,10 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from lancens_cli.models import VERSIONS_DIR
 from lancens_cli.store.inspect import version_from_manifest_name
 from lancens_cli.store.object_storage import modified_of as _modified
 from lancens_cli.store.storage import Storage
-from lancens_cli.store.tables import VERSIONS_DIR
 
 
 @dataclass(slots=True)

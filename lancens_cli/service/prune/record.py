@@ -62,9 +62,13 @@ def policy_key(policy: PrunePolicy, compact: bool, indexes: bool) -> str:
 
 def _in_time(entry: Entry, now: datetime) -> bool:
     """Evaluated less than `MAX_AGE` ago, and nothing of it has aged into the policy since."""
-    if now - entry.checked > MAX_AGE or now < entry.checked:
+    return in_time(entry.checked, entry.due, now)
+
+
+def in_time(checked: datetime, due: datetime | None, now: datetime) -> bool:
+    if now - checked > MAX_AGE or now < checked:
         return False
-    return entry.due is None or now < entry.due
+    return due is None or now < due
 
 
 def settled_dirs(listing: TableListing, listed_at: datetime) -> list[tuple[str, int]] | None:
@@ -138,6 +142,8 @@ class PruneRecord:
     policy: str
     entries: dict[str, Entry] = field(default_factory=dict)
     next: dict[str, Entry] = field(default_factory=dict)
+    root: dict[str, Any] | None = None  # the root outside its tables (service/prune/quiet.py)
+    next_root: dict[str, Any] | None = None
 
     @classmethod
     def load(cls, storage: Storage, policy: str) -> PruneRecord:
@@ -151,8 +157,9 @@ class PruneRecord:
             record.entries = {
                 str(location): Entry.from_json(entry) for location, entry in data["tables"].items()
             }
+            record.root = data.get("root") if isinstance(data.get("root"), dict) else None
         except Exception:  # noqa: BLE001 - a record we cannot read is no record
-            record.entries = {}
+            record.entries, record.root = {}, None
         return record
 
     def unchanged(self, location: str, digest: str, now: datetime) -> Entry | None:
@@ -176,5 +183,6 @@ class PruneRecord:
             "format": FORMAT,
             "policy": self.policy,
             "tables": {location: e.to_json() for location, e in sorted(self.next.items())},
+            "root": self.next_root,
         }
         storage.write_bytes(RECORD, gzip.compress(json.dumps(data).encode(), compresslevel=5))

@@ -70,6 +70,7 @@ from lancens_cli.service.prune.protect import (
     read_table_state,
     untouched_state,
 )
+from lancens_cli.service.prune.quiet import quiet_state, root_stamps
 from lancens_cli.service.prune.record import (
     Entry,
     PruneRecord,
@@ -77,9 +78,9 @@ from lancens_cli.service.prune.record import (
     policy_key,
     settled_dirs,
 )
+from lancens_cli.service.prune.report import UNCHANGED, DebrisResult, PruneReport, TableResult
 from lancens_cli.service.prune.table import (
     UNREFERENCED_BATCH,
-    TableResult,
     TableWork,
     execute_plan,
     record_failure,
@@ -91,7 +92,6 @@ from lancens_cli.store.manifest import ManifestSnapshot
 from lancens_cli.store.version_files import list_table
 
 MANIFEST_COMPACT_FRAGMENTS = 16  # compact __manifest when it has more fragments than this
-UNCHANGED = "unchanged since the last prune, with nothing aging into the policy: skipped"
 DEBRIS_CODES = ("abandoned_table_write", "staged_manifest_file", "abandoned_job_log")
 
 # (ns, works, policy, dry_run, parallel, advance) -> (result, compaction) per work, in order
@@ -99,65 +99,6 @@ TableRunner = Callable[
     [Namespace, list[TableWork], PrunePolicy, bool, int, Callable[[int], None]],
     list[tuple[TableResult, Compaction | None]],
 ]
-
-
-@dataclass
-class DebrisResult:
-    code: str
-    object: str | None
-    location: str | None
-    action: str  # deleted, would delete, kept (younger than the grace), reported
-    message: str
-
-
-@dataclass
-class PruneReport:
-    root: str
-    policy: PrunePolicy
-    dry_run: bool
-    tables: list[TableResult] = field(default_factory=list)
-    manifest: TableResult | None = None
-    debris: list[DebrisResult] = field(default_factory=list)
-    compacted: list[dict[str, Any]] = field(default_factory=list)
-    compacted_published_in: int | None = None  # the __manifest version publishing them
-    refused: list[dict[str, str]] = field(default_factory=list)  # rows skipped (containment)
-
-    @property
-    def failed(self) -> list[TableResult]:
-        return [t for t in self.tables if t.status == "failed"] + (
-            [self.manifest] if self.manifest and self.manifest.status == "failed" else []
-        )
-
-    def totals(self) -> dict[str, int]:
-        every = [*self.tables, *([self.manifest] if self.manifest else [])]
-        return {
-            "tables": len(self.tables),
-            "tables_failed": len(self.failed),
-            "versions_removed": sum(len(t.versions_removed) for t in every),
-            "branch_versions_removed": sum(
-                len(v) for t in every for v in t.branch_versions_removed.values()
-            ),
-            "unpublished_removed": sum(len(t.unpublished_removed) for t in every),
-            "unreferenced_removed": sum(t.unreferenced_removed for t in every),
-            "files_removed": sum(t.files_removed for t in every),
-            "bytes_freed": sum(t.bytes_freed for t in every),
-            "versions_protected": sum(len(t.kept) for t in every),
-            "debris_removed": sum(1 for d in self.debris if d.action == "deleted"),
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "root": self.root,
-            "dry_run": self.dry_run,
-            "policy": self.policy.to_json(),
-            "totals": self.totals(),
-            "manifest": self.manifest.to_json() if self.manifest else None,
-            "tables": [t.to_json() for t in self.tables],
-            "debris": [d.__dict__ for d in self.debris],
-            "compacted": self.compacted,
-            "compacted_published_in": self.compacted_published_in,
-            "refused": self.refused,
-        }
 
 
 # --- the run ----------------------------------------------------------------------------------
@@ -365,6 +306,10 @@ def _run(
     ns, policy, dry_run = request.ns, request.policy, request.dry_run
     report = PruneReport(ns.storage.root_uri, policy, dry_run)
     now = datetime.now(UTC)
+    # the root outside its tables, before anything is read (service/prune/quiet.py)
+    recording_root = request.whole_root and not dry_run
+    skipped = set(record.entries)
+    stamps = root_stamps(ns.storage, skipped) if recording_root else None
     decisions = decide(ns, request.idents, policy, now, request.parallel, record)
     report.refused = decisions.refused
     advance = progress(len(decisions.scope)) if progress else (lambda freed: None)
@@ -382,6 +327,18 @@ def _run(
         except Exception as exc:
             report.manifest.status = "failed"
             report.manifest.error = getattr(exc, "message", None) or lance_message(exc)
+    if not dry_run:
+        if recording_root:
+            record.next_root = quiet_state(
+                report,
+                stamps,
+                skipped,
+                decisions.scope,
+                lambda: list_table(ns.storage, MANIFEST_TABLE),
+                policy,
+            )
+        with contextlib.suppress(Exception):  # a record not written costs the next run time only
+            record.save(ns.storage)
     return report
 
 
@@ -445,22 +402,23 @@ def run_locally(
 def _keep_record(
     request: PruneRequest, decisions: Decisions, report: PruneReport, record: PruneRecord
 ) -> None:
-    """Leave the record for the next run: an entry per table this run evaluated (a table
-    out of scope keeps its old entry; a failed, compacted or half-swept one gets none)."""
+    """The record's entries for the next run: one per table this run evaluated (a table out
+    of scope keeps its old entry; a failed, compacted or half-swept one gets none)."""
     scoped = {location for location, _ in decisions.scope}
     record.next = {loc: e for loc, e in record.entries.items() if loc not in scoped}
     compacted = {c["location"] for c in report.compacted if "location" in c}
-    for result in report.tables:
-        if result.location in compacted:
-            continue
-        try:
-            entry = _entry_after(request, decisions, result)
+
+    def entry_of(result: TableResult) -> Entry | None:
+        try:  # a pruned table is listed again: `parallel` at a time
+            return _entry_after(request, decisions, result)
         except Exception:  # noqa: BLE001 - no entry: the table is evaluated in full next time
-            entry = None
-        if entry is not None:
-            record.next[result.location] = entry
-    with contextlib.suppress(Exception):  # a record not written costs the next run time only
-        record.save(request.ns.storage)
+            return None
+
+    done = [r for r in report.tables if r.location not in compacted]
+    with ThreadPoolExecutor(max_workers=request.parallel) as pool:
+        for result, entry in zip(done, pool.map(entry_of, done), strict=True):
+            if entry is not None:
+                record.next[result.location] = entry
 
 
 def _entry_after(request: PruneRequest, decisions: Decisions, result: TableResult):

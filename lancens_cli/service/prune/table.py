@@ -30,62 +30,13 @@ from lancens_cli.service.prune.compact import Compaction, compact_table
 from lancens_cli.service.prune.expire import expire_listed
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.protect import TablePlan, manifest_file
+from lancens_cli.service.prune.report import TableResult
 from lancens_cli.store.delete_pace import DeletePace
 from lancens_cli.store.storage import check_relative
 from lancens_cli.store.tables import VERSIONS_DIR
 from lancens_cli.store.version_files import version_times
 
 UNREFERENCED_BATCH = 1000  # unreferenced files removed per table and run; the rest next run
-
-
-@dataclass(slots=True)
-class TableResult:
-    object_id: str | None
-    location: str
-    status: str = "nothing to do"
-    versions_removed: list[int] = field(default_factory=list)
-    branch_versions_removed: dict[str, list[int]] = field(default_factory=dict)
-    unpublished_removed: list[int] = field(default_factory=list)
-    unreferenced_removed: int = 0  # files of writes that never committed, past the grace
-    files_removed: int = 0
-    bytes_freed: int = 0
-    kept: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "object_id": self.object_id,
-            "location": self.location,
-            "status": self.status,
-            "versions_removed": self.versions_removed,
-            "branch_versions_removed": self.branch_versions_removed,
-            "unpublished_removed": self.unpublished_removed,
-            "unreferenced_removed": self.unreferenced_removed,
-            "files_removed": self.files_removed,
-            "bytes_freed": self.bytes_freed,
-            "protected": self.kept,
-            "notes": self.notes,
-            "error": self.error,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TableResult:
-        """Back from `to_json` (a Spark task returns its results as plain dicts)."""
-        return cls(
-            data["object_id"],
-            data["location"],
-            data["status"],
-            list(data["versions_removed"]),
-            {name: list(v) for name, v in data["branch_versions_removed"].items()},
-            list(data["unpublished_removed"]),
-            data["unreferenced_removed"],
-            data["files_removed"],
-            data["bytes_freed"],
-            list(data["protected"]),
-            list(data["notes"]),
-            data["error"],
-        )
 
 
 @dataclass(slots=True)

@@ -1,0 +1,152 @@
+"""A prune run with nothing to do, answered from the record without opening Lance.
+
+A cron run over a root nobody changed since the last quiet run should cost what it takes to see
+that nothing changed: a `stat` per directory. Opening Lance alone (importing it and pyarrow)
+costs half a second and 45 MB; reading `__manifest` and every table's record entry more.
+
+The last run leaves, next to its per-table entries (service/prune/record.py), the state of the
+root outside its tables, but only when that run was whole-root, on local disk, and changed
+nothing: no table pruned or compacted, no debris deleted, `__manifest` kept whole, nothing
+failed. That state holds:
+
+- `stamps`: the time of every directory of the root that is not a table's, taken before the
+  run read anything: the root's own (a table, a namespace directory or anything else added or
+  removed at the top), every directory of `__manifest` (any catalog change, a staged file),
+  `.lancens-jobs/` and any directory no table owns (a dead write's debris, an orphan). The
+  prune lease's own directory is left out: every run changes it;
+- `scope` and `refused`: the tables the run covered, and those the trust boundary refused;
+- `manifest` and `debris`: `__manifest`'s result and the debris findings (reported only);
+- `due`: when anything of `__manifest` ages into the policy; `checked`: when it was taken.
+
+The next run (same policy, whole root, not `--full`, not a dry run) answers from it when every
+one of those directories and every table's directories (`PruneRecord.untouched`) still have
+their times, nothing is due and the state is younger than `MAX_AGE`. Its report is the one a
+full run with the record would print: every table `nothing to do`, skipped as unchanged.
+Anything else, and the run is a full one. Like the per-table skip, this only ever omits work.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from lancens_cli.service.prune.lease import acquire
+from lancens_cli.service.prune.policy import PrunePolicy
+from lancens_cli.service.prune.record import (
+    SETTLE,
+    PruneRecord,
+    in_time,
+    policy_key,
+)
+from lancens_cli.service.prune.report import UNCHANGED, DebrisResult, PruneReport, TableResult
+from lancens_cli.store.containment import LEASE_DIR
+from lancens_cli.store.storage import Storage
+from lancens_cli.store.version_files import TableListing, directories_unchanged
+
+
+def answer(storage: Storage, policy: PrunePolicy, compact: bool, indexes: bool):
+    """The report of a run with nothing to do, from the record alone; None when the run must
+    look (anything changed, aged or unknown). Under the prune lease, like any run."""
+    if not storage.is_local or indexes:
+        return None
+    lease = acquire(storage)
+    try:
+        record = PruneRecord.load(storage, policy_key(policy, compact, indexes))
+        state, now = record.root, datetime.now(UTC)
+        if not state or not _still(storage, record, state, now):
+            return None
+        return PruneReport(
+            storage.root_uri,
+            policy,
+            False,
+            tables=[TableResult(o, loc, notes=[UNCHANGED]) for loc, o in state["scope"]],
+            manifest=TableResult.from_json(state["manifest"]) if state["manifest"] else None,
+            debris=[DebrisResult(**d) for d in state["debris"]],
+            refused=state["refused"],
+        )
+    except (KeyError, TypeError, ValueError):  # a record of another shape: look
+        return None
+    finally:
+        lease.release()
+
+
+def _still(storage: Storage, record: PruneRecord, state: dict[str, Any], now: datetime) -> bool:
+    due = datetime.fromisoformat(state["due"]) if state["due"] else None
+    if not in_time(datetime.fromisoformat(state["checked"]), due, now):
+        return False
+    stamps = [(str(rel), int(ns)) for rel, ns in state["stamps"]]
+    if not directories_unchanged(storage.uri(), stamps):
+        return False
+    return all(record.untouched(storage, loc, now) is not None for loc, _ in state["scope"])
+
+
+def root_stamps(storage: Storage, tables: set[str]) -> list[tuple[str, int]] | None:
+    """Every directory of a local root but the `tables`' and the lease's, with its time; None
+    when one changed within `SETTLE` (a later change in the same clock tick would not show)."""
+    if not storage.is_local:
+        return None
+    top = storage.uri()
+    taken = datetime.now(UTC)
+    found: list[tuple[str, int]] = []
+    pending = [""]
+    try:
+        while pending:
+            rel = pending.pop()
+            path = os.path.join(top, rel) if rel else top
+            found.append((rel, os.stat(path).st_mtime_ns))
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    child = f"{rel}/{entry.name}" if rel else entry.name
+                    mine = child in tables or child == LEASE_DIR
+                    if entry.is_dir(follow_symlinks=False) and not mine:
+                        pending.append(child)
+    except OSError:
+        return None
+    limit = (taken - SETTLE).timestamp() * 1e9
+    return None if any(ns > limit for _rel, ns in found) else sorted(found)
+
+
+def quiet_state(
+    report: PruneReport,
+    stamps: list[tuple[str, int]] | None,
+    skipped: set[str],
+    scope: list[tuple[str, str | None]],
+    manifest_listing: Callable[[], TableListing],
+    policy: PrunePolicy,
+) -> dict[str, Any] | None:
+    """The root's state for the next run, when this run changed nothing and its `stamps`
+    (taken before it read anything, leaving out the `skipped` table directories) cover
+    everything but the tables in `scope`; else None."""
+    if stamps is None or not skipped <= {location for location, _ in scope}:
+        return None
+    if report.failed or report.compacted or any(d.action != "reported" for d in report.debris):
+        return None
+    if any(t.status != "nothing to do" for t in report.tables):
+        return None
+    manifest = report.manifest
+    if manifest is not None and (manifest.status != "nothing to do" or manifest.files_removed):
+        return None
+    now = datetime.now(UTC)
+    return {
+        "stamps": stamps,
+        "scope": [[location, object_id] for location, object_id in scope],
+        "refused": report.refused,
+        "manifest": manifest.to_json() if manifest else None,
+        "debris": [d.__dict__ for d in report.debris],
+        "due": _manifest_due(manifest_listing() if manifest else None, policy, now),
+        "checked": now.isoformat(),
+    }
+
+
+def _manifest_due(listing: TableListing | None, policy: PrunePolicy, now: datetime) -> str | None:
+    """When anything of `__manifest` ages into the policy (or a reason its result gives, as
+    "younger than the window", lapses): any version past `--older-than`, any file past
+    `--grace`."""
+    if listing is None:
+        return None
+    ahead = [when + policy.older_than for _name, when in listing.versions.values()]
+    ahead += [when + policy.grace for when in listing.times]
+    ahead = [moment for moment in ahead if moment > now]
+    return min(ahead).isoformat() if ahead else None

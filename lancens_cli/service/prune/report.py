@@ -1,0 +1,123 @@
+"""What a prune run did, table by table: the report `prune --json` prints.
+
+Kept apart from the run itself (no Lance here) so that a run the record answers without
+opening any table (service/prune/quiet.py) builds the same report as a full one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lancens_cli.service.prune.policy import PrunePolicy
+
+UNCHANGED = "unchanged since the last prune, with nothing aging into the policy: skipped"
+
+
+@dataclass(slots=True)
+class TableResult:
+    object_id: str | None
+    location: str
+    status: str = "nothing to do"
+    versions_removed: list[int] = field(default_factory=list)
+    branch_versions_removed: dict[str, list[int]] = field(default_factory=dict)
+    unpublished_removed: list[int] = field(default_factory=list)
+    unreferenced_removed: int = 0  # files of writes that never committed, past the grace
+    files_removed: int = 0
+    bytes_freed: int = 0
+    kept: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "object_id": self.object_id,
+            "location": self.location,
+            "status": self.status,
+            "versions_removed": self.versions_removed,
+            "branch_versions_removed": self.branch_versions_removed,
+            "unpublished_removed": self.unpublished_removed,
+            "unreferenced_removed": self.unreferenced_removed,
+            "files_removed": self.files_removed,
+            "bytes_freed": self.bytes_freed,
+            "protected": self.kept,
+            "notes": self.notes,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TableResult:
+        """Back from `to_json` (a Spark task returns its results as plain dicts)."""
+        return cls(
+            data["object_id"],
+            data["location"],
+            data["status"],
+            list(data["versions_removed"]),
+            {name: list(v) for name, v in data["branch_versions_removed"].items()},
+            list(data["unpublished_removed"]),
+            data["unreferenced_removed"],
+            data["files_removed"],
+            data["bytes_freed"],
+            list(data["protected"]),
+            list(data["notes"]),
+            data["error"],
+        )
+
+
+@dataclass
+class DebrisResult:
+    code: str
+    object: str | None
+    location: str | None
+    action: str  # deleted, would delete, kept (younger than the grace), reported
+    message: str
+
+
+@dataclass
+class PruneReport:
+    root: str
+    policy: PrunePolicy
+    dry_run: bool
+    tables: list[TableResult] = field(default_factory=list)
+    manifest: TableResult | None = None
+    debris: list[DebrisResult] = field(default_factory=list)
+    compacted: list[dict[str, Any]] = field(default_factory=list)
+    compacted_published_in: int | None = None  # the __manifest version publishing them
+    refused: list[dict[str, str]] = field(default_factory=list)  # rows skipped (containment)
+
+    @property
+    def failed(self) -> list[TableResult]:
+        return [t for t in self.tables if t.status == "failed"] + (
+            [self.manifest] if self.manifest and self.manifest.status == "failed" else []
+        )
+
+    def totals(self) -> dict[str, int]:
+        every = [*self.tables, *([self.manifest] if self.manifest else [])]
+        return {
+            "tables": len(self.tables),
+            "tables_failed": len(self.failed),
+            "versions_removed": sum(len(t.versions_removed) for t in every),
+            "branch_versions_removed": sum(
+                len(v) for t in every for v in t.branch_versions_removed.values()
+            ),
+            "unpublished_removed": sum(len(t.unpublished_removed) for t in every),
+            "unreferenced_removed": sum(t.unreferenced_removed for t in every),
+            "files_removed": sum(t.files_removed for t in every),
+            "bytes_freed": sum(t.bytes_freed for t in every),
+            "versions_protected": sum(len(t.kept) for t in every),
+            "debris_removed": sum(1 for d in self.debris if d.action == "deleted"),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "dry_run": self.dry_run,
+            "policy": self.policy.to_json(),
+            "totals": self.totals(),
+            "manifest": self.manifest.to_json() if self.manifest else None,
+            "tables": [t.to_json() for t in self.tables],
+            "debris": [d.__dict__ for d in self.debris],
+            "compacted": self.compacted,
+            "compacted_published_in": self.compacted_published_in,
+            "refused": self.refused,
+        }
