@@ -148,23 +148,27 @@ def bench_tables(workdir: Path, n: int, n_versions: int) -> None:
     print(f"speed-up: {wall_loop / wall_ours:.2f}x (cold run)")
     if removed_loop != removed_ours:
         print(f"WARNING: removed {removed_ours} (ours) vs {removed_loop} (loop)")
-    again_ours, again_full, again_loop = [], [], []
-    for _ in range(3):  # nothing to do any more: the record against a full run and the loop
-        again_ours.append(run_once([*cmd, "--yes", "--json"])[0])
-        again_full.append(run_once([*cmd, "--full", "--yes", "--json"])[0])
-        again_loop.append(run_once([sys.executable, "-c", LOOP, str(listing)])[0])
+    # Nothing to do any more, as cron finds it hours later: the directories have settled.
+    time.sleep(2.5)
+    looking = run_once([*cmd, "--yes", "--json"])[0]  # reads the catalog; changes nothing
+    time.sleep(0.5)
+    again_ours = [run_once([*cmd, "--yes", "--json"])[0] for _ in range(3)]  # from the record
+    again_full = [run_once([*cmd, "--full", "--yes", "--json"])[0] for _ in range(3)]
+    again_loop = [run_once([sys.executable, "-c", LOOP, str(listing)])[0] for _ in range(3)]
     best = {"record": min(again_ours), "full": min(again_full), "loop": min(again_loop)}
     print_table(
         ["again, nothing to do (best of 3)", "wall"],
         [
-            ["lancens prune (the last run's record)", fmt_s(best["record"])],
+            ["lancens prune, after a run that changed nothing", fmt_s(best["record"])],
+            ["lancens prune, the first run with nothing to do (looks)", fmt_s(looking)],
             ["lancens prune --full", fmt_s(best["full"])],
             ["cleanup_old_versions loop", fmt_s(best["loop"])],
         ],
     )
     print(
         f"speed-up, nothing to do: {best['loop'] / best['record']:.2f}x the loop "
-        f"(goal >= 10x), {best['full'] / best['record']:.2f}x a full run"
+        f"(goal >= 10x), {best['loop'] / looking:.2f}x for the first such run, "
+        f"{best['full'] / best['record']:.2f}x a full run"
     )
     shutil.rmtree(ours)
     shutil.rmtree(loop)

@@ -307,7 +307,9 @@ def _run(
     report = PruneReport(ns.storage.root_uri, policy, dry_run)
     now = datetime.now(UTC)
     # the root outside its tables, before anything is read (service/prune/quiet.py)
-    recording_root = request.whole_root and not dry_run
+    # (the last record's tables are left out of the root's directories; without one, as
+    # with --full, the root's state waits for the next run)
+    recording_root = request.whole_root and not dry_run and bool(record.entries)
     skipped = set(record.entries)
     stamps = root_stamps(ns.storage, skipped) if recording_root else None
     decisions = decide(ns, request.idents, policy, now, request.parallel, record)
