@@ -108,7 +108,10 @@ def prune(
 
         require_pyspark()  # before any question or change: exit 2 with the install hint
     targets = [session().ident(i) for i in idents or []]
-    storage = Storage(session().config())  # Lance is opened only when the run must look
+    config = session().config()
+    # Locally, Lance is opened only when the run must look (service/prune/quiet.py); an object
+    # store's root is the namespace's own, its client made once
+    storage = Storage(config) if config.scheme == "file" else session().namespace.storage
     if not dry_run:
         storage.require_root()
         confirm_destruction(
