@@ -28,6 +28,9 @@ class TableResult:
     kept: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     error: str | None = None
+    # after a local run pruned the table: its listing then, and when (for the record; not
+    # reported, and not carried back from a Spark task)
+    listed_after: tuple[Any, Any] | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {

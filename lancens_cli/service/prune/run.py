@@ -394,7 +394,12 @@ def run_locally(
 
     def one(work: TableWork) -> tuple[TableResult, Compaction | None]:
         done = run_table(ns, work, policy, dry_run)
-        advance(done[0].bytes_freed)
+        result = done[0]
+        if result.status == "pruned":  # listed again here, beside the other tables' work
+            with contextlib.suppress(Exception):  # unlisted: the record lists it later
+                at = datetime.now(UTC)
+                result.listed_after = (list_table(ns.storage, result.location), at)
+        advance(result.bytes_freed)
         return done
 
     with ThreadPoolExecutor(max_workers=parallel) as pool:
@@ -441,8 +446,8 @@ def _entry_after(request: PruneRequest, decisions: Decisions, result: TableResul
         return None  # more unreferenced files may wait
     listing, listed_at = state.listing, state.listed_at
     if result.status == "pruned":  # what it is now, after this run's deletions
-        listed_at = datetime.now(UTC)
-        listing = list_table(request.ns.storage, result.location)
+        listing, listed_at = result.listed_after or (None, datetime.now(UTC))
+        listing = listing or list_table(request.ns.storage, result.location)
     if not listing.digest or state.partial:
         return None
     clones = decisions.dependents.get(result.location, [])

@@ -234,14 +234,12 @@ def _sweep_unreferenced(
     # The common case costs nothing more: `data/` held no more files, when the table was
     # listed, than the latest version has there; else one more listing of `data/` (the
     # cleanup may just have removed the extra files).
-    latest = {
-        f.path
-        for fragment in ds.get_fragments()
-        for f in fragment.metadata.files
-        if f.base_id is None
-    }
-    if listed_data_files is not None and listed_data_files <= len(latest):
-        return
+    own = [
+        f for fragment in ds.get_fragments() for f in fragment.metadata.files if f.base_id is None
+    ]
+    if listed_data_files is not None and listed_data_files <= len(own):
+        return  # (counted: pylance makes a class each time a data file's `path` is read)
+    latest = {f.path for f in own}
     if {name for name, _size in storage.walk_files(f"{location}/data")} <= latest:
         return
     explanation = ds.explain_cleanup_old_versions(
