@@ -121,7 +121,7 @@ def prune(
         )
     indexes = bool(session().indexes)
     quiet = not (spark or dry_run or full or targets)
-    report = answer(storage, policy, compact, indexes) if quiet else None
+    report = answer(storage, policy, compact, indexes, session().delimiter) if quiet else None
     if report is None:
         report = _run(
             targets,

@@ -55,7 +55,7 @@ def is_throttling(exc: BaseException) -> bool:
                 return True
         if getattr(current, "code", None) in THROTTLING_STATUS:  # gcsfs HttpError
             return True
-        current = current.__cause__ or current.__context__
+        current = current.__cause__  # what the error was made from, not what it met
     return False
 
 

@@ -12,8 +12,10 @@ shared between them:
   A share is the rate over the tables pruned at once, at least 1; a cleanup waits for a share
   while the others hold the whole rate.
 
-So at any moment the shares plus the bucket's refill add up to at most N, and the bucket holds
-at most one second's worth (N objects) at once.
+So at any moment the shares plus the bucket's refill add up to at most N; the bucket holds at
+most a tenth of a second's worth, and a batch of lancens' deletes waits for all its tokens, so
+no second of the run deletes much more than N objects. With Spark, each task running at the
+same time gets its part of N (at least 1 object a second each).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ class DeletePace:
         self.per_second = per_second
         self.share = max(1, per_second // max(1, slots))
         self._clock = clock
-        self._tokens = float(per_second)
+        self._tokens = 0.0
         self._reserved = 0
         self._at = clock()
         self._changed = threading.Condition()
@@ -50,30 +52,31 @@ class DeletePace:
         """Objects deleted in one request: never more than a second's worth (S3: at most 1,000)."""
         return max(1, min(1000, self.per_second))
 
+    @property
+    def _rate(self) -> int:
+        return self.per_second - self._reserved
+
     def _refill(self) -> None:
+        """Tokens accrue at what the shares leave of the rate, up to a tenth of a second's
+        worth (an idle bucket never releases a burst)."""
         now = self._clock()
-        rate = self.per_second - self._reserved
-        self._tokens = min(float(self.per_second), self._tokens + (now - self._at) * rate)
+        room = max(1.0, self._rate / 10)
+        self._tokens = min(room, self._tokens + (now - self._at) * self._rate)
         self._at = now
 
     def take(self, count: int) -> None:
-        """Wait until `count` objects may be deleted (a second's worth at a time)."""
-        while count > 0:
-            step = min(count, self.per_second)
-            self._take(step)
-            count -= step
-
-    def _take(self, count: int) -> None:
+        """Wait until `count` objects may be deleted: tokens are taken as they accrue."""
         with self._changed:
-            while True:
+            while count > 0:
                 self._refill()
-                if self._tokens >= count:
-                    self._tokens -= count
-                    return
-                rate = self.per_second - self._reserved
-                missing = count - self._tokens
+                got = min(count, int(self._tokens))
+                if got:
+                    self._tokens -= got
+                    count -= got
+                    continue
                 # woken early when a Lance share is given back and the refill speeds up
-                self._changed.wait(missing / rate if rate > 0 else None)
+                rate = self._rate
+                self._changed.wait((1 - self._tokens) / rate if rate > 0 else None)
 
     @contextmanager
     def lance_share(self) -> Iterator[int]:
@@ -83,6 +86,7 @@ class DeletePace:
                 self._changed.wait()
             self._refill()
             self._reserved += self.share
+            self._tokens = min(self._tokens, max(1.0, self._rate / 10))
         try:
             yield self.share
         finally:

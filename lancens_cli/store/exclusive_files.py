@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 
+from lancens_cli.store.backoff import with_backoff
 from lancens_cli.store.storage import Storage
 
 
@@ -26,8 +27,8 @@ def create_exclusive(storage: Storage, rel: str, text: str) -> bool:
             handle.write(text)
         return True
     target = storage.fs_path(rel)
-    try:
-        storage.fs.pipe_file(target, text.encode("utf-8"), mode="create")
+    try:  # sent again while the store throttles it: a throttled request did nothing
+        with_backoff(storage.fs.pipe_file, target, text.encode("utf-8"), mode="create")
         return True
     except FileExistsError:
         return False
@@ -35,12 +36,8 @@ def create_exclusive(storage: Storage, rel: str, text: str) -> bool:
         words = str(exc).lower().replace("-", "")
         if "precondition" in words or "412" in words:
             return False
-        storage.remote(_raise, exc)  # the storage's own words for a transport failure
+        storage.fail(exc)  # the storage's own words for a transport failure
         raise
-
-
-def _raise(exc: Exception) -> None:
-    raise exc
 
 
 def read_json(storage: Storage, rel: str) -> dict | None:

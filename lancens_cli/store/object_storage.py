@@ -45,6 +45,13 @@ class ObjectStoreFiles:
         transport failures into one clear error."""
         try:
             return with_backoff(lambda: call(*args, **kwargs))
+        except Exception as exc:
+            self.fail(exc)
+
+    def fail(self, exc: Exception):
+        """Raise a failure of the store in words (FileNotFoundError stays as it is)."""
+        try:
+            raise exc
         except FileNotFoundError:
             raise
         except PermissionError as exc:

@@ -120,6 +120,10 @@ class Storage:
         """Run an fsspec call, turning transport failures into one clear error."""
         return self._files.remote(call, *args, **kwargs)
 
+    def fail(self, exc: Exception):
+        """Raise an object store's failure in the storage's own words (no call, no retry)."""
+        self._files.fail(exc)  # type: ignore[union-attr]
+
     # --- queries ------------------------------------------------------------------------
     def root_exists(self) -> bool:
         return self._files.root_exists()
@@ -191,10 +195,13 @@ class Storage:
         check_relative(rel)
         interrupt.mark_durable()  # no way back: a Ctrl-C from here on lets the command finish
         if self.delete_pace is not None:  # file by file at the pace, `_versions/` first
-            files = sorted(self.walk_files(rel), key=lambda item: "_versions/" not in item[0])
+            link = self.is_local and os.path.islink(self.fs_path(rel))
+            # (a symlink is removed, never walked: what it leads to is not ours)
+            walked = [] if link else self.walk_files(rel)
+            files = sorted(walked, key=lambda item: "_versions/" not in item[0])
             self.delete_files([f"{rel}/{name}" for name, _ in files])
             if not files:
-                self.delete_pace.take(1)  # a single file, or nothing
+                self.delete_pace.take(1)  # a single file or link, or nothing
         self._files.delete_tree(rel)
 
     def remove_empty_dir(self, rel: str) -> None:

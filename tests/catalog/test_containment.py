@@ -388,3 +388,23 @@ def test_check_fix_removes_refused_rows_only_when_asked_and_never_their_data(wor
     assert snapshot.get("evil") is None and snapshot.get("cat") is None
     assert world.outside() == before and world.legit() == legit
     assert world.run("check").exit_code == 0
+
+
+@pytest.mark.parametrize("pace", [[], ["--delete-rate-limit", "100"]])
+def test_prune_removes_a_dead_writes_symlink_never_what_it_leads_to(world, pace):
+    """A V2-named link at the root to an outside directory holding only `data/` reads as a
+    dead write's debris: prune may remove the link, never the files it leads to (with a
+    delete rate limit too, which deletes file by file)."""
+    dead = world.base / "dead" / "data"
+    dead.mkdir(parents=True)
+    (dead / "0.lance").write_bytes(b"outside, not ours")
+    for path in (dead / "0.lance", dead, dead.parent):
+        os.utime(path, (1e9, 1e9))
+    os.symlink(world.base / "dead", world.root / "0badc0de_ghost")
+    before, legit = world.outside(), world.legit()
+    result = world.run(
+        "prune", "--older-than", "0s", "--grace", "0s", "--force", "--yes", "--json", *pace
+    )
+    assert result.exit_code in (0, 6), result.stderr
+    assert world.outside() == before
+    assert world.legit() == legit

@@ -114,7 +114,7 @@ def test_a_quiet_run_opens_no_lance_and_says_what_looking_says(tmp_path, monkeyp
     assert answered["manifest"] is not None
 
 
-def test_a_dry_run_full_run_or_other_policy_looks(tmp_path, monkeypatch):
+def test_a_dry_run_full_run_other_policy_or_other_settings_look(tmp_path, monkeypatch):
     scene = Scene(tmp_path)
     scene.apply(("append", 5))
     quiet_root(scene)
@@ -125,6 +125,28 @@ def test_a_dry_run_full_run_or_other_policy_looks(tmp_path, monkeypatch):
         prune_json(scene.ns, *FLAGS, *extra)
         assert calls, extra
         calls.clear()
+    # the settings that decide which tables a run sees are part of the record's key
+    result = invoke("--no-dir-listing", *scene.ns.args, "--json", "prune", *FLAGS, "--yes")
+    assert result.exit_code == 0, result.stderr
+    assert calls
+
+
+def test_a_dropped_table_costs_one_looking_run(tmp_path, monkeypatch):
+    scene = Scene(tmp_path)
+    scene.apply(("append", 5))
+    scene.apply(("clone", 0, "{real}/ns/{table}"))
+    quiet_root(scene)
+    assert invoke(*scene.ns.args, "drop", "clone0", "--yes").exit_code == 0
+    time.sleep(SETTLE.total_seconds() + 0.2)
+    calls = looked(monkeypatch)
+    first = prune_json(scene.ns, *FLAGS, "--yes")  # looks; the dropped table leaves the record
+    assert calls and "clone0.lance" not in tables(first)
+    calls.clear()
+    time.sleep(SETTLE.total_seconds() + 0.2)
+    prune_json(scene.ns, *FLAGS, "--yes")  # looks again: the record's tables are the scope now
+    calls.clear()
+    assert prune_json(scene.ns, *FLAGS, "--yes")["tables"]
+    assert calls == []  # and then answers from the record again
 
 
 @pytest.mark.slow

@@ -40,28 +40,38 @@ from lancens_cli.service.prune.record import (
     in_time,
     policy_key,
 )
-from lancens_cli.service.prune.report import UNCHANGED, DebrisResult, PruneReport, TableResult
+from lancens_cli.service.prune.report import (
+    NOT_A_TABLE,
+    UNCHANGED,
+    DebrisResult,
+    PruneReport,
+    TableResult,
+)
 from lancens_cli.store.containment import LEASE_DIR
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.version_files import TableListing, directories_unchanged
 
 
-def answer(storage: Storage, policy: PrunePolicy, compact: bool, indexes: bool):
+def answer(storage: Storage, policy: PrunePolicy, compact: bool, indexes: bool, delimiter: str):
     """The report of a run with nothing to do, from the record alone; None when the run must
     look (anything changed, aged or unknown). Under the prune lease, like any run."""
     if not storage.is_local or indexes:
         return None
     lease = acquire(storage)
     try:
-        record = PruneRecord.load(storage, policy_key(policy, compact, indexes))
+        record = PruneRecord.load(storage, policy_key(policy, compact, indexes, storage, delimiter))
         state, now = record.root, datetime.now(UTC)
         if not state or not _still(storage, record, state, now):
             return None
+        absent = set(state["absent"])
         return PruneReport(
             storage.root_uri,
             policy,
             False,
-            tables=[TableResult(o, loc, notes=[UNCHANGED]) for loc, o in state["scope"]],
+            tables=[
+                TableResult(o, loc, notes=[NOT_A_TABLE if loc in absent else UNCHANGED])
+                for loc, o in state["scope"]
+            ],
             manifest=TableResult.from_json(state["manifest"]) if state["manifest"] else None,
             debris=[DebrisResult(**d) for d in state["debris"]],
             refused=state["refused"],
@@ -79,7 +89,13 @@ def _still(storage: Storage, record: PruneRecord, state: dict[str, Any], now: da
     stamps = [(str(rel), int(ns)) for rel, ns in state["stamps"]]
     if not directories_unchanged(storage.uri(), stamps):
         return False
-    return all(record.untouched(storage, loc, now) is not None for loc, _ in state["scope"])
+    # a table with no versions (declared, empty) has no entry: its directory, if any, is
+    # among the stamps (no entry, so not left out), and its coming into being changes one
+    absent = set(state["absent"])
+    return all(
+        loc in absent or record.untouched(storage, loc, now) is not None
+        for loc, _ in state["scope"]
+    )
 
 
 def root_stamps(storage: Storage, tables: set[str]) -> list[tuple[str, int]] | None:
@@ -119,7 +135,8 @@ def quiet_state(
     """The root's state for the next run, when this run changed nothing and its `stamps`
     (taken before it read anything, leaving out the `skipped` table directories) cover
     everything but the tables in `scope`; else None."""
-    if stamps is None or not skipped <= {location for location, _ in scope}:
+    absent = {t.location for t in report.tables if NOT_A_TABLE in t.notes}
+    if stamps is None or not skipped <= {location for location, _ in scope} or absent & skipped:
         return None
     if report.failed or report.compacted or any(d.action != "reported" for d in report.debris):
         return None
@@ -129,13 +146,18 @@ def quiet_state(
     if manifest is not None and (manifest.status != "nothing to do" or manifest.files_removed):
         return None
     now = datetime.now(UTC)
+    try:
+        due = _manifest_due(manifest_listing() if manifest else None, policy, now)
+    except Exception:  # noqa: BLE001 - unknown: no state, the next run looks
+        return None
     return {
         "stamps": stamps,
         "scope": [[location, object_id] for location, object_id in scope],
+        "absent": sorted(absent),
         "refused": report.refused,
         "manifest": manifest.to_json() if manifest else None,
         "debris": [d.__dict__ for d in report.debris],
-        "due": _manifest_due(manifest_listing() if manifest else None, policy, now),
+        "due": due,
         "checked": now.isoformat(),
     }
 

@@ -52,10 +52,22 @@ MAX_AGE = timedelta(days=7)
 SETTLE = timedelta(seconds=2)  # how much older than a listing a directory's time must be
 
 
-def policy_key(policy: PrunePolicy, compact: bool, indexes: bool) -> str:
-    """Everything a run's decisions depend on besides the tables themselves."""
+def policy_key(
+    policy: PrunePolicy, compact: bool, indexes: bool, storage: Storage, delimiter: str
+) -> str:
+    """Everything a run's decisions depend on besides the tables themselves: the policy, and
+    the settings that decide which tables and debris a run sees (and how it names them)."""
+    config = storage.config
     return json.dumps(
-        {"format": FORMAT, **policy.to_json(), "compact": compact, "indexes": indexes},
+        {
+            "format": FORMAT,
+            **policy.to_json(),
+            "compact": compact,
+            "indexes": indexes,
+            "manifest": config.manifest_enabled,
+            "dir_listing": config.dir_listing_enabled,
+            "delimiter": delimiter,
+        },
         sort_keys=True,
     )
 

@@ -12,6 +12,7 @@ from typing import Any
 from lancens_cli.service.prune.policy import PrunePolicy
 
 UNCHANGED = "unchanged since the last prune, with nothing aging into the policy: skipped"
+NOT_A_TABLE = "not a Lance table with versions (declared, empty or gone)"
 
 
 @dataclass(slots=True)

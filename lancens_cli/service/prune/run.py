@@ -78,7 +78,13 @@ from lancens_cli.service.prune.record import (
     policy_key,
     settled_dirs,
 )
-from lancens_cli.service.prune.report import UNCHANGED, DebrisResult, PruneReport, TableResult
+from lancens_cli.service.prune.report import (
+    NOT_A_TABLE,
+    UNCHANGED,
+    DebrisResult,
+    PruneReport,
+    TableResult,
+)
 from lancens_cli.service.prune.table import (
     UNREFERENCED_BATCH,
     TableWork,
@@ -130,7 +136,7 @@ def prune(
     lease = None if dry_run else acquire(ns.storage)
     ns.storage.delete_pace = pace
     try:
-        key = policy_key(policy, compact, indexes)
+        key = policy_key(policy, compact, indexes, ns.storage, delimiter)
         record = PruneRecord(key) if full else PruneRecord.load(ns.storage, key)
         request = PruneRequest(
             ns, idents, policy, dry_run, compact, indexes, max(1, parallel), delimiter, tasks
@@ -208,7 +214,7 @@ def decide(
         result = TableResult(object_id, location)
         try:
             if location not in present:
-                result.notes.append("not a Lance table with versions (declared, empty or gone)")
+                result.notes.append(NOT_A_TABLE)
                 return result
             state = states.get(location)
             if state is None:
@@ -316,8 +322,30 @@ def _run(
     report.refused = decisions.refused
     advance = progress(len(decisions.scope)) if progress else (lambda freed: None)
     _run_tables(request, decisions, advance, report)
-    if not dry_run:
-        _keep_record(request, decisions, report, record)
+    if dry_run:
+        _root_work(request, decisions, report)
+        return report
+    _keep_record(request, decisions, report, record)
+    try:
+        _root_work(request, decisions, report)
+        if recording_root:
+            record.next_root = quiet_state(
+                report,
+                stamps,
+                skipped,
+                decisions.scope,
+                lambda: list_table(ns.storage, MANIFEST_TABLE),
+                policy,
+            )
+    finally:  # the tables' entries are kept even when the root's work failed
+        with contextlib.suppress(Exception):  # a record not written costs the next run time only
+            record.save(ns.storage)
+    return report
+
+
+def _root_work(request: PruneRequest, decisions: Decisions, report: PruneReport) -> None:
+    """A whole-root run's work outside the tables: the debris, then `__manifest` itself."""
+    ns, policy, dry_run = request.ns, request.policy, request.dry_run
     if request.whole_root:
         report.debris = _debris(ns, policy, dry_run, request.delimiter)
     if decisions.manifest_plan is not None and request.whole_root:
@@ -329,19 +357,6 @@ def _run(
         except Exception as exc:
             report.manifest.status = "failed"
             report.manifest.error = getattr(exc, "message", None) or lance_message(exc)
-    if not dry_run:
-        if recording_root:
-            record.next_root = quiet_state(
-                report,
-                stamps,
-                skipped,
-                decisions.scope,
-                lambda: list_table(ns.storage, MANIFEST_TABLE),
-                policy,
-            )
-        with contextlib.suppress(Exception):  # a record not written costs the next run time only
-            record.save(ns.storage)
-    return report
 
 
 def _run_tables(
@@ -412,7 +427,9 @@ def _keep_record(
     """The record's entries for the next run: one per table this run evaluated (a table out
     of scope keeps its old entry; a failed, compacted or half-swept one gets none)."""
     scoped = {location for location, _ in decisions.scope}
-    record.next = {loc: e for loc, e in record.entries.items() if loc not in scoped}
+    # a whole-root run saw every table: an entry of a table gone or refused goes with it
+    kept = {} if request.whole_root else record.entries
+    record.next = {loc: e for loc, e in kept.items() if loc not in scoped}
     compacted = {c["location"] for c in report.compacted if "location" in c}
 
     def entry_of(result: TableResult) -> Entry | None:
