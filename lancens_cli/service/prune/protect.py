@@ -18,7 +18,6 @@ so no protected version's files can go.
 
 from __future__ import annotations
 
-import warnings
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -248,120 +247,6 @@ def _inside(storage: Storage, location: str, paths: list[str]) -> list[str]:
         if rel is not None and rel.split("/", 1)[0] != location.split("/", 1)[0]:
             bases.append(rel)
     return bases
-
-
-def table_of_base(rel: str, locations: set[str]) -> str | None:
-    """The table a base path (relative to the root) points into: its location or a prefix.
-
-    A clone's base path is the source's root (or a branch's `tree/<name>` below it).
-    """
-    parts = rel.split("/")
-    for end in range(len(parts), 0, -1):
-        candidate = "/".join(parts[:end])
-        if candidate in locations:
-            return candidate
-    return None
-
-
-def clone_dependents(states: list[TableState]) -> dict[str, list[str]]:
-    """source location -> the locations of tables reading it through a base path.
-
-    A small local stand-in for the store-level "who points into this table" helper; the two
-    should become one.
-    """
-    locations = {s.location for s in states}
-    found: dict[str, list[str]] = defaultdict(list)
-    for state in states:
-        for base in state.bases:
-            source = table_of_base(base, locations)
-            if source is not None and source != state.location:
-                found[source].append(state.location)
-    return found
-
-
-def _index_dirs(dataset: Any, base_ids: set[int] | None) -> set[str]:
-    """`_indices/<uuid>` of the indexes a version names (those read through `base_ids`, or
-    its own with None): a clone's scalar, FTS and vector indexes live in its source."""
-    try:
-        with warnings.catch_warnings():  # list_indices names each index's base; not deprecated
-            warnings.simplefilter("ignore", DeprecationWarning)  # away before describe_* does
-            indices = dataset.list_indices()
-    except Exception:  # noqa: BLE001 - unreadable index metadata: data files alone decide
-        return set()
-    found = set()
-    for index in indices:
-        base = index.get("base_id")
-        if (base is None) if base_ids is None else (base in base_ids):
-            found.add(f"_indices/{index['uuid']}")
-    return found
-
-
-def _fragment_files(fragment: Any, base_ids: set[int] | None = None) -> set[str]:
-    """The data and deletion files of one fragment (only those read through `base_ids`)."""
-    files = {f"data/{f.path}" for f in fragment.files if base_ids is None or f.base_id in base_ids}
-    deletion = fragment.deletion_file
-    if deletion is not None and (base_ids is None or deletion.base_id in base_ids):
-        files.add(deletion.path(fragment.id))
-    return files
-
-
-def clone_needed_versions(
-    storage: Storage,
-    source: TableState,
-    clone_locations: list[str],
-    read_by_clones: set[str] | None = None,
-) -> dict[int, str]:
-    """The versions of `source` its shallow clones read files of (with the clone as reason).
-
-    A clone reads, through its base path, files of the one source version it was cloned from
-    (later clone commits write into the clone). For each clone, the files it reads from the
-    source are gathered over all its versions; the source version holding exactly those files
-    (else the newest holding all of them) stays. Should none hold them all (the clone's version
-    was removed by another tool), every version sharing a file with the clone stays.
-    `read_by_clones` collects those files (paths relative to the source), which no sweep of
-    unreferenced files may touch.
-    """
-    options = storage.lance_options
-    ds = lance.dataset(storage.uri(source.location), storage_options=options)
-    source_files = {
-        info.version: set().union(
-            *(
-                _fragment_files(f.metadata)
-                for f in ds.checkout_version(info.version).get_fragments()
-            )
-        )
-        | _index_dirs(ds.checkout_version(info.version), None)
-        for info in source.versions
-    }
-    needed: dict[int, str] = {}
-    for clone in clone_locations:
-        clone_ds = lance.dataset(storage.uri(clone), storage_options=options)
-        ids = {
-            bid
-            for bid, base in clone_ds.base_paths().items()
-            # one canonical spelling: a clone made through a symlink, `//` or `..` counts
-            if storage.relative(str(base.path).rstrip("/")) == source.location
-        }
-        wanted: set[str] = set()
-        for info in clone_ds.versions():
-            view = clone_ds.checkout_version(int(info["version"]))
-            for fragment in view.get_fragments():
-                wanted |= _fragment_files(fragment.metadata, ids)
-            wanted |= _index_dirs(view, ids)  # a clone's indexes are the source's files too
-        if read_by_clones is not None:
-            read_by_clones |= wanted
-        if not wanted:
-            continue
-        exact = [v for v, files in source_files.items() if files == wanted]
-        covering = [v for v, files in source_files.items() if wanted <= files]
-        if exact or covering:
-            version = max(exact or covering)
-            needed.setdefault(version, clone)
-            continue
-        for version, files in source_files.items():
-            if files & wanted:
-                needed.setdefault(version, clone)
-    return needed
 
 
 @dataclass(slots=True)

@@ -53,6 +53,7 @@ from lancens_cli.errors import LancensError, lance_message
 from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE, Identifier
 from lancens_cli.service import check as check_module
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.prune.clones import clone_dependents, clone_needed_versions
 from lancens_cli.service.prune.compact import Compaction, CompactionBudget, publish_compacted
 from lancens_cli.service.prune.lease import acquire
 from lancens_cli.service.prune.policy import PrunePolicy
@@ -61,8 +62,6 @@ from lancens_cli.service.prune.protect import (
     Pins,
     TablePlan,
     TableState,
-    clone_dependents,
-    clone_needed_versions,
     dependents_digest,
     fallback_bases,
     pins_digest,
