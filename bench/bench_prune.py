@@ -5,6 +5,7 @@
     python bench/bench_prune.py --tables 10000 --commits 10000 --s3-tables 1000  # issue sizes
     python bench/bench_prune.py --s3-tables 300 --s3-latency-ms 0,25  # S3's request latency
     python bench/bench_prune.py --tables 300 --commits 0 --spark-master 'local[2]'
+    python bench/bench_prune.py --tables 0 --commits 0 --clone-versions 1500
 
 1. N root tables of V versions each (copies of one template table, registered in `__manifest`),
    built twice. Cold processes, same retention (versions older than 1 s, the latest kept):
@@ -19,6 +20,10 @@
    `lancens ls --json`, before and after `prune`.
 3. With `--memory-tables N[,M...]`: peak resident memory of `lancens prune` over N synthetic
    one-version tables (hard links of one template table, all registered), nothing to remove.
+4. With `--clone-versions N`: one table appended to N times, a shallow clone of its version
+   N/2, then the table compacted; built twice. `lancens prune` (which must keep the clone's
+   version) against `cleanup_old_versions` on both tables, and whether the clone still reads as
+   before after each.
 
 Prints figures; always exits 0. Not a test.
 """
@@ -378,6 +383,82 @@ def bench_memory(workdir: Path, sizes: list[int]) -> None:
     print_table(["tables", "prune wall", "peak RSS", "bytes per table"], rows)
 
 
+CLONE_LOOP = """
+import sys, lance
+from datetime import timedelta
+removed = 0
+for path in sys.argv[1:]:
+    stats = lance.dataset(path).cleanup_old_versions(older_than=timedelta(seconds=1),
+                                                     error_if_tagged_old_versions=False)
+    removed += stats.old_versions
+print(removed)
+"""
+
+
+def build_cloned(root: Path, n: int) -> Path:
+    """`src.lance` appended to n times, `copy.lance` a shallow clone of its version n // 2, then
+    the source compacted (its old files are read by old versions and the clone alone)."""
+    import lance
+    import pyarrow as pa
+
+    source = root / "src.lance"
+    for i in range(n):
+        rows = pa.table({"id": pa.array([i], pa.int64())})
+        lance.write_dataset(rows, source, mode="append" if i else "create")
+    lance.dataset(str(source)).shallow_clone(str(root / "copy.lance"), max(1, n // 2))
+    lance.dataset(str(source)).optimize.compact_files(target_rows_per_fragment=1_000_000)
+    return root / "copy.lance"
+
+
+def clone_reads(clone: Path, expected) -> str:
+    import lance
+
+    try:
+        return "yes" if lance.dataset(str(clone)).to_table().equals(expected) else "other rows"
+    except Exception as exc:  # noqa: BLE001 - the figure is whether it reads
+        return f"no ({type(exc).__name__})"
+
+
+def bench_clone(workdir: Path, n: int) -> None:
+    import lance
+
+    started = time.perf_counter()
+    ours, loop = (
+        build_cloned(workdir / f"clone-ours-{n}", n),
+        build_cloned(workdir / f"clone-loop-{n}", n),
+    )
+    expected = lance.dataset(str(ours)).to_table()
+    took = time.perf_counter() - started
+    print(f"built 2 x a table of {n} versions with a shallow clone in {took:.1f} s")
+    time.sleep(1.5)
+    cmd = [*lancens_cmd(), "--root", str(ours.parent), "prune", "--older-than", "1s", "--force"]
+    wall_ours, cpu_ours, proc = run_once([*cmd, "--yes", "--json"])
+    removed_ours = json.loads(proc.stdout)["totals"]["versions_removed"]
+    paths = [str(loop.parent / "src.lance"), str(loop)]
+    wall_loop, cpu_loop, loop_proc = run_once([sys.executable, "-c", CLONE_LOOP, *paths])
+    print_table(
+        ["run", "wall", "cpu", "versions removed", "clone reads after"],
+        [
+            [
+                "lancens prune",
+                fmt_s(wall_ours),
+                fmt_s(cpu_ours),
+                removed_ours,
+                clone_reads(ours, expected),
+            ],
+            [
+                "cleanup_old_versions on both",
+                fmt_s(wall_loop),
+                fmt_s(cpu_loop),
+                loop_proc.stdout.strip(),
+                clone_reads(loop, expected),
+            ],
+        ],
+    )
+    ratio = wall_loop / wall_ours
+    print(f"lancens prune / loop wall: {ratio:.2f}x (the loop keeps no clone's version)")
+
+
 def bench_manifest(workdir: Path, commits: int) -> None:
     from lancens_cli.service.catalog.create import namespace_row
     from lancens_cli.service.namespace import Namespace
@@ -429,6 +510,9 @@ def main() -> None:
     parser.add_argument(
         "--memory-tables", default="", help="peak RSS at these sizes, e.g. 10000,100000"
     )
+    parser.add_argument(
+        "--clone-versions", type=int, default=0, help="a table of N versions with a shallow clone"
+    )
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-prune-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -446,6 +530,8 @@ def main() -> None:
             bench_s3(workdir / f"s3-{latency:g}ms", args.s3_tables, args.versions, latency)
     if args.memory_tables:
         bench_memory(workdir, [int(n) for n in args.memory_tables.split(",")])
+    if args.clone_versions:
+        bench_clone(workdir, args.clone_versions)
     print(load_average())
 
 

@@ -1,10 +1,10 @@
 """Which source version a shallow clone reads, found from fragment ids first.
 
-Generated histories (appends, deletes, compaction, added columns, indexes, overwrites on the
-source; appends, deletes, compaction and another tool's cleanup on the clone) are decided by `clone_needed_versions` and
-by a plain oracle that reads every version's file set. The two must name the same versions, and
-after `lancens prune` the clone and every kept source version read as before. An append-only
-history of many versions reads the file sets of at most two of them.
+Generated histories (appends, deletes, compaction, added columns and indexes on the source;
+appends, deletes, compaction and another tool's cleanup on the clone) are decided by
+`clone_needed_versions` and by a plain oracle that reads every version's file set. The two must
+name the same versions, and after `lancens prune` the clone and the source read as before. An
+append-only history of many versions reads the file sets of at most two of them.
 """
 
 from __future__ import annotations
@@ -159,13 +159,13 @@ def test_an_append_only_history_reads_two_file_sets_at_most(tmp_path, monkeypatc
         lance.write_dataset(_rows(10 * i), source, mode="append")
     lance.dataset(str(source)).shallow_clone(str(tmp_path / "copy.lance"), 40)
     read: list[int] = []
-    files = clones.SourceVersions.files
+    files = clones.SourceVersions._read_files
 
     def counted(self, version):
         read.append(version)
         return files(self, version)
 
-    monkeypatch.setattr(clones.SourceVersions, "files", counted)
+    monkeypatch.setattr(clones.SourceVersions, "_read_files", counted)
     assert _needed(tmp_path) == {40} == _oracle(str(source), str(tmp_path / "copy.lance"))
     assert len(set(read)) <= 2, read
 

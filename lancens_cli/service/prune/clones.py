@@ -67,11 +67,7 @@ def clone_needed_versions(
     to the source), which no sweep of unreferenced files may touch.
     """
     options = storage.lance_options
-    versions = SourceVersions(
-        lance.dataset(storage.uri(source.location), storage_options=options),
-        [info.version for info in source.versions],
-    )
-    needed: dict[int, str] = {}
+    reads: list[tuple[str, set[str], frozenset[int]]] = []
     for clone in clone_locations:
         clone_ds = lance.dataset(storage.uri(clone), storage_options=options)
         ids = {
@@ -83,50 +79,72 @@ def clone_needed_versions(
         wanted, fragment_ids = _read_through(clone_ds, ids)
         if read_by_clones is not None:
             read_by_clones |= wanted
-        if not wanted:
-            continue
-        holding = versions.holding(wanted, fragment_ids)
+        if wanted:
+            reads.append((clone, wanted, fragment_ids))
+    if not reads:
+        return {}
+    versions = SourceVersions(
+        lance.dataset(storage.uri(source.location), storage_options=options),
+        [info.version for info in source.versions],
+        [fragment_ids for _clone, _wanted, fragment_ids in reads],
+    )
+    needed: dict[int, str] = {}
+    for index, (clone, wanted, _ids) in enumerate(reads):
+        holding = versions.holding(index, wanted)
         for version in [holding] if holding is not None else versions.sharing(wanted):
             needed.setdefault(version, clone)
     return needed
 
 
-class SourceVersions:
-    """A source table's versions, each read only as far as a question needs: its fragment ids,
-    then (for candidates) its files."""
+EQUAL, SUPERSET = "equal", "superset"
 
-    def __init__(self, dataset: Any, versions: list[int]) -> None:
+
+class SourceVersions:
+    """A source table's versions, each read only as far as a question needs: its fragment ids
+    (once, compared with every clone's and not kept: a table of thousands of versions of
+    thousands of fragments would hold millions of them), then the files of candidates."""
+
+    def __init__(self, dataset: Any, versions: list[int], targets: list[frozenset[int]]) -> None:
         self._dataset = dataset
         self._versions = sorted(versions, reverse=True)  # newest first: the newest wins ties
-        self._ids: dict[int, frozenset[int]] = {}
+        self._relations = {v: _relations(self._ids(v), targets) for v in self._versions}
         self._files: dict[int, set[str]] = {}
 
-    def holding(self, wanted: set[str], fragment_ids: frozenset[int]) -> int | None:
-        """The version holding exactly `wanted`, else the newest holding all of it."""
+    def holding(self, target: int, wanted: set[str]) -> int | None:
+        """The version holding exactly `wanted` (the files clone `target` reads), else the
+        newest holding all of it."""
+        self._files.clear()  # kept for one clone's question only
         for version in self._versions:
-            if self.ids(version) == fragment_ids and self.files(version) == wanted:
+            if self._relations[version][target] == EQUAL and self.files(version) == wanted:
                 return version
         for version in self._versions:
-            if self.ids(version) >= fragment_ids and wanted <= self.files(version):
+            if self._relations[version][target] is not None and wanted <= self.files(version):
                 return version
         return None
 
     def sharing(self, wanted: set[str]) -> list[int]:
-        """Every version holding any of `wanted` (read in full: the fallback of last resort)."""
-        return [v for v in self._versions if self.files(v) & wanted]
-
-    def ids(self, version: int) -> frozenset[int]:
-        if version not in self._ids:
-            view = self._dataset.checkout_version(version)
-            self._ids[version] = frozenset(f.fragment_id for f in view.get_fragments())
-        return self._ids[version]
+        """Every version holding any of `wanted` (each read in full: the last resort)."""
+        return [v for v in self._versions if self._read_files(v) & wanted]
 
     def files(self, version: int) -> set[str]:
         if version not in self._files:
-            view = self._dataset.checkout_version(version)
-            files = set().union(*(_fragment_files(f.metadata) for f in view.get_fragments()))
-            self._files[version] = files | _index_dirs(view, None)
+            self._files[version] = self._read_files(version)
         return self._files[version]
+
+    def _ids(self, version: int) -> frozenset[int]:
+        view = self._dataset.checkout_version(version)
+        return frozenset(f.fragment_id for f in view.get_fragments())
+
+    def _read_files(self, version: int) -> set[str]:
+        view = self._dataset.checkout_version(version)
+        files = set().union(*(_fragment_files(f.metadata) for f in view.get_fragments()))
+        return files | _index_dirs(view, None)
+
+
+def _relations(ids: frozenset[int], targets: list[frozenset[int]]) -> tuple[str | None, ...]:
+    """For each clone's fragment ids: whether a version's ids are the same, include them, or
+    neither (then the version cannot hold what the clone reads)."""
+    return tuple(EQUAL if ids == t else SUPERSET if ids >= t else None for t in targets)
 
 
 def _read_through(clone_ds: Any, base_ids: set[int]) -> tuple[set[str], frozenset[int]]:
