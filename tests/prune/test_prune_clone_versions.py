@@ -1,4 +1,4 @@
-"""Which source version a shallow clone reads, found from fragment ids first.
+"""Which source version a shallow clone reads, found from Lance's version summaries first.
 
 Generated histories (appends, deletes, compaction, added columns and indexes on the source;
 appends, deletes, compaction and another tool's cleanup on the clone) are decided by
@@ -151,8 +151,8 @@ def test_the_clones_version_is_the_oracles_and_prune_keeps_it_readable(
 
 
 def test_an_append_only_history_reads_two_file_sets_at_most(tmp_path, monkeypatch):
-    """120 appends, a clone of version 40: every version's fragment ids are read, the file
-    sets of the clone's version alone (one exact candidate)."""
+    """120 appends, a clone of version 40: the file set of the clone's version alone is read
+    (the one version whose counts of data and deletion files are the clone's)."""
     source = tmp_path / "src.lance"
     lance.write_dataset(_rows(0), source)
     for i in range(1, 120):
@@ -192,3 +192,28 @@ def test_a_clone_whose_version_is_gone_keeps_every_version_sharing_its_files(
     expected = _oracle(source, str(tmp_path / "copy.lance"))
     assert _needed(tmp_path) == expected
     assert expected == ({7} if removed_by_another_tool else {5})
+
+
+def test_a_clone_reading_part_of_its_version_keeps_the_newest_version_holding_all_of_it(tmp_path):
+    """The clone dropped a fragment and its first version is gone (no source version holds
+    exactly what it reads): the newest version holding all of it stays, not one whose counts
+    merely fit (a later compaction and appends) nor an older one (the clone's own version)."""
+    source, copy = str(tmp_path / "src.lance"), str(tmp_path / "copy.lance")
+    lance.write_dataset(_rows(0), source)  # fragment 0: a = 0, 1, 2
+    for i in range(1, 4):
+        lance.write_dataset(_rows(10 * i), source, mode="append")  # fragments 1..3
+    lance.dataset(source).shallow_clone(copy, 4)
+    lance.dataset(copy).delete("a < 10")  # the clone drops fragment 0
+    time.sleep(0.1)
+    lance.dataset(copy).cleanup_old_versions(
+        older_than=timedelta(seconds=0), delete_unverified=True
+    )
+    lance.dataset(source).delete("a < 10 or a = 10")  # fragments 1..3, a deletion file on 1
+    holding = lance.dataset(source).version
+    lance.dataset(source).optimize.compact_files(target_rows_per_fragment=1_000_000)
+    compacted = lance.dataset(source).version
+    for i in range(3):
+        lance.write_dataset(_rows(100 + 10 * i), source, mode="append")  # 4 data files
+    expected = _oracle(source, copy)
+    assert len(expected) == 1 and holding <= min(expected) < compacted, expected
+    assert _needed(tmp_path) == expected

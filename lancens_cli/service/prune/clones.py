@@ -5,14 +5,11 @@ was cloned from. Finding that version by comparing file sets costs a read of eve
 path of every version: a table of V versions of F fragments each means V x F paths, and
 pylance builds a Python object for each (minutes for a table appended to a few thousand times).
 
-Fragment ids make it cheap. A data file is written for one fragment and stays that fragment's
-(compaction and overwrites write new files for new ids; a deletion file's name carries its
-fragment's id), and a shallow clone copies its source version's fragments with their ids. So a
-version can hold exactly the files a clone reads only if its fragment ids are the ids of the
-clone's fragments that read them, and hold all of them only if its ids include those. Ids cost
-one integer a fragment; file sets are read for those candidates alone. The filter only ever
-narrows where to look first: when no candidate holds the files, every version is read as before
-and the ones sharing a file with the clone stay.
+Lance's version list makes it cheap: with each version it gives the counts of the data files and
+deletion files that version's fragments name. A version can hold exactly the files a clone reads
+only if both its counts equal the clone's, and all of them only if both are at least the clone's;
+file sets are read for those candidates alone, newest first. When no candidate holds the files,
+every version is read as before and the ones sharing a file with the clone stay.
 """
 
 from __future__ import annotations
@@ -67,7 +64,7 @@ def clone_needed_versions(
     to the source), which no sweep of unreferenced files may touch.
     """
     options = storage.lance_options
-    reads: list[tuple[str, set[str], frozenset[int]]] = []
+    reads: list[tuple[str, set[str]]] = []
     for clone in clone_locations:
         clone_ds = lance.dataset(storage.uri(clone), storage_options=options)
         ids = {
@@ -76,49 +73,47 @@ def clone_needed_versions(
             # one canonical spelling: a clone made through a symlink, `//` or `..` counts
             if storage.relative(str(base.path).rstrip("/")) == source.location
         }
-        wanted, fragment_ids = _read_through(clone_ds, ids)
+        wanted = _read_through(clone_ds, ids)
         if read_by_clones is not None:
             read_by_clones |= wanted
         if wanted:
-            reads.append((clone, wanted, fragment_ids))
+            reads.append((clone, wanted))
     if not reads:
         return {}
     versions = SourceVersions(
         lance.dataset(storage.uri(source.location), storage_options=options),
         [info.version for info in source.versions],
-        [fragment_ids for _clone, _wanted, fragment_ids in reads],
     )
     needed: dict[int, str] = {}
-    for index, (clone, wanted, _ids) in enumerate(reads):
-        holding = versions.holding(index, wanted)
+    for clone, wanted in reads:
+        holding = versions.holding(wanted)
         for version in [holding] if holding is not None else versions.sharing(wanted):
             needed.setdefault(version, clone)
     return needed
 
 
-EQUAL, SUPERSET = "equal", "superset"
-
-
 class SourceVersions:
-    """A source table's versions, each read only as far as a question needs: its fragment ids
-    (once, compared with every clone's and not kept: a table of thousands of versions of
-    thousands of fragments would hold millions of them), then the files of candidates."""
+    """A source table's versions, each read only as far as a question needs: the counts
+    Lance's version list gives, then the file sets of candidates."""
 
-    def __init__(self, dataset: Any, versions: list[int], targets: list[frozenset[int]]) -> None:
+    def __init__(self, dataset: Any, versions: list[int]) -> None:
         self._dataset = dataset
         self._versions = sorted(versions, reverse=True)  # newest first: the newest wins ties
-        self._relations = {v: _relations(self._ids(v), targets) for v in self._versions}
+        self._counts = _file_counts(dataset)
         self._files: dict[int, set[str]] = {}
 
-    def holding(self, target: int, wanted: set[str]) -> int | None:
-        """The version holding exactly `wanted` (the files clone `target` reads), else the
-        newest holding all of it."""
+    def holding(self, wanted: set[str]) -> int | None:
+        """The version holding exactly `wanted`, else the newest holding all of it."""
+        need = _counts_of(wanted)
         self._files.clear()  # kept for one clone's question only
         for version in self._versions:
-            if self._relations[version][target] == EQUAL and self.files(version) == wanted:
+            counts = self._counts.get(version)
+            if counts in (None, need) and self.files(version) == wanted:
                 return version
         for version in self._versions:
-            if self._relations[version][target] is not None and wanted <= self.files(version):
+            counts = self._counts.get(version)
+            could = counts is None or (counts[0] >= need[0] and counts[1] >= need[1])
+            if could and wanted <= self.files(version):
                 return version
         return None
 
@@ -131,36 +126,47 @@ class SourceVersions:
             self._files[version] = self._read_files(version)
         return self._files[version]
 
-    def _ids(self, version: int) -> frozenset[int]:
-        view = self._dataset.checkout_version(version)
-        return frozenset(f.fragment_id for f in view.get_fragments())
-
     def _read_files(self, version: int) -> set[str]:
         view = self._dataset.checkout_version(version)
         files = set().union(*(_fragment_files(f.metadata) for f in view.get_fragments()))
         return files | _index_dirs(view, None)
 
 
-def _relations(ids: frozenset[int], targets: list[frozenset[int]]) -> tuple[str | None, ...]:
-    """For each clone's fragment ids: whether a version's ids are the same, include them, or
-    neither (then the version cannot hold what the clone reads)."""
-    return tuple(EQUAL if ids == t else SUPERSET if ids >= t else None for t in targets)
+def _file_counts(dataset: Any) -> dict[int, tuple[int, int]]:
+    """version -> (data files, deletion files) from Lance's version list; a version whose
+    summary lacks them is left out (then its files are read)."""
+    counts: dict[int, tuple[int, int]] = {}
+    try:
+        listed = dataset.versions()
+    except Exception:  # noqa: BLE001 - no summaries: every version is a candidate
+        return counts
+    for info in listed:
+        summary = info.get("metadata") or {}
+        try:
+            counts[int(info["version"])] = (
+                int(summary["total_data_files"]),
+                int(summary["total_deletion_files"]),
+            )
+        except (KeyError, TypeError, ValueError):
+            continue
+    return counts
 
 
-def _read_through(clone_ds: Any, base_ids: set[int]) -> tuple[set[str], frozenset[int]]:
-    """The files every version of a clone reads through `base_ids`, and the ids of the
-    fragments that read them."""
+def _counts_of(files: set[str]) -> tuple[int, int]:
+    """(data files, deletion files) among paths relative to a table."""
+    data = sum(1 for f in files if f.startswith("data/"))
+    return data, sum(1 for f in files if f.startswith("_deletions/"))
+
+
+def _read_through(clone_ds: Any, base_ids: set[int]) -> set[str]:
+    """The files every version of a clone reads through `base_ids`."""
     wanted: set[str] = set()
-    fragment_ids: set[int] = set()
     for info in clone_ds.versions():
         view = clone_ds.checkout_version(int(info["version"]))
         for fragment in view.get_fragments():
-            files = _fragment_files(fragment.metadata, base_ids)
-            if files:
-                wanted |= files
-                fragment_ids.add(fragment.fragment_id)
+            wanted |= _fragment_files(fragment.metadata, base_ids)
         wanted |= _index_dirs(view, base_ids)  # a clone's indexes are the source's files too
-    return wanted, frozenset(fragment_ids)
+    return wanted
 
 
 def _index_dirs(dataset: Any, base_ids: set[int] | None) -> set[str]:
