@@ -9,7 +9,10 @@ Lance's version list makes it cheap: with each version it gives the counts of th
 deletion files that version's fragments name. A version can hold exactly the files a clone reads
 only if both its counts equal the clone's, and all of them only if both are at least the clone's;
 file sets are read for those candidates alone, newest first. When no candidate holds the files,
-every version is read as before and the ones sharing a file with the clone stay.
+every version is read as before and the ones sharing a file with the clone stay. (A manifest
+that names one data file twice, as an append committed twice does, counts it twice: such a
+version is never taken for the exact one, so the newest version holding all the files stays;
+a covering version is never missed, since a count is never below its distinct files.)
 """
 
 from __future__ import annotations
