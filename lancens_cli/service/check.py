@@ -40,6 +40,8 @@ from lancens_cli.service.catalog.rows import (
     table_row,
 )
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.partitioned.check import check_partitions, fix_partitions
+from lancens_cli.service.partitioned.published_check import check_published
 from lancens_cli.store.containment import (
     JOBS_DIR,
     directory_location_problem,
@@ -138,11 +140,6 @@ def check(
         return report
     if not ident.is_root and ns.kind_of(ident, snapshot) is None:
         ns.require_table(ident, snapshot)  # raises the right not-found error
-    # partition checks load the spec's expression engine; `prune` imports this module for
-    # its orphan check alone and does not pay for them
-    from lancens_cli.service.partitioned.check import check_partitions
-    from lancens_cli.service.partitioned.published_check import check_published
-
     if snapshot.exists:
         _check_manifest(snapshot, report)
         if ident.is_root:
@@ -598,8 +595,6 @@ def _drop_refused_rows(ns: Namespace, report: CheckReport) -> None:
 
 
 def _apply_fixes(ns: Namespace, report: CheckReport, grace: timedelta) -> None:
-    from lancens_cli.service.partitioned.check import fix_partitions
-
     fix_partitions(ns, report)
     _drop_refused_rows(ns, report)
     registrations = [f for f in report.findings if f.fixable and f.code == "orphan_table_directory"]

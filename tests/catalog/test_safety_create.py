@@ -364,6 +364,29 @@ def test_a_drop_deleting_the_data_during_the_rename_wins(local_root, monkeypatch
     _dropped_state_is_clean(local_root)
 
 
+@pytest.mark.parametrize("registered", [True, False], ids=["registered", "directory-only"])
+def test_a_drop_while_the_rename_reads_the_manifests_wins(local_root, monkeypatch, registered):
+    """The drop deletes the table while the rename parses its manifests (before anything of
+    the rename is written): the rename exits 4 in words, not with a storage error, and `t2`
+    never appears. (Two racing processes hit this in CI.)"""
+    _build_race_root(local_root, registered)
+    real_read = Storage.read_bytes
+    dropped = []
+
+    def drop_on_first_manifest(self, path):
+        if not dropped and "t.lance/_versions/" in path:
+            dropped.append(run_cli(*local_root.args, "drop", "t", "--yes"))
+            assert dropped[0].exit_code == 0, dropped[0].stderr
+        return real_read(self, path)
+
+    monkeypatch.setattr(Storage, "read_bytes", drop_on_first_manifest)
+    result = cli(local_root, "rename", "t", "t2")
+    monkeypatch.undo()
+    assert dropped and result.exit_code == 4, (result.exit_code, result.stderr)
+    assert "changed by another process" in result.stderr
+    _dropped_state_is_clean(local_root)
+
+
 def test_a_drop_half_way_through_a_v2_table_stops_its_rename(local_root, parquet, monkeypatch):
     """A V2 table's rename is one commit, planned after the drop began deleting its data
     (`_versions/` goes first): the rename exits 4 instead of giving the new name a table that

@@ -124,9 +124,7 @@ def rename(
     result = ChangeSet([change], dry_run)
     dependents = outside_dependents(ns, snapshot, [ref.location], delimiter)
     attach(result, dependents, moved=ref.location)
-    if ns.storage.exists(ref.location):  # a manifest we cannot rewrite stops us here, unchanged
-        old_names = spellings(ns.storage, ref.location)
-        relocate_table(ns.storage, ref.location, old_names, "", dry_run=True)
+    _check_movable(ns, old, ref.location, versions)
     if dry_run:
         return result
     if result.dependents and not force:
@@ -137,6 +135,22 @@ def rename(
         )
     change.location = _move_table(ns, old, new, ref, target, versions)
     return result
+
+
+def _check_movable(
+    ns: Namespace, old: Identifier, location: str, versions: frozenset[str] | None
+) -> None:
+    """Every manifest of the table parsed before anything changes: one we cannot rewrite stops
+    the move here. A file a drop deleted meanwhile makes the drop the winner (exit 4), not a
+    storage failure."""
+    if not ns.storage.exists(location):
+        return
+    try:
+        relocate_table(ns.storage, location, spellings(ns.storage, location), "", dry_run=True)
+    except OSError:
+        if _versions(ns, location) == versions:
+            raise  # not a drop: a storage failure, reported as such
+        raise _changed_meanwhile(old) from None
 
 
 def _versions(ns: Namespace, location: str) -> frozenset[str] | None:
@@ -180,10 +194,14 @@ def _require_same(
     else:
         changed = versions is not None and (now is None or not versions <= now)
     if changed:
-        raise ConcurrentModificationError(
-            f"table {old.display()} was changed by another process while it was being renamed "
-            "(dropped, rewritten or written to); nothing was renamed"
-        )
+        raise _changed_meanwhile(old)
+
+
+def _changed_meanwhile(old: Identifier) -> ConcurrentModificationError:
+    return ConcurrentModificationError(
+        f"table {old.display()} was changed by another process while it was being renamed "
+        "(dropped, rewritten or written to); nothing was renamed"
+    )
 
 
 def _without(properties: dict[str, str], *keys: str) -> dict[str, str]:
