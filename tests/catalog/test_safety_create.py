@@ -298,21 +298,29 @@ def _dropped_state_is_clean(root: Root) -> None:
     assert again.exit_code == 3, again.stderr
 
 
+def _drop_once_at(root: Root, monkeypatch, owner: type, method: str, when=lambda arg: True):
+    """`lancens drop t --yes`, as a real process, the first time `owner.method` is called
+    (with an argument `when` accepts), before the call itself; the drop's result is returned
+    in a list filled then."""
+    real = getattr(owner, method)
+    dropped = []
+
+    def drop_first(self, arg):
+        if not dropped and when(arg):
+            dropped.append(run_cli(*root.args, "drop", "t", "--yes"))
+            assert dropped[0].exit_code == 0, dropped[0].stderr
+        return real(self, arg)
+
+    monkeypatch.setattr(owner, method, drop_first)
+    return dropped
+
+
 @pytest.mark.parametrize("registered", [True, False], ids=["registered", "directory-only"])
 def test_a_drop_just_before_the_renames_first_commit_wins(local_root, monkeypatch, registered):
     """The interleaving of the issue: the drop commits between the rename's reading of the
     table and its first manifest commit. The rename exits 3 and does not bring `t` back."""
     _build_race_root(local_root, registered)
-    real_mutate = ManifestStore.mutate
-    dropped = []
-
-    def drop_first(self, plan):
-        if not dropped:
-            dropped.append(run_cli(*local_root.args, "drop", "t", "--yes"))
-            assert dropped[0].exit_code == 0, dropped[0].stderr
-        return real_mutate(self, plan)
-
-    monkeypatch.setattr(ManifestStore, "mutate", drop_first)
+    dropped = _drop_once_at(local_root, monkeypatch, ManifestStore, "mutate")
     result = cli(local_root, "rename", "t", "t2")
     monkeypatch.undo()
     assert dropped and result.exit_code == 3, (result.exit_code, result.stderr)
@@ -370,16 +378,9 @@ def test_a_drop_while_the_rename_reads_the_manifests_wins(local_root, monkeypatc
     the rename is written): the rename exits 4 in words, not with a storage error, and `t2`
     never appears. (Two racing processes hit this in CI.)"""
     _build_race_root(local_root, registered)
-    real_read = Storage.read_bytes
-    dropped = []
-
-    def drop_on_first_manifest(self, path):
-        if not dropped and "t.lance/_versions/" in path:
-            dropped.append(run_cli(*local_root.args, "drop", "t", "--yes"))
-            assert dropped[0].exit_code == 0, dropped[0].stderr
-        return real_read(self, path)
-
-    monkeypatch.setattr(Storage, "read_bytes", drop_on_first_manifest)
+    dropped = _drop_once_at(
+        local_root, monkeypatch, Storage, "read_bytes", lambda path: "t.lance/_versions/" in path
+    )
     result = cli(local_root, "rename", "t", "t2")
     monkeypatch.undo()
     assert dropped and result.exit_code == 4, (result.exit_code, result.stderr)

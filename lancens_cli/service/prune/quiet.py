@@ -37,6 +37,7 @@ from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.record import (
     SETTLE,
     PruneRecord,
+    due_after,
     in_time,
     policy_key,
 )
@@ -164,11 +165,6 @@ def quiet_state(
 
 def _manifest_due(listing: TableListing | None, policy: PrunePolicy, now: datetime) -> str | None:
     """When anything of `__manifest` ages into the policy (or a reason its result gives, as
-    "younger than the window", lapses): any version past `--older-than`, any file past
-    `--grace`."""
-    if listing is None:
-        return None
-    ahead = [when + policy.older_than for _name, when in listing.versions.values()]
-    ahead += [when + policy.grace for when in listing.times]
-    ahead = [moment for moment in ahead if moment > now]
-    return min(ahead).isoformat() if ahead else None
+    "younger than the window", lapses)."""
+    due = due_after(listing, policy, now, every_version=True) if listing is not None else None
+    return due.isoformat() if due else None

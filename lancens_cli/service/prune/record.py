@@ -95,13 +95,19 @@ def digest_of(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def due_after(listing: TableListing, policy: PrunePolicy, now: datetime) -> datetime | None:
+def due_after(
+    listing: TableListing, policy: PrunePolicy, now: datetime, every_version: bool = False
+) -> datetime | None:
     """The first moment after `now` at which anything the listing saw ages into the policy:
     a version other than the newest `--retain` past `--older-than` (any version, branches'
-    too, when the table has tags or branches), anything past `--grace`; None when nothing
-    will (then only a change brings the table back)."""
+    too, when the table has tags or branches; any version with `every_version`, as for
+    `__manifest`, whose result names the reasons its versions stay), anything past `--grace`;
+    None when nothing will (then only a change brings the table back)."""
     by_number = [when for _version, (_name, when) in sorted(listing.versions.items())]
-    aging = listing.times if listing.has_refs else tuple(by_number[: -policy.retain])
+    if listing.has_refs:
+        aging = listing.times
+    else:
+        aging = tuple(by_number if every_version else by_number[: -policy.retain])
     ahead = [when + policy.older_than for when in aging]
     ahead += [when + policy.grace for when in listing.times]
     ahead = [moment for moment in ahead if moment > now]
