@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,6 +130,35 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [to_plain(v) for v in value]
     return value
+
+
+class Streamed(list):
+    """A read-only list whose items are made when read: the JSON encoder writes them one at a
+    time (cli/output.py `write_json`), so a report of 100,000 tables never exists whole as
+    plain data. `make` turns each of `items` into its plain value."""
+
+    def __init__(self, items: Sequence[Any], make: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self._items, self._make = items, make
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(self._make, self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self._make(item) for item in self._items[index]]
+        return self._make(self._items[index])
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Streamed({len(self)} items)"
 
 
 # --- listing -------------------------------------------------------------------------------

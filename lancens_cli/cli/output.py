@@ -30,13 +30,31 @@ def emit(result: Any, *, json_mode: bool, stream: TextIO | None = None) -> None:
     stream = stream or sys.stdout
     if json_mode:
         plain = result.to_json() if hasattr(result, "to_json") else to_plain(result)
-        stream.write(json.dumps(plain, indent=2, default=str) + "\n")
+        write_json(plain, stream)
         return
     if stream.isatty():
         _emit_rich(result, stream)
     else:
         for line in plain_lines(result):
             stream.write(line + "\n")
+
+
+JSON_CHUNK = 1 << 16  # characters gathered before a write to the stream
+
+
+def write_json(plain: Any, stream: TextIO) -> None:
+    """One JSON document, written as it is encoded: a report of 100,000 tables never exists
+    as one string, and its lazy parts (`models.Streamed`) are built an item at a time."""
+    pending: list[str] = []
+    size = 0
+    for chunk in json.JSONEncoder(indent=2, default=str).iterencode(plain):
+        pending.append(chunk)
+        size += len(chunk)
+        if size >= JSON_CHUNK:
+            stream.write("".join(pending))
+            pending, size = [], 0
+    pending.append("\n")
+    stream.write("".join(pending))
 
 
 def message(text: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -129,7 +130,7 @@ def _list_local(top: str) -> TableListing:
     pending = [("", top_stamp)]
     while pending:
         rel, stamp = pending.pop()
-        dirs.append((rel, stamp))
+        dirs.append((sys.intern(rel), stamp))  # every table has the same few directory names
         try:
             with os.scandir(os.path.join(top, rel) if rel else top) as entries:
                 children = sorted((e.name, e) for e in entries)

@@ -18,6 +18,8 @@ so no protected version's files can go.
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,7 +35,7 @@ from lancens_cli.service.prune.branches import (
     read_branch_states,
 )
 from lancens_cli.service.prune.policy import PrunePolicy, show_duration
-from lancens_cli.service.prune.record import digest_of
+from lancens_cli.service.prune.record import Seen, digest_of
 from lancens_cli.store.base_paths import base_path_strings, split_manifest_file
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import VERSIONS_DIR
@@ -85,8 +87,9 @@ class Pins:
 
 def pins_digest(pins: Pins, location: str) -> str:
     """What the kept `__manifest` versions publish of one table (which versions, tags and
-    branches; not which `__manifest` versions publish them, which grow with every commit)."""
-    return digest_of(
+    branches; not which `__manifest` versions publish them, which grow with every commit).
+    Interned: most tables share one value (nothing published), held once per run."""
+    return _shared_digest(
         {
             "versions": sorted(pins.versions.get(location, {})),
             "tags": sorted(pins.tags.get(location, {})),
@@ -102,10 +105,12 @@ def pins_digest(pins: Pins, location: str) -> str:
 
 def dependents_digest(clones: list[str], states: dict[str, TableState]) -> str:
     """The shallow clones reading a table (their locations), each as its listing showed it."""
-    listed = {c: states[c].listing if c in states else None for c in clones}
-    return digest_of(
-        sorted((c, listing.digest if listing else "unlisted") for c, listing in listed.items())
-    )
+    seen = {c: states[c].seen if c in states else None for c in clones}
+    return _shared_digest(sorted((c, s.digest if s else "unlisted") for c, s in seen.items()))
+
+
+def _shared_digest(value: Any) -> str:
+    return sys.intern(digest_of(value))
 
 
 def _span(manifest_versions: set[int]) -> str:
@@ -125,14 +130,19 @@ class TableState:
     bases: list[str]  # locations inside the root this table reads through base paths
     branch_states: list[BranchState] = field(default_factory=list)  # every branch's versions
     data_files: int | None = None  # files in `data/` when listed (None: not known)
-    listing: TableListing | None = None  # the listing this state was read from
-    listed_at: datetime | None = None
+    seen: Seen | None = None  # what the record needs of the listing this state was read from
     recorded: Any = None  # the last run's record entry when the listing is unchanged
     partial: bool = False  # known from the record alone (no listing): only enough to skip it
 
     @property
     def latest(self) -> int:
         return max(v.version for v in self.versions)
+
+    def planned(self) -> TableState:
+        """The state once its table is planned: what the record, the clone digests and
+        `lancens versions` still read, without the versions (a run over 100,000 tables holds
+        every table's state until the end)."""
+        return dataclasses.replace(self, versions=[], branch_states=[])
 
 
 def read_table_state(
@@ -141,6 +151,7 @@ def read_table_state(
     object_id: str | None,
     listing: TableListing | None = None,
     unchanged: Callable[[TableListing], Any] | None = None,
+    policy: PrunePolicy | None = None,
 ) -> TableState | None:
     """Versions, tags, branches and base paths of one table; None when the directory holds no
     version (declared, empty, gone: nothing to prune).
@@ -150,6 +161,7 @@ def read_table_state(
     has tags or branches (`_refs/`) or a manifest we do not parse. The per-table work opens it
     once, to expire. When `unchanged(listing)` gives the last run's record entry (nothing of the
     table changed since), the listing is all that is read: the base paths come from the entry.
+    With `policy`, the state keeps what the next record entry needs of the listing (`seen`).
     """
     listed_at = datetime.now(UTC)
     listing = listing or list_table(storage, location)
@@ -157,11 +169,12 @@ def read_table_state(
     if not files:
         return None
     versions = [VersionInfo(v, when) for v, (_name, when) in sorted(files.items())]
+    seen = Seen.of(listing, policy, listed_at) if policy is not None else None
     entry = unchanged(listing) if unchanged is not None else None
     if entry is not None:
         return TableState(
             location, object_id, versions, {}, {}, list(entry.bases), [], listing.data_files,
-            listing, listed_at, entry,
+            seen, entry,
         )  # fmt: skip
     tags: dict[str, int] = {}
     branches: dict[str, int] = {}
@@ -179,7 +192,7 @@ def read_table_state(
             branch_states = read_branch_states(storage, location, ds)
     return TableState(
         location, object_id, versions, tags, branches, bases, branch_states, listing.data_files,
-        listing, listed_at,
+        seen,
     )  # fmt: skip
 
 
@@ -187,10 +200,9 @@ def untouched_state(location: str, object_id: str | None, entry: Any) -> TableSt
     """A table the record shows untouched, known without listing it: its base paths (for the
     clone map) and its listing's digest (for its sources' clone digests). Enough to skip it;
     a table that must be planned after all is read in full first."""
-    listing = TableListing({}, False, 0, entry.digest)
-    return TableState(
-        location, object_id, [], {}, {}, list(entry.bases), [], None, listing, None, entry, True
-    )
+    seen = Seen(entry.digest, None, None, None)
+    bases = list(entry.bases)
+    return TableState(location, object_id, [], {}, {}, bases, [], None, seen, entry, True)
 
 
 def _refs(ds: Any) -> tuple[dict[str, int], dict[str, int]]:
@@ -276,6 +288,8 @@ def plan_table(
     protected: dict[int, list[str]] = defaultdict(list)
     notes: list[str] = []
     window = show_duration(policy.older_than)
+    # one string per run for the reasons every table repeats (100,000 tables hold them all)
+    newest, younger = sys.intern(f"newest {policy.retain}"), sys.intern(f"younger than {window}")
     cutoff = now - policy.older_than
     for version, publishers in pins.versions.get(state.location, {}).items():
         protected[version].append(f"published read_version ({_span(publishers)})")
@@ -303,10 +317,10 @@ def plan_table(
     if remaining:
         protected[remaining[-1]].append("latest")
         for version in remaining[-policy.retain :]:
-            protected[version].append(f"newest {policy.retain}")
+            protected[version].append(newest)
     for version in remaining:
         if by_version[version].timestamp >= cutoff:
-            protected[version].append(f"younger than {window}")
+            protected[version].append(younger)
     expire = [v for v in remaining if v not in protected]
     kept = {v: reasons for v, reasons in sorted(protected.items()) if v in by_version}
     branches, branch_notes = plan_branches(

@@ -37,6 +37,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -88,7 +89,7 @@ def settled_dirs(listing: TableListing, listed_at: datetime) -> list[tuple[str, 
     limit = (listed_at - SETTLE).timestamp() * 1e9
     if not listing.dirs or any(stamp > limit for _rel, stamp in listing.dirs):
         return None
-    return [tuple(d) for d in listing.dirs]
+    return list(listing.dirs)
 
 
 def digest_of(value: Any) -> str:
@@ -114,7 +115,23 @@ def due_after(
     return min(ahead) if ahead else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """What the next record entry needs of a table's listing, kept instead of the listing
+    (every file's time, every directory) once the table is read: its digest, when anything
+    of it ages into the policy, and its directories when they had settled."""
+
+    digest: str
+    due: datetime | None
+    dirs: list[tuple[str, int]] | None
+    at: datetime | None  # when the listing was taken (None: known from the record alone)
+
+    @classmethod
+    def of(cls, listing: TableListing, policy: PrunePolicy, at: datetime) -> Seen:
+        return cls(listing.digest, due_after(listing, policy, at), settled_dirs(listing, at), at)
+
+
+@dataclass(frozen=True, slots=True)
 class Entry:
     """One table as the last run left it."""
 
@@ -141,15 +158,15 @@ class Entry:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Entry:
-        due = data["due"]
-        return cls(
+        due, dirs = data["due"], data.get("dirs")
+        return cls(  # the values most tables share (digests, directory names) held once
             str(data["digest"]),
-            str(data["pins"]),
-            str(data["dependents"]),
+            sys.intern(str(data["pins"])),
+            sys.intern(str(data["dependents"])),
             [str(b) for b in data["bases"]],
             datetime.fromisoformat(due) if due else None,
             datetime.fromisoformat(data["checked"]),
-            [(str(rel), int(ns)) for rel, ns in data["dirs"]] if data.get("dirs") else None,
+            [(sys.intern(str(rel)), int(ns)) for rel, ns in dirs] if dirs else None,
         )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from lancens_cli.models import Streamed
 from lancens_cli.service.prune.policy import PrunePolicy
 
 UNCHANGED = "unchanged since the last prune, with nothing aging into the policy: skipped"
@@ -29,8 +30,8 @@ class TableResult:
     kept: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     error: str | None = None
-    # after a local run pruned the table: its listing then, and when (for the record; not
-    # reported, and not carried back from a Spark task)
+    # after a local run pruned the table: what the record needs of its listing then
+    # (record.Seen; not reported, and not carried back from a Spark task)
     listed_after: tuple[Any, Any] | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -119,7 +120,7 @@ class PruneReport:
             "policy": self.policy.to_json(),
             "totals": self.totals(),
             "manifest": self.manifest.to_json() if self.manifest else None,
-            "tables": [t.to_json() for t in self.tables],
+            "tables": Streamed(self.tables, TableResult.to_json),
             "debris": [d.__dict__ for d in self.debris],
             "compacted": self.compacted,
             "compacted_published_in": self.compacted_published_in,

@@ -51,6 +51,7 @@ import lance
 
 from lancens_cli.errors import LancensError, lance_message
 from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE, Identifier
+from lancens_cli.parallel import ordered_map
 from lancens_cli.service import check as check_module
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.clones import clone_dependents, clone_needed_versions
@@ -70,13 +71,7 @@ from lancens_cli.service.prune.protect import (
     untouched_state,
 )
 from lancens_cli.service.prune.quiet import quiet_state, root_stamps
-from lancens_cli.service.prune.record import (
-    Entry,
-    PruneRecord,
-    due_after,
-    policy_key,
-    settled_dirs,
-)
+from lancens_cli.service.prune.record import Entry, PruneRecord, Seen, policy_key
 from lancens_cli.service.prune.report import (
     NOT_A_TABLE,
     UNCHANGED,
@@ -193,7 +188,7 @@ def decide(
     every, refused = _accepted(ns, snapshot, _all_tables(ns, snapshot))
     scope, _ = _accepted(ns, snapshot, _tables_in_scope(ns, snapshot, idents, every))
     manifest_plan, pins = _manifest_pins(ns, snapshot, policy, now, parallel)
-    states, unreadable = _read_states(ns, every, parallel, record, now)
+    states, unreadable = _read_states(ns, every, parallel, record, now, policy)
     states_for_clones_only: dict[str, TableState] = {}
     # A table that does not load may still read others through base paths: learn them from
     # an older version, and if none loads, remove no version anywhere this run.
@@ -231,15 +226,16 @@ def decide(
             clones = dependents.get(location, [])
             if _as_recorded(state, pins, clones, states):
                 result.notes.append(UNCHANGED)
+                states[location] = state.planned()
                 return result
             if state.partial:  # untouched, but its pins or clones moved: read it in full
-                state = _read_in_full(ns, location, object_id)
-                states[location] = state
+                state = _read_in_full(ns, location, object_id, policy)
             read_by_clones: set[str] = set()
             clone_versions = (
                 clone_needed_versions(ns.storage, state, clones, read_by_clones) if clones else {}
             )
             table_plan = plan_table(state, pins, policy, clone_versions, now, bool(clones))
+            states[location] = state.planned()
             return TableWork(table_plan, read_by_clones, published=pins.current.get(location))
         except Exception as exc:  # one table's failure must not stop the others
             record_failure(ns, result, exc)
@@ -262,8 +258,10 @@ def _as_recorded(
     )
 
 
-def _read_in_full(ns: Namespace, location: str, object_id: str | None) -> TableState:
-    state = read_table_state(ns.storage, location, object_id)
+def _read_in_full(
+    ns: Namespace, location: str, object_id: str | None, policy: PrunePolicy
+) -> TableState:
+    state = read_table_state(ns.storage, location, object_id, policy=policy)
     if state is None:
         raise LancensError("the table lost its versions during prune")
     return state
@@ -277,9 +275,9 @@ def _plan_all(plan, scope, states: dict[str, TableState], parallel: int) -> list
         if getattr(states.get(location), "recorded", None) is not None:
             planned[index] = plan(scope[index])
     rest = [i for i, item in enumerate(planned) if item is None]
-    with ThreadPoolExecutor(max_workers=parallel) as pool:
-        for index, done in zip(rest, pool.map(plan, [scope[i] for i in rest]), strict=True):
-            planned[index] = done
+    done = ordered_map(plan, [scope[i] for i in rest], parallel)
+    for index, result in zip(rest, done, strict=True):
+        planned[index] = result
     return planned
 
 
@@ -412,12 +410,11 @@ def run_locally(
         if result.status == "pruned":  # listed again here, beside the other tables' work
             with contextlib.suppress(Exception):  # unlisted: the record lists it later
                 at = datetime.now(UTC)
-                result.listed_after = (list_table(ns.storage, result.location), at)
+                result.listed_after = Seen.of(list_table(ns.storage, result.location), policy, at)
         advance(result.bytes_freed)
         return done
 
-    with ThreadPoolExecutor(max_workers=parallel) as pool:
-        return list(pool.map(one, works))
+    return list(ordered_map(one, works, parallel))
 
 
 def _keep_record(
@@ -438,43 +435,44 @@ def _keep_record(
             return None
 
     done = [r for r in report.tables if r.location not in compacted]
-    with ThreadPoolExecutor(max_workers=request.parallel) as pool:
-        for result, entry in zip(done, pool.map(entry_of, done), strict=True):
-            if entry is not None:
-                record.next[result.location] = entry
+    for result, entry in zip(done, ordered_map(entry_of, done, request.parallel), strict=True):
+        if entry is not None:
+            record.next[result.location] = entry
 
 
 def _entry_after(request: PruneRequest, decisions: Decisions, result: TableResult):
     """The record entry of one table after this run, or None (then it is evaluated again)."""
     state = decisions.states.get(result.location)
+    seen = state.seen if state is not None else None
     if state is not None and state.recorded is not None and UNCHANGED in result.notes:
         # skipped: as it was (its `checked` bounds how long), with the directories' times
         # once they have settled, so that the next run need not list it
         entry = state.recorded
-        if entry.dirs is None and state.listing is not None and state.listed_at is not None:
-            entry = dataclasses.replace(entry, dirs=settled_dirs(state.listing, state.listed_at))
+        if entry.dirs is None and seen is not None and seen.at is not None:
+            entry = dataclasses.replace(entry, dirs=seen.dirs)
         return entry
-    if state is None or state.listing is None or state.listed_at is None:
+    if state is None or seen is None or seen.at is None:
         return None
     if result.status not in ("nothing to do", "pruned"):
         return None  # failed, gone
     if result.unreferenced_removed >= UNREFERENCED_BATCH:
         return None  # more unreferenced files may wait
-    listing, listed_at = state.listing, state.listed_at
     if result.status == "pruned":  # what it is now, after this run's deletions
-        listing, listed_at = result.listed_after or (None, datetime.now(UTC))
-        listing = listing or list_table(request.ns.storage, result.location)
-    if not listing.digest or state.partial:
+        seen = result.listed_after
+        if seen is None:
+            at = datetime.now(UTC)
+            seen = Seen.of(list_table(request.ns.storage, result.location), request.policy, at)
+    if not seen.digest or state.partial:
         return None
     clones = decisions.dependents.get(result.location, [])
     return Entry(
-        listing.digest,
+        seen.digest,
         pins_digest(decisions.pins, result.location),
         dependents_digest(clones, decisions.states),
         list(state.bases),
-        due_after(listing, request.policy, listed_at),
-        listed_at,
-        settled_dirs(listing, listed_at),
+        seen.due,
+        seen.at,
+        seen.dirs,
     )
 
 
@@ -532,7 +530,12 @@ def _all_tables(ns: Namespace, snapshot: ManifestSnapshot) -> list[tuple[str, st
 
 
 def _read_states(
-    ns: Namespace, tables, parallel: int, record: PruneRecord | None, now: datetime
+    ns: Namespace,
+    tables,
+    parallel: int,
+    record: PruneRecord | None,
+    now: datetime,
+    policy: PrunePolicy,
 ) -> tuple[dict[str, TableState], dict[str, LancensError]]:
     states: dict[str, TableState] = {}
     errors: dict[str, LancensError] = {}
@@ -544,7 +547,9 @@ def _read_states(
             return record.unchanged(location, listing.digest, now) if record else None
 
         try:
-            state = read_table_state(ns.storage, location, object_id, unchanged=unchanged)
+            state = read_table_state(
+                ns.storage, location, object_id, unchanged=unchanged, policy=policy
+            )
             return location, state, None if state else _NO_VERSIONS
         except Exception as exc:
             return location, None, LancensError(f"cannot read {location}: {lance_message(exc)}")
@@ -556,12 +561,11 @@ def _read_states(
             states[location] = untouched_state(location, object_id, entry)
         else:
             rest.append((location, object_id))
-    with ThreadPoolExecutor(max_workers=parallel) as pool:
-        for location, state, error in pool.map(read, rest):
-            if state is not None:
-                states[location] = state
-            elif error is not _NO_VERSIONS:
-                errors[location] = error
+    for location, state, error in ordered_map(read, rest, parallel):
+        if state is not None:
+            states[location] = state
+        elif error is not _NO_VERSIONS:
+            errors[location] = error
     return states, errors
 
 
