@@ -152,6 +152,7 @@ def read_table_state(
     listing: TableListing | None = None,
     unchanged: Callable[[TableListing], Any] | None = None,
     policy: PrunePolicy | None = None,
+    since: datetime | None = None,
 ) -> TableState | None:
     """Versions, tags, branches and base paths of one table; None when the directory holds no
     version (declared, empty, gone: nothing to prune).
@@ -161,7 +162,8 @@ def read_table_state(
     has tags or branches (`_refs/`) or a manifest we do not parse. The per-table work opens it
     once, to expire. When `unchanged(listing)` gives the last run's record entry (nothing of the
     table changed since), the listing is all that is read: the base paths come from the entry.
-    With `policy`, the state keeps what the next record entry needs of the listing (`seen`).
+    With `policy`, the state keeps what the next record entry needs of the listing (`seen`;
+    `since`: the moment the run judges ages by, see `record.Seen.of`).
     """
     listed_at = datetime.now(UTC)
     listing = listing or list_table(storage, location)
@@ -169,7 +171,7 @@ def read_table_state(
     if not files:
         return None
     versions = [VersionInfo(v, when) for v, (_name, when) in sorted(files.items())]
-    seen = Seen.of(listing, policy, listed_at) if policy is not None else None
+    seen = Seen.of(listing, policy, listed_at, since) if policy is not None else None
     entry = unchanged(listing) if unchanged is not None else None
     if entry is not None:
         return TableState(

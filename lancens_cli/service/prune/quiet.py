@@ -132,10 +132,12 @@ def quiet_state(
     scope: list[tuple[str, str | None]],
     manifest_listing: Callable[[], TableListing],
     policy: PrunePolicy,
+    since: datetime,
 ) -> dict[str, Any] | None:
     """The root's state for the next run, when this run changed nothing and its `stamps`
     (taken before it read anything, leaving out the `skipped` table directories) cover
-    everything but the tables in `scope`; else None."""
+    everything but the tables in `scope`; else None. `since`: the moment the run judged
+    ages by (whatever ages after it was judged young, so it counts as due)."""
     absent = {t.location for t in report.tables if NOT_A_TABLE in t.notes}
     if stamps is None or not skipped <= {location for location, _ in scope} or absent & skipped:
         return None
@@ -148,7 +150,7 @@ def quiet_state(
         return None
     now = datetime.now(UTC)
     try:
-        due = _manifest_due(manifest_listing() if manifest else None, policy, now)
+        due = _manifest_due(manifest_listing() if manifest else None, policy, min(since, now))
     except Exception:  # noqa: BLE001 - unknown: no state, the next run looks
         return None
     return {

@@ -127,8 +127,13 @@ class Seen:
     at: datetime | None  # when the listing was taken (None: known from the record alone)
 
     @classmethod
-    def of(cls, listing: TableListing, policy: PrunePolicy, at: datetime) -> Seen:
-        return cls(listing.digest, due_after(listing, policy, at), settled_dirs(listing, at), at)
+    def of(
+        cls, listing: TableListing, policy: PrunePolicy, at: datetime, since: datetime | None
+    ) -> Seen:
+        """`at`: when the listing was taken; `since`: the moment the run judged ages by (its
+        start). Whatever ages in between was judged young this run, so it counts as due."""
+        start = at if since is None else min(at, since)
+        return cls(listing.digest, due_after(listing, policy, start), settled_dirs(listing, at), at)
 
 
 @dataclass(frozen=True, slots=True)

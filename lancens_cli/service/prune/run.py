@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -169,6 +170,7 @@ class Decisions:
     pins: Pins
     refused: list[dict[str, str]]
     dependents: dict[str, list[str]] = field(default_factory=dict)  # source -> its clones
+    now: datetime | None = None  # the moment ages were judged by
 
 
 def decide(
@@ -229,7 +231,7 @@ def decide(
                 states[location] = state.planned()
                 return result
             if state.partial:  # untouched, but its pins or clones moved: read it in full
-                state = _read_in_full(ns, location, object_id, policy)
+                state = _read_in_full(ns, location, object_id, policy, now)
             read_by_clones: set[str] = set()
             clone_versions = (
                 clone_needed_versions(ns.storage, state, clones, read_by_clones) if clones else {}
@@ -242,7 +244,9 @@ def decide(
         return result
 
     planned = _plan_all(plan, scope, states, parallel)
-    return Decisions(snapshot, scope, planned, states, manifest_plan, pins, refused, dependents)
+    return Decisions(
+        snapshot, scope, planned, states, manifest_plan, pins, refused, dependents, now
+    )
 
 
 def _as_recorded(
@@ -259,9 +263,9 @@ def _as_recorded(
 
 
 def _read_in_full(
-    ns: Namespace, location: str, object_id: str | None, policy: PrunePolicy
+    ns: Namespace, location: str, object_id: str | None, policy: PrunePolicy, now: datetime
 ) -> TableState:
-    state = read_table_state(ns.storage, location, object_id, policy=policy)
+    state = read_table_state(ns.storage, location, object_id, policy=policy, since=now)
     if state is None:
         raise LancensError("the table lost its versions during prune")
     return state
@@ -333,6 +337,7 @@ def _run(
                 decisions.scope,
                 lambda: list_table(ns.storage, MANIFEST_TABLE),
                 policy,
+                now,
             )
     finally:  # the tables' entries are kept even when the root's work failed
         with contextlib.suppress(Exception):  # a record not written costs the next run time only
@@ -373,7 +378,7 @@ def _run_tables(
     for p in planned:
         if isinstance(p, TableResult):
             advance(p.bytes_freed)
-    runner = request.tasks or run_locally
+    runner = request.tasks or functools.partial(run_locally, since=decisions.now)
     done = runner(
         request.ns,
         [w for _, w in works],
@@ -401,8 +406,10 @@ def run_locally(
     dry_run: bool,
     parallel: int,
     advance: Callable[[int], None],
+    since: datetime | None = None,
 ) -> list[tuple[TableResult, Compaction | None]]:
-    """The per-table work in this process, `parallel` tables at a time, in `works`' order."""
+    """The per-table work in this process, `parallel` tables at a time, in `works`' order
+    (`since`: the moment the plans judged ages by, for the record)."""
 
     def one(work: TableWork) -> tuple[TableResult, Compaction | None]:
         done = run_table(ns, work, policy, dry_run)
@@ -410,7 +417,8 @@ def run_locally(
         if result.status == "pruned":  # listed again here, beside the other tables' work
             with contextlib.suppress(Exception):  # unlisted: the record lists it later
                 at = datetime.now(UTC)
-                result.listed_after = Seen.of(list_table(ns.storage, result.location), policy, at)
+                listing = list_table(ns.storage, result.location)
+                result.listed_after = Seen.of(listing, policy, at, since)
         advance(result.bytes_freed)
         return done
 
@@ -461,7 +469,8 @@ def _entry_after(request: PruneRequest, decisions: Decisions, result: TableResul
         seen = result.listed_after
         if seen is None:
             at = datetime.now(UTC)
-            seen = Seen.of(list_table(request.ns.storage, result.location), request.policy, at)
+            listing = list_table(request.ns.storage, result.location)
+            seen = Seen.of(listing, request.policy, at, decisions.now)
     if not seen.digest or state.partial:
         return None
     clones = decisions.dependents.get(result.location, [])
@@ -548,7 +557,7 @@ def _read_states(
 
         try:
             state = read_table_state(
-                ns.storage, location, object_id, unchanged=unchanged, policy=policy
+                ns.storage, location, object_id, unchanged=unchanged, policy=policy, since=now
             )
             return location, state, None if state else _NO_VERSIONS
         except Exception as exc:
