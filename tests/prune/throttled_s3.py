@@ -6,7 +6,8 @@ moto: such a request is answered only on its `burst + 1`-th try, so a client mus
 patiently, and one that gives up early (botocore's standard mode tries twice) fails. With
 `partial_deletes`, a `DeleteObjects` of several keys deletes only the first half and answers
 `SlowDown` for each of the others, inside a `200 OK`, as S3 does. Every deleted object is
-logged with its time (`deleted`), which is what `--delete-rate-limit` is judged by.
+logged with its time (`deleted`), which is what `--delete-rate-limit` is judged by, and every
+listing with its prefix (`listed`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import threading
 import time
 import zlib
 from dataclasses import dataclass, field
+from urllib.parse import parse_qs
 from xml.sax.saxutils import escape
 
 from helpers import free_port
@@ -40,6 +42,7 @@ class Traffic:
     throttled: int = 0  # requests answered 503
     refused_keys: int = 0  # keys a DeleteObjects answered with SlowDown
     deleted: list[tuple[float, int]] = field(default_factory=list)  # (time, objects)
+    listed: list[str] = field(default_factory=list)  # the prefix of every ListObjectsV2
     tries: dict[tuple, int] = field(default_factory=dict)  # request -> times throttled
 
 
@@ -80,6 +83,8 @@ class ThrottledS3(ThreadedMotoServer):
         traffic.requests += 1
         method, query = environ["REQUEST_METHOD"], environ.get("QUERY_STRING", "")
         request = (method, environ["PATH_INFO"], query)
+        if method == "GET" and "list-type=2" in query:
+            traffic.listed.append(parse_qs(query).get("prefix", [""])[0])
         chosen = zlib.crc32(repr(request).encode()) % 2 == 0
         if chosen and traffic.tries.get(request, 0) < traffic.burst:
             traffic.tries[request] = traffic.tries.get(request, 0) + 1

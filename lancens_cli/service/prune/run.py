@@ -90,7 +90,7 @@ from lancens_cli.service.prune.table import (
 from lancens_cli.store.containment import directory_location_problem, row_locations, shown
 from lancens_cli.store.delete_pace import DeletePace
 from lancens_cli.store.manifest import ManifestSnapshot
-from lancens_cli.store.version_files import list_table
+from lancens_cli.store.version_files import list_table, list_tables
 
 MANIFEST_COMPACT_FRAGMENTS = 16  # compact __manifest when it has more fragments than this
 DEBRIS_CODES = ("abandoned_table_write", "staged_manifest_file", "abandoned_job_log")
@@ -550,14 +550,14 @@ def _read_states(
     errors: dict[str, LancensError] = {}
 
     def read(item):
-        location, object_id = item
+        location, object_id, listing = item
 
         def unchanged(listing):
             return record.unchanged(location, listing.digest, now) if record else None
 
         try:
             state = read_table_state(
-                ns.storage, location, object_id, unchanged=unchanged, policy=policy, since=now
+                ns.storage, location, object_id, listing, unchanged, policy=policy, since=now
             )
             return location, state, None if state else _NO_VERSIONS
         except Exception as exc:
@@ -570,7 +570,10 @@ def _read_states(
             states[location] = untouched_state(location, object_id, entry)
         else:
             rest.append((location, object_id))
-    for location, state, error in ordered_map(read, rest, parallel):
+    ids = dict(rest)
+    listed = list_tables(ns.storage, list(ids))  # on S3 one listing of the root serves all
+    items = ((location, ids[location], listing) for location, listing in listed)
+    for location, state, error in ordered_map(read, items, parallel):
         if state is not None:
             states[location] = state
         elif error is not _NO_VERSIONS:

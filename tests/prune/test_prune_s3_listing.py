@@ -1,0 +1,161 @@
+"""On S3, one listing of the root serves every table's (store/version_files.py `list_tables`).
+
+Each table's listing must be exactly what a listing of its own directory gives (the record's
+digests, the versions, the tags check, the data-file count), whatever the names: prefixes of
+one another, a table inside another's directory, namespaces, a table with no object, debris
+between them. And a run with nothing to do lists no table on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import lance
+import pyarrow as pa
+import pytest
+from helpers import invoke, s3_client
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from throttled_s3 import ThrottledS3
+
+from lancens_cli.config import NamespaceConfig
+from lancens_cli.store.storage import Storage
+from lancens_cli.store.version_files import list_table, list_tables
+
+pytestmark = pytest.mark.s3
+
+# names that sort next to one another: `a`, `a-b`, `a.b`, `a/b` (inside `a`), `ab`...
+PART = st.text(alphabet="ab-._", min_size=1, max_size=3).filter(lambda p: p.strip("."))
+LOCATION = st.lists(PART, min_size=1, max_size=2).map("/".join)
+INSIDE = st.sampled_from(
+    [
+        "_versions/1.manifest",
+        "_versions/18446744073709551614.manifest",
+        "_versions/x.txt",
+        "_refs/tags/keep.txt",
+        "data/f.lance",
+        "data/sub/g.lance",
+        "_transactions/0-a.txn",
+        "other",
+    ]
+)
+
+
+def storage_of(bucket: str, prefix: str, options: dict[str, str]) -> Storage:
+    return Storage(NamespaceConfig(root=f"s3://{bucket}/{prefix}", storage_options=options))
+
+
+def same(listed, own) -> bool:
+    return (listed.versions, listed.has_refs, listed.data_files, listed.digest, listed.times) == (
+        own.versions,
+        own.has_refs,
+        own.data_files,
+        own.digest,
+        own.times,
+    )
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    st.dictionaries(LOCATION, st.lists(INSIDE, max_size=4), min_size=2, max_size=6),
+    st.lists(LOCATION, max_size=3),
+)
+def test_one_listing_of_the_root_gives_each_table_its_own_listing(
+    moto_endpoint, s3_bucket, s3_options, tables, others
+):
+    prefix = f"root-{uuid.uuid4().hex[:8]}"
+    client = s3_client(moto_endpoint)
+    for location, files in tables.items():
+        for inside in files:
+            client.put_object(Bucket=s3_bucket, Key=f"{prefix}/{location}/{inside}", Body=b"x")
+    for other in others:  # debris and directories that are no table
+        client.put_object(Bucket=s3_bucket, Key=f"{prefix}/{other}", Body=b"yy")
+    storage = storage_of(s3_bucket, prefix, s3_options)
+    locations = sorted(tables)
+    found = list(list_tables(storage, locations))
+    assert sorted(location for location, _ in found) == locations  # each once
+    for location, listed in found:
+        assert listed is not None
+        assert same(listed, list_table(storage, location)), location
+
+
+def test_a_real_table_is_listed_as_its_own_listing_lists_it(s3_root, s3_options):
+    """Versions in both namings, tags, deletion files, an index: the same listing."""
+    for name in ("t.lance", "t.lance2", "t", "u.lance"):
+        uri = f"{s3_root.uri}/{name}"
+        for v in range(3):
+            rows = pa.table({"x": list(range(v * 5, v * 5 + 5))})
+            lance.write_dataset(
+                rows, uri, mode="append" if v else "create", storage_options=s3_options
+            )
+        ds = lance.dataset(uri, storage_options=s3_options)
+        ds.delete("x = 2")
+        ds.tags.create("keep", 1)
+    lance.write_dataset(
+        pa.table({"x": [1]}),
+        f"{s3_root.uri}/v2.lance",
+        storage_options=s3_options,
+        enable_v2_manifest_paths=True,
+    )
+    storage = storage_of(*s3_root.uri.removeprefix("s3://").split("/", 1), s3_options)
+    locations = ["t.lance", "t.lance2", "t", "u.lance", "v2.lance", "missing.lance"]
+    found = dict(list_tables(storage, locations))
+    assert set(found) == set(locations)
+    for location in locations:
+        assert same(found[location], list_table(storage, location)), location
+    assert found["t.lance"].has_refs and len(found["t.lance"].versions) == 4
+    assert found["missing.lance"].versions == {}
+
+
+@pytest.fixture
+def counted():
+    server = ThrottledS3()
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_a_run_with_nothing_to_do_lists_no_table_on_its_own(counted):
+    """The second run finds every table unchanged from one listing of the root (a request
+    per 1,000 objects), where a listing per table costs a request per table at least."""
+    bucket = "counted"
+    s3_client(counted.endpoint).create_bucket(Bucket=bucket)
+    options = {
+        "endpoint": counted.endpoint,
+        "region": "us-east-1",
+        "access_key_id": "testing",
+        "secret_access_key": "testing",
+        "allow_http": "true",
+    }
+    root = f"s3://{bucket}/ns"
+    at_root = ["--root", root, *[f"-s{k}={v}" for k, v in options.items()]]
+    args = [*at_root, "--json", "prune"]
+    tables = 12
+    for t in range(tables):  # registered, as in a V2 namespace
+        for v in range(2):
+            rows = pa.table({"x": [v]})
+            mode = "append" if v else "create"
+            lance.write_dataset(rows, f"{root}/t{t}", mode=mode, storage_options=options)
+        assert invoke(*at_root, "register", f"t{t}", f"t{t}").exit_code == 0
+    time.sleep(1.1)
+    policy = ["--older-than", "1s", "--grace", "1s", "--force", "--yes"]
+    first = invoke(*args, *policy)
+    assert first.exit_code == 0, first.stderr
+    done = json.loads(first.stdout)["tables"]
+    assert sum(len(t["versions_removed"]) for t in done) == tables
+    counted.calm()
+    second = invoke(*args, *policy)
+    assert second.exit_code == 0, second.stderr
+    report = json.loads(second.stdout)
+    assert sum(len(t["versions_removed"]) for t in report["tables"]) == 0
+    assert all(t["status"] == "nothing to do" for t in report["tables"])
+    listed = counted.calm().listed
+    per_table = [p for p in listed if p.startswith("ns/t") and p != "ns/"]
+    assert per_table == [], per_table
+    assert "ns/" in listed  # the root's, serving every table
