@@ -231,6 +231,8 @@ def moto_server(latency_ms: float):
     handler_option = {"request_handler": handler} if handler else {}
 
     class Server(ThreadedMotoServer):
+        requests = 0  # every request answered, for requests per table
+
         def _server_entry(self) -> None:
             inner = DomainDispatcherApplication(create_backend_app)
             serial = threading.Lock()
@@ -241,6 +243,7 @@ def moto_server(latency_ms: float):
                 # key goes mid-listing); S3 is. So moto works one request at a time, while the
                 # latency of concurrent requests passes side by side, as on S3.
                 with serial:
+                    Server.requests += 1
                     return inner(environ, start_response)
 
             self._server = make_server(self._ip_address, self._port, app, True, **handler_option)
@@ -316,30 +319,43 @@ def bench_s3(workdir: Path, n: int, n_versions: int, latency_ms: float = 0) -> N
     time.sleep(1.5)
     storage = [arg for k, v in options.items() for arg in ("-s", f"{k}={v}")]
     cmd = [*lancens_cmd(), "--root", f"s3://{bucket}/ours", *storage, "prune", "--older-than", "1s"]
-    wall_ours, cpu_ours, proc = run_once([*cmd, "--force", "--yes", "--json"])
+
+    def counted(command: list[str]):
+        """One run, and the requests per table it sent."""
+        before = server.requests
+        done = run_once(command)
+        return (*done, f"{(server.requests - before) / n:.2f}")
+
+    wall_ours, cpu_ours, proc, asked_ours = counted([*cmd, "--force", "--yes", "--json"])
     report = json.loads(proc.stdout)
     loop = [sys.executable, "-c", LOOP_S3, str(listing), json.dumps(options)]
-    wall_loop, cpu_loop, loop_proc = run_once(loop)
+    wall_loop, cpu_loop, loop_proc, asked_loop = counted(loop)
     removed_ours = report["totals"]["versions_removed"] - len(
         report["manifest"]["versions_removed"] if report["manifest"] else []
     )
     print_table(
-        ["S3 run", "wall", "cpu", "versions removed"],
+        ["S3 run", "wall", "cpu", "versions removed", "requests per table"],
         [
-            ["lancens prune", fmt_s(wall_ours), fmt_s(cpu_ours), removed_ours],
-            ["cleanup_old_versions loop", fmt_s(wall_loop), fmt_s(cpu_loop), loop_proc.stdout],
+            ["lancens prune", fmt_s(wall_ours), fmt_s(cpu_ours), removed_ours, asked_ours],
+            [
+                "cleanup_old_versions loop",
+                fmt_s(wall_loop),
+                fmt_s(cpu_loop),
+                loop_proc.stdout.strip(),
+                asked_loop,
+            ],
         ],
     )
     print(f"S3 speed-up: {wall_loop / wall_ours:.2f}x with {latency_ms:g} ms per request (cold)")
-    again_ours = run_once([*cmd, "--force", "--yes", "--json"])[0]  # the record: a listing each
-    again_full = run_once([*cmd, "--force", "--full", "--yes", "--json"])[0]
-    again_loop = run_once(loop)[0]
+    again_ours, _, _, asked_again = counted([*cmd, "--force", "--yes", "--json"])
+    again_full, _, _, asked_full = counted([*cmd, "--force", "--full", "--yes", "--json"])
+    again_loop, _, _, asked_again_loop = counted(loop)
     print_table(
-        ["S3 again, nothing to do", "wall"],
+        ["S3 again, nothing to do", "wall", "requests per table"],
         [
-            ["lancens prune (the last run's record)", fmt_s(again_ours)],
-            ["lancens prune --full", fmt_s(again_full)],
-            ["cleanup_old_versions loop", fmt_s(again_loop)],
+            ["lancens prune (the last run's record)", fmt_s(again_ours), asked_again],
+            ["lancens prune --full", fmt_s(again_full), asked_full],
+            ["cleanup_old_versions loop", fmt_s(again_loop), asked_again_loop],
         ],
     )
     print(f"S3 speed-up, nothing to do: {again_loop / again_ours:.2f}x the loop (goal >= 20x)")

@@ -125,6 +125,7 @@ class Seen:
     due: datetime | None
     dirs: list[tuple[str, int]] | None
     at: datetime | None  # when the listing was taken (None: known from the record alone)
+    objects: int = 0  # files the listing saw (what listing the table again costs)
 
     @classmethod
     def of(
@@ -133,7 +134,8 @@ class Seen:
         """`at`: when the listing was taken; `since`: the moment the run judged ages by (its
         start). Whatever ages in between was judged young this run, so it counts as due."""
         start = at if since is None else min(at, since)
-        return cls(listing.digest, due_after(listing, policy, start), settled_dirs(listing, at), at)
+        due, dirs = due_after(listing, policy, start), settled_dirs(listing, at)
+        return cls(listing.digest, due, dirs, at, len(listing.times))
 
 
 @dataclass(frozen=True, slots=True)

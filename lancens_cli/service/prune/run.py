@@ -411,10 +411,12 @@ def run_locally(
     """The per-table work in this process, `parallel` tables at a time, in `works`' order
     (`since`: the moment the plans judged ages by, for the record)."""
 
+    relist = ns.storage.scheme != "s3"  # on S3 `_keep_record` may list them all at once
+
     def one(work: TableWork) -> tuple[TableResult, Compaction | None]:
         done = run_table(ns, work, policy, dry_run)
         result = done[0]
-        if result.status == "pruned":  # listed again here, beside the other tables' work
+        if result.status == "pruned" and relist:  # listed again here, beside the other work
             with contextlib.suppress(Exception):  # unlisted: the record lists it later
                 at = datetime.now(UTC)
                 listing = list_table(ns.storage, result.location)
@@ -443,9 +445,29 @@ def _keep_record(
             return None
 
     done = [r for r in report.tables if r.location not in compacted]
+    _list_pruned_at_once(request, decisions, done)
     for result, entry in zip(done, ordered_map(entry_of, done, request.parallel), strict=True):
         if entry is not None:
             record.next[result.location] = entry
+
+
+def _list_pruned_at_once(
+    request: PruneRequest, decisions: Decisions, results: list[TableResult]
+) -> None:
+    """On S3, the pruned tables' listings after the run from one listing of the root, when
+    that costs fewer requests (one per 1,000 objects the run saw) than one per table; else
+    (or when it fails) `_entry_after` lists each."""
+    storage = request.ns.storage
+    pending = {r.location: r for r in results if r.status == "pruned" and not r.listed_after}
+    objects = sum(s.seen.objects for s in decisions.states.values() if s.seen is not None)
+    if storage.scheme != "s3" or objects // 1000 + 1 >= len(pending):
+        return
+    at = datetime.now(UTC)
+    with contextlib.suppress(Exception):  # not listed now: listed one by one
+        for location, listing in list_tables(storage, sorted(pending)):
+            if listing is not None:
+                seen = Seen.of(listing, request.policy, at, decisions.now)
+                pending[location].listed_after = seen
 
 
 def _entry_after(request: PruneRequest, decisions: Decisions, result: TableResult):
