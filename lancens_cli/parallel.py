@@ -1,37 +1,55 @@
 """Running one function over many items in threads, with memory bounded in the number of items.
 
 `ThreadPoolExecutor.map` submits every item at once: one `Future` (about 1.6 KB) per item lives
-until its result is read, 160 MB for a prune over 100,000 tables. `ordered_map` keeps at most
-a few items per worker in flight and yields the results in the items' order, as `map` does.
+until its result is read, 160 MB for a prune over 100,000 tables. `completed_map` keeps at most
+a few items per worker in flight and hands each result on as soon as it is done, with its
+item's position, so that one slow item never leaves the other workers idle.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-AHEAD_PER_WORKER = 4  # items submitted ahead of the one whose result is awaited, per worker
+AHEAD_PER_WORKER = 4  # items in flight (submitted, result not yet handed on), per worker
 
 
-def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
-    """`fn` of every item, `workers` at a time, in the items' order; an exception raised by
-    `fn` is raised here when its item's turn comes (items not yet submitted then never are)."""
+def completed_map(
+    fn: Callable[[T], R], items: Iterable[T], workers: int
+) -> Iterator[tuple[int, R]]:
+    """`(position, fn(item))` for every item, `workers` at a time, in the order they finish.
+
+    At most `workers * AHEAD_PER_WORKER` items are in flight. An exception raised by `fn` is
+    raised here when its item finishes (items not yet submitted then never are); one raised
+    by `items` itself, when the next item is asked for."""
     workers = max(1, workers)
+    window = workers * AHEAD_PER_WORKER
+    source = enumerate(items)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        pending: deque[Future[R]] = deque()
-        source = iter(items)
-        for item in source:
-            pending.append(pool.submit(fn, item))
-            if len(pending) >= workers * AHEAD_PER_WORKER:
-                break
-        while pending:
-            done = pending.popleft()
-            for item in source:  # keep the window full while this result is awaited
-                pending.append(pool.submit(fn, item))
-                break
-            yield done.result()
+        running: dict[Future[R], int] = {}
+
+        def fill() -> None:
+            for position, item in source:
+                running[pool.submit(fn, item)] = position
+                if len(running) >= window:
+                    return
+
+        fill()
+        while running:
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                position = running.pop(future)
+                yield position, future.result()
+            fill()
+
+
+def in_order(fn: Callable[[T], R], items: list[T], workers: int) -> list[R]:
+    """`fn` of every item as a list in the items' order (`completed_map`, put back in order)."""
+    results: list = [None] * len(items)
+    for position, result in completed_map(fn, items, workers):
+        results[position] = result
+    return results

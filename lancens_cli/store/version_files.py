@@ -91,8 +91,8 @@ def list_table(storage: Storage, location: str) -> TableListing:
     now = datetime.now(UTC)
     listed = _Listed()
     for name, info in sorted(found.items()):
-        if info.get("type") != "file" or not name.startswith(base):
-            continue
+        if info.get("type") != "file" or not name.startswith(base) or name.endswith("/"):
+            continue  # ("directory" markers some tools write are no files)
         tag = info.get("ETag") or info.get("etag") or ""
         listed.add(name[len(base) :], info.get("size"), _modified(info) or now, tag)
     return listed.done()
@@ -130,6 +130,10 @@ class _Listed:
         )
 
 
+class UnorderedListing(StorageUnavailableError):
+    """The store listed keys out of name order (as S3 directory buckets do)."""
+
+
 def list_tables(
     storage: Storage, locations: list[str]
 ) -> Iterator[tuple[str, TableListing | None]]:
@@ -140,7 +144,8 @@ def list_tables(
     listing per table costs at least a request per table (1,000 tables of 16 objects: 16
     requests, not 1,000). S3 lists keys in name order, so a table's keys come together and its
     listing is complete, and handed on, when the first key past them arrives; a key out of
-    order stops the run (no table is planned before every listing is in). Elsewhere (local
+    order raises `UnorderedListing` (the caller lists each table instead; no table is planned
+    before every listing is in). Elsewhere (local
     disk, GCS), or for a single table, None for each: one `list_table` per table is no more.
     """
     if storage.scheme != "s3" or len(locations) < 2:
@@ -157,14 +162,14 @@ def list_tables(
     for obj in _objects(storage, bucket, key_prefix):
         rel = obj["Key"][len(key_prefix) :]
         if rel < last:
-            raise StorageUnavailableError(
+            raise UnorderedListing(
                 f"storage at {storage.root_uri} listed {rel!r} after {last!r}, out of name order"
             )
         last = rel
         for location in [loc for loc in listing if not rel.startswith(f"{loc}/")]:
             done.add(location)
             yield location, listing.pop(location).done()
-        if rel.endswith("/"):  # a "directory" marker, not a file
+        if rel.endswith("/"):  # a "directory" marker, not a file (as in `list_table`)
             continue
         tag = obj.get("ETag") or ""
         for owner in _owners(rel, wanted):
@@ -199,8 +204,12 @@ def _objects(storage: Storage, bucket: str, prefix: str) -> Iterator[dict]:
         )
         yield from page.get("Contents", [])
         token = page.get("NextContinuationToken")
-        if not page.get("IsTruncated") or not token:
+        if not page.get("IsTruncated"):
             return
+        if not token:  # a listing cut short must never pass for a whole one
+            raise StorageUnavailableError(
+                f"storage at {storage.root_uri} cut a listing short without saying where it goes on"
+            )
 
 
 def _list_local(top: str) -> TableListing:

@@ -17,19 +17,21 @@ from hypothesis import strategies as st
 
 from lancens_cli.cli.output import write_json
 from lancens_cli.models import Streamed
-from lancens_cli.parallel import AHEAD_PER_WORKER, ordered_map
+from lancens_cli.parallel import AHEAD_PER_WORKER, completed_map, in_order
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.report import PruneReport, TableResult
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.integers(), max_size=200), st.integers(min_value=1, max_value=8))
-def test_ordered_map_gives_every_result_in_order(items, workers):
-    assert list(ordered_map(lambda x: x * 2, items, workers)) == [x * 2 for x in items]
+def test_every_item_is_handed_on_once_with_its_position(items, workers):
+    found = sorted(completed_map(lambda x: x * 2, items, workers))
+    assert found == [(i, x * 2) for i, x in enumerate(items)]
+    assert in_order(lambda x: x * 2, items, workers) == [x * 2 for x in items]
 
 
-def test_ordered_map_keeps_a_few_items_per_worker_in_flight():
-    """Started but not yet consumed: never more than the window, however many items."""
+def test_a_few_items_per_worker_are_in_flight_however_many_there_are():
+    """Started but not yet handed on: never more than the window."""
     lock = threading.Lock()
     started = 0
     consumed = 0
@@ -42,14 +44,32 @@ def test_ordered_map_keeps_a_few_items_per_worker_in_flight():
             most = max(most, started - consumed)
         return item
 
-    for _ in ordered_map(work, range(5_000), 3):
+    for _ in completed_map(work, range(5_000), 3):
         with lock:
             consumed += 1
     assert started == 5_000
-    assert most <= 3 * AHEAD_PER_WORKER + 1
+    assert most <= 3 * AHEAD_PER_WORKER
 
 
-def test_ordered_map_raises_the_failing_items_error_and_starts_no_more():
+def test_one_slow_item_leaves_no_worker_idle():
+    """The others keep finishing while the first item takes its time."""
+    release = threading.Event()
+
+    def work(item: int) -> int:
+        if item == 0:
+            release.wait(timeout=30)
+        return item
+
+    seen = []
+    for _, value in completed_map(work, range(200), 2):
+        seen.append(value)
+        if len(seen) == 199:
+            release.set()
+    assert seen[-1] == 0
+    assert sorted(seen) == list(range(200))
+
+
+def test_a_failing_item_raises_its_error_and_no_more_are_started():
     started = []
 
     def work(item: int) -> int:
@@ -58,12 +78,10 @@ def test_ordered_map_raises_the_failing_items_error_and_starts_no_more():
             raise ValueError("item 10")
         return item
 
-    results = []
     with pytest.raises(ValueError, match="item 10"):
-        for value in ordered_map(work, range(10_000), 2):
-            results.append(value)
-    assert results == list(range(10))
-    assert len(started) <= 10 + 1 + 2 * AHEAD_PER_WORKER
+        for _ in completed_map(work, range(10_000), 2):
+            pass
+    assert len(started) <= 11 + 2 * AHEAD_PER_WORKER
 
 
 def test_a_streamed_report_prints_what_a_whole_one_does():

@@ -7,7 +7,8 @@ patiently, and one that gives up early (botocore's standard mode tries twice) fa
 `partial_deletes`, a `DeleteObjects` of several keys deletes only the first half and answers
 `SlowDown` for each of the others, inside a `200 OK`, as S3 does. Every deleted object is
 logged with its time (`deleted`), which is what `--delete-rate-limit` is judged by, and every
-listing with its prefix (`listed`).
+listing with its prefix (`listed`). With `unordered`, listings of that prefix come in reverse
+name order (as S3 directory buckets may answer; Lance itself needs ordered `_versions/`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,23 @@ from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 from moto.server import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import make_server
 
+_CONTENTS = re.compile(rb"<Contents>.*?</Contents>", re.S)
+
+
+def _reversed_listing(inner, environ, start_response):
+    """A `ListObjectsV2` answer with its objects in reverse name order."""
+    status_headers: list = []
+    answer = b"".join(inner(environ, lambda s, h, *_: status_headers.extend([s, h])))
+    blocks = _CONTENTS.findall(answer)
+    if len(blocks) > 1:
+        first = answer.index(blocks[0])
+        last = answer.rindex(blocks[-1]) + len(blocks[-1])
+        answer = answer[:first] + b"".join(reversed(blocks)) + answer[last:]
+    headers = [(k, v) for k, v in status_headers[1] if k.lower() != "content-length"]
+    start_response(status_headers[0], [*headers, ("Content-Length", str(len(answer)))])
+    return [answer]
+
+
 SLOW_DOWN = (
     b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
     b"<Message>Please reduce your request rate.</Message></Error>"
@@ -38,6 +56,7 @@ _KEY = re.compile(rb"<Object>\s*<Key>(.*?)</Key>.*?</Object>", re.S)
 class Traffic:
     burst: int = 0
     partial_deletes: bool = False
+    unordered: str | None = None  # listings of this prefix answered in reverse name order
     requests: int = 0
     throttled: int = 0  # requests answered 503
     refused_keys: int = 0  # keys a DeleteObjects answered with SlowDown
@@ -57,9 +76,11 @@ class ThrottledS3(ThreadedMotoServer):
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self._port}"
 
-    def throttle(self, burst: int, partial_deletes: bool = False) -> None:
+    def throttle(
+        self, burst: int, partial_deletes: bool = False, unordered: str | None = None
+    ) -> None:
         with self._lock:
-            self.traffic = Traffic(burst, partial_deletes)
+            self.traffic = Traffic(burst, partial_deletes, unordered)
 
     def calm(self) -> Traffic:
         """Stop throttling; what happened since `throttle` (or the last `calm`)."""
@@ -84,7 +105,10 @@ class ThrottledS3(ThreadedMotoServer):
         method, query = environ["REQUEST_METHOD"], environ.get("QUERY_STRING", "")
         request = (method, environ["PATH_INFO"], query)
         if method == "GET" and "list-type=2" in query:
-            traffic.listed.append(parse_qs(query).get("prefix", [""])[0])
+            prefix = parse_qs(query).get("prefix", [""])[0]
+            traffic.listed.append(prefix)
+            if traffic.unordered is not None and prefix == traffic.unordered:
+                return _reversed_listing(inner, environ, start_response)
         chosen = zlib.crc32(repr(request).encode()) % 2 == 0
         if chosen and traffic.tries.get(request, 0) < traffic.burst:
             traffic.tries[request] = traffic.tries.get(request, 0) + 1

@@ -32,7 +32,7 @@ class TableResult:
     error: str | None = None
     # after a local run pruned the table: what the record needs of its listing then
     # (record.Seen; not reported, and not carried back from a Spark task)
-    listed_after: tuple[Any, Any] | None = field(default=None, repr=False, compare=False)
+    listed_after: Any = field(default=None, repr=False, compare=False)  # a record.Seen
 
     def to_json(self) -> dict[str, Any]:
         return {

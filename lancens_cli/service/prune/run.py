@@ -52,7 +52,7 @@ import lance
 
 from lancens_cli.errors import LancensError, lance_message
 from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE, Identifier
-from lancens_cli.parallel import ordered_map
+from lancens_cli.parallel import completed_map, in_order
 from lancens_cli.service import check as check_module
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.clones import clone_dependents, clone_needed_versions
@@ -90,7 +90,7 @@ from lancens_cli.service.prune.table import (
 from lancens_cli.store.containment import directory_location_problem, row_locations, shown
 from lancens_cli.store.delete_pace import DeletePace
 from lancens_cli.store.manifest import ManifestSnapshot
-from lancens_cli.store.version_files import list_table, list_tables
+from lancens_cli.store.version_files import UnorderedListing, list_table, list_tables
 
 MANIFEST_COMPACT_FRAGMENTS = 16  # compact __manifest when it has more fragments than this
 DEBRIS_CODES = ("abandoned_table_write", "staged_manifest_file", "abandoned_job_log")
@@ -279,9 +279,8 @@ def _plan_all(plan, scope, states: dict[str, TableState], parallel: int) -> list
         if getattr(states.get(location), "recorded", None) is not None:
             planned[index] = plan(scope[index])
     rest = [i for i, item in enumerate(planned) if item is None]
-    done = ordered_map(plan, [scope[i] for i in rest], parallel)
-    for index, result in zip(rest, done, strict=True):
-        planned[index] = result
+    for position, result in completed_map(plan, [scope[i] for i in rest], parallel):
+        planned[rest[position]] = result
     return planned
 
 
@@ -424,7 +423,7 @@ def run_locally(
         advance(result.bytes_freed)
         return done
 
-    return list(ordered_map(one, works, parallel))
+    return in_order(one, works, parallel)
 
 
 def _keep_record(
@@ -446,9 +445,9 @@ def _keep_record(
 
     done = [r for r in report.tables if r.location not in compacted]
     _list_pruned_at_once(request, decisions, done)
-    for result, entry in zip(done, ordered_map(entry_of, done, request.parallel), strict=True):
+    for position, entry in completed_map(entry_of, done, request.parallel):
         if entry is not None:
-            record.next[result.location] = entry
+            record.next[done[position].location] = entry
 
 
 def _list_pruned_at_once(
@@ -593,13 +592,22 @@ def _read_states(
         else:
             rest.append((location, object_id))
     ids = dict(rest)
-    listed = list_tables(ns.storage, list(ids))  # on S3 one listing of the root serves all
-    items = ((location, ids[location], listing) for location, listing in listed)
-    for location, state, error in ordered_map(read, items, parallel):
-        if state is not None:
-            states[location] = state
-        elif error is not _NO_VERSIONS:
-            errors[location] = error
+
+    def read_all(listed) -> None:
+        items = ((location, ids[location], listing) for location, listing in listed)
+        for _, (location, state, error) in completed_map(read, items, parallel):
+            if state is not None:
+                states[location] = state
+            elif error is not _NO_VERSIONS:
+                errors[location] = error
+
+    try:
+        read_all(list_tables(ns.storage, list(ids)))  # on S3 one listing of the root serves all
+    except UnorderedListing:  # a store that does not list in name order: a listing each
+        for location in ids:
+            states.pop(location, None)
+            errors.pop(location, None)
+        read_all((location, None) for location in ids)
     return states, errors
 
 
