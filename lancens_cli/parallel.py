@@ -9,7 +9,8 @@ item's position, so that one slow item never leaves the other workers idle.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
+from queue import SimpleQueue
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -27,24 +28,26 @@ def completed_map(
     raised here when its item finishes (items not yet submitted then never are); one raised
     by `items` itself, when the next item is asked for."""
     workers = max(1, workers)
-    window = workers * AHEAD_PER_WORKER
+    finished: SimpleQueue[tuple[int, Future[R]]] = SimpleQueue()  # filled as items finish
     source = enumerate(items)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        running: dict[Future[R], int] = {}
 
-        def fill() -> None:
+        def submit_next() -> bool:
             for position, item in source:
-                running[pool.submit(fn, item)] = position
-                if len(running) >= window:
-                    return
+                future = pool.submit(fn, item)
+                future.add_done_callback(lambda done, at=position: finished.put((at, done)))
+                return True
+            return False
 
-        fill()
-        while running:
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                position = running.pop(future)
-                yield position, future.result()
-            fill()
+        in_flight = 0
+        while in_flight < workers * AHEAD_PER_WORKER and submit_next():
+            in_flight += 1
+        while in_flight:
+            position, future = finished.get()
+            in_flight -= 1
+            if submit_next():  # before handing the result on: the workers stay busy
+                in_flight += 1
+            yield position, future.result()
 
 
 def in_order(fn: Callable[[T], R], items: list[T], workers: int) -> list[R]:
