@@ -129,13 +129,7 @@ def registered(counted, request):
     versions past the policy's second; (the prune command, the server)."""
     bucket = f"counted-{request.node.name[5:25].lower().replace('_', '-')}".strip("-")
     s3_client(counted.endpoint).create_bucket(Bucket=bucket)
-    options = {
-        "endpoint": counted.endpoint,
-        "region": "us-east-1",
-        "access_key_id": "testing",
-        "secret_access_key": "testing",
-        "allow_http": "true",
-    }
+    options = counted.options
     root = f"s3://{bucket}/ns"
     at_root = ["--root", root, *[f"-s{k}={v}" for k, v in options.items()]]
     for t in range(TABLES):  # registered, as in a V2 namespace

@@ -40,13 +40,7 @@ def namespace(server, request):
     an abandoned root table write, all older than the policy's second."""
     bucket = f"throttled-{request.node.name[-20:].lower().replace('_', '-').strip('-[]')}"
     s3_client(server.endpoint).create_bucket(Bucket=bucket)
-    options = {
-        "endpoint": server.endpoint,
-        "region": "us-east-1",
-        "access_key_id": "testing",
-        "secret_access_key": "testing",
-        "allow_http": "true",
-    }
+    options = server.options
     root = f"s3://{bucket}/ns"
     args = ["--root", root, *[f"-s{k}={v}" for k, v in options.items()]]
     for name in ("a", "b"):

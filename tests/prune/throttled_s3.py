@@ -76,6 +76,17 @@ class ThrottledS3(ThreadedMotoServer):
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self._port}"
 
+    @property
+    def options(self) -> dict[str, str]:
+        """Storage options (Lance spelling) for this server."""
+        return {
+            "endpoint": self.endpoint,
+            "region": "us-east-1",
+            "access_key_id": "testing",
+            "secret_access_key": "testing",
+            "allow_http": "true",
+        }
+
     def throttle(
         self, burst: int, partial_deletes: bool = False, unordered: str | None = None
     ) -> None:
