@@ -280,8 +280,12 @@ def bench_s3(workdir: Path, n: int, n_versions: int, latency_ms: float = 0) -> N
         aws_access_key_id="bench",
         aws_secret_access_key="bench-secret",
     )
-    bucket = f"bench-{latency_ms:g}ms".replace(".", "-")  # moto keeps buckets per process
-    client.create_bucket(Bucket=bucket)
+    # moto keeps buckets per process, and scans a whole bucket for every listing: each root gets
+    # a bucket of its own, so neither run pays for the other's keys
+    bucket = f"bench-{latency_ms:g}ms".replace(".", "-")
+    buckets = {prefix: f"{bucket}-{prefix}" for prefix in ("ours", "loop")}
+    for name in buckets.values():
+        client.create_bucket(Bucket=name)
     source = template(workdir, n_versions)
     files = [(p, p.relative_to(source).as_posix()) for p in source.rglob("*") if p.is_file()]
     started = time.perf_counter()
@@ -289,13 +293,13 @@ def bench_s3(workdir: Path, n: int, n_versions: int, latency_ms: float = 0) -> N
 
     for prefix in ("ours", "loop"):
         uploads = [
-            (str(path), f"{prefix}/{table_name(i)}.lance/{rel}")
+            (str(path), buckets[prefix], f"{prefix}/{table_name(i)}.lance/{rel}")
             for i in range(n)
             for path, rel in files
         ]
         with ThreadPoolExecutor(max_workers=16) as pool:  # the setup, not what is measured
-            list(pool.map(lambda item: client.upload_file(item[0], bucket, item[1]), uploads))
-        props = {"root": f"s3://{bucket}/{prefix}"}
+            list(pool.map(lambda item: client.upload_file(*item), uploads))
+        props = {"root": f"s3://{buckets[prefix]}/{prefix}"}
         props.update({f"storage.{k}": v for k, v in options.items()})
         ns = Namespace.from_properties(props)
 
@@ -315,10 +319,12 @@ def bench_s3(workdir: Path, n: int, n_versions: int, latency_ms: float = 0) -> N
         ns.manifest.mutate(plan)
     print(f"S3 (moto): built 2 x {n} tables in {time.perf_counter() - started:.1f} s")
     listing = workdir / f"s3-tables-{n}.txt"
-    listing.write_text("".join(f"s3://{bucket}/loop/{table_name(i)}.lance\n" for i in range(n)))
+    loop_root = f"s3://{buckets['loop']}/loop"
+    listing.write_text("".join(f"{loop_root}/{table_name(i)}.lance\n" for i in range(n)))
     time.sleep(1.5)
     storage = [arg for k, v in options.items() for arg in ("-s", f"{k}={v}")]
-    cmd = [*lancens_cmd(), "--root", f"s3://{bucket}/ours", *storage, "prune", "--older-than", "1s"]
+    root = f"s3://{buckets['ours']}/ours"
+    cmd = [*lancens_cmd(), "--root", root, *storage, "prune", "--older-than", "1s"]
 
     def counted(command: list[str]):
         """One run, and the requests per table it sent."""
