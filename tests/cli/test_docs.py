@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 GENERATOR = REPO / "scripts" / "generate_docs.py"
 MAN = REPO / "man" / "lancens.1"
 COMMANDS = ["init", "ls", "describe", "create", "rename", "drop", "register", "deregister"]
-HEAVY = ["lance", "pyarrow", "pyspark", "fsspec"]
+HEAVY = ["lance", "pyarrow", "pyspark", "fsspec", "pydantic"]  # pydantic: typer >= 0.29
 
 
 def _env() -> dict[str, str]:
