@@ -11,7 +11,7 @@ never deleted.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -331,14 +331,19 @@ def check_job_logs(ns: Namespace, report: CheckReport, grace: timedelta) -> None
 
 
 def check_uncommitted_root_tables(
-    ns: Namespace, snapshot: ManifestSnapshot, report: CheckReport, grace: timedelta
+    ns: Namespace,
+    snapshot: ManifestSnapshot,
+    report: CheckReport,
+    grace: timedelta,
+    committed: Container[str] = (),
 ) -> None:
     """Root `<name>.lance` directories known only by listing that hold a write that never
     committed: the `abandoned_table_write` findings `check` makes while it verifies tables,
-    for `prune`, which removes debris without verifying every table."""
-    registered = snapshot.locations()
-    for name, location in ns.visible_dir_tables(snapshot).items():
-        if location in registered or name in snapshot:
+    for `prune`, which removes debris without verifying every table. `committed`: locations
+    the caller saw a version of (not asked again: a write once committed stays so)."""
+    known = {*snapshot.locations(), *committed}
+    for name, location in ns.visible_dir_tables(snapshot, known).items():
+        if name in snapshot:
             continue
         if directory_location_problem(ns.storage, location) is not None:
             continue  # never touched (store/containment.py)
@@ -388,8 +393,6 @@ def check_orphans(
     for entry in ns.storage.list_dir():
         if not entry.is_dir or entry.name in referenced or entry.name == MANIFEST_TABLE:
             continue
-        if is_deregistered(ns.storage, entry.name):
-            continue  # forgotten on purpose (deregister, drop --keep-data)
         v1_hidden = (
             not is_v2_location(entry.name)
             and entry.name.endswith(V1_SUFFIX)
@@ -398,6 +401,8 @@ def check_orphans(
         )
         if not is_v2_location(entry.name) and not v1_hidden:
             continue
+        if is_deregistered(ns.storage, entry.name):  # asked last: a request on object stores
+            continue  # forgotten on purpose (deregister, drop --keep-data)
         if v1_hidden:
             object_id = name = entry.name[: -len(V1_SUFFIX)]
         else:

@@ -8,7 +8,7 @@ Child namespaces exist only in the manifest.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,12 +121,16 @@ class Namespace:
                     found[name] = entry.name
         return found
 
-    def visible_dir_tables(self, snapshot: ManifestSnapshot) -> dict[str, str]:
-        """Directory tables not hidden by a deregistration marker or a finished rename."""
+    def visible_dir_tables(
+        self, snapshot: ManifestSnapshot, unless: Container[str] = ()
+    ) -> dict[str, str]:
+        """Directory tables not hidden by a deregistration marker or a finished rename; those
+        at a location in `unless` are neither looked at (a request each on an object store)
+        nor returned."""
         claimed = stale_rename_sources(snapshot)
         found = {}
         for name, location in self.dir_tables().items():
-            if location in claimed:
+            if location in claimed or location in unless:
                 continue
             if name not in snapshot and is_deregistered(self.storage, location):
                 continue

@@ -41,6 +41,9 @@ class LocalFiles:
     def is_dir(self, rel: str) -> bool:
         return os.path.isdir(self.path(rel))
 
+    def file_exists(self, rel: str) -> bool:
+        return os.path.isfile(self.path(rel))
+
     def walk_files(self, rel: str) -> Iterator[tuple[str, int]]:
         top = self.path(rel)
         for dirpath, _dirs, files in os.walk(top):

@@ -95,6 +95,18 @@ class ObjectStoreFiles:
         except FileNotFoundError:
             return False
 
+    def file_exists(self, rel: str) -> bool:
+        """On S3 one `HEAD` of the key, where `exists` asks twice for a missing key (the
+        object, then whether it is a prefix)."""
+        if self.scheme != "s3":
+            return self.exists(rel)
+        bucket, key = self.path(rel).split("/", 1)
+        try:
+            self.remote(self.fs.call_s3, "head_object", Bucket=bucket, Key=key)
+            return True
+        except FileNotFoundError:
+            return False
+
     def is_dir(self, rel: str) -> bool:
         """A prefix with objects below it."""
         try:

@@ -139,6 +139,10 @@ class Storage:
     def exists(self, rel: str) -> bool:
         return self._files.exists(rel)
 
+    def file_exists(self, rel: str) -> bool:
+        """Whether `rel` is a file (a marker): one request on an object store."""
+        return self._files.file_exists(rel)
+
     def is_dir(self, rel: str) -> bool:
         """Whether `rel` is a directory (on an object store: a prefix with objects below)."""
         return self._files.is_dir(rel)

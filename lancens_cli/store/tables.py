@@ -107,7 +107,8 @@ def uncommitted_write(
 
 
 def is_deregistered(storage: Storage, location: str) -> bool:
-    return storage.exists(f"{location}/{DEREGISTERED_MARKER}")
+    """The marker `drop --keep-data` and deregister leave (a file, as the reference writes it)."""
+    return storage.file_exists(f"{location}/{DEREGISTERED_MARKER}")
 
 
 def write_reserved_marker(storage: Storage, location: str) -> None:

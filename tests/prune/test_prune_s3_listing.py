@@ -123,23 +123,35 @@ def counted():
     server.stop()
 
 
-@pytest.fixture
-def registered(counted, request):
-    """TABLES registered tables of two versions each on the counted server, the older
-    versions past the policy's second; (the prune command, the server)."""
+def tables_of_two_versions(server: ThrottledS3, request, register: bool):
+    """TABLES tables of two versions each on the counted server, the older versions past the
+    policy's second: registered as in a V2 namespace, or `<name>.lance` directories found by
+    listing, as in a V1 one; (the prune command, the server)."""
     bucket = f"counted-{request.node.name[5:25].lower().replace('_', '-')}".strip("-")
-    s3_client(counted.endpoint).create_bucket(Bucket=bucket)
-    options = counted.options
+    s3_client(server.endpoint).create_bucket(Bucket=bucket)
+    options = server.options
     root = f"s3://{bucket}/ns"
     at_root = ["--root", root, *[f"-s{k}={v}" for k, v in options.items()]]
-    for t in range(TABLES):  # registered, as in a V2 namespace
+    for t in range(TABLES):
+        location = f"t{t}" if register else f"t{t}.lance"
         for v in range(2):
             rows = pa.table({"x": [v]})
             mode = "append" if v else "create"
-            lance.write_dataset(rows, f"{root}/t{t}", mode=mode, storage_options=options)
-        assert invoke(*at_root, "register", f"t{t}", f"t{t}").exit_code == 0
+            lance.write_dataset(rows, f"{root}/{location}", mode=mode, storage_options=options)
+        if register:
+            assert invoke(*at_root, "register", f"t{t}", location).exit_code == 0
     time.sleep(1.1)
-    return [*at_root, "--json", "prune", *POLICY], counted
+    return [*at_root, "--json", "prune", *POLICY], server
+
+
+@pytest.fixture
+def registered(counted, request):
+    return tables_of_two_versions(counted, request, register=True)
+
+
+@pytest.fixture
+def listed_only(counted, request):
+    return tables_of_two_versions(counted, request, register=False)
 
 
 TABLES = 12
@@ -169,6 +181,23 @@ def test_a_run_with_nothing_to_do_lists_no_table_on_its_own(registered):
     per_table = [p for p in listed if p.startswith("ns/t") and p != "ns/"]
     assert per_table == [], per_table
     assert "ns/" in listed  # the root's, serving every table
+
+
+def test_tables_found_by_listing_cost_one_request_each_when_nothing_changed(listed_only):
+    """A V1 root: each table is asked once whether it was deregistered (one `HEAD` of its
+    marker, not a `HEAD` and a listing), not again by the debris checks, and never listed on
+    its own; its unpublished-write check is not asked of a table the run read versions of."""
+    command, server = listed_only
+    first = prune(command)
+    assert sum(len(t["versions_removed"]) for t in first) == TABLES
+    server.calm()
+    second = prune(command)
+    assert all(UNCHANGED in t["notes"] for t in second), second
+    asked = server.calm().asked
+    per_table = [(m, p) for m, p in asked if "/ns/t" in p]
+    assert all(m == "HEAD" and p.endswith("/.lance-deregistered") for m, p in per_table), per_table
+    assert len(per_table) == TABLES, per_table
+    assert len(asked) < TABLES + 25, asked  # the rest is per run: lease, record, root listings
 
 
 def test_a_store_listing_out_of_name_order_gets_a_listing_per_table(registered):

@@ -62,6 +62,7 @@ class Traffic:
     refused_keys: int = 0  # keys a DeleteObjects answered with SlowDown
     deleted: list[tuple[float, int]] = field(default_factory=list)  # (time, objects)
     listed: list[str] = field(default_factory=list)  # the prefix of every ListObjectsV2
+    asked: list[tuple[str, str]] = field(default_factory=list)  # (method, path) of every request
     tries: dict[tuple, int] = field(default_factory=dict)  # request -> times throttled
 
 
@@ -115,6 +116,7 @@ class ThrottledS3(ThreadedMotoServer):
         traffic.requests += 1
         method, query = environ["REQUEST_METHOD"], environ.get("QUERY_STRING", "")
         request = (method, environ["PATH_INFO"], query)
+        traffic.asked.append((method, environ["PATH_INFO"]))
         if method == "GET" and "list-type=2" in query:
             prefix = parse_qs(query).get("prefix", [""])[0]
             traffic.listed.append(prefix)

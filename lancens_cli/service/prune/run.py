@@ -348,7 +348,7 @@ def _root_work(request: PruneRequest, decisions: Decisions, report: PruneReport)
     """A whole-root run's work outside the tables: the debris, then `__manifest` itself."""
     ns, policy, dry_run = request.ns, request.policy, request.dry_run
     if request.whole_root:
-        report.debris = _debris(ns, policy, dry_run, request.delimiter)
+        report.debris = _debris(ns, policy, dry_run, request.delimiter, set(decisions.states))
     if decisions.manifest_plan is not None and request.whole_root:
         report.manifest = TableResult(None, MANIFEST_TABLE)
         try:
@@ -675,12 +675,13 @@ def _maintain_manifest(ns: Namespace, indexes: bool) -> list[dict[str, Any]]:
 # --- debris -----------------------------------------------------------------------------------
 
 
-def _debris(ns: Namespace, policy: PrunePolicy, dry_run: bool, delimiter: str):
-    """`check`'s findings about debris: deleted past the grace; orphan tables only reported."""
+def _debris(ns: Namespace, policy: PrunePolicy, dry_run: bool, delimiter: str, committed: set[str]):
+    """`check`'s findings about debris: deleted past the grace; orphan tables only reported.
+    `committed`: the tables this run read versions of (no write of theirs is asked about)."""
     findings = check_module.CheckReport(ns.storage.root_uri, "")
     snapshot = ns.snapshot()
     check_module.check_orphans(ns, snapshot, findings, delimiter, policy.grace)
-    check_module.check_uncommitted_root_tables(ns, snapshot, findings, policy.grace)
+    check_module.check_uncommitted_root_tables(ns, snapshot, findings, policy.grace, committed)
     check_module.check_job_logs(ns, findings, policy.grace)
     if snapshot.exists:
         check_module.check_staged_files(ns, findings, policy.grace)
