@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from lancens_cli.errors import StorageUnavailableError
 from lancens_cli.models import VERSIONS_DIR
@@ -60,6 +62,38 @@ def version_files(storage: Storage, location: str) -> dict[int, tuple[str, datet
     return found
 
 
+class DirTimes:
+    """Directories with their times in ns, as (name, time) pairs, held in little memory: a
+    run keeps them for every table until its record is written. Tables share one tuple of
+    names when their directories are named alike (most are), the times are one array."""
+
+    __slots__ = ("names", "stamps")
+    _shared: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def __init__(self, pairs: Iterable[tuple[str, int]]) -> None:
+        pairs = list(pairs)
+        names = tuple(sys.intern(str(name)) for name, _stamp in pairs)
+        self.names = DirTimes._shared.setdefault(names, names)
+        self.stamps = array("q", [int(stamp) for _name, stamp in pairs])
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        return zip(self.names, self.stamps, strict=True)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == list(other) if isinstance(other, Iterable) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"DirTimes({list(self)!r})"
+
+    def to_json(self) -> list[list[Any]]:
+        return [[name, stamp] for name, stamp in self]
+
+
 @dataclass(slots=True)
 class TableListing:
     """What one listing of a table directory tells prune."""
@@ -74,7 +108,7 @@ class TableListing:
     times: tuple[datetime, ...] = ()
     # Locally, every directory below the table with its time in ns ("" is the table's own):
     # a file added, removed or renamed into a directory changes that directory's time.
-    dirs: tuple[tuple[str, int], ...] = ()
+    dirs: DirTimes | tuple[()] = ()
 
 
 def list_table(storage: Storage, location: str) -> TableListing:
@@ -230,7 +264,7 @@ def _list_local(top: str) -> TableListing:
     pending = [("", top_stamp)]
     while pending:
         rel, stamp = pending.pop()
-        dirs.append((sys.intern(rel), stamp))  # every table has the same few directory names
+        dirs.append((rel, stamp))
         try:
             with os.scandir(os.path.join(top, rel) if rel else top) as entries:
                 children = sorted((e.name, e) for e in entries)
@@ -251,11 +285,11 @@ def _list_local(top: str) -> TableListing:
         except (FileNotFoundError, NotADirectoryError):
             digest.update(f"{rel}\0gone\n".encode())  # changed while we listed
     return TableListing(
-        versions, "_refs" in names, data, digest.hexdigest(), tuple(times), tuple(sorted(dirs))
+        versions, "_refs" in names, data, digest.hexdigest(), tuple(times), DirTimes(sorted(dirs))
     )
 
 
-def directories_unchanged(top: str, dirs: list[tuple[str, int]]) -> bool:
+def directories_unchanged(top: str, dirs: Iterable[tuple[str, int]]) -> bool:
     """Whether every directory of a local table still has the recorded time: then no file was
     added, removed or renamed anywhere below it (a new directory changes its parent's time).
     One `stat` per directory, no listing."""

@@ -45,7 +45,7 @@ from typing import Any
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.store.containment import LEASE_DIR
 from lancens_cli.store.storage import Storage
-from lancens_cli.store.version_files import TableListing, directories_unchanged
+from lancens_cli.store.version_files import DirTimes, TableListing, directories_unchanged
 
 RECORD = f"{LEASE_DIR}/record.json.gz"
 FORMAT = 1
@@ -84,12 +84,12 @@ def in_time(checked: datetime, due: datetime | None, now: datetime) -> bool:
     return due is None or now < due
 
 
-def settled_dirs(listing: TableListing, listed_at: datetime) -> list[tuple[str, int]] | None:
+def settled_dirs(listing: TableListing, listed_at: datetime) -> DirTimes | None:
     """The listing's directory times, when every one is at least `SETTLE` older than it."""
     limit = (listed_at - SETTLE).timestamp() * 1e9
     if not listing.dirs or any(stamp > limit for _rel, stamp in listing.dirs):
         return None
-    return list(listing.dirs)
+    return listing.dirs if isinstance(listing.dirs, DirTimes) else DirTimes(listing.dirs)
 
 
 def digest_of(value: Any) -> str:
@@ -123,7 +123,7 @@ class Seen:
 
     digest: str
     due: datetime | None
-    dirs: list[tuple[str, int]] | None
+    dirs: DirTimes | None
     at: datetime | None  # when the listing was taken (None: known from the record alone)
     objects: int = 0  # files the listing saw (what listing the table again costs)
 
@@ -150,7 +150,7 @@ class Entry:
     checked: datetime
     # Locally: every directory's time in ns, when all were older than `SETTLE` at the listing
     # (a clock ticks coarsely: a later change within the same tick would look like none)
-    dirs: list[tuple[str, int]] | None = None
+    dirs: DirTimes | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -160,7 +160,7 @@ class Entry:
             "bases": self.bases,
             "due": self.due.isoformat() if self.due else None,
             "checked": self.checked.isoformat(),
-            "dirs": self.dirs,
+            "dirs": self.dirs.to_json() if self.dirs is not None else None,
         }
 
     @classmethod
@@ -173,7 +173,7 @@ class Entry:
             [str(b) for b in data["bases"]],
             datetime.fromisoformat(due) if due else None,
             datetime.fromisoformat(data["checked"]),
-            [(sys.intern(str(rel)), int(ns)) for rel, ns in dirs] if dirs else None,
+            DirTimes(dirs) if dirs else None,
         )
 
 
