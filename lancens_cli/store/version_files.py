@@ -253,7 +253,7 @@ def _list_local(top: str) -> TableListing:
     try:
         top_stamp = os.stat(top).st_mtime_ns
         with os.scandir(top) as entries:
-            names = {e.name for e in entries}
+            top_children = sorted((e.name, e) for e in entries)
     except (FileNotFoundError, NotADirectoryError):
         return TableListing({}, False, 0)
     versions: dict[int, tuple[str, datetime]] = {}
@@ -266,8 +266,11 @@ def _list_local(top: str) -> TableListing:
         rel, stamp = pending.pop()
         dirs.append((rel, stamp))
         try:
-            with os.scandir(os.path.join(top, rel) if rel else top) as entries:
-                children = sorted((e.name, e) for e in entries)
+            if rel:
+                with os.scandir(os.path.join(top, rel)) as entries:
+                    children = sorted((e.name, e) for e in entries)
+            else:  # the table's own directory, read above
+                children = top_children
             for name, entry in children:
                 child = f"{rel}/{name}" if rel else name
                 if entry.is_dir(follow_symlinks=False):
@@ -284,8 +287,9 @@ def _list_local(top: str) -> TableListing:
                         versions[version] = (name, when)
         except (FileNotFoundError, NotADirectoryError):
             digest.update(f"{rel}\0gone\n".encode())  # changed while we listed
+    has_refs = any(name == "_refs" for name, _entry in top_children)
     return TableListing(
-        versions, "_refs" in names, data, digest.hexdigest(), tuple(times), DirTimes(sorted(dirs))
+        versions, has_refs, data, digest.hexdigest(), tuple(times), DirTimes(sorted(dirs))
     )
 
 
