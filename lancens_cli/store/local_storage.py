@@ -41,8 +41,8 @@ class LocalFiles:
     def is_dir(self, rel: str) -> bool:
         return os.path.isdir(self.path(rel))
 
-    def file_exists(self, rel: str) -> bool:
-        return os.path.isfile(self.path(rel))
+    def entry_exists(self, rel: str) -> bool:
+        return os.path.lexists(self.path(rel))
 
     def walk_files(self, rel: str) -> Iterator[tuple[str, int]]:
         top = self.path(rel)

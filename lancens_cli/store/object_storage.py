@@ -95,17 +95,22 @@ class ObjectStoreFiles:
         except FileNotFoundError:
             return False
 
-    def file_exists(self, rel: str) -> bool:
-        """On S3 one `HEAD` of the key, where `exists` asks twice for a missing key (the
-        object, then whether it is a prefix)."""
+    def entry_exists(self, rel: str) -> bool:
+        """Whether `rel` is an object or a prefix, in one request on S3: a listing of the
+        names that start with it, cut at the next `/` (`exists` asks twice for a missing
+        key: the object, then whether it is a prefix)."""
         if self.scheme != "s3":
             return self.exists(rel)
         bucket, key = self.path(rel).split("/", 1)
-        try:
-            self.remote(self.fs.call_s3, "head_object", Bucket=bucket, Key=key)
+        page = self.remote(
+            self.fs.call_s3, "list_objects_v2", Bucket=bucket, Prefix=key, Delimiter="/"
+        )
+        if any(o.get("Key") == key for o in page.get("Contents", [])):
             return True
-        except FileNotFoundError:
-            return False
+        if any(p.get("Prefix") == f"{key}/" for p in page.get("CommonPrefixes", [])):
+            return True
+        # names that only start with it (`key-x`) filled the page: ask the long way
+        return bool(page.get("IsTruncated")) and self.exists(rel)
 
     def is_dir(self, rel: str) -> bool:
         """A prefix with objects below it."""

@@ -139,9 +139,10 @@ class Storage:
     def exists(self, rel: str) -> bool:
         return self._files.exists(rel)
 
-    def file_exists(self, rel: str) -> bool:
-        """Whether `rel` is a file (a marker): one request on an object store."""
-        return self._files.file_exists(rel)
+    def entry_exists(self, rel: str) -> bool:
+        """Whether anything is named `rel`: a file, a directory (on an object store a key or
+        a prefix), a link; one request on S3."""
+        return self._files.entry_exists(rel)
 
     def is_dir(self, rel: str) -> bool:
         """Whether `rel` is a directory (on an object store: a prefix with objects below)."""

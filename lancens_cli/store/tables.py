@@ -107,8 +107,9 @@ def uncommitted_write(
 
 
 def is_deregistered(storage: Storage, location: str) -> bool:
-    """The marker `drop --keep-data` and deregister leave (a file, as the reference writes it)."""
-    return storage.file_exists(f"{location}/{DEREGISTERED_MARKER}")
+    """The marker `drop --keep-data` and deregister leave. Anything of that name counts, as
+    the reference counts it (it lists the table's directory): a file, a directory, a link."""
+    return storage.entry_exists(f"{location}/{DEREGISTERED_MARKER}")
 
 
 def write_reserved_marker(storage: Storage, location: str) -> None:

@@ -69,12 +69,19 @@ class DirTimes:
 
     __slots__ = ("names", "stamps")
     _shared: dict[tuple[str, ...], tuple[str, ...]] = {}
+    SHARED_AT_MOST = 1024  # layouts shared (a table's index directories make its own)
 
     def __init__(self, pairs: Iterable[tuple[str, int]]) -> None:
         pairs = list(pairs)
         names = tuple(sys.intern(str(name)) for name, _stamp in pairs)
-        self.names = DirTimes._shared.setdefault(names, names)
+        shared = DirTimes._shared
+        if names in shared or len(shared) < DirTimes.SHARED_AT_MOST:
+            names = shared.setdefault(names, names)
+        self.names = names
         self.stamps = array("q", [int(stamp) for _name, stamp in pairs])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (DirTimes, (list(self),))
 
     def __iter__(self) -> Iterator[tuple[str, int]]:
         return zip(self.names, self.stamps, strict=True)

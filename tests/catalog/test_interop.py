@@ -15,12 +15,13 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import lance
 import lance_namespace as ln
 import pyarrow as pa
 import pyarrow.parquet as pq
-from helpers import Root, invoke, run_cli, uri
+from helpers import Root, invoke, root_s3_client, run_cli, uri
 from lance.namespace import DirectoryNamespace
 from lance_namespace.errors import NamespaceNotFoundError, TableNotFoundError
 
@@ -732,3 +733,30 @@ def test_drop_keep_data_hides_root_table_from_the_reference(any_root, tmp_path):
     assert ref_tables(ref_nodir(r)) == ["stays", "v1only"]
     assert set(listing(r)) == {"stays", "v1only"}
     assert count(r, ref_describe(theirs, "v1only").location) == 2
+
+
+def test_a_marker_of_any_shape_hides_a_table_from_both_tools_and_from_prune(any_root):
+    """The reference counts anything named `.lance-deregistered` (it lists the table's
+    directory): a directory of that name (on S3 a prefix) hides the table from it, from `ls`
+    and from `prune`, which keeps every version of it."""
+    r = any_root
+    for v in range(2):
+        mode = "append" if v else "create"
+        lance.write_dataset(
+            rows(2), uri(r, "odd.lance"), mode=mode, storage_options=r.storage_options
+        )
+    write_external(r, "plain.lance", 2)
+    marker = "odd.lance/.lance-deregistered/x"
+    if r.local_path is not None:
+        (r.local_path / marker).parent.mkdir()
+        (r.local_path / marker).write_bytes(b"")
+    else:
+        bucket, prefix = r.uri[len("s3://") :].split("/", 1)
+        root_s3_client(r).put_object(Bucket=bucket, Key=f"{prefix}/{marker}", Body=b"")
+    assert ref_tables(ref(r)) == ["plain"]
+    assert set(listing(r)) == {"plain"}
+    time.sleep(1.1)
+    report = ours_json(r, "prune", "--older-than", "1s", "--grace", "1s", "--force", "--yes")
+    assert [t["location"] for t in report["tables"]] == ["plain.lance"]
+    odd = lance.dataset(uri(r, "odd.lance"), storage_options=r.storage_options)
+    assert len(odd.versions()) == 2
