@@ -307,11 +307,13 @@ UNCOMMITTED_WRITE = "data files of a table write that never committed a version"
 UNPUBLISHED_PARTITION = (
     "a partition table a write created but never published (it died before its __manifest commit)"
 )
+EMPTY_TABLE_DIRECTORY = "an empty table directory (a delete cut short, or a write just starting)"
 
 
 def _expired(ns: Namespace, location: str, grace: timedelta) -> bool:
-    """Nothing below `location` was written within the grace period (no write in flight)."""
-    changed = ns.storage.newest_change(location)
+    """Nothing below `location` was written within the grace period (no write in flight).
+    A directory with no file counts from its own time (a write may just have made it)."""
+    changed = ns.storage.newest_change(location) or ns.storage.modified(location)
     return changed is None or datetime.now(UTC) - changed > grace
 
 
@@ -411,8 +413,16 @@ def check_orphans(
         unpublished = (
             not v1_hidden and bool(object_id) and top_namespace(object_id) in spec_namespaces
         )
-        if unpublished or uncommitted_write(ns.storage, entry.name) is not None:
-            what = UNPUBLISHED_PARTITION if unpublished else UNCOMMITTED_WRITE
+        children = ns.storage.list_dir(entry.name)
+        empty = not children and not v1_hidden  # what a SIGKILL inside `delete_tree` leaves
+        if unpublished or empty or uncommitted_write(ns.storage, entry.name, children) is not None:
+            what = (
+                UNPUBLISHED_PARTITION
+                if unpublished
+                else EMPTY_TABLE_DIRECTORY
+                if empty
+                else UNCOMMITTED_WRITE
+            )
             code, message, fixable = _abandoned(ns, entry.name, grace, what)
             report.add(code, name, entry.name, message, fixable=fixable)
             continue

@@ -255,6 +255,26 @@ def test_an_orphan_directory_holding_a_table_is_reported_never_deleted(local_roo
     assert lance.dataset(lost).count_rows() == 4
 
 
+def test_an_empty_table_directory_goes_once_past_the_grace(local_root, built):
+    """A SIGKILL inside a delete, between a table directory's last entry and the directory
+    itself, leaves it empty: past the grace it goes (`check` would register it as an orphan
+    table forever); a young one, where a write may be starting, stays."""
+    cut = built.path / "0badc0de_plain$cut"
+    starting = built.path / "0badc0df_plain$starting"
+    cut.mkdir()
+    os.utime(cut, (1e9, 1e9))
+    starting.mkdir()
+    found = run_cli(*local_root.args, "check", "--json")
+    findings = {f["location"]: f for f in found.json()["findings"]}
+    assert findings[cut.name]["code"] == "abandoned_table_write"
+    assert findings[cut.name]["fixable"] and not findings[starting.name]["fixable"]
+    result = prune(local_root, "--older-than", "1s", "--grace", "60s", "--force", "--yes", "--json")
+    assert result.exit_code == 0, result.stderr
+    debris = {d["location"]: d["action"] for d in result.json()["debris"]}
+    assert debris[cut.name] == "deleted" and not cut.exists()
+    assert debris[starting.name] == "kept" and starting.exists()
+
+
 def test_compact_publishes_compacted_partitions_in_one_manifest_commit(local_root, tmp_path):
     data = tmp_path / "rows.parquet"
     args = local_root.args
