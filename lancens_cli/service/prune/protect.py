@@ -24,6 +24,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 import lance
@@ -118,6 +119,9 @@ def _span(manifest_versions: set[int]) -> str:
     return f"__manifest v{low}" if low == high else f"__manifest v{low}..v{high}"
 
 
+NO_REFS: Any = MappingProxyType({})  # the tags or branches of a planned table that has none
+
+
 @dataclass(slots=True)
 class TableState:
     """One table as read at the start of its prune."""
@@ -142,7 +146,14 @@ class TableState:
         """The state once its table is planned: what the record, the clone digests and
         `lancens versions` still read, without the versions (a run over 100,000 tables holds
         every table's state until the end)."""
-        return dataclasses.replace(self, versions=[], branch_states=[])
+        return dataclasses.replace(
+            self,
+            versions=(),
+            branch_states=(),
+            tags=self.tags or NO_REFS,
+            branches=self.branches or NO_REFS,
+            bases=tuple(self.bases),
+        )
 
 
 def read_table_state(
