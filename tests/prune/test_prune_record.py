@@ -131,20 +131,37 @@ def test_a_run_after_a_run_skips_every_unchanged_table_and_full_skips_none(prune
     assert not skipped(run(pruned, *POLICY_FLAGS, "--retain", "2", "--yes"))
 
 
-@pytest.mark.parametrize("damage", ["missing", "garbage", "older_format", "wrong_json"])
+@pytest.mark.parametrize(
+    "damage", ["missing", "garbage", "older_format", "wrong_json", "cut_short", "cut_gzip"]
+)
 def test_a_missing_or_damaged_record_means_a_full_run(pruned, damage):
     path = pruned.local_path / RECORD
+    text = gzip.decompress(path.read_bytes())
     if damage == "missing":
         path.unlink()
     elif damage == "garbage":
         path.write_bytes(b"\x00not a record")
     elif damage == "older_format":
-        data = json.loads(gzip.decompress(path.read_bytes()))
+        data = json.loads(text)
         path.write_bytes(gzip.compress(json.dumps({**data, "format": 0}).encode()))
-    else:
+    elif damage == "wrong_json":
         path.write_bytes(gzip.compress(b'{"format": 1, "policy": 3, "tables": []}'))
+    elif damage == "cut_short":  # whole lines lost, the compression intact
+        path.write_bytes(gzip.compress(b"".join(text.splitlines(keepends=True)[:3])))
+    else:  # the file itself cut
+        path.write_bytes(path.read_bytes()[:-20])
     report = run(pruned, *POLICY_FLAGS, "--yes")
     assert not skipped(report) and report["totals"]["tables_failed"] == 0
+    assert skipped(run(pruned, *POLICY_FLAGS, "--yes")) == {f"t{i}.lance" for i in range(4)}
+
+
+def test_the_record_is_one_json_document_and_one_written_whole_still_serves(pruned):
+    """A table per line (read and written a line at a time) is still one JSON document, and a
+    record written as a single line, as earlier versions did, is read the same."""
+    path = pruned.local_path / RECORD
+    data = json.loads(gzip.decompress(path.read_bytes()))
+    assert sorted(data["tables"]) == [f"t{i}.lance" for i in range(4)]
+    path.write_bytes(gzip.compress(json.dumps(data).encode()))
     assert skipped(run(pruned, *POLICY_FLAGS, "--yes")) == {f"t{i}.lance" for i in range(4)}
 
 

@@ -36,8 +36,11 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import sys
+import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -193,13 +196,11 @@ class PruneRecord:
         format or of another policy (then every table is evaluated in full)."""
         record = cls(policy)
         try:
-            data = json.loads(gzip.decompress(storage.read_bytes(RECORD)))
-            if data.get("format") != FORMAT or data.get("policy") != policy:
+            head, tables = _read_record(storage.read_bytes(RECORD))
+            if head.get("format") != FORMAT or head.get("policy") != policy:
                 return record
-            record.entries = {
-                str(location): Entry.from_json(entry) for location, entry in data["tables"].items()
-            }
-            record.root = data.get("root") if isinstance(data.get("root"), dict) else None
+            record.entries = {str(location): Entry.from_json(entry) for location, entry in tables}
+            record.root = head.get("root") if isinstance(head.get("root"), dict) else None
         except Exception:  # noqa: BLE001 - a record we cannot read is no record
             record.entries, record.root = {}, None
         return record
@@ -220,11 +221,48 @@ class PruneRecord:
         return entry if directories_unchanged(storage.uri(location), entry.dirs) else None
 
     def save(self, storage: Storage) -> None:
-        """Replace the record with `next` as one whole file."""
-        data = {
-            "format": FORMAT,
-            "policy": self.policy,
-            "tables": {location: e.to_json() for location, e in sorted(self.next.items())},
-            "root": self.next_root,
-        }
-        storage.write_bytes(RECORD, gzip.compress(json.dumps(data).encode(), compresslevel=5))
+        """Replace the record with `next` as one whole file, compressed as it is written."""
+        head = {"format": FORMAT, "policy": self.policy, "root": self.next_root}
+        lines = _record_lines(head, sorted(self.next.items()))
+        packer = zlib.compressobj(5, zlib.DEFLATED, GZIP_WBITS)
+        packed = [packer.compress(line.encode()) for line in lines]
+        storage.write_bytes(RECORD, b"".join([*packed, packer.flush()]))
+
+
+# The record is one JSON document written a table per line, so that neither writing nor
+# reading it ever holds the whole text or its whole parsed tree (100,000 tables make 50 MB of
+# text): `{<head>, "tables": {` on the first line, `"<location>": {<entry>},` on each next,
+# `}}` on the last. A record of any other shape is read as one document.
+TABLES_OPEN = ', "tables": {\n'
+TABLES_CLOSE = "}}\n"
+GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib's gzip container: what `gzip.decompress` reads
+
+
+def _record_lines(head: dict[str, Any], entries: list[tuple[str, Entry]]) -> Iterator[str]:
+    yield json.dumps(head)[:-1] + TABLES_OPEN
+    for position, (location, entry) in enumerate(entries):
+        ending = ",\n" if position + 1 < len(entries) else "\n"
+        yield f"{json.dumps(location)}: {json.dumps(entry.to_json())}{ending}"
+    yield TABLES_CLOSE
+
+
+def _read_record(packed: bytes) -> tuple[dict[str, Any], Iterator[tuple[str, Any]]]:
+    """The record's head and its tables, parsed a line at a time (`_record_lines`)."""
+    text = io.TextIOWrapper(gzip.GzipFile(fileobj=io.BytesIO(packed)), encoding="utf-8")
+    first = text.readline()
+    if not first.endswith(TABLES_OPEN):  # one document
+        data = json.loads(first + text.read())
+        return data, iter(data["tables"].items())
+    head = json.loads(first[: -len(TABLES_OPEN)] + "}")
+
+    def tables() -> Iterator[tuple[str, Any]]:
+        for line in text:
+            if line == TABLES_CLOSE:
+                if text.read():
+                    raise ValueError("text after the record's end")
+                return
+            ((location, entry),) = json.loads("{" + line.rstrip().removesuffix(",") + "}").items()
+            yield location, entry
+        raise ValueError("the record ends early")
+
+    return head, tables()
