@@ -50,9 +50,13 @@ def completed_map(
             yield position, future.result()
 
 
-def in_order(fn: Callable[[T], R], items: list[T], workers: int) -> list[R]:
-    """`fn` of every item as a list in the items' order (`completed_map`, put back in order)."""
-    results: list = [None] * len(items)
+def ordered(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
+    """`fn` of every item in the items' order, each handed on once those before it are: only
+    the results that finished ahead of a slower earlier one wait (`completed_map`)."""
+    waiting: dict[int, R] = {}
+    next_position = 0
     for position, result in completed_map(fn, items, workers):
-        results[position] = result
-    return results
+        waiting[position] = result
+        while next_position in waiting:
+            yield waiting.pop(next_position)
+            next_position += 1

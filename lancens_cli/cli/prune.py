@@ -27,7 +27,7 @@ from lancens_cli.cli.output import message
 from lancens_cli.cli.progress import freed_progress_bar
 from lancens_cli.cli.session import session
 from lancens_cli.cli.spark_options import spark_session
-from lancens_cli.cli.views import view_of
+from lancens_cli.cli.views import prune_title
 from lancens_cli.config import load_spark_profile
 from lancens_cli.errors import ExitCode
 from lancens_cli.words import plural
@@ -135,7 +135,7 @@ def prune(
             (master, conf, remote) if spark else None,
         )
     session().emit(report)
-    message(view_of(report).title + ("; dry run: nothing changed" if dry_run else ""))
+    message(prune_title(report) + ("; dry run: nothing changed" if dry_run else ""))
     if report.failed:
         names = ", ".join(t.object_id or t.location for t in report.failed)
         message(f"{plural(len(report.failed), 'table')} failed: {names}; rerun prune for them")

@@ -194,13 +194,17 @@ def _prune(r: Any) -> View:
         rows.append([d.object or "-", d.location, f"{d.action}: {d.code}", "", "", "", ""])
     for refused in r.refused:
         rows.append([refused["table"], "", f"skipped: {refused['reason']}", "", "", "", ""])
+    return View(header, rows, prune_title(r))
+
+
+def prune_title(r: Any) -> str:
+    """A prune report's one-line summary (without its rows: a report may hold 100,000 tables)."""
     totals = r.totals()
     verb = "would remove" if r.dry_run else "removed"
-    title = (
+    return (
         f"prune: {verb} {plural(totals['versions_removed'], 'version')}, "
         f"{plural(totals['files_removed'], 'file')}, {plural(totals['bytes_freed'], 'byte')}"
     )
-    return View(header, rows, title)
 
 
 # --- partitioned namespaces -------------------------------------------------------------------

@@ -7,9 +7,11 @@ encoded.
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import threading
+from datetime import timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -17,9 +19,10 @@ from hypothesis import strategies as st
 
 from lancens_cli.cli.output import write_json
 from lancens_cli.models import Streamed
-from lancens_cli.parallel import AHEAD_PER_WORKER, completed_map, in_order
+from lancens_cli.parallel import AHEAD_PER_WORKER, completed_map, ordered
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.report import PruneReport, TableResult
+from lancens_cli.service.prune.result_log import ResultLog
 
 
 @settings(max_examples=40, deadline=None)
@@ -27,7 +30,7 @@ from lancens_cli.service.prune.report import PruneReport, TableResult
 def test_every_item_is_handed_on_once_with_its_position(items, workers):
     found = sorted(completed_map(lambda x: x * 2, items, workers))
     assert found == [(i, x * 2) for i, x in enumerate(items)]
-    assert in_order(lambda x: x * 2, items, workers) == [x * 2 for x in items]
+    assert list(ordered(lambda x: x * 2, items, workers)) == [x * 2 for x in items]
 
 
 def test_a_few_items_per_worker_are_in_flight_however_many_there_are():
@@ -106,3 +109,72 @@ def test_an_empty_streamed_list_is_an_empty_json_list():
     out = io.StringIO()
     write_json({"tables": Streamed([], str)}, out)
     assert json.loads(out.getvalue()) == {"tables": []}
+
+
+RESULTS = st.builds(
+    TableResult,
+    st.one_of(st.none(), st.text(max_size=12)),
+    st.text(min_size=1, max_size=30),  # any text, newlines and quotes too
+    st.sampled_from(["nothing to do", "pruned", "failed", "gone"]),
+    st.lists(st.integers(1, 2**40), max_size=4),
+    st.dictionaries(st.text(max_size=8), st.lists(st.integers(1, 99), max_size=3), max_size=2),
+    st.lists(st.integers(1, 99), max_size=3),
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+    st.integers(0, 2**62),
+    st.lists(
+        st.fixed_dictionaries(
+            {"version": st.integers(1, 99), "reasons": st.lists(st.text(max_size=20))}
+        ),
+        max_size=3,
+    ),
+    st.lists(st.text(max_size=40), max_size=3),
+    st.one_of(st.none(), st.text(max_size=40)),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(RESULTS, max_size=40))
+def test_the_result_log_gives_back_every_result_in_order_however_it_is_read(results):
+    log = ResultLog()
+    for result in results:
+        log.append(result)
+    wanted = [r.to_json() for r in results]
+    assert len(log) == len(results)
+    assert [r.to_json() for r in log] == wanted
+    assert [r.to_json() for r in log] == wanted  # read again from the start
+    # two readings at once (a view counting while the report prints) keep their own places
+    pairs = [(a.to_json(), len([b for b in log])) for a in log]
+    assert pairs == [(w, len(results)) for w in wanted]
+
+
+def test_a_prune_run_holds_only_the_results_in_flight(tmp_path, monkeypatch):
+    """The tables' results go to the run's `ResultLog` as each table is done: when the last
+    one is written, no more than the tables in flight are held in memory, not all of them."""
+    import lance
+    import pyarrow as pa
+
+    from lancens_cli.models import Identifier
+    from lancens_cli.service.namespace import Namespace
+    from lancens_cli.service.prune import run as prune_run
+
+    tables = 48
+    for i in range(tables):
+        for mode in ("create", "append"):
+            lance.write_dataset(pa.table({"a": [i]}), tmp_path / f"t{i:02d}.lance", mode=mode)
+    held: list[int] = []
+    real_append = ResultLog.append
+
+    def counting_append(self, result):
+        gc.collect()
+        held.append(sum(isinstance(o, TableResult) for o in gc.get_objects()))
+        real_append(self, result)
+
+    monkeypatch.setattr(ResultLog, "append", counting_append)
+    ns = Namespace.from_properties({"root": str(tmp_path)})
+    policy = PrunePolicy(older_than=timedelta(0), grace=timedelta(0), force=True)
+    report = prune_run.prune(ns, [Identifier(())], policy, parallel=2)
+    assert len(held) == tables
+    assert max(held) <= 2 * AHEAD_PER_WORKER + 2  # the window of in-flight tables, and this one
+    assert sorted(t.location for t in report.tables) == [f"t{i:02d}.lance" for i in range(tables)]
+    assert report.totals()["versions_removed"] == tables

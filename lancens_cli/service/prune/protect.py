@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import MappingProxyType
@@ -131,12 +131,20 @@ class TableState:
     versions: list[VersionInfo]
     tags: dict[str, int]
     branches: dict[str, int]  # branch -> the main-lineage version it starts from
-    bases: list[str]  # locations inside the root this table reads through base paths
-    branch_states: list[BranchState] = field(default_factory=list)  # every branch's versions
+    bases: Sequence[str]  # locations inside the root this table reads through base paths
+    branch_states: Sequence[BranchState] = ()  # every branch's versions
     data_files: int | None = None  # files in `data/` when listed (None: not known)
     seen: Seen | None = None  # what the record needs of the listing this state was read from
     recorded: Any = None  # the last run's record entry when the listing is unchanged
     partial: bool = False  # known from the record alone (no listing): only enough to skip it
+
+    def __post_init__(self) -> None:
+        # most tables have no tags, branches or base paths: one shared empty each, not three
+        # containers per table (a run holds every table's state until it ends)
+        self.tags = self.tags or NO_REFS
+        self.branches = self.branches or NO_REFS
+        self.bases = tuple(self.bases)
+        self.branch_states = self.branch_states or ()
 
     @property
     def latest(self) -> int:
@@ -146,14 +154,7 @@ class TableState:
         """The state once its table is planned: what the record, the clone digests and
         `lancens versions` still read, without the versions (a run over 100,000 tables holds
         every table's state until the end)."""
-        return dataclasses.replace(
-            self,
-            versions=(),
-            branch_states=(),
-            tags=self.tags or NO_REFS,
-            branches=self.branches or NO_REFS,
-            bases=tuple(self.bases),
-        )
+        return dataclasses.replace(self, versions=(), branch_states=())
 
 
 def read_table_state(

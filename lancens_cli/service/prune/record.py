@@ -40,7 +40,7 @@ import io
 import json
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -148,7 +148,7 @@ class Entry:
     digest: str
     pins: str
     dependents: str
-    bases: list[str]
+    bases: Sequence[str]
     due: datetime | None
     checked: datetime
     # Locally: every directory's time in ns, when all were older than `SETTLE` at the listing
@@ -160,7 +160,7 @@ class Entry:
             "digest": self.digest,
             "pins": self.pins,
             "dependents": self.dependents,
-            "bases": self.bases,
+            "bases": list(self.bases),
             "due": self.due.isoformat() if self.due else None,
             "checked": self.checked.isoformat(),
             "dirs": self.dirs.to_json() if self.dirs is not None else None,
@@ -173,7 +173,7 @@ class Entry:
             str(data["digest"]),
             sys.intern(str(data["pins"])),
             sys.intern(str(data["dependents"])),
-            [str(b) for b in data["bases"]],
+            tuple(str(b) for b in data["bases"]),
             datetime.fromisoformat(due) if due else None,
             datetime.fromisoformat(data["checked"]),
             DirTimes(dirs) if dirs else None,

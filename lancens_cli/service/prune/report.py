@@ -6,6 +6,7 @@ opening any table (service/prune/quiet.py) builds the same report as a full one.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,19 +98,35 @@ class PruneReport:
         )
 
     def totals(self) -> dict[str, int]:
-        every = [*self.tables, *([self.manifest] if self.manifest else [])]
+        """Summed in one pass over the tables (they may be read back from disk: result_log.py)."""
+        counts = dict.fromkeys(
+            (
+                "versions_removed",
+                "branch_versions_removed",
+                "unpublished_removed",
+                "unreferenced_removed",
+                "files_removed",
+                "bytes_freed",
+                "versions_protected",
+            ),
+            0,
+        )
+        failed = 0
+        for t in itertools.chain(self.tables, [self.manifest] if self.manifest else []):
+            failed += t.status == "failed"
+            counts["versions_removed"] += len(t.versions_removed)
+            counts["branch_versions_removed"] += sum(
+                len(v) for v in t.branch_versions_removed.values()
+            )
+            counts["unpublished_removed"] += len(t.unpublished_removed)
+            counts["unreferenced_removed"] += t.unreferenced_removed
+            counts["files_removed"] += t.files_removed
+            counts["bytes_freed"] += t.bytes_freed
+            counts["versions_protected"] += len(t.kept)
         return {
             "tables": len(self.tables),
-            "tables_failed": len(self.failed),
-            "versions_removed": sum(len(t.versions_removed) for t in every),
-            "branch_versions_removed": sum(
-                len(v) for t in every for v in t.branch_versions_removed.values()
-            ),
-            "unpublished_removed": sum(len(t.unpublished_removed) for t in every),
-            "unreferenced_removed": sum(t.unreferenced_removed for t in every),
-            "files_removed": sum(t.files_removed for t in every),
-            "bytes_freed": sum(t.bytes_freed for t in every),
-            "versions_protected": sum(len(t.kept) for t in every),
+            "tables_failed": failed,
+            **counts,
             "debris_removed": sum(1 for d in self.debris if d.action == "deleted"),
         }
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -52,7 +52,7 @@ import lance
 
 from lancens_cli.errors import LancensError, lance_message
 from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE, Identifier
-from lancens_cli.parallel import completed_map, in_order
+from lancens_cli.parallel import completed_map, ordered
 from lancens_cli.service import check as check_module
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.clones import clone_dependents, clone_needed_versions
@@ -80,6 +80,7 @@ from lancens_cli.service.prune.report import (
     PruneReport,
     TableResult,
 )
+from lancens_cli.service.prune.result_log import ResultLog
 from lancens_cli.service.prune.table import (
     UNREFERENCED_BATCH,
     TableWork,
@@ -98,7 +99,7 @@ DEBRIS_CODES = ("abandoned_table_write", "staged_manifest_file", "abandoned_job_
 # (ns, works, policy, dry_run, parallel, advance) -> (result, compaction) per work, in order
 TableRunner = Callable[
     [Namespace, list[TableWork], PrunePolicy, bool, int, Callable[[int], None]],
-    list[tuple[TableResult, Compaction | None]],
+    Iterable[tuple[TableResult, Compaction | None]],
 ]
 
 
@@ -319,11 +320,12 @@ def _run(
     decisions = decide(ns, request.idents, policy, now, request.parallel, record)
     report.refused = decisions.refused
     advance = progress(len(decisions.scope)) if progress else (lambda freed: None)
-    _run_tables(request, decisions, advance, report)
-    if dry_run:
+    entries = None if dry_run else RecordEntries(request, decisions, record)
+    _run_tables(request, decisions, advance, report, entries)
+    if entries is None:
         _root_work(request, decisions, report)
         return report
-    _keep_record(request, decisions, report, record)
+    entries.finish()
     try:
         _root_work(request, decisions, report)
         if recording_root:
@@ -363,12 +365,16 @@ def _run_tables(
     decisions: Decisions,
     advance: Callable[[int], None],
     report: PruneReport,
+    entries: RecordEntries | None,
 ) -> None:
-    """Every table's work (here or as Spark tasks), then the compacted tables published."""
+    """Every table's work (here or as Spark tasks), then the compacted tables published.
+
+    Each table's result, once done, gives the record its entry (`entries`) and goes to the
+    report's `ResultLog` (on disk): the run holds a plan or a result only while it runs."""
     planned, pins = decisions.planned, decisions.pins
-    works = [(i, p) for i, p in enumerate(planned) if isinstance(p, TableWork)]
+    works = [p for p in planned if isinstance(p, TableWork)]
     budget = CompactionBudget()
-    for _, work in works:
+    for work in works:
         # readers of a table published on a tag or a branch never see main's compaction
         on_main = work.plan.location not in pins.off_main
         work.compact = request.compact and on_main and budget.take()
@@ -376,19 +382,21 @@ def _run_tables(
         if isinstance(p, TableResult):
             advance(p.bytes_freed)
     runner = request.tasks or functools.partial(run_locally, since=decisions.now)
-    done = runner(
-        request.ns,
-        [w for _, w in works],
-        request.policy,
-        request.dry_run,
-        request.parallel,
-        advance,
+    done = iter(
+        runner(request.ns, works, request.policy, request.dry_run, request.parallel, advance)
     )
-    for (index, _), (result, compaction) in zip(works, done, strict=True):
-        planned[index] = result
+    del works  # each plan goes once its table is done
+    report.tables = log = ResultLog()
+    for index, item in enumerate(planned):
+        planned[index] = None
+        result, compaction = next(done) if isinstance(item, TableWork) else (item, None)
         if compaction is not None:
             budget.done.append(compaction)
-    report.tables = planned
+        if entries is not None:
+            entries.add(result, compacted=compaction is not None)
+        log.append(result)
+    if next(done, None) is not None:
+        raise LancensError("prune's table runner returned more results than tables")
     if budget.done:
         version = None if request.dry_run else publish_compacted(request.ns, budget.done)
         report.compacted = [c.to_json() for c in budget.done]
@@ -408,7 +416,7 @@ def run_locally(
     """The per-table work in this process, `parallel` tables at a time, in `works`' order
     (`since`: the moment the plans judged ages by, for the record)."""
 
-    relist = ns.storage.scheme != "s3"  # on S3 `_keep_record` may list them all at once
+    relist = ns.storage.scheme != "s3"  # on S3 `RecordEntries` may list them all at once
 
     def one(work: TableWork) -> tuple[TableResult, Compaction | None]:
         done = run_table(ns, work, policy, dry_run)
@@ -421,31 +429,44 @@ def run_locally(
         advance(result.bytes_freed)
         return done
 
-    return in_order(one, works, parallel)
+    return ordered(one, works, parallel)
 
 
-def _keep_record(
-    request: PruneRequest, decisions: Decisions, report: PruneReport, record: PruneRecord
-) -> None:
+class RecordEntries:
     """The record's entries for the next run: one per table this run evaluated (a table out
-    of scope keeps its old entry; a failed, compacted or half-swept one gets none)."""
-    scoped = {location for location, _ in decisions.scope}
-    # a whole-root run saw every table: an entry of a table gone or refused goes with it
-    kept = {} if request.whole_root else record.entries
-    record.next = {loc: e for loc, e in kept.items() if loc not in scoped}
-    compacted = {c["location"] for c in report.compacted if "location" in c}
+    of scope keeps its old entry; a failed, compacted or half-swept one gets none), made as
+    each table's result comes. On S3 a pruned table must be listed again: those wait for
+    `finish`, which lists them together when that costs fewer requests."""
 
-    def entry_of(result: TableResult) -> Entry | None:
-        try:  # a pruned table is listed again: `parallel` at a time
-            return _entry_after(request, decisions, result)
+    def __init__(self, request: PruneRequest, decisions: Decisions, record: PruneRecord):
+        self.request, self.decisions, self.record = request, decisions, record
+        scoped = {location for location, _ in decisions.scope}
+        # a whole-root run saw every table: an entry of a table gone or refused goes with it
+        kept = {} if request.whole_root else record.entries
+        record.next = {loc: e for loc, e in kept.items() if loc not in scoped}
+        self.unlisted: list[TableResult] = []
+
+    def add(self, result: TableResult, compacted: bool) -> None:
+        if compacted:
+            return
+        if result.status == "pruned" and result.listed_after is None:
+            self.unlisted.append(result)
+            return
+        self._keep(result)
+
+    def finish(self) -> None:
+        unlisted, self.unlisted = self.unlisted, []
+        _list_pruned_at_once(self.request, self.decisions, unlisted)
+        for _ in completed_map(self._keep, unlisted, self.request.parallel):
+            pass  # a pruned table still unlisted is listed now: `parallel` at a time
+
+    def _keep(self, result: TableResult) -> None:
+        try:
+            entry = _entry_after(self.request, self.decisions, result)
         except Exception:  # noqa: BLE001 - no entry: the table is evaluated in full next time
-            return None
-
-    done = [r for r in report.tables if r.location not in compacted]
-    _list_pruned_at_once(request, decisions, done)
-    for position, entry in completed_map(entry_of, done, request.parallel):
+            return
         if entry is not None:
-            record.next[done[position].location] = entry
+            self.record.next[result.location] = entry
 
 
 def _list_pruned_at_once(
@@ -497,7 +518,7 @@ def _entry_after(request: PruneRequest, decisions: Decisions, result: TableResul
         seen.digest,
         pins_digest(decisions.pins, result.location),
         dependents_digest(clones, decisions.states),
-        list(state.bases),
+        state.bases,
         seen.due,
         seen.at,
         seen.dirs,

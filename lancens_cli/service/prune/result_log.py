@@ -1,0 +1,48 @@
+"""A prune run's table results, kept on disk as they come rather than in memory.
+
+A run over 100,000 tables makes 100,000 results (what was removed, which versions stay and
+why: about 0.7 KB each). The report needs them only to count them and to print them, both a
+pass in order, so each is written as one JSON line to an unnamed temporary file (in the
+system's temporary directory, never in the root) and read back a block at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator
+
+from lancens_cli.service.prune.report import TableResult
+
+BLOCK = 1 << 16  # bytes read at a time
+
+
+class ResultLog:
+    """An append-only sequence of `TableResult`s in the order appended; every iteration reads
+    them back from the start (iterations may overlap: each keeps its own position)."""
+
+    def __init__(self) -> None:
+        # removed by the system when closed or when the process ends, however it ends
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the report
+        self._end = 0
+        self._count = 0
+
+    def append(self, result: TableResult) -> None:
+        line = json.dumps(result.to_json(), separators=(",", ":")).encode() + b"\n"
+        self._file.seek(self._end)
+        self._file.write(line)
+        self._end += len(line)
+        self._count += 1
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[TableResult]:
+        position, rest, end = 0, b"", self._end
+        while position < end:
+            self._file.seek(position)
+            block = self._file.read(min(BLOCK, end - position))
+            position += len(block)
+            *lines, rest = (rest + block).split(b"\n")
+            for line in lines:
+                yield TableResult.from_json(json.loads(line))
