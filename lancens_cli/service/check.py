@@ -384,11 +384,13 @@ def check_orphans(
 ) -> None:
     """Table directories nothing references."""
     referenced = set(snapshot.locations())
-    for row in snapshot.rows:
-        properties = decode_properties(row.get("metadata"))
+    for (metadata,) in snapshot.columns("metadata"):
+        if not metadata:
+            continue
+        properties = decode_properties(metadata)
         if RENAMED_FROM_KEY in properties:
             referenced.add(properties[RENAMED_FROM_KEY])
-        intent = rename_intent(row)
+        intent = rename_intent({"metadata": metadata})
         if intent:
             referenced.add(intent.get("location"))
     spec_namespaces = _spec_namespaces(snapshot)

@@ -220,10 +220,10 @@ def stale_rename_sources(snapshot: ManifestSnapshot) -> set[str]:
     directory listing; the new row names it in its metadata.
     """
     stale = set()
-    for row in snapshot.rows:
-        if row["object_type"] == KIND_TABLE and row.get("metadata"):
-            source = decode_properties(row["metadata"]).get(RENAMED_FROM_KEY)
-            if source and source != row["location"]:
+    for object_type, metadata, location in snapshot.columns("object_type", "metadata", "location"):
+        if object_type == KIND_TABLE and metadata:
+            source = decode_properties(metadata).get(RENAMED_FROM_KEY)
+            if source and source != location:
                 stale.add(source)
     return stale
 

@@ -15,6 +15,7 @@ following a base path, not a catalog row, and nothing here writes or deletes the
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,15 +83,15 @@ def inside(child: str, parent: str, local: bool) -> bool:
 class RowLocations:
     """The verdict on every table row's location in one `__manifest` snapshot."""
 
-    def __init__(self, storage: Any, rows: list[dict[str, Any]]) -> None:
+    def __init__(self, storage: Any, rows: Iterable[tuple[str, Any, Any]]) -> None:
+        """`rows`: each row's (object_id, object_type, location)."""
         self.storage = storage
         self.refused: dict[str, RefusedLocation] = {}
         root = canonical_root(storage)
         placed: list[tuple[str, str, str]] = []  # (canonical, object_id, location)
-        for row in rows:
-            if row.get("object_type") != KIND_TABLE:
+        for object_id, object_type, location in rows:
+            if object_type != KIND_TABLE:
                 continue
-            object_id, location = row["object_id"], row.get("location")
             problem = syntax_problem(location)
             if problem is None:
                 try:
@@ -154,7 +155,8 @@ def row_locations(storage: Any, snapshot: Any) -> RowLocations:
     """The verdicts for a snapshot, computed once per snapshot."""
     cached = getattr(snapshot, "_containment", None)
     if cached is None:
-        cached = RowLocations(storage, snapshot.rows if snapshot.exists else [])
+        rows = snapshot.columns("object_id", "object_type", "location") if snapshot.exists else []
+        cached = RowLocations(storage, rows)
         snapshot._containment = cached
     return cached
 

@@ -171,6 +171,16 @@ class Decisions:
     refused: list[dict[str, str]]
     dependents: dict[str, list[str]] = field(default_factory=dict)  # source -> its clones
     now: datetime | None = None  # the moment ages were judged by
+    # with `deferred`: what makes a `Deferred` table's plan (or its result), asked by the run
+    plan_later: Callable[[tuple[str, str | None]], TableResult | TableWork] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """A table whose plan is made only when its turn to run comes (`decide(deferred=True)`):
+    a run then holds the plans of the tables in flight, not of every table."""
+
+    item: tuple[str, str | None]  # (location, object_id)
 
 
 def decide(
@@ -180,28 +190,21 @@ def decide(
     now: datetime,
     parallel: int = 8,
     record: PruneRecord | None = None,
+    deferred: bool = False,
 ) -> Decisions:
     """The one decision of what every version keeps or loses (prune and versions call it).
 
     With the last run's `record` (prune only), a table whose listing, pins and clones are as
     recorded and whose time has not come is decided without reading more than its listing:
-    nothing to do (see service/prune/record.py)."""
+    nothing to do (see service/prune/record.py). With `deferred` (a local prune), the other
+    tables are left `Deferred`: each is planned by `plan_later` as its work starts."""
     snapshot = ns.snapshot()
     every, refused = _accepted(ns, snapshot, _all_tables(ns, snapshot))
     scope, _ = _accepted(ns, snapshot, _tables_in_scope(ns, snapshot, idents, every))
     manifest_plan, pins = _manifest_pins(ns, snapshot, policy, now, parallel)
+    del snapshot  # every row of the catalog: not held while the tables are read
     states, unreadable = _read_states(ns, every, parallel, record, now, policy)
-    states_for_clones_only: dict[str, TableState] = {}
-    # A table that does not load may still read others through base paths: learn them from
-    # an older version, and if none loads, remove no version anywhere this run.
-    blind = []
-    for location in unreadable:
-        bases = fallback_bases(ns.storage, location)
-        if bases is None:
-            blind.append(location)
-        else:
-            states_for_clones_only[location] = TableState(location, None, [], {}, {}, bases)
-    dependents = clone_dependents([*states.values(), *states_for_clones_only.values()])
+    dependents, blind = _clone_map(ns, states, unreadable)
     present = {*states, *unreadable}
 
     def plan(item: tuple[str, str | None]) -> TableResult | TableWork:
@@ -238,14 +241,41 @@ def decide(
             )
             table_plan = plan_table(state, pins, policy, clone_versions, now, bool(clones))
             states[location] = state.planned()
-            return TableWork(table_plan, read_by_clones, published=pins.current.get(location))
+            published = pins.current.get(location)
+            return TableWork(table_plan, frozenset(read_by_clones), published=published)
         except Exception as exc:  # one table's failure must not stop the others
             record_failure(ns, result, exc)
         return result
 
-    planned = _plan_all(plan, scope, states, parallel)
+    def alone(location: str) -> bool:
+        """Neither a shallow clone nor read by one: its plan reads no other table, and no
+        other table's plan reads it (those are all planned before any table's work starts)."""
+        state = states.get(location)
+        return not dependents.get(location) and (state is None or not state.bases)
+
+    planned = _plan_all(plan, scope, states, parallel, alone if deferred else None)
     # `__manifest`'s rows are not kept: over 100,000 tables they are a tenth of a run's memory
-    return Decisions(scope, planned, states, manifest_plan, pins, refused, dependents, now)
+    return Decisions(
+        scope, planned, states, manifest_plan, pins, refused, dependents, now,
+        plan if deferred else None,
+    )  # fmt: skip
+
+
+def _clone_map(
+    ns: Namespace, states: dict[str, TableState], unreadable: dict[str, LancensError]
+) -> tuple[dict[str, list[str]], list[str]]:
+    """Which tables read which through base paths (source -> its clones), and the tables that
+    do not load at all. A table that does not load may still read others: its base paths come
+    from an older version; when none loads, the run removes no version anywhere."""
+    for_clones_only: list[TableState] = []
+    blind = []
+    for location in unreadable:
+        bases = fallback_bases(ns.storage, location)
+        if bases is None:
+            blind.append(location)
+        else:
+            for_clones_only.append(TableState(location, None, [], {}, {}, bases))
+    return clone_dependents([*states.values(), *for_clones_only]), blind
 
 
 def _as_recorded(
@@ -270,13 +300,17 @@ def _read_in_full(
     return state
 
 
-def _plan_all(plan, scope, states: dict[str, TableState], parallel: int) -> list:
+def _plan_all(
+    plan, scope, states: dict[str, TableState], parallel: int, defer: Callable[[str], bool] | None
+) -> list:
     """`plan` of every table in scope, in order: a table the record may skip at once (it
-    reads nothing), the rest in `parallel` threads."""
+    reads nothing), a table `defer` accepts left `Deferred`, the rest in `parallel` threads."""
     planned: list[Any] = [None] * len(scope)
     for index, (location, _) in enumerate(scope):
         if getattr(states.get(location), "recorded", None) is not None:
             planned[index] = plan(scope[index])
+        elif defer is not None and defer(location):
+            planned[index] = Deferred(scope[index])
     rest = [i for i, item in enumerate(planned) if item is None]
     for position, result in completed_map(plan, [scope[i] for i in rest], parallel):
         planned[rest[position]] = result
@@ -317,17 +351,22 @@ def _run(
     recording_root = request.whole_root and not dry_run and bool(record.entries)
     skipped = set(record.entries)
     stamps = root_stamps(ns.storage, skipped) if recording_root else None
-    decisions = decide(ns, request.idents, policy, now, request.parallel, record)
+    # plans made as tables run, here; a Spark run ships them all, --compact budgets them first
+    deferred = request.tasks is None and not request.compact
+    decisions = decide(ns, request.idents, policy, now, request.parallel, record, deferred)
     report.refused = decisions.refused
     advance = progress(len(decisions.scope)) if progress else (lambda freed: None)
     entries = None if dry_run else RecordEntries(request, decisions, record)
     _run_tables(request, decisions, advance, report, entries)
+    if entries is not None:
+        entries.finish()
+    committed = set(decisions.states)  # the tables this run read versions of
+    decisions.states.clear()  # done with: the root's work reads the catalog anew
     if entries is None:
-        _root_work(request, decisions, report)
+        _root_work(request, decisions, report, committed)
         return report
-    entries.finish()
     try:
-        _root_work(request, decisions, report)
+        _root_work(request, decisions, report, committed)
         if recording_root:
             record.next_root = quiet_state(
                 report,
@@ -344,11 +383,14 @@ def _run(
     return report
 
 
-def _root_work(request: PruneRequest, decisions: Decisions, report: PruneReport) -> None:
-    """A whole-root run's work outside the tables: the debris, then `__manifest` itself."""
+def _root_work(
+    request: PruneRequest, decisions: Decisions, report: PruneReport, committed: set[str]
+) -> None:
+    """A whole-root run's work outside the tables: the debris, then `__manifest` itself
+    (`committed`: the tables the run read versions of)."""
     ns, policy, dry_run = request.ns, request.policy, request.dry_run
     if request.whole_root:
-        report.debris = _debris(ns, policy, dry_run, request.delimiter, set(decisions.states))
+        report.debris = _debris(ns, policy, dry_run, request.delimiter, committed)
     if decisions.manifest_plan is not None and request.whole_root:
         report.manifest = TableResult(None, MANIFEST_TABLE)
         try:
@@ -372,16 +414,19 @@ def _run_tables(
     Each table's result, once done, gives the record its entry (`entries`) and goes to the
     report's `ResultLog` (on disk): the run holds a plan or a result only while it runs."""
     planned, pins = decisions.planned, decisions.pins
-    works = [p for p in planned if isinstance(p, TableWork)]
+    works = [p for p in planned if isinstance(p, (TableWork, Deferred))]
     budget = CompactionBudget()
     for work in works:
-        # readers of a table published on a tag or a branch never see main's compaction
-        on_main = work.plan.location not in pins.off_main
-        work.compact = request.compact and on_main and budget.take()
+        if isinstance(work, TableWork):
+            # readers of a table published on a tag or a branch never see main's compaction
+            on_main = work.plan.location not in pins.off_main
+            work.compact = request.compact and on_main and budget.take()
     for p in planned:
         if isinstance(p, TableResult):
             advance(p.bytes_freed)
-    runner = request.tasks or functools.partial(run_locally, since=decisions.now)
+    runner = request.tasks or functools.partial(
+        run_locally, since=decisions.now, plan=decisions.plan_later
+    )
     done = iter(
         runner(request.ns, works, request.policy, request.dry_run, request.parallel, advance)
     )
@@ -389,7 +434,8 @@ def _run_tables(
     report.tables = log = ResultLog()
     for index, item in enumerate(planned):
         planned[index] = None
-        result, compaction = next(done) if isinstance(item, TableWork) else (item, None)
+        runs = isinstance(item, (TableWork, Deferred))
+        result, compaction = next(done) if runs else (item, None)
         if compaction is not None:
             budget.done.append(compaction)
         if entries is not None:
@@ -406,19 +452,29 @@ def _run_tables(
 
 def run_locally(
     ns: Namespace,
-    works: list[TableWork],
+    works: list[TableWork | Deferred],
     policy: PrunePolicy,
     dry_run: bool,
     parallel: int,
     advance: Callable[[int], None],
     since: datetime | None = None,
-) -> list[tuple[TableResult, Compaction | None]]:
+    plan: Callable[[tuple[str, str | None]], TableResult | TableWork] | None = None,
+) -> Iterable[tuple[TableResult, Compaction | None]]:
     """The per-table work in this process, `parallel` tables at a time, in `works`' order
-    (`since`: the moment the plans judged ages by, for the record)."""
+    (`since`: the moment the plans judged ages by, for the record; `plan`: what plans a
+    `Deferred` table, in the same thread, just before its work)."""
 
     relist = ns.storage.scheme != "s3"  # on S3 `RecordEntries` may list them all at once
 
-    def one(work: TableWork) -> tuple[TableResult, Compaction | None]:
+    def one(work: TableWork | Deferred) -> tuple[TableResult, Compaction | None]:
+        if isinstance(work, Deferred):
+            if plan is None:
+                raise LancensError("a deferred table reached a runner that cannot plan it")
+            made = plan(work.item)
+            if isinstance(made, TableResult):  # nothing to run (or its reading failed)
+                advance(made.bytes_freed)
+                return made, None
+            work = made
         done = run_table(ns, work, policy, dry_run)
         result = done[0]
         if result.status == "pruned" and relist:  # listed again here, beside the other work
@@ -570,9 +626,11 @@ def _accepted(
 def _all_tables(ns: Namespace, snapshot: ManifestSnapshot) -> list[tuple[str, str | None]]:
     """Every table of the root that is registered or visible by directory listing."""
     found: dict[str, str | None] = {}
-    for row in snapshot.rows:
-        if row["object_type"] == KIND_TABLE and row["location"]:
-            found[row["location"]] = row["object_id"]
+    for object_id, object_type, location in snapshot.columns(
+        "object_id", "object_type", "location"
+    ):
+        if object_type == KIND_TABLE and location:
+            found[location] = object_id
     for name, location in ns.visible_dir_tables(snapshot).items():
         found.setdefault(location, name)
     return sorted(found.items())

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -44,7 +44,7 @@ class TableWork:
     """What the driver hands over for one table: everything `run_table` needs besides storage."""
 
     plan: TablePlan
-    read_by_clones: set[str] = field(default_factory=set)  # files no sweep may touch
+    read_by_clones: frozenset[str] = frozenset()  # files no sweep may touch
     compact: bool = False
     published: int | None = None  # the current read_version of a partition table
 
@@ -62,7 +62,7 @@ class TableWork:
         plan["branches"] = [BranchPlan(**branch) for branch in plan.get("branches", [])]
         return cls(
             TablePlan(**plan),
-            set(data["read_by_clones"]),
+            frozenset(data["read_by_clones"]),
             data["compact"],
             data["published"],
         )
@@ -214,7 +214,7 @@ def _sweep_unreferenced(
     policy: PrunePolicy,
     dry_run: bool,
     result: TableResult,
-    read_by_clones: set[str],
+    read_by_clones: frozenset[str],
     ds: Any = None,
     listed_data_files: int | None = None,
 ) -> None:
