@@ -11,6 +11,7 @@ import gc
 import io
 import json
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -178,3 +179,55 @@ def test_a_prune_run_holds_only_the_results_in_flight(tmp_path, monkeypatch):
     assert max(held) <= 2 * AHEAD_PER_WORKER + 2  # the window of in-flight tables, and this one
     assert sorted(t.location for t in report.tables) == [f"t{i:02d}.lance" for i in range(tables)]
     assert report.totals()["versions_removed"] == tables
+
+
+def test_results_stay_in_memory_when_the_temporary_directory_cannot_take_them(
+    tmp_path, monkeypatch
+):
+    """No temporary directory at all, or one that fills up halfway: every result is still
+    given back, in order."""
+    results = [TableResult(f"t{i}", f"t{i}.lance", notes=[f"n{i}"]) for i in range(6)]
+
+    full = ResultLog()
+    for result in results[:3]:
+        full.append(result)
+
+    def no_space(*_args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(full._file, "write", no_space)
+    for result in results[3:]:
+        full.append(result)
+    assert [r.to_json() for r in full] == [r.to_json() for r in results]
+    assert len(full) == 6
+
+    monkeypatch.setattr("tempfile.TemporaryFile", no_space)
+    none = ResultLog()
+    for result in results:
+        none.append(result)
+    assert [r.to_json() for r in none] == [r.to_json() for r in results]
+
+
+def test_a_prune_without_a_usable_temporary_directory_reports_every_table(tmp_path, monkeypatch):
+    """No temporary file can be made (a read-only or full temporary directory): the run is
+    the same, its report whole."""
+    import lance
+    import pyarrow as pa
+    from helpers import Root, invoke
+
+    root = tmp_path / "ns"
+    for i in range(3):
+        for mode in ("create", "append"):
+            lance.write_dataset(pa.table({"a": [i]}), root / f"t{i}.lance", mode=mode)
+    time.sleep(1.1)
+    ns = Root(str(root), {}, root)
+
+    def read_only(*_args, **_kwargs):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr("tempfile.TemporaryFile", read_only)
+    result = invoke(*ns.args, "--json", "prune", "--older-than", "1s", "--force", "--yes")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert [t["location"] for t in report["tables"]] == [f"t{i}.lance" for i in range(3)]
+    assert report["totals"]["versions_removed"] == 3

@@ -3,7 +3,9 @@
 A run over 100,000 tables makes 100,000 results (what was removed, which versions stay and
 why: about 0.7 KB each). The report needs them only to count them and to print them, both a
 pass in order, so each is written as one JSON line to an unnamed temporary file (in the
-system's temporary directory, never in the root) and read back a block at a time.
+system's temporary directory, never in the root) and read back a block at a time. When that
+directory cannot take them (none, read-only, full), the results are held in memory instead:
+the run costs memory, never its report.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Iterator
+from typing import IO
 
 from lancens_cli.service.prune.report import TableResult
 
@@ -22,24 +25,43 @@ class ResultLog:
     them back from the start (iterations may overlap: each keeps its own position)."""
 
     def __init__(self) -> None:
-        # removed by the system when closed or when the process ends, however it ends
-        self._file = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the report
+        self._file: IO[bytes] | None = None
+        self._held: list[TableResult] | None = None  # in memory, when the file failed
         self._end = 0
         self._count = 0
+        try:  # removed by the system when closed or when the process ends, however it ends
+            self._file = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the report
+        except OSError:
+            self._held = []
 
     def append(self, result: TableResult) -> None:
-        line = json.dumps(result.to_json(), separators=(",", ":")).encode() + b"\n"
+        if self._held is None:
+            line = json.dumps(result.to_json(), separators=(",", ":")).encode() + b"\n"
+            try:
+                self._write(line)
+            except OSError:  # the temporary directory is full: the rest in memory
+                self._held = list(self._read())
+        if self._held is not None:
+            self._held.append(result)
+        self._count += 1
+
+    def _write(self, line: bytes) -> None:
+        assert self._file is not None
         self._file.seek(self._end)
         self._file.write(line)
+        self._file.flush()  # a full disk fails here, not later while reading
         self._end += len(line)
-        self._count += 1
 
     def __len__(self) -> int:
         return self._count
 
     def __iter__(self) -> Iterator[TableResult]:
+        return iter(self._held) if self._held is not None else self._read()
+
+    def _read(self) -> Iterator[TableResult]:
+        """What the file holds up to its last whole line, from the start."""
         position, rest, end = 0, b"", self._end
-        while position < end:
+        while position < end and self._file is not None:
             self._file.seek(position)
             block = self._file.read(min(BLOCK, end - position))
             position += len(block)

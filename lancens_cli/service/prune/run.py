@@ -9,7 +9,9 @@ One run, under the root's lease (service/prune/lease.py):
 3. per table (in parallel): decide what stays and why (service/prune/protect.py); then run each
    table's plan (service/prune/table.py: remove a dead write's unpublished versions of a
    partition table, expire the rest with Lance, sweep files no version references, compact),
-   in this process's threads or, with `--master`, as Spark tasks (pipeline/prune_tasks.py);
+   in this process's threads or, with `--master`, as Spark tasks (pipeline/prune_tasks.py).
+   Locally a table is planned as its work starts, unless a clone is involved (see `decide`);
+   its result then goes to the report's on-disk log and its entry to the record;
 4. remove the debris `check` finds past the grace (never-committed table writes, staged
    `__manifest` files); report orphan directories that hold tables, never delete them;
 5. expire `__manifest`'s own old versions, compact it when it has many fragments.
