@@ -52,7 +52,8 @@ def completed_map(
 
 def ordered(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
     """`fn` of every item in the items' order, each handed on once those before it are: only
-    the results that finished ahead of a slower earlier one wait (`completed_map`)."""
+    the results that finished ahead of a slower earlier one wait (`completed_map`: no worker
+    idles behind a slow item, so what waits behind one grows while it runs)."""
     waiting: dict[int, R] = {}
     next_position = 0
     for position, result in completed_map(fn, items, workers):

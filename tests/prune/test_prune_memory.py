@@ -22,6 +22,7 @@ from lancens_cli.cli.output import write_json
 from lancens_cli.models import Streamed
 from lancens_cli.parallel import AHEAD_PER_WORKER, completed_map, ordered
 from lancens_cli.service.prune.policy import PrunePolicy
+from lancens_cli.service.prune.protect import TablePlan
 from lancens_cli.service.prune.report import PruneReport, TableResult
 from lancens_cli.service.prune.result_log import ResultLog
 
@@ -150,8 +151,9 @@ def test_the_result_log_gives_back_every_result_in_order_however_it_is_read(resu
 
 
 def test_a_prune_run_holds_only_the_results_in_flight(tmp_path, monkeypatch):
-    """The tables' results go to the run's `ResultLog` as each table is done: when the last
-    one is written, no more than the tables in flight are held in memory, not all of them."""
+    """The tables' results go to the run's `ResultLog` as each table is done, and each table
+    is planned as its work starts: whenever a result is written, no more results or plans
+    than the tables in flight are held in memory, not all of them."""
     import lance
     import pyarrow as pa
 
@@ -164,19 +166,24 @@ def test_a_prune_run_holds_only_the_results_in_flight(tmp_path, monkeypatch):
         for mode in ("create", "append"):
             lance.write_dataset(pa.table({"a": [i]}), tmp_path / f"t{i:02d}.lance", mode=mode)
     held: list[int] = []
+    plans: list[int] = []
     real_append = ResultLog.append
 
     def counting_append(self, result):
         gc.collect()
-        held.append(sum(isinstance(o, TableResult) for o in gc.get_objects()))
+        alive = gc.get_objects()
+        held.append(sum(isinstance(o, TableResult) for o in alive))
+        plans.append(sum(isinstance(o, TablePlan) for o in alive))
         real_append(self, result)
 
     monkeypatch.setattr(ResultLog, "append", counting_append)
     ns = Namespace.from_properties({"root": str(tmp_path)})
     policy = PrunePolicy(older_than=timedelta(0), grace=timedelta(0), force=True)
-    report = prune_run.prune(ns, [Identifier(())], policy, parallel=2)
+    # one worker finishes its tables in order: nothing waits behind a slower one
+    report = prune_run.prune(ns, [Identifier(())], policy, parallel=1)
     assert len(held) == tables
-    assert max(held) <= 2 * AHEAD_PER_WORKER + 2  # the window of in-flight tables, and this one
+    assert max(held) <= AHEAD_PER_WORKER + 2  # the window of in-flight tables, and this one
+    assert max(plans) <= AHEAD_PER_WORKER + 2
     assert sorted(t.location for t in report.tables) == [f"t{i:02d}.lance" for i in range(tables)]
     assert report.totals()["versions_removed"] == tables
 
