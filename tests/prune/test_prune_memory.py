@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import io
 import json
+import os
 import threading
 import time
 from datetime import timedelta
@@ -198,15 +199,26 @@ def test_results_stay_in_memory_when_the_temporary_directory_cannot_take_them(
     full = ResultLog()
     for result in results[:3]:
         full.append(result)
+    real_pwrite = os.pwrite
+    calls = []
 
-    def no_space(*_args):
+    def filling_up(fd, data, offset):
+        """The disk fills up in the middle of a line: part of it is written, then no more."""
+        calls.append(offset)
+        if len(calls) == 1:
+            return real_pwrite(fd, data[: len(data) // 2], offset)
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(full._file, "write", no_space)
+    monkeypatch.setattr(os, "pwrite", filling_up)
     for result in results[3:]:
         full.append(result)
+    monkeypatch.setattr(os, "pwrite", real_pwrite)
+    assert len(calls) == 2  # the half line, then the failure: the rest went to memory
     assert [r.to_json() for r in full] == [r.to_json() for r in results]
     assert len(full) == 6
+
+    def no_space(*_args, **_kwargs):
+        raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("tempfile.TemporaryFile", no_space)
     none = ResultLog()

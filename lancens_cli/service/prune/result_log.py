@@ -11,6 +11,7 @@ the run costs memory, never its report.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections.abc import Iterator
 from typing import IO
@@ -30,7 +31,9 @@ class ResultLog:
         self._end = 0
         self._count = 0
         try:  # removed by the system when closed or when the process ends, however it ends
-            self._file = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the report
+            # unbuffered, written and read at explicit offsets: a failed write leaves nothing
+            # pending that a later read would have to flush
+            self._file = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115 - as the report
         except OSError:
             self._held = []
 
@@ -46,10 +49,11 @@ class ResultLog:
         self._count += 1
 
     def _write(self, line: bytes) -> None:
+        """The whole line after the last whole one; `_end` moves only once all of it is."""
         assert self._file is not None
-        self._file.seek(self._end)
-        self._file.write(line)
-        self._file.flush()  # a full disk fails here, not later while reading
+        done = 0
+        while done < len(line):  # a write may take part of the line (then the rest fails)
+            done += os.pwrite(self._file.fileno(), line[done:], self._end + done)
         self._end += len(line)
 
     def __len__(self) -> int:
@@ -62,8 +66,9 @@ class ResultLog:
         """What the file holds up to its last whole line, from the start."""
         position, rest, end = 0, b"", self._end
         while position < end and self._file is not None:
-            self._file.seek(position)
-            block = self._file.read(min(BLOCK, end - position))
+            block = os.pread(self._file.fileno(), min(BLOCK, end - position), position)
+            if not block:
+                raise OSError(f"the results' temporary file ends at {position} of {end} bytes")
             position += len(block)
             *lines, rest = (rest + block).split(b"\n")
             for line in lines:

@@ -414,7 +414,8 @@ def _run_tables(
     """Every table's work (here or as Spark tasks), then the compacted tables published.
 
     Each table's result, once done, gives the record its entry (`entries`) and goes to the
-    report's `ResultLog` (on disk): the run holds a plan or a result only while it runs."""
+    report's `ResultLog` (on disk); a `Deferred` table's plan is made as its work starts: the
+    run holds those only while the table runs."""
     planned, pins = decisions.planned, decisions.pins
     works = [p for p in planned if isinstance(p, (TableWork, Deferred))]
     budget = CompactionBudget()
@@ -432,12 +433,13 @@ def _run_tables(
     done = iter(
         runner(request.ns, works, request.policy, request.dry_run, request.parallel, advance)
     )
-    del works  # each plan goes once its table is done
     report.tables = log = ResultLog()
     for index, item in enumerate(planned):
         planned[index] = None
         runs = isinstance(item, (TableWork, Deferred))
-        result, compaction = next(done) if runs else (item, None)
+        result, compaction = next(done, (None, None)) if runs else (item, None)
+        if result is None:
+            raise LancensError("prune's table runner returned fewer results than tables")
         if compaction is not None:
             budget.done.append(compaction)
         if entries is not None:
