@@ -90,9 +90,10 @@ def in_time(checked: datetime, due: datetime | None, now: datetime) -> bool:
 def settled_dirs(listing: TableListing, listed_at: datetime) -> DirTimes | None:
     """The listing's directory times, when every one is at least `SETTLE` older than it."""
     limit = (listed_at - SETTLE).timestamp() * 1e9
-    if not listing.dirs or any(stamp > limit for _rel, stamp in listing.dirs):
+    dirs = listing.dirs  # a local listing's DirTimes; empty on object stores
+    if not isinstance(dirs, DirTimes) or not dirs or any(stamp > limit for _rel, stamp in dirs):
         return None
-    return listing.dirs if isinstance(listing.dirs, DirTimes) else DirTimes(listing.dirs)
+    return dirs
 
 
 def digest_of(value: Any) -> str:
