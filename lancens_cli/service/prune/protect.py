@@ -119,7 +119,7 @@ def _span(manifest_versions: set[int]) -> str:
     return f"__manifest v{low}" if low == high else f"__manifest v{low}..v{high}"
 
 
-NO_REFS: Any = MappingProxyType({})  # the tags or branches of a planned table that has none
+NO_REFS: Any = MappingProxyType({})  # the tags or branches of a table that has none (shared)
 
 
 @dataclass(slots=True)
@@ -187,7 +187,7 @@ def read_table_state(
     entry = unchanged(listing) if unchanged is not None else None
     if entry is not None:
         return TableState(
-            location, object_id, versions, {}, {}, list(entry.bases), [], listing.data_files,
+            location, object_id, versions, {}, {}, entry.bases, (), listing.data_files,
             seen, entry,
         )  # fmt: skip
     tags: dict[str, int] = {}
@@ -215,8 +215,7 @@ def untouched_state(location: str, object_id: str | None, entry: Any) -> TableSt
     clone map) and its listing's digest (for its sources' clone digests). Enough to skip it;
     a table that must be planned after all is read in full first."""
     seen = Seen(entry.digest, None, None, None)
-    bases = list(entry.bases)
-    return TableState(location, object_id, [], {}, {}, bases, [], None, seen, entry, True)
+    return TableState(location, object_id, (), {}, {}, entry.bases, (), None, seen, entry, True)
 
 
 def _refs(ds: Any) -> tuple[dict[str, int], dict[str, int]]:

@@ -436,7 +436,7 @@ def _run_tables(
     report.tables = log = ResultLog()
     for index, item in enumerate(planned):
         planned[index] = None
-        runs = isinstance(item, (TableWork, Deferred))
+        runs = not isinstance(item, TableResult)  # a TableWork or a Deferred: the runner's
         result, compaction = next(done, (None, None)) if runs else (item, None)
         if result is None:
             raise LancensError("prune's table runner returned fewer results than tables")
