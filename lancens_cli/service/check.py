@@ -405,6 +405,10 @@ def check_orphans(
         )
         if not is_v2_location(entry.name) and not v1_hidden:
             continue
+        leads_out = directory_location_problem(ns.storage, entry.name)
+        if leads_out is not None:  # a link out of the root: reported, never listed or read
+            report.add("bad_location", None, shown(entry.name), leads_out)
+            continue
         if is_deregistered(ns.storage, entry.name):  # asked last: a request on object stores
             continue  # forgotten on purpose (deregister, drop --keep-data)
         if v1_hidden:

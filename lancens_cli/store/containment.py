@@ -14,6 +14,7 @@ following a base path, not a catalog row, and nothing here writes or deletes the
 
 from __future__ import annotations
 
+import bisect
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -87,7 +88,7 @@ class RowLocations:
         """`rows`: each row's (object_id, object_type, location)."""
         self.storage = storage
         self.refused: dict[str, RefusedLocation] = {}
-        root = canonical_root(storage)
+        self._root = root = canonical_root(storage)
         placed: list[tuple[str, str, str]] = []  # (canonical, object_id, location)
         for object_id, object_type, location in rows:
             if object_type != KIND_TABLE:
@@ -106,6 +107,48 @@ class RowLocations:
             if problem is not None:
                 self._refuse(object_id, location, problem)
         self._overlaps(placed)
+        # the accepted rows' canonical locations, sorted, for `admit`
+        self._owners = sorted((real, oid) for real, oid, _ in placed if oid not in self.refused)
+
+    def admit(self, object_id: str, location: str) -> str | None:
+        """Why a row about to be added at `location` would be refused beside the rows judged
+        so far, or None, and then it counts as placed (a later candidate that shares or nests
+        with it is refused). `migrate-v1` asks this of each directory before it opens it."""
+        problem = syntax_problem(location)
+        if problem is not None:
+            return problem
+        try:
+            real = canonical(self.storage, location)
+        except (OSError, ValueError) as exc:
+            return f"the location cannot be resolved ({exc})"
+        local = self.storage.is_local
+        if local and not inside(real, self._root, True):
+            return f"the location leads outside the root (it resolves to {shown(real)})"
+        clash = self._clash(real, local)
+        if clash is not None:
+            return clash
+        bisect.insort(self._owners, (real, object_id))
+        return None
+
+    def _clash(self, real: str, local: bool) -> str | None:
+        """Which accepted row's location equals, holds or lies inside `real`, in words."""
+        sep = os.sep if local else "/"
+        at = bisect.bisect_left(self._owners, (real, ""))
+        if at < len(self._owners):
+            other_real, other_id = self._owners[at]
+            if other_real == real:
+                return f"its directory is also that of {_display(other_id)} (a link to it?)"
+            if other_real.startswith(real.rstrip(sep) + sep):
+                return f"its directory holds that of {_display(other_id)}"
+        parent = real
+        while sep in parent:
+            parent = parent.rsplit(sep, 1)[0]
+            if len(parent) <= len(self._root):
+                break
+            at = bisect.bisect_left(self._owners, (parent, ""))
+            if at < len(self._owners) and self._owners[at][0] == parent:
+                return f"its directory lies inside that of {_display(self._owners[at][1])}"
+        return None
 
     def _refuse(self, object_id: str, location: Any, reason: str) -> None:
         text = location if isinstance(location, str) else ""

@@ -17,6 +17,7 @@ from lancens_cli import interrupt
 from lancens_cli.errors import (
     InvalidInputError,
     InvalidTableStateError,
+    RefusedError,
     TableAlreadyExistsError,
     TableNotFoundError,
     lance_message,
@@ -29,6 +30,7 @@ from lancens_cli.models import (
     STATE_UNCOMMITTED,
     VERSIONS_DIR,
 )
+from lancens_cli.store.containment import directory_location_problem, shown
 from lancens_cli.store.storage import DirEntry, Storage
 
 V1_SUFFIX = ".lance"
@@ -121,7 +123,13 @@ def write_deregistered_marker(storage: Storage, location: str) -> None:
 
 
 def open_table(storage: Storage, location: str, version: int | str | None = None) -> Any:
-    """Open a Lance table, with errors that say which state the directory is in."""
+    """Open a Lance table, with errors that say which state the directory is in.
+
+    The last line of the trust boundary (store/containment.py): a location that leads outside
+    the root is refused here too, whichever command asked, before Lance reads anything."""
+    problem = directory_location_problem(storage, location)
+    if problem is not None:
+        raise RefusedError(f"lancens will not open {shown(location)!r}: {problem}")
     try:
         return lance.dataset(
             storage.uri(location), version=version, storage_options=storage.lance_options

@@ -7,6 +7,7 @@ rerun registers exactly what is missing. Directories are never moved.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from lancens_cli.models import (
 )
 from lancens_cli.service.catalog.rows import table_row
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.tables import (
     V1_SUFFIX,
@@ -40,6 +42,8 @@ SKIPPED = "skipped"
 PENDING = "to migrate"
 # Deliberately deregistered (`.lance-deregistered`): not a table left behind.
 IGNORED = "deregistered"
+# The state of a directory the trust boundary refuses: never opened, so never classified.
+REFUSED = "refused"
 
 
 @dataclass
@@ -119,6 +123,35 @@ def _candidates(ns: Namespace, legacy: bool) -> list[tuple[str, str]]:
     return sorted(found)
 
 
+def _untouchable(
+    ns: Namespace, snapshot: ManifestSnapshot, candidates: list[tuple[str, str]]
+) -> dict[str, str]:
+    """The directories the trust boundary (store/containment.py) will not let us open, each
+    with the reason: a link out of the root, or one that would give two rows one directory.
+
+    Each directory is judged as if it were registered beside the catalog's rows. Directories
+    that are links are judged last, so that of `real.lance` and `alias.lance -> real.lance`,
+    the real one is migrated and the link skipped."""
+    verdicts = row_locations(ns.storage, snapshot)
+    by_location = snapshot.locations()
+    refused: dict[str, str] = {}
+
+    def is_link(location: str) -> bool:
+        return ns.storage.is_local and os.path.islink(ns.storage.uri(location))
+
+    for name, location in sorted(candidates, key=lambda c: (is_link(c[1]), c)):
+        registered = by_location.get(location)
+        if registered is not None:
+            found = verdicts.problem(registered)
+            if found is not None:
+                refused[location] = found.reason
+            continue
+        problem = verdicts.admit(name, location)
+        if problem is not None:
+            refused[location] = problem
+    return refused
+
+
 def _classify(ns: Namespace, locations: list[str], progress) -> dict[str, str]:
     """Table state of each directory (remote stores asked in parallel)."""
 
@@ -143,6 +176,7 @@ def plan_migration(
     candidates: list[tuple[str, str]],
     states: dict[str, str],
     legacy: bool,
+    refused: dict[str, str] | None = None,
 ) -> list[MigrationItem]:
     """Decide, per directory, whether it is registered now, already, or skipped (and why).
 
@@ -151,17 +185,24 @@ def plan_migration(
     resolves `t` to `R/t.lance` (unless it is deregistered); so that one keeps the name, whatever
     state it is in, and the legacy directory is skipped with the reason: registering it would
     change what `t` reads.
+
+    `refused`: directories never opened (`_untouchable`), skipped with the reason.
     """
+    refused = refused or {}
     registered = snapshot.locations()
     claimed = {
         name: location
         for name, location in candidates
-        if location.endswith(V1_SUFFIX) and states[location] != IGNORED
+        if location.endswith(V1_SUFFIX) and states.get(location, REFUSED) not in (IGNORED, REFUSED)
     }
     items = []
     for name, location in candidates:
-        state = states[location]
         legacy_dir = not location.endswith(V1_SUFFIX)
+        if location in refused:
+            if not (legacy_dir and is_v2_location(location)):
+                items.append(MigrationItem(name, location, SKIPPED, REFUSED, refused[location]))
+            continue
+        state = states[location]
         if legacy_dir and is_v2_location(location):
             continue  # a V2 directory, tracked or orphaned: `check` looks after those
         if location in registered:
@@ -217,11 +258,13 @@ def migrate_v1(
     ns.require_manifest("migrate-v1")
     ns.require_root()
     candidates = _candidates(ns, legacy)
-    tick = progress(len(candidates)) if progress and candidates else None
-    states = _classify(ns, [loc for _, loc in candidates], tick)
-    report = MigrationReport(ns.storage.root_uri, dry_run, check)
     snapshot = ns.snapshot()
-    report.tables = plan_migration(ns, snapshot, candidates, states, legacy)
+    refused = _untouchable(ns, snapshot, candidates)
+    opened = [loc for _, loc in candidates if loc not in refused]
+    tick = progress(len(opened)) if progress and opened else None
+    states = _classify(ns, opened, tick)
+    report = MigrationReport(ns.storage.root_uri, dry_run, check)
+    report.tables = plan_migration(ns, snapshot, candidates, states, legacy, refused)
     report.manifest_version = snapshot.version or None
     if dry_run or check or report.pending == 0:
         return report

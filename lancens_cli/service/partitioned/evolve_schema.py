@@ -59,6 +59,7 @@ from lancens_cli.schema_json import schema_to_json
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import PartitionLayout, layout_of
 from lancens_cli.store.commit import TABLE_COMMIT_ATTEMPTS, retry_on_conflict
+from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import open_published
@@ -398,7 +399,9 @@ def check_table_schemas(
     through the schema; one of no generation was changed by another tool.
     """
     history = history_from_metadata(snapshot.metadata)
-    rows = partition_tables(snapshot, layout)
+    verdicts = row_locations(storage, snapshot)
+    # a refused row is `bad_location`, reported from the row alone (store/containment.py)
+    rows = [r for r in partition_tables(snapshot, layout) if not verdicts.problem(r["object_id"])]
 
     def table_schema(row: dict[str, Any]) -> Any:
         try:
