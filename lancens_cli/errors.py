@@ -106,6 +106,14 @@ class ManifestError(LancensError):
     namespace_code, name = 19, "InvalidTableState"
 
 
+class CatalogDamagedError(ManifestError):
+    """What `__manifest` records about the namespace (its schema, a partition spec, the schema
+    history) cannot be read: damage for `check` to report. Reads show what they can; a
+    command that needs the unreadable part refuses (exit 3: what it needs is not there)."""
+
+    exit_code = ExitCode.NOT_FOUND
+
+
 def lance_message(exc: BaseException) -> str:
     """The first line of a (Lance) error, without the Rust source locations it carries."""
     text = str(exc).splitlines()[0] if str(exc).strip() else "no details"

@@ -132,6 +132,15 @@ def to_plain(value: Any) -> Any:
     return value
 
 
+class Result:
+    """What a command hands to `cli/output.py`: plain data whose JSON document is `to_json()`
+    (its fields, unless the type says otherwise). Every result derives from it, so rendering
+    never asks a result what it can do."""
+
+    def to_json(self) -> Any:
+        return to_plain(self)
+
+
 class Streamed(list):
     """A read-only list whose items are made when read: the JSON encoder writes them one at a
     time (cli/output.py `write_json`), so a report of 100,000 tables never exists whole as
@@ -191,7 +200,7 @@ class Entry:
 
 
 @dataclass
-class Listing:
+class Listing(Result):
     namespace: str
     entries: list[Entry]
     next_page_token: str | None = None
@@ -208,7 +217,7 @@ class Listing:
 
 
 @dataclass
-class RootDescription:
+class RootDescription(Result):
     root: str
     mode: str
     config: dict[str, Any]
@@ -218,15 +227,22 @@ class RootDescription:
 
 
 @dataclass
-class NamespaceDescription:
+class NamespaceDescription(Result):
     id: str
     properties: dict[str, str]
     namespaces: int
     tables: int
+    damaged: str | None = None  # why the stored properties cannot be read (shown as none)
+
+    def to_json(self) -> dict[str, Any]:
+        plain = to_plain(self)
+        if self.damaged is None:
+            del plain["damaged"]
+        return plain
 
 
 @dataclass
-class TableDescription:
+class TableDescription(Result):
     id: str
     location: str
     uri: str
@@ -253,7 +269,7 @@ class Change:
 
 
 @dataclass
-class ChangeSet:
+class ChangeSet(Result):
     changes: list[Change]
     dry_run: bool = False
     message: str | None = None

@@ -103,7 +103,10 @@ def _root_sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
     partitioning = manifest.get("partitioning")
     # The partitioning section below shows the specs and the schema these keys hold as JSON.
     shown = set()
-    if partitioning:
+    unreadable = (partitioning or {}).get("unreadable")
+    if unreadable:
+        partitioning = None
+    elif partitioning:
         shown = {"schema", *(f"partition_spec_v{v}" for v in partitioning["spec_versions"])}
     rows = [
         ("version", manifest["version"]),
@@ -116,6 +119,8 @@ def _root_sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
     ]
     sections.append(("manifest", _pairs(rows)))
     sections.append(("indexes", _indexes(manifest["indexes"])))
+    if unreadable:
+        sections.append(("partitioning", f"damaged: {unreadable} (see `lancens check`)"))
     if partitioning:
         current = partitioning["current_spec"]
         specs = [
@@ -138,6 +143,7 @@ def _namespace_pairs(data: dict[str, Any]) -> list[tuple[str, Any]]:
         ("id", data["id"]),
         ("namespaces", data["namespaces"]),
         ("tables", data["tables"]),
+        *([("damaged", data["damaged"])] if data.get("damaged") else []),
         *_properties(data.get("properties")),
     ]
 

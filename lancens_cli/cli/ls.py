@@ -45,6 +45,9 @@ def ls(
     session().emit(result)
     if result.partitioning and not session().json:
         summary = result.partitioning
+        if "unreadable" in summary:
+            message(f"partitioned namespace whose partitioning is damaged: {summary['unreadable']}")
+            return
         versions = ", ".join(f"v{v}" for v in summary["spec_versions"])
         columns = ", ".join(f["name"] for f in summary["schema"]["fields"])
         message(

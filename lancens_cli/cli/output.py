@@ -19,18 +19,25 @@ from typing import Any, TextIO
 
 from lancens_cli.cli.views import view_of
 from lancens_cli.errors import LancensError
-from lancens_cli.models import NamespaceDescription, RootDescription, TableDescription, to_plain
+from lancens_cli.models import (
+    NamespaceDescription,
+    Result,
+    RootDescription,
+    TableDescription,
+    to_plain,
+)
 
 
 def use_color(stream: TextIO) -> bool:
     return stream.isatty() and "NO_COLOR" not in os.environ
 
 
-def emit(result: Any, *, json_mode: bool, stream: TextIO | None = None) -> None:
+def emit(result: Result, *, json_mode: bool, stream: TextIO | None = None) -> None:
+    if not isinstance(result, Result):
+        raise TypeError(f"{type(result).__qualname__} is not a command result (models.Result)")
     stream = stream or sys.stdout
     if json_mode:
-        plain = result.to_json() if hasattr(result, "to_json") else to_plain(result)
-        write_json(plain, stream)
+        write_json(result.to_json(), stream)
         return
     if stream.isatty():
         _emit_rich(result, stream)
@@ -117,7 +124,7 @@ def plain_lines(result: Any) -> list[str]:
     shown = view_of(result)
     if shown is not None:
         return [plain_row(row) for row in shown.rows]
-    plain = to_plain(result)
+    plain = result.to_json()
     if isinstance(plain, dict):
         return [f"{key}\t{_cell(value)}" for key, value in _flatten("", plain)]
     return [_cell(plain)]

@@ -1,6 +1,6 @@
 """How each command's result is shown: one registry from result type to its view.
 
-A result is plain data with its JSON document (`to_json()`, or its fields). What a person sees
+A result is a `models.Result`: plain data with its JSON document (`to_json()`). What a person sees
 is decided here, and only here: the columns and rows of the table a terminal shows (and a pipe
 gets as tab-separated lines), the table's title, and the summary line a command writes to
 stderr. `output.emit` asks this registry, never the result.

@@ -27,7 +27,7 @@ from lancens_cli.partition.schema import (
     schema_from_text,
     schema_to_text,
 )
-from lancens_cli.partition.spec import PartitionSpec
+from lancens_cli.partition.spec import PartitionSpec, damage_of
 from lancens_cli.schema_json import type_from_json, type_to_json
 
 HISTORY_KEY = "lancens.schema_history"  # __manifest metadata: earlier schemas, oldest first
@@ -261,11 +261,14 @@ def history_from_metadata(metadata: dict[str, str]) -> list[Any]:
     text = metadata.get(HISTORY_KEY)
     if not text:
         return []
-    try:
-        documents = json.loads(text)
-    except ValueError:
-        raise InvalidInputError(f"__manifest metadata {HISTORY_KEY} is not valid JSON") from None
-    return [schema_from_text(json.dumps(d)) for d in documents]
+    with damage_of(f"__manifest metadata {HISTORY_KEY}"):
+        try:
+            documents = json.loads(text)
+        except ValueError:
+            raise InvalidInputError("it is not valid JSON") from None
+        if not isinstance(documents, list):
+            raise InvalidInputError("it is not a list of schemas")
+        return [schema_from_text(json.dumps(d)) for d in documents]
 
 
 def history_text(history: list[Any]) -> str:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from lancens_cli.errors import InvalidInputError
+from lancens_cli.errors import CatalogDamagedError, InvalidInputError
 from lancens_cli.schema_json import type_from_json, type_to_json
 
 SPEC_KEY_PREFIX = "partition_spec_v"
@@ -232,12 +234,30 @@ def specs_from_metadata(metadata: dict[str, str]) -> list[PartitionSpec]:
     specs = []
     for key, text in metadata.items():
         if key.startswith(SPEC_KEY_PREFIX):
-            suffix = key[len(SPEC_KEY_PREFIX) :]
-            spec = PartitionSpec.from_json(text)
-            if not suffix.isdigit() or int(suffix) != spec.id:
-                raise _fail(f"metadata key {key} holds a spec with id {spec.id}")
+            with damage_of(f"__manifest metadata {key}"):
+                suffix = key[len(SPEC_KEY_PREFIX) :]
+                spec = PartitionSpec.from_json(text)
+                if not suffix.isdigit() or int(suffix) != spec.id:
+                    raise _fail(f"it holds a spec with id {spec.id}")
             specs.append(spec)
     return sorted(specs, key=lambda s: s.id)
+
+
+# The name of a spec-version namespace: `v1`, `v2`, ... (never `v0` or `v01`).
+SPEC_NAMESPACE = re.compile(r"^v[1-9][0-9]*$")
+
+
+@contextmanager
+def damage_of(what: str) -> Iterator[None]:
+    """Turn a failure to read what `__manifest` records (not JSON, nested too deeply, not a
+    spec or schema) into CatalogDamagedError naming `what`: another writer's damage, not the
+    user's input."""
+    try:
+        yield
+    except InvalidInputError as exc:
+        raise CatalogDamagedError(f"{what} cannot be read: {exc.message}") from None
+    except RecursionError:
+        raise CatalogDamagedError(f"{what} cannot be read: it is nested too deeply") from None
 
 
 def all_fields(specs: list[PartitionSpec]) -> dict[str, PartitionField]:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lancens_cli.errors import InvalidInputError
+from lancens_cli.models import Result
 from lancens_cli.pipeline.session import is_connect
 from lancens_cli.pipeline.task_failures import spark_errors
 
@@ -60,7 +61,7 @@ class Sources:
 
 
 @dataclass
-class IngestResult:
+class IngestResult(Result):
     sources: list[str]
     fmt: str
     target: str

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lancens_cli.errors import InvalidInputError, TableAlreadyExistsError
+from lancens_cli.models import Result
 from lancens_cli.pipeline.join_tasks import encode_schema, pack, task_function
 from lancens_cli.pipeline.session import is_connect, task_slots
 from lancens_cli.service.join.plan import JoinPlan, PartitionTable, Side, join_plan
@@ -333,7 +334,7 @@ def physical_plan(df: DataFrame) -> str:
 
 
 @dataclass
-class JoinExplain:
+class JoinExplain(Result):
     """`--explain`: the groups (or why there are none) and Spark's physical plan."""
 
     job: JoinJob
@@ -358,7 +359,7 @@ class JoinExplain:
 
 
 @dataclass
-class JoinRows:
+class JoinRows(Result):
     """Rows printed by `join` (bounded by --limit)."""
 
     columns: list[str]
@@ -378,7 +379,7 @@ class JoinRows:
 
 
 @dataclass
-class JoinCount:
+class JoinCount(Result):
     count: int
     storage_partitioned: bool
 
@@ -387,7 +388,7 @@ class JoinCount:
 
 
 @dataclass
-class JoinFiles:
+class JoinFiles(Result):
     path: str
     format: str
     rows: int

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.types as t
 
 from lancens_cli.errors import InvalidInputError, TableAlreadyExistsError
+from lancens_cli.models import Result
 from lancens_cli.partition.spark_conditions import Condition, split_condition
 from lancens_cli.pipeline.options import SourceOptions
 from lancens_cli.pipeline.session import is_connect
@@ -63,7 +64,7 @@ class ScanRequest:
 
 
 @dataclass
-class ScanRows:
+class ScanRows(Result):
     columns: list[str]
     rows: list[list[Any]]
     truncated: bool
@@ -78,7 +79,7 @@ class ScanRows:
 
 
 @dataclass
-class ScanCount:
+class ScanCount(Result):
     count: int
 
     def to_json(self) -> dict[str, Any]:
@@ -86,7 +87,7 @@ class ScanCount:
 
 
 @dataclass
-class ScanWritten:
+class ScanWritten(Result):
     path: str
     format: str
     columns: list[str]
@@ -110,7 +111,7 @@ class TableChoice:
 
 
 @dataclass
-class ScanExplain:
+class ScanExplain(Result):
     tables: list[TableChoice]
     slices: int
     pushed: list[str]

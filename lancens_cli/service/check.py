@@ -19,7 +19,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from lancens_cli.errors import InvalidInputError, LancensError, ManifestError
+from lancens_cli.errors import (
+    CatalogDamagedError,
+    InvalidInputError,
+    LancensError,
+    ManifestError,
+)
 from lancens_cli.models import (
     KIND_NAMESPACE,
     KIND_TABLE,
@@ -28,11 +33,12 @@ from lancens_cli.models import (
     STATE_DECLARED,
     STATE_UNCOMMITTED,
     Identifier,
+    Result,
     to_plain,
     validate_name,
 )
 from lancens_cli.partition.rows import split_id, top_namespace
-from lancens_cli.partition.spec import specs_from_metadata
+from lancens_cli.partition.spec import SPEC_NAMESPACE, specs_from_metadata
 from lancens_cli.service.catalog.rows import (
     RENAME_INTENT_KEY,
     RENAMED_FROM_KEY,
@@ -56,6 +62,7 @@ from lancens_cli.store.manifest import (
     ManifestSnapshot,
     decode_properties,
     metadata_problem,
+    properties_problem,
 )
 from lancens_cli.store.tables import (
     V1_SUFFIX,
@@ -82,7 +89,7 @@ class Finding:
 
 
 @dataclass
-class CheckReport:
+class CheckReport(Result):
     root: str
     scope: str
     findings: list[Finding] = field(default_factory=list)
@@ -256,6 +263,9 @@ def _check_rows(
             report.namespaces_checked += 1
             if location:
                 report.add("bad_location", name, location, "a namespace row has a location")
+            damaged = properties_problem(row)
+            if damaged is not None:  # never fixed: only the user knows what they should say
+                report.add("bad_properties", name, None, f"{damaged} (read as none)")
             continue
         if kind != KIND_TABLE:
             report.add("bad_object_type", name, location, f"unknown object_type {kind!r}")
@@ -461,8 +471,12 @@ def _spec_namespaces(snapshot: ManifestSnapshot) -> set[str]:
     """`v1`, `v2`, ... of a partitioned root: tables below them exist only once published."""
     try:
         return {spec.namespace for spec in specs_from_metadata(snapshot.metadata)}
-    except InvalidInputError:
-        return set()
+    except CatalogDamagedError:  # the specs cannot be read: every `v<N>` row may be one
+        return {
+            object_id
+            for object_id, kind in snapshot.columns("object_id", "object_type")
+            if kind == KIND_NAMESPACE and SPEC_NAMESPACE.match(object_id or "")
+        }
 
 
 def _registrable(ns: Namespace, snapshot: ManifestSnapshot, object_id: str | None) -> bool:

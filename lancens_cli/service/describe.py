@@ -20,6 +20,7 @@ from lancens_cli.store.manifest import (
     READER_FLAGS_KEY,
     WRITER_FLAGS_KEY,
     decode_properties,
+    properties_problem,
 )
 from lancens_cli.store.tables import open_published, open_table, table_state
 
@@ -43,6 +44,7 @@ def describe(ns: Namespace, ident: Identifier, *, versions: bool = False, delimi
             },
             namespaces=sum(1 for c in children if c["object_type"] == KIND_NAMESPACE),
             tables=sum(1 for c in children if c["object_type"] == KIND_TABLE),
+            damaged=properties_problem(row),
         )
     return describe_table(ns, ident, snapshot, versions=versions, delimiter=delimiter)
 

@@ -14,7 +14,7 @@ from typing import Any
 import lance
 
 from lancens_cli.errors import TableNotFoundError
-from lancens_cli.models import MANIFEST_TABLE, Identifier
+from lancens_cli.models import MANIFEST_TABLE, Identifier, Result
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.run import Decisions, decide
@@ -40,7 +40,7 @@ class VersionLine:
 
 
 @dataclass
-class TableVersions:
+class TableVersions(Result):
     """`versions ID`: a table's versions under the policy."""
 
     table: str
@@ -72,7 +72,7 @@ class TableSummary:
 
 
 @dataclass
-class NamespaceVersions:
+class NamespaceVersions(Result):
     """`versions` of a namespace: one line per table."""
 
     policy: PrunePolicy

@@ -96,19 +96,25 @@ def decode_properties(text: str | None) -> dict[str, str]:
         return {}
 
 
-def metadata_problem(text: Any) -> str | None:
-    """Why a row's `metadata` is not the JSON object the spec stores there, or None."""
+def metadata_problem(text: Any, what: str = "metadata") -> str | None:
+    """Why a row's `metadata` (named `what` in the message) is not the JSON object the spec
+    stores there, or None."""
     if text is None or text == "":
         return None
     if not isinstance(text, str):
-        return "metadata is not text"
+        return f"{what}: not text"
     try:
         value = json.loads(text)
     except RecursionError:
-        return "metadata is JSON nested too deeply"
+        return f"{what}: JSON nested too deeply"
     except ValueError:
-        return "metadata is not valid JSON"
-    return None if isinstance(value, dict) else "metadata is JSON but not an object"
+        return f"{what}: not valid JSON"
+    return None if isinstance(value, dict) else f"{what}: JSON but not an object"
+
+
+def properties_problem(row: dict[str, Any]) -> str | None:
+    """Why a namespace row's stored properties cannot be read, or None."""
+    return metadata_problem(row.get("metadata"), "its properties")
 
 
 @dataclass

@@ -19,9 +19,11 @@ from lancens_cli.models import (
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import partition_summary
 from lancens_cli.store.containment import directory_location_problem, row_locations, shown
+from lancens_cli.store.manifest import properties_problem
 from lancens_cli.store.tables import table_state
 
 STATE_REFUSED = "refused"  # a location lancens will not open (store/containment.py)
+STATE_DAMAGED = "damaged"  # a row whose stored properties cannot be read (`check` reports it)
 
 
 def list_namespace(
@@ -51,7 +53,10 @@ def list_namespace(
         child = Identifier.from_object_id(row["object_id"])
         problem = verdicts.problem(row["object_id"])
         location = row["location"] if row["object_type"] == KIND_TABLE else None
-        state = STATE_OK if row["object_type"] == KIND_NAMESPACE else ""
+        state = ""
+        if row["object_type"] == KIND_NAMESPACE:
+            damaged = properties_problem(row)
+            state = STATE_OK if damaged is None else f"{STATE_DAMAGED}: {damaged}"
         if problem is not None:  # shown, never opened
             refused.add(row["object_id"])
             location, state = shown(problem.location), f"{STATE_REFUSED}: {problem.reason}"

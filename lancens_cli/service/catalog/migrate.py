@@ -20,6 +20,7 @@ from lancens_cli.models import (
     STATE_NOT_LANCE,
     STATE_OK,
     STATE_UNCOMMITTED,
+    Result,
     to_plain,
     validate_name,
 )
@@ -56,7 +57,7 @@ class MigrationItem:
 
 
 @dataclass
-class MigrationReport:
+class MigrationReport(Result):
     root: str
     dry_run: bool
     check: bool

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from lancens_cli.models import Result
 from lancens_cli.partition.rows import dotted
 from lancens_cli.service.join.groups import (
     Group,
@@ -32,7 +33,7 @@ from lancens_cli.service.namespace import Namespace
 
 
 @dataclass
-class JoinPlan:
+class JoinPlan(Result):
     """The answer of `join-plan`; `compatible: false` is an answer, not an error."""
 
     left: Side

@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow.types as pt
 
-from lancens_cli.errors import InvalidInputError
+from lancens_cli.errors import CatalogDamagedError
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, MANIFEST_TABLE
 from lancens_cli.partition.pruning import zone_of
 from lancens_cli.partition.rows import dotted, partition_rows
@@ -44,7 +44,7 @@ FIXABLE = ("partition_guard_missing", "partition_columns_missing", "spec_namespa
 def check_partitions(ns: Namespace, snapshot: ManifestSnapshot, report: Any) -> None:
     try:
         layout = layout_of(snapshot)
-    except InvalidInputError as exc:
+    except CatalogDamagedError as exc:
         report.add("partition_metadata", None, MANIFEST_TABLE, exc.message)
         return
     if layout is None:

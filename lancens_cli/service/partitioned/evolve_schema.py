@@ -34,7 +34,7 @@ from lancens_cli.errors import (
     RefusedError,
     lance_message,
 )
-from lancens_cli.models import Identifier
+from lancens_cli.models import Identifier, Result
 from lancens_cli.partition.rows import partition_table_rows
 from lancens_cli.partition.schema import (
     GAP_PREFIX,
@@ -79,7 +79,7 @@ class Brought:
 
 
 @dataclass
-class SchemaEvolution:
+class SchemaEvolution(Result):
     """The result of `evolve-schema` (the same for --dry-run and for the real thing)."""
 
     changes: list[tuple[Change, str]]

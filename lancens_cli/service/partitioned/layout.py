@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lancens_cli.errors import InvalidInputError
+from lancens_cli.errors import CatalogDamagedError
 from lancens_cli.partition.rows import partition_table_rows, split_id
 from lancens_cli.partition.schema import schema_from_text
 from lancens_cli.partition.spec import (
@@ -20,6 +20,7 @@ from lancens_cli.partition.spec import (
     PartitionField,
     PartitionSpec,
     all_fields,
+    damage_of,
     specs_from_metadata,
 )
 from lancens_cli.schema_json import schema_to_json
@@ -55,8 +56,12 @@ def layout_from_metadata(metadata: dict[str, str]) -> PartitionLayout | None:
         return None
     text = metadata.get(SCHEMA_KEY)
     if text is None:
-        raise InvalidInputError("__manifest has partition specs but no namespace schema")
-    return PartitionLayout(schema_from_text(text), specs)
+        raise CatalogDamagedError("__manifest has partition specs but no namespace schema")
+    with damage_of(f"the namespace schema (__manifest metadata {SCHEMA_KEY})"):
+        schema = schema_from_text(text)
+    with damage_of("__manifest's partition specs"):
+        all_fields(specs)  # one meaning per field id across versions
+    return PartitionLayout(schema, specs)
 
 
 def manifest_columns(fields: dict[str, PartitionField]) -> list[Any]:
@@ -70,8 +75,12 @@ def manifest_columns(fields: dict[str, PartitionField]) -> list[Any]:
 
 
 def partition_summary(snapshot: ManifestSnapshot) -> dict[str, Any] | None:
-    """What `ls` and `describe` of the root show of a partitioned namespace."""
-    layout = layout_of(snapshot)
+    """What `ls` and `describe` of the root show of a partitioned namespace; metadata that
+    cannot be read is named (`unreadable`), and the rest of the listing stands."""
+    try:
+        layout = layout_of(snapshot)
+    except CatalogDamagedError as exc:
+        return {"unreadable": exc.message}
     if layout is None:
         return None
     partitions = len(partition_table_rows(snapshot.rows, layout.specs))
@@ -85,8 +94,12 @@ def partition_summary(snapshot: ManifestSnapshot) -> dict[str, Any] | None:
 
 
 def runtime_properties(snapshot: ManifestSnapshot, object_id: str) -> dict[str, str]:
-    """Spec 004 Appendix E: `partition_spec` of `v<N>`, `partition.<field_id>` of a level."""
-    layout = layout_of(snapshot)
+    """Spec 004 Appendix E: `partition_spec` of `v<N>`, `partition.<field_id>` of a level
+    (none where the metadata cannot be read: `check` names that)."""
+    try:
+        layout = layout_of(snapshot)
+    except CatalogDamagedError:
+        return {}
     if layout is None:
         return {}
     parts = split_id(object_id)

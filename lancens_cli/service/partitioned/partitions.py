@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lancens_cli.errors import InvalidInputError, ManifestError
-from lancens_cli.models import MANIFEST_TABLE, Identifier
+from lancens_cli.models import MANIFEST_TABLE, Identifier, Result
 from lancens_cli.partition.predicate import to_sql
 from lancens_cli.partition.pruning import plan
 from lancens_cli.partition.rows import top_namespace
@@ -37,7 +37,7 @@ class PartitionMatch:
 
 
 @dataclass
-class PartitionSelection:
+class PartitionSelection(Result):
     where: str | None
     manifest_query: str
     total: int

@@ -8,14 +8,11 @@ partition values and publish them. Anything a user created there would pass for 
 
 from __future__ import annotations
 
-import re
-
 from lancens_cli.errors import RefusedError
 from lancens_cli.models import Identifier
+from lancens_cli.partition.spec import SPEC_NAMESPACE
 from lancens_cli.service.partitioned.layout import layout_of
 from lancens_cli.store.manifest import ManifestSnapshot
-
-_SPEC_NAMESPACE = re.compile(r"^v[1-9][0-9]*$")
 
 
 def refuse_spec_names(snapshot: ManifestSnapshot, ident: Identifier) -> None:
@@ -24,7 +21,7 @@ def refuse_spec_names(snapshot: ManifestSnapshot, ident: Identifier) -> None:
     The existing spec namespace itself is let through: creating it again is an "already
     exists" (exit 4), as for any namespace.
     """
-    if ident.is_root or not snapshot.exists or not _SPEC_NAMESPACE.match(ident.parts[0]):
+    if ident.is_root or not snapshot.exists or not SPEC_NAMESPACE.match(ident.parts[0]):
         return
     layout = layout_of(snapshot)
     if layout is None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lancens_cli.errors import InvalidInputError, NamespaceAlreadyExistsError
-from lancens_cli.models import KIND_NAMESPACE, Identifier
+from lancens_cli.models import KIND_NAMESPACE, Identifier, Result
 from lancens_cli.partition.field_syntax import FieldRequest
 from lancens_cli.partition.schema import (
     id_of,
@@ -49,7 +49,7 @@ from lancens_cli.store.manifest import (
 
 
 @dataclass
-class SpecChange:
+class SpecChange(Result):
     """The result of `add-partition-spec` (the same for --dry-run and for the real thing)."""
 
     action: str  # "create", "evolve" or "exists"

@@ -24,7 +24,7 @@ from lancens_cli.errors import (
     RefusedError,
     lance_message,
 )
-from lancens_cli.models import Identifier
+from lancens_cli.models import Identifier, Result
 from lancens_cli.partition.rows import partition_table_rows
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.branch import check_ref_name, published_branch, ref_of
@@ -45,7 +45,7 @@ class TaggedTable:
 
 
 @dataclass
-class TagResult:
+class TagResult(Result):
     name: str
     tables: list[TaggedTable]
     publish: bool

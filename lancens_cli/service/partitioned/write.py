@@ -32,7 +32,7 @@ from lancens_cli.errors import (
     InvalidInputError,
     RefusedError,
 )
-from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE
+from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Result
 from lancens_cli.partition.rows import (
     NAME_ALPHABET,
     NAME_LENGTH,
@@ -108,7 +108,7 @@ class PartitionTouch:
 
 
 @dataclass
-class PartitionWrite:
+class PartitionWrite(Result):
     spec_id: int
     rows: int
     partitions: list[PartitionTouch]

@@ -35,6 +35,7 @@ from typing import Any
 from lancens_cli.service.prune.lease import acquire
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.record import (
+    RECORD,
     SETTLE,
     PruneRecord,
     due_after,
@@ -56,8 +57,8 @@ from lancens_cli.store.version_files import TableListing, directories_unchanged
 def answer(storage: Storage, policy: PrunePolicy, compact: bool, indexes: bool, delimiter: str):
     """The report of a run with nothing to do, from the record alone; None when the run must
     look (anything changed, aged or unknown). Under the prune lease, like any run."""
-    if not storage.is_local or indexes:
-        return None
+    if not storage.is_local or indexes or not storage.exists(RECORD):
+        return None  # no record, no answer: and no lease taken before the run validates
     lease = acquire(storage)
     try:
         record = PruneRecord.load(storage, policy_key(policy, compact, indexes, storage, delimiter))

@@ -10,7 +10,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from lancens_cli.models import Streamed
+from lancens_cli.models import Result, Streamed
 from lancens_cli.service.prune.policy import PrunePolicy
 
 UNCHANGED = "unchanged since the last prune, with nothing aging into the policy: skipped"
@@ -80,7 +80,7 @@ class DebrisResult:
 
 
 @dataclass
-class PruneReport:
+class PruneReport(Result):
     root: str
     policy: PrunePolicy
     dry_run: bool

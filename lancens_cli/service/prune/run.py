@@ -57,6 +57,7 @@ from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE, Identifier
 from lancens_cli.parallel import completed_map, ordered
 from lancens_cli.service import check as check_module
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.partitioned.layout import layout_of
 from lancens_cli.service.prune.clones import clone_dependents, clone_needed_versions
 from lancens_cli.service.prune.compact import Compaction, CompactionBudget, publish_compacted
 from lancens_cli.service.prune.lease import acquire
@@ -147,11 +148,15 @@ def prune(
 
 
 def _require_targets(ns: Namespace, idents: list[Identifier]) -> None:
-    """Every named table or namespace exists (exit 3 otherwise), and none is refused."""
+    """Every named table or namespace exists (exit 3 otherwise), and none is refused. A root
+    whose partition metadata cannot be read is refused too (CatalogDamagedError, exit 3): a
+    run that deletes waits until an operator has seen the damage `check` names."""
+    snapshot = ns.snapshot()
+    if snapshot.exists:
+        layout_of(snapshot)
     named = [i for i in idents if not i.is_root]
     if not named:
         return
-    snapshot = ns.snapshot()
     for ident in named:
         if ns.kind_of(ident, snapshot) == KIND_TABLE:
             ns.require_table(ident, snapshot)
