@@ -425,3 +425,21 @@ def test_no_command_in_any_order_reaches_outside_the_root(
         result = watched(world.base, world.root, *args)
         assert result.exit_code in range(7), (args, result.exit_code, result.stderr)
         assert world.outside() == before, args
+
+
+@pytest.mark.spark
+def test_a_scan_never_reads_a_partition_row_leading_outside_the_root(tmp_path, monkeypatch):
+    """Spark reads in the JVM and Lance in Rust: refused as a whole, while the partitions a
+    filter keeps read as before; the kernel sees nothing opened outside the root."""
+    monkeypatch.setenv("LANCENS_SPARK_MASTER", "local[2]")
+    world, _ = hostile_partition(tmp_path)
+    before = outside(world.base)
+    whole = world.watched("scan", "--count")
+    assert whole.exit_code == 5, whole.stderr
+    assert "will not read its location" in whole.stderr
+    errors = [line for line in whole.stderr.splitlines() if line.startswith("lancens: error")]
+    assert len(errors) == 1, whole.stderr  # after the progress lines, one line says why
+    kept = world.watched("scan", "--count", "--where", "k = 2")
+    assert kept.exit_code == 0, kept.stderr
+    assert kept.stdout.strip() == "1"
+    assert outside(world.base) == before
