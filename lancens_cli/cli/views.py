@@ -188,13 +188,18 @@ def _prune(r: Any) -> View:
         )
         status = t.status + (f": {t.error}" if t.error else "")
         rows.append(
-            [t.object_id or "-", t.location, status, removed, t.files_removed, t.bytes_freed, kept]
+            [_table_id(t), t.location, status, removed, t.files_removed, t.bytes_freed, kept]
         )
     for d in r.debris:
         rows.append([d.object or "-", d.location, f"{d.action}: {d.code}", "", "", "", ""])
     for refused in r.refused:
         rows.append([refused["table"], "", f"skipped: {refused['reason']}", "", "", "", ""])
     return View(header, rows, prune_title(r))
+
+
+def _table_id(t: Any) -> str:
+    """A prune result's table as every command takes it (`--delimiter`), `-` for none."""
+    return Identifier.from_object_id(t.object_id).display() if t.object_id else "-"
 
 
 def prune_title(r: Any) -> str:
@@ -226,6 +231,8 @@ def _spec_change(r: Any) -> View:
 
 @_summary("lancens_cli.service.partitioned.spec_change.SpecChange")
 def _spec_change_summary(r: Any) -> str:
+    if r.action == "exists" and not r.new_columns:
+        return f"partition spec v{r.spec.id} is already the current spec: nothing to do"
     verb = {"create": "created", "evolve": "added", "exists": "already current"}[r.action]
     would = "would be " if r.dry_run and r.action != "exists" else ""
     columns = ", ".join(n for n, _ in r.new_columns) or "none"
@@ -292,6 +299,14 @@ def _tags_summary(r: Any) -> str:
     return text
 
 
+_WRITE_ACTIONS = {"create": "created", "replace": "replaced", "append": "appended"}
+
+
+def _write_action(t: Any, dry_run: bool) -> str:
+    action = "create" if t.created else ("replace" if t.overwrite else "append")
+    return f"would {action}" if dry_run else _WRITE_ACTIONS[action]
+
+
 @_view("lancens_cli.service.partitioned.write.PartitionWrite")
 def _partition_write(r: Any) -> View:
     header = [*r.fields, "rows", "read_version", "action", "table"]
@@ -300,12 +315,12 @@ def _partition_write(r: Any) -> View:
             *(_iso(v) for v in t.values),
             t.row_count,
             t.version,
-            "created" if t.created else ("replaced" if t.overwrite else "appended"),
+            _write_action(t, r.dry_run),
             Identifier.from_object_id(t.table_id).display(),
         ]
         for t in r.partitions
     ]
-    return View(header, rows, "partitions written")
+    return View(header, rows, "partitions to write" if r.dry_run else "partitions written")
 
 
 # --- join-plan and the Spark commands ---------------------------------------------------------

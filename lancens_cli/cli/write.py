@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.options import Branch, SourceFile, SourceFormat
+from lancens_cli.cli.options import Branch, DryRun, SourceFile, SourceFormat
 from lancens_cli.cli.output import message
 from lancens_cli.cli.progress import progress_bar
 from lancens_cli.cli.session import session
@@ -25,6 +25,7 @@ def write(
     source: SourceFile = ...,  # type: ignore[assignment]
     fmt: SourceFormat = None,
     branch: Branch = None,
+    dry_run: DryRun = False,
 ) -> None:
     """Write rows into a partitioned namespace under its current partition spec.
 
@@ -40,12 +41,15 @@ def write(
         session().merge(root=root_argument)
     data = open_source(source, fmt)
     with progress_bar("writing partition tables") as start:
-        result = write_partitioned(session().namespace, data, branch=branch, progress=start)
+        result = write_partitioned(
+            session().namespace, data, branch=branch, progress=start, dry_run=dry_run
+        )
     session().emit(result)
     created = sum(1 for t in result.partitions if t.created)
     message(
-        f"{plural(result.rows, 'row')} into {plural(len(result.partitions), 'partition')} of spec "
-        f"v{result.spec_id} ({created} new)"
+        ("dry run: would write " if dry_run else "")
+        + f"{plural(result.rows, 'row')} into {plural(len(result.partitions), 'partition')} of "
+        f"spec v{result.spec_id} ({created} new)"
         + (f" on branch {branch}" if branch else "")
-        + ", one __manifest commit"
+        + ("; nothing changed" if dry_run else ", one __manifest commit")
     )

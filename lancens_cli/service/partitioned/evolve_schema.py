@@ -64,6 +64,7 @@ from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import open_published
 
+WOULD_APPLY = "would apply"  # a dry run's outcome for a change the real run applies
 _WORKERS = 4  # partition tables altered at once (Lance commits spend their time in I/O)
 _ROUNDS = 20  # publish rounds when partitions changed under us
 
@@ -140,7 +141,10 @@ def evolve_schema(
     rows = partition_tables(snapshot, layout)
     for row in rows:
         _require_main(row)
-    result = SchemaEvolution(evolution.outcomes, evolution.schema, dry_run=dry_run)
+    outcomes = evolution.outcomes
+    if dry_run:  # what would happen, in the words the real run reports it with
+        outcomes = [(c, WOULD_APPLY if o == "applied" else o) for c, o in outcomes]
+    result = SchemaEvolution(outcomes, evolution.schema, dry_run=dry_run)
     brought: dict[str, Brought] = {}
     pending = _behind(ns.storage, rows, evolution.schema, brought)
     result.up_to_date = len(rows) - len(pending)

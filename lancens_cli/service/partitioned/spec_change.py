@@ -243,7 +243,9 @@ def add_partition_spec(
             updates[WRITER_FLAGS_KEY] = str(snapshot.writer_flags | PARTITIONED_WRITER_FLAG)
             edit.set_metadata(updates)
             planned.append(change)
-        _add_version_namespace(snapshot, edit, spec)
+            _add_version_namespace(snapshot, edit, spec)
+        elif snapshot.get(spec.namespace) is None:  # the same spec again: nothing to do, but
+            edit.add(partition_namespace_row(spec.namespace))  # a lost `v<N>` row comes back
         return change
 
     if dry_run:

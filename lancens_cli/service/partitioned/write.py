@@ -68,7 +68,12 @@ from lancens_cli.store.partition_tables import (
     start_on_branch,
 )
 from lancens_cli.store.storage import Storage
-from lancens_cli.store.tables import VERSIONS_DIR, v2_location, write_new_table
+from lancens_cli.store.tables import (
+    VERSIONS_DIR,
+    v2_location,
+    v2_location_pattern,
+    write_new_table,
+)
 
 TABLE_NAME = "dataset"
 _REBASES = 20
@@ -115,9 +120,11 @@ class PartitionWrite(Result):
     fields: list[str]
     manifest_version: int = 0
     rebases: int = 0
+    dry_run: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "dry_run": self.dry_run,
             "spec_version": self.spec_id,
             "rows": self.rows,
             "manifest_version": self.manifest_version,
@@ -391,9 +398,12 @@ def write_partitioned(
     data: Any,
     branch: str | None = None,
     progress: Callable[[int], Callable[[], None]] | None = None,
+    dry_run: bool = False,
 ) -> PartitionWrite:
     """Write rows into the partitioned namespace at the root (one manifest commit); with
-    `branch`, onto that branch of each partition table.
+    `branch`, onto that branch of each partition table. With `dry_run`, what the write would
+    do in the current snapshot (each partition's table, new or existing, and its rows), and
+    nothing is written.
 
     `progress(total)` is called with the number of partition tables to write (again after a
     rebase); what it returns, once per table written.
@@ -408,7 +418,25 @@ def write_partitioned(
         touch.branch = branch
         touch.highest_field_id = highest
     result = PartitionWrite(spec.id, table.num_rows, touches, [f.field_id for f in spec.fields])
+    if dry_run:
+        return _planned(ns, snapshot, spec, result)
     return commit_touches(ns, snapshot, layout, result, progress=progress)
+
+
+def _planned(
+    ns: Namespace, snapshot: ManifestSnapshot, spec: PartitionSpec, result: PartitionWrite
+) -> PartitionWrite:
+    """A dry run: where each touch would go in `snapshot`, as the write plans it; a new
+    table's location is shown as its pattern (the hash is drawn when it is created)."""
+    index, fresh = LevelIndex(snapshot, spec), {}
+    for touch in result.partitions:
+        _prepare(ns.storage, touch, spec, snapshot, index, fresh)
+        if touch.created:
+            touch.location = v2_location_pattern(touch.table_id)
+        touch.version = None
+    result.dry_run = True
+    result.manifest_version = snapshot.version
+    return result
 
 
 def partitioned_target(ns: Namespace) -> tuple[ManifestSnapshot, PartitionLayout]:

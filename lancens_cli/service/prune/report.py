@@ -10,7 +10,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from lancens_cli.models import Result, Streamed
+from lancens_cli.models import Identifier, Result, Streamed
 from lancens_cli.service.prune.policy import PrunePolicy
 
 UNCHANGED = "unchanged since the last prune, with nothing aging into the policy: skipped"
@@ -38,6 +38,10 @@ class TableResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "object_id": self.object_id,
+            # the id as every command takes it (`--delimiter`), not `__manifest`'s `$` form
+            "table": Identifier.from_object_id(self.object_id).display()
+            if self.object_id
+            else None,
             "location": self.location,
             "status": self.status,
             "versions_removed": self.versions_removed,
