@@ -7,9 +7,11 @@ tab-separated text or as JSON without knowing which command produced them.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from lancens_cli.errors import InvalidInputError
@@ -132,6 +134,18 @@ def to_plain(value: Any) -> Any:
     return value
 
 
+def json_value(value: Any) -> Any:
+    """A value as JSON holds it: dates and times in ISO 8601, decimals as text (exact),
+    bytes as hex; everything else as it is."""
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    return value
+
+
 class Result:
     """What a command hands to `cli/output.py`: plain data whose JSON document is `to_json()`
     (its fields, unless the type says otherwise). Every result derives from it, so rendering
@@ -197,6 +211,36 @@ class Entry:
     location: str | None
     source: str
     state: str
+    # a partition table: which partition it is (service/partitioned/label.py PartitionLabel)
+    label: Any = field(default=None, repr=False)
+    # a spec-version namespace `v<N>`: its spec as the user writes it, whether it is the
+    # current one, and how many partition tables it has
+    spec: str | None = None
+    current: bool = False
+    partitions: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        plain = {
+            "id": self.id,
+            "kind": self.kind,
+            "location": self.location,
+            "source": self.source,
+            "state": self.state,
+        }
+        if self.label is not None:
+            plain.update(self.label.json_fields())
+        if self.partitions is not None:
+            plain.update(spec=self.spec, current=self.current, partitions=self.partitions)
+        return plain
+
+    def partition_text(self) -> str | None:
+        """What the `partition` column of `ls` shows for this entry."""
+        if self.label is not None:
+            return self.label.text()
+        if self.partitions is not None:
+            current = " (current)" if self.current else ""
+            return f"spec {self.id}{current}: {self.spec}; {self.partitions} partition tables"
+        return None
 
 
 @dataclass
@@ -207,9 +251,13 @@ class Listing(Result):
     partitioning: dict[str, Any] | None = None  # the root of a partitioned namespace (spec 004)
 
     def to_json(self) -> dict[str, Any]:
-        plain = to_plain(self)
-        if self.partitioning is None:
-            del plain["partitioning"]
+        plain: dict[str, Any] = {
+            "namespace": self.namespace,
+            "entries": [e.to_json() for e in self.entries],
+            "next_page_token": self.next_page_token,
+        }
+        if self.partitioning is not None:
+            plain["partitioning"] = self.partitioning
         return plain
 
 
@@ -251,6 +299,18 @@ class TableDescription(Result):
     properties: dict[str, str] = field(default_factory=dict)
     details: dict[str, Any] | None = None
     versions: list[dict[str, Any]] | None = None
+    # a partition table: which partition it is (service/partitioned/label.py PartitionLabel)
+    label: Any = field(default=None, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        plain = {
+            name: to_plain(getattr(self, name))
+            for name in ("id", "location", "uri", "source", "state", "properties")
+        }
+        if self.label is not None:
+            plain.update(self.label.json_fields(), partition_text=self.label.text())
+        plain.update(details=to_plain(self.details), versions=to_plain(self.versions))
+        return plain
 
 
 # --- mutations -------------------------------------------------------------------------------

@@ -44,7 +44,18 @@ _SIMPLE = {
     "date64": "date64",
     "date64:ms": "date64",
 }
-_UNITS = ("s", "ms", "us", "ns")
+TIME_UNITS = ("s", "ms", "us", "ns")
+# The type names `type_from_json` reads from a bare name (evolve-schema's `NAME TYPE`): the
+# simple ones, then the forms with parameters.
+TYPE_NAMES = (
+    *_SIMPLE,
+    "timestamp[:UNIT[:ZONE]]",
+    "time32:UNIT",
+    "time64:UNIT",
+    "duration:UNIT",
+    "decimal:P:S",
+    "decimal256:P:S",
+)
 
 
 def _fail(message: str) -> InvalidInputError:
@@ -64,7 +75,7 @@ def type_from_json(value: Any) -> Any:
         return getattr(pa, _SIMPLE[name.lower()])()
     if head in ("timestamp", "time32", "time64", "duration"):
         unit = value.get("unit") or rest.split(":")[0] or ("us" if head != "time32" else "ms")
-        if unit not in _UNITS:
+        if unit not in TIME_UNITS:
             raise _fail(f"unknown time unit {unit!r}")
         if head == "timestamp":
             tz = value.get("timezone") or (rest.split(":", 1)[1] if rest.count(":") else None)

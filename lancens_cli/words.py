@@ -1,7 +1,8 @@
 """Words for the text a person reads: counts, sizes and times.
 
 `plural` / `noun` say a count as words ("1 object", "2 directories", never "object(s)");
-`human_bytes` and `human_time` give sizes in binary units and timestamps as dates. Every layer
+`human_bytes` and `human_time` give sizes in binary units and timestamps as dates (`utc_iso` is
+the same moment as results keep it in JSON: full precision, UTC, `+00:00`). Every layer
 that writes text uses them: command messages, progress bars and terminal tables (cli/,
 describe_view.py), the summaries and error messages built in service/ and pipeline/, and config
 errors (config.py). Results in `--json` keep their plain numbers.
@@ -9,7 +10,7 @@ errors (config.py). Results in `--json` keep their plain numbers.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 _IRREGULAR = {"directory": "directories", "index": "indexes", "entry": "entries"}
 
@@ -35,11 +36,21 @@ def human_bytes(size: float) -> str:
     return f"{size:.1f} TiB"
 
 
+def utc_iso(when: datetime) -> str:
+    """A moment as JSON results keep it: ISO 8601 in UTC, full precision, with its offset
+    ("2026-11-27T09:38:08.123456+00:00"). A naive datetime is local time (what pylance's
+    `versions()` gives)."""
+    return when.astimezone(UTC).isoformat()
+
+
 def human_time(iso: str | None) -> str:
-    """An ISO timestamp as a date a person reads: "2026-11-22 22:49:41" (offset kept)."""
+    """An ISO timestamp as text output shows it: UTC to the second, "2026-11-27T09:38:08Z"
+    (one without an offset is taken as UTC)."""
     if not iso:
         return "-"
     try:
-        return datetime.fromisoformat(iso).isoformat(sep=" ", timespec="seconds")
+        when = datetime.fromisoformat(iso)
     except ValueError:
         return iso
+    when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")

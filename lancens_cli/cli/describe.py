@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from lancens_cli.cli.options import Target
+from lancens_cli.cli.partition_option import Partition, SpecVersion, partition_target
 from lancens_cli.cli.session import session
 
 
@@ -19,14 +20,18 @@ def describe(
     versions: Annotated[
         bool, typer.Option("--versions", help="Also list the table's versions.")
     ] = False,
+    partition: Partition = None,
+    spec_version: SpecVersion = None,
 ) -> None:
-    """Describe the root (mode, config, counts, __manifest), a namespace or a table."""
+    """Describe the root (mode, config, counts, __manifest), a namespace or a table (also a
+    partition table by its values: --partition K=V)."""
     from lancens_cli.service.describe import describe as describe_object
 
+    target = partition_target(ident, partition, spec_version) or session().ident(ident)
     session().emit(
         describe_object(
             session().namespace,
-            session().ident(ident),
+            target,
             versions=versions,
             delimiter=session().delimiter,
         )

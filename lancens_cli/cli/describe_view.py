@@ -14,15 +14,16 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.tree import Tree
 
-from lancens_cli.models import NamespaceDescription, RootDescription, TableDescription, to_plain
+from lancens_cli.models import NamespaceDescription, RootDescription, TableDescription
+from lancens_cli.partition.schema_evolution import HISTORY_KEY
 from lancens_cli.schema_json import field_from_json
-from lancens_cli.store.inspect import flag_names
+from lancens_cli.store.manifest import manifest_flag_names
 from lancens_cli.words import human_bytes, human_time, plural
 
 
 def render(console: Any, result: RootDescription | NamespaceDescription | TableDescription):
     """Print the sections of a description."""
-    data = to_plain(result)
+    data = result.to_json()
     if isinstance(result, TableDescription):
         sections = _table_sections(data)
     elif isinstance(result, RootDescription):
@@ -45,6 +46,7 @@ def _table_sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
         ("uri", data["uri"]),
         ("source", data["source"]),
         ("state", data["state"]),
+        *_partition(data),
         *_properties(data.get("properties")),
     ]
     if details and "read_version" in details:
@@ -107,13 +109,14 @@ def _root_sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
     if unreadable:
         partitioning = None
     elif partitioning:
-        shown = {"schema", *(f"partition_spec_v{v}" for v in partitioning["spec_versions"])}
+        shown = {"schema", HISTORY_KEY}  # shown in the partitioning section, as users read them
+        shown |= {f"partition_spec_v{v}" for v in partitioning["spec_versions"]}
     rows = [
         ("version", manifest["version"]),
         ("rows", manifest["rows"]),
         ("data storage version", manifest["data_storage_version"]),
-        ("reader features", _names(flag_names(manifest["reader_feature_flags"]))),
-        ("writer features", _names(flag_names(manifest["writer_feature_flags"]))),
+        ("reader features", _names(manifest_flag_names(manifest["reader_feature_flags"]))),
+        ("writer features", _names(manifest_flag_names(manifest["writer_feature_flags"]))),
         ("extra columns", ", ".join(manifest["extra_columns"]) or "none"),
         *[(f"metadata {k}", _short(v)) for k, v in manifest["metadata"].items() if k not in shown],
     ]
@@ -123,19 +126,44 @@ def _root_sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
         sections.append(("partitioning", f"damaged: {unreadable} (see `lancens check`)"))
     if partitioning:
         current = partitioning["current_spec"]
+        by_spec = partitioning.get("partitions_by_spec", {})
         specs = [
-            (f"spec v{s['id']}" + (" (current)" if s["id"] == current else ""), _spec_text(s))
+            (
+                f"spec v{s['id']}" + (" (current)" if s["id"] == current else ""),
+                ", ".join(partitioning["spec_fields"][str(s["id"])])
+                + f"; {plural(by_spec.get(str(s['id']), 0), 'partition table')}",
+            )
             for s in partitioning["specs"]
         ]
+        sizes = []
+        if partitioning.get("rows") is not None:
+            sizes.append(("rows", f"{partitioning['rows']:,}"))
+        if partitioning.get("bytes") is not None:
+            sizes.append(("data", human_bytes(partitioning["bytes"])))
+        history = partitioning.get("earlier_schemas")
         sections.append(
             (
                 "partitioning",
-                _pairs([("partition tables", partitioning["partitions"]), *specs]),
+                _pairs(
+                    [
+                        ("partition tables", partitioning["partitions"]),
+                        *sizes,
+                        *specs,
+                        *([("earlier schemas", history)] if history else []),
+                    ]
+                ),
             )
         )
         fields = partitioning["schema"].get("fields", [])
         sections.append(("schema", schema_tree([_json_field(f) for f in fields])))
     return sections
+
+
+def _partition(data: dict[str, Any]) -> list[tuple[str, Any]]:
+    """A partition table: which partition it is (`data["partition_text"]`, as `ls` shows it)."""
+    if data.get("partition") is None:
+        return []
+    return [("partition", f"{data['partition_text']} (spec v{data['spec_version']})")]
 
 
 def _namespace_pairs(data: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -181,21 +209,6 @@ def _base_path(base: dict[str, Any]) -> str:
     name = f" ({base['name']})" if base.get("name") else ""
     root = ", dataset root" if base.get("is_dataset_root") else ""
     return f"{base['path']}{name}{root}"
-
-
-def _spec_text(spec: dict[str, Any]) -> str:
-    """`field_id = transform(source ids)` per field, as the spec's JSON holds them."""
-    parts = []
-    for field in spec.get("fields", []):
-        transform = field.get("transform")
-        if isinstance(transform, dict):
-            args = [str(v) for k, v in transform.items() if k != "type"]
-            sources = ", ".join(f"#{i}" for i in field.get("source_ids", []))
-            how = f"{transform.get('type')}({', '.join([sources, *args])})"
-        else:
-            how = _short(field.get("expression") or "-", 60)
-        parts.append(f"{field.get('field_id', '?')} = {how}")
-    return "; ".join(parts) or "-"
 
 
 def _versions_table(versions: list[dict[str, Any]]):

@@ -29,6 +29,14 @@ def ls(
     no_state: Annotated[
         bool, typer.Option("--no-state", help="Skip looking inside table directories.")
     ] = False,
+    all_rows: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="On a partitioned root, also the namespaces between a spec version and its "
+            "partition tables.",
+        ),
+    ] = False,
 ) -> None:
     """List namespaces and tables: kind, location, where each is known from, and state."""
     from lancens_cli.service.catalog.listing import list_namespace
@@ -41,6 +49,7 @@ def ls(
         page_token=page_token,
         with_state=not no_state,
         delimiter=session().delimiter,
+        all_rows=all_rows,
     )
     session().emit(result)
     if result.partitioning and not session().json:
@@ -48,11 +57,19 @@ def ls(
         if "unreadable" in summary:
             message(f"partitioned namespace whose partitioning is damaged: {summary['unreadable']}")
             return
-        versions = ", ".join(f"v{v}" for v in summary["spec_versions"])
+        current = summary["current_spec"]
+        spec = ", ".join(summary["spec_fields"][str(current)])
         columns = ", ".join(f["name"] for f in summary["schema"]["fields"])
         message(
-            f"partitioned namespace: spec versions {versions} (current v{summary['current_spec']}),"
-            f" {plural(summary['partitions'], 'partition table')}; schema: {columns}"
+            f"partitioned namespace: {plural(len(summary['spec_versions']), 'spec version')}, "
+            f"current v{current} ({spec}), {plural(summary['partitions'], 'partition table')}; "
+            f"schema: {columns}"
         )
+    if not result.entries and session().ident(namespace).is_root:
+        from lancens_cli.service.catalog.listing import nested_roots_message, roots_below
+
+        nested = roots_below(session().namespace)
+        if nested:
+            message(nested_roots_message(session().namespace, nested))
     if result.next_page_token and not session().json:
         message(f"more entries: --page-token {result.next_page_token}")

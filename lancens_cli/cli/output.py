@@ -17,7 +17,7 @@ import os
 import sys
 from typing import Any, TextIO
 
-from lancens_cli.cli.views import view_of
+from lancens_cli.cli.views import View, view_of
 from lancens_cli.errors import LancensError
 from lancens_cli.models import (
     NamespaceDescription,
@@ -26,6 +26,7 @@ from lancens_cli.models import (
     TableDescription,
     to_plain,
 )
+from lancens_cli.words import human_bytes
 
 
 def use_color(stream: TextIO) -> bool:
@@ -140,15 +141,29 @@ def _emit_rich(result: Any, stream: TextIO) -> None:
     console = Console(file=stream, no_color=not use_color(stream), highlight=False)
     shown = view_of(result)
     if shown is not None:
-        table = Table(title=shown.title, title_justify="left")
-        for column in shown.columns:
-            table.add_column(column)
         styles = shown.styles or [None] * len(shown.rows)
-        for row, style in zip(shown.rows, styles, strict=True):
-            table.add_row(*(_cell(v) if v is not None else "" for v in row), style=style)
+        sized = {shown.columns.index(c) for c in shown.sizes}
+        texts = []
+        for row in shown.rows:
+            cells = [
+                human_bytes(v) if i in sized and isinstance(v, int) else v
+                for i, v in enumerate(row)
+            ]
+            texts.append([_cell(v) if v is not None else "" for v in cells])
+        keep, left_out = _fit(shown, texts, console.width)
+        table = Table(title=shown.title, title_justify="left")
+        for i in keep:  # a long cell wraps, a long word folds: a value is never cut to "…"
+            table.add_column(shown.columns[i], overflow="fold", no_wrap=False)
+        for row, style in zip(texts, styles, strict=True):
+            table.add_row(*(row[i] for i in keep), style=style)
         console.print(table)
         for line in shown.after:
             console.print(line)
+        if left_out:
+            message(
+                f"columns left out for width: {', '.join(left_out)} "
+                "(a wider terminal, a pipe or --json shows them)"
+            )
         return
     if isinstance(result, (RootDescription, NamespaceDescription, TableDescription)):
         from lancens_cli.cli.describe_view import render
@@ -156,3 +171,24 @@ def _emit_rich(result: Any, stream: TextIO) -> None:
         render(console, result)
         return
     console.print(to_plain(result))
+
+
+def _fit(shown: View, texts: list[list[str]], width: int) -> tuple[list[int], list[str]]:
+    """The columns a terminal `width` wide shows: every one when the table's widest rows fit,
+    else without the view's optional columns, least important first, until they do (what still
+    does not fit wraps). The indexes of the columns shown, and the names left out."""
+    from rich.cells import cell_len
+
+    widths = [
+        max([cell_len(name), *(cell_len(row[i]) for row in texts)])
+        for i, name in enumerate(shown.columns)
+    ]
+    keep = list(range(len(shown.columns)))
+    left_out: list[str] = []
+    for name in shown.optional:
+        if sum(widths[i] + 3 for i in keep) + 1 <= width:  # padding and a rule each, one edge
+            break
+        if name in shown.columns and shown.columns.index(name) in keep:
+            keep.remove(shown.columns.index(name))
+            left_out.append(name)
+    return keep, left_out

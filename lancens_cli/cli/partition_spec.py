@@ -78,3 +78,5 @@ def add_partition_spec(
     )
     session().emit(change)
     message(summary_of(change))
+    for warning in change.warnings:  # not an error: the spec is valid, only likely unmeant
+        message(f"warning: {warning}")

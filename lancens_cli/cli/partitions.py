@@ -13,6 +13,7 @@ import typer
 from lancens_cli.cli.options import TimestampAsOf, VersionAsOf
 from lancens_cli.cli.output import message
 from lancens_cli.cli.session import session
+from lancens_cli.errors import InvalidInputError
 from lancens_cli.words import plural
 
 
@@ -32,14 +33,34 @@ def partitions(
     ] = False,
     version_as_of: VersionAsOf = None,
     timestamp_as_of: TimestampAsOf = None,
+    sort: Annotated[
+        str,
+        typer.Option(
+            "--sort",
+            metavar="table|rows|bytes",
+            help="Order of the partition tables: by id, or largest first by rows or bytes.",
+        ),
+    ] = "table",
+    no_sizes: Annotated[
+        bool,
+        typer.Option(
+            "--no-sizes",
+            help="Skip the rows and bytes of each table (one read of its Lance manifest each).",
+        ),
+    ] = False,
 ) -> None:
     """List the partition tables a filter must read (partition pruning), across all spec
-    versions, with location, read_version / branch / tag and partition values; what each
-    version's scans must still apply is printed on stderr."""
-    from lancens_cli.service.partitioned.partitions import select_partitions
+    versions, with location, read_version / branch / tag, partition values, and rows and bytes
+    at the published version (from Lance's manifests); what each version's scans must still
+    apply is printed on stderr."""
+    from lancens_cli.service.partitioned.partitions import select_partitions, with_sizes
 
+    if no_sizes and sort != "table":
+        raise InvalidInputError(f"--sort {sort} needs the sizes: drop --no-sizes")
     ns = session().namespace.as_of(version_as_of, timestamp_as_of)
-    selection = select_partitions(ns, where)
+    selection = select_partitions(ns, where, label="--where")
+    if not no_sizes:
+        with_sizes(ns, selection, sort)
     if explain and not session().json:
         message(selection.manifest_query)
         for version, parts in selection.pushed.items():

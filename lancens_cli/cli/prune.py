@@ -7,7 +7,9 @@ starts without pyspark, pyarrow or Lance.
 from __future__ import annotations
 
 import os
-from typing import Annotated
+import sys
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import typer
 
@@ -24,13 +26,14 @@ from lancens_cli.cli.options import (
     Yes,
 )
 from lancens_cli.cli.output import message
+from lancens_cli.cli.partition_option import Partition, SpecVersion, partition_target
 from lancens_cli.cli.progress import freed_progress_bar
 from lancens_cli.cli.session import session
 from lancens_cli.cli.spark_options import spark_session
 from lancens_cli.cli.views import prune_title
 from lancens_cli.config import load_spark_profile
 from lancens_cli.errors import ExitCode
-from lancens_cli.models import Identifier
+from lancens_cli.models import Identifier, Result
 from lancens_cli.words import plural
 
 
@@ -62,6 +65,25 @@ Full = Annotated[
         "--full", help="Evaluate every table, also those the last run's record shows unchanged."
     ),
 ]
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        help="On a terminal, list every table, also those with nothing to do (a pipe and "
+        "--json always do).",
+    ),
+]
+
+
+@dataclass
+class PruneOnTerminal(Result):
+    """A prune report as a terminal shows it without --verbose: the summary and the tables with
+    something to do (cli/views.py); its JSON is the report's."""
+
+    report: Any
+
+    def to_json(self) -> Any:
+        return self.report.to_json()
 
 
 def prune(
@@ -81,9 +103,12 @@ def prune(
     parallel: Parallel = None,
     full: Full = False,
     delete_rate_limit: DeleteRateLimit = None,
+    verbose: Verbose = False,
     master: Master = None,
     remote: Remote = None,
     conf: Conf = None,
+    partition: Partition = None,
+    spec_version: SpecVersion = None,
 ) -> None:
     """Expire old table and __manifest versions and remove debris, keeping every version a
     reader can be sent to (published, tagged, branched, cloned, newest, young).
@@ -97,6 +122,8 @@ def prune(
 
     Exit codes: 0 done or nothing to do, 4 another prune runs on this root, 5 refused by a
     safety rail, 6 some tables failed (the rest done).
+
+    On a terminal only the tables with something to do are listed (--verbose: every table).
     """
     from lancens_cli.service.prune.policy import PrunePolicy
     from lancens_cli.service.prune.quiet import answer
@@ -109,6 +136,9 @@ def prune(
 
         require_pyspark()  # before any question or change: exit 2 with the install hint
     targets = [session().ident(i) for i in idents or []]
+    named = partition_target(None, partition, spec_version)
+    if named is not None:  # a partition table by its values, beside any IDs
+        targets.append(named)
     config = session().config()
     # Locally, Lance is opened only when the run must look (service/prune/quiet.py); an object
     # store's root is the namespace's own, its client made once
@@ -135,7 +165,14 @@ def prune(
             delete_rate_limit,
             (master, conf, remote) if spark else None,
         )
-    session().emit(report)
+    _emit(report, dry_run, verbose)
+
+
+def _emit(report, dry_run: bool, verbose: bool) -> None:
+    """The report on stdout (on a terminal without --verbose, only the tables with something
+    to do), its summary on stderr; exit 6 when tables failed."""
+    brief = not (verbose or session().json) and sys.stdout.isatty()
+    session().emit(PruneOnTerminal(report) if brief else report)
     message(prune_title(report) + ("; dry run: nothing changed" if dry_run else ""))
     if report.failed:
         names = ", ".join(

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from lancens_cli.cli.options import ForceWindow, Grace, OlderThan, Retain
+from lancens_cli.cli.partition_option import Partition, SpecVersion, partition_target
 from lancens_cli.cli.session import session
 from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE, Identifier
 
@@ -28,6 +29,8 @@ def versions(
     retain: Retain = 1,
     grace: Grace = "24h",
     force: ForceWindow = False,
+    partition: Partition = None,
+    spec_version: SpecVersion = None,
 ) -> None:
     """Show every version a table keeps and why (latest, tags, branches, what __manifest
     publishes, shallow clones, newest, young), and what `prune` with the same options would
@@ -41,7 +44,7 @@ def versions(
     if ident == MANIFEST_TABLE:
         session().emit(table_versions(ns, Identifier((MANIFEST_TABLE,)), policy, delimiter))
         return
-    target = session().ident(ident)
+    target = partition_target(ident, partition, spec_version) or session().ident(ident)
     ns.require_root()
     if not target.is_root and ns.kind_of(target, ns.snapshot()) == KIND_TABLE:
         session().emit(table_versions(ns, target, policy, delimiter))

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lancens_cli.models import Identifier
-from lancens_cli.words import plural
+from lancens_cli.models import Identifier, json_value
+from lancens_cli.words import human_time, plural
 
 Rows = list[list[Any]]
 
@@ -27,13 +27,18 @@ Rows = list[list[Any]]
 @dataclass(frozen=True)
 class View:
     """A result as a table: its columns and rows; on a terminal also its title, a style per row
-    (None: plain) and lines printed after the table."""
+    (None: plain) and lines printed after the table. `sizes` names the columns of byte counts:
+    a terminal shows them in binary units (`words.human_bytes`), a pipe as integers. `optional`
+    names the columns a terminal too narrow for the table leaves out, least important first
+    (a pipe and --json keep every column)."""
 
     columns: list[str]
     rows: Rows
     title: str | None = None
     styles: list[str | None] | None = None
     after: tuple[str, ...] = ()
+    sizes: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
 
 
 _VIEWS: dict[str, Callable[[Any], View]] = {}
@@ -91,11 +96,16 @@ def _would(dry_run: bool) -> str:
 
 @_view("lancens_cli.models.Listing")
 def _listing(r: Any) -> View:
+    columns = ["id", "kind", "location", "source", "state"]
     rows = [[e.id, e.kind, e.location, e.source, e.state] for e in r.entries]
+    if any(e.partition_text() for e in r.entries):  # a partitioned root: which partition
+        columns.append("partition")
+        for row, e in zip(rows, r.entries, strict=True):
+            row.append(e.partition_text())
     styles = [None if e.state in ("ok", "") else "yellow" for e in r.entries]
     after = (f"next page: --page-token {r.next_page_token}",) if r.next_page_token else ()
     title = f"namespace {r.namespace or '(root)'}"
-    return View(["id", "kind", "location", "source", "state"], rows, title, styles, after)
+    return View(columns, rows, title, styles, after, optional=("source", "location"))
 
 
 @_view("lancens_cli.models.ChangeSet")
@@ -118,9 +128,11 @@ def _check(r: Any) -> View:
         ]
         for f in r.findings
     ]
+    header = ["status", "code", "object", "location", "message"]
+    _with_partitions(header, rows, [r.labels.get(f.object) for f in r.findings], at=3)
     state = "healthy" if r.healthy else plural(r.open_findings, "problem")
     return View(
-        ["status", "code", "object", "location", "message"],
+        header,
         rows,
         f"check {r.scope or '(root)'}: {state}",
     )
@@ -137,11 +149,11 @@ def _migration(r: Any) -> View:
 
 @_view("lancens_cli.service.versions.TableVersions")
 def _table_versions(r: Any) -> View:
-    header = ["version", "timestamp", "rows", "bytes", "tags", "branches", "fate", "why"]
+    header = ["version", "timestamp", "rows", "size", "tags", "branches", "fate", "why"]
     rows = [
         [
             v.version,
-            v.timestamp,
+            human_time(v.timestamp),
             v.rows,
             v.bytes,
             ", ".join(v.tags),
@@ -151,12 +163,13 @@ def _table_versions(r: Any) -> View:
         ]
         for v in r.versions
     ]
-    return View(header, rows, "versions")
+    title = "versions" + (f" of partition {r.label.text()}" if r.label is not None else "")
+    return View(header, rows, title, sizes=("size",), optional=("size", "branches", "tags"))
 
 
 @_view("lancens_cli.service.versions.NamespaceVersions")
 def _namespace_versions(r: Any) -> View:
-    header = ["table", "versions", "expiring", "kept by", "bytes reclaimable", "location"]
+    header = ["table", "versions", "expiring", "kept by", "reclaimable", "location"]
     rows = [
         [
             t.table,
@@ -168,13 +181,28 @@ def _namespace_versions(r: Any) -> View:
         ]
         for t in r.tables
     ]
-    return View(header, rows, "versions")
+    _with_partitions(header, rows, [t.label for t in r.tables])
+    optional = ("location", "reclaimable")
+    return View(header, rows, "versions", sizes=("reclaimable",), optional=optional)
+
+
+def _with_partitions(header: list[str], rows: Rows, labels: list[Any], at: int = 1) -> None:
+    """A `partition` column at `at` (after the table's id), where any row is a partition
+    table's: its values as `ls` shows them."""
+    if any(label is not None for label in labels):
+        header.insert(at, "partition")
+        for row, label in zip(rows, labels, strict=True):
+            row.insert(at, label.text() if label is not None else None)
 
 
 @_view("lancens_cli.service.prune.report.PruneReport")
-def _prune(r: Any) -> View:
+def _prune(r: Any, brief: bool = False) -> View:
+    """Every table, debris and refused row; `brief` (a terminal without --verbose): only the
+    tables with something to do, and a line counting the others."""
     header = ["table", "location", "status", "removed", "files", "bytes", "kept"]
     rows = []
+    labels: list[Any] = []  # which partition each table row is (None: not a partition table)
+    idle = 0
     for t in [*([r.manifest] if r.manifest else []), *r.tables]:
         kept = "; ".join(
             f"{k['branch'] + ' ' if 'branch' in k else ''}v{k['version']}: "
@@ -186,15 +214,36 @@ def _prune(r: Any) -> View:
             + len(t.unpublished_removed)
             + sum(len(v) for v in t.branch_versions_removed.values())
         )
+        if brief and not _prune_work(t, removed):
+            idle += 1
+            continue
         status = t.status + (f": {t.error}" if t.error else "")
         rows.append(
             [_table_id(t), t.location, status, removed, t.files_removed, t.bytes_freed, kept]
         )
+        labels.append(r.labels.get(t.object_id) if t.object_id else None)
     for d in r.debris:
         rows.append([d.object or "-", d.location, f"{d.action}: {d.code}", "", "", "", ""])
     for refused in r.refused:
         rows.append([refused["table"], "", f"skipped: {refused['reason']}", "", "", "", ""])
-    return View(header, rows, prune_title(r))
+    _with_partitions(header, rows, labels + [None] * (len(rows) - len(labels)))
+    hidden = f"{plural(idle, 'table')} with nothing to do not shown (--verbose lists them)"
+    after = (hidden,) if idle else ()
+    optional = ("kept", "location", "files", "bytes", "partition")
+    return View(header, rows, prune_title(r), after=after, optional=optional)
+
+
+@_view("lancens_cli.cli.prune.PruneOnTerminal")
+def _prune_brief(r: Any) -> View:
+    return _prune(r.report, brief=True)
+
+
+def _prune_work(t: Any, removed: int) -> bool:
+    """Whether a prune table row has something to say: removed or would remove versions or
+    files, or failed. `nothing to do` and `gone` (dropped meanwhile) have not."""
+    return bool(
+        removed or t.files_removed or t.unreferenced_removed or t.error or t.status == "failed"
+    )
 
 
 def _table_id(t: Any) -> str:
@@ -256,19 +305,30 @@ def _schema_evolution_summary(r: Any) -> str:
 
 @_view("lancens_cli.service.partitioned.partitions.PartitionSelection")
 def _partitions(r: Any) -> View:
+    from lancens_cli.service.partitioned.label import PartitionLabel
+
     rows = [
         [
             m.table,
             f"v{m.spec_version}",
-            ", ".join(f"{k}={'null' if v is None else _iso(v)}" for k, v in m.values.items()),
+            PartitionLabel(m.spec_version, tuple(m.values.items())).text(),
+            m.rows,
+            m.bytes,
             m.read_version,
             m.read_branch or m.read_tag,
             m.location,
         ]
         for m in r.matches
     ]
-    columns = ["table", "spec", "partition", "read_version", "branch/tag", "location"]
-    return View(columns, rows, "partition tables")
+    columns = ["table", "spec", "partition", "rows", "size", "read_version", "branch/tag"]
+    columns.append("location")
+    return View(
+        columns,
+        rows,
+        "partition tables",
+        sizes=("size",),
+        optional=("location", "branch/tag", "read_version", "spec"),
+    )
 
 
 @_view("lancens_cli.service.partitioned.tags.TagResult")
@@ -405,8 +465,6 @@ def _join_files(r: Any) -> View:
 
 @_view("lancens_cli.pipeline.scan.ScanRows")
 def _scan_rows(r: Any) -> View:
-    from lancens_cli.pipeline.scan import json_value
-
     return View(r.columns, [[json_value(v) for v in row] for row in r.rows], "rows")
 
 

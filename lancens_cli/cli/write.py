@@ -26,13 +26,23 @@ def write(
     fmt: SourceFormat = None,
     branch: Branch = None,
     dry_run: DryRun = False,
+    allow_missing_columns: Annotated[
+        bool,
+        typer.Option(
+            "--allow-missing-columns",
+            help="Write an input that lacks a column a partition field takes its value from "
+            "(the column is NULL in every row); refused without it.",
+        ),
+    ] = False,
 ) -> None:
     """Write rows into a partitioned namespace under its current partition spec.
 
     Each partition's rows go to its dataset table (created when new); then every touched
     partition's read_version is recorded in one __manifest commit: readers see all of the
     write or none of it. With --branch the rows go to that branch of each partition table
-    and read_branch is published with read_version.
+    and read_branch is published with read_version. Namespace columns the input lacks are
+    filled with NULL (and named); a partition source column is refused unless
+    --allow-missing-columns.
     """
     from lancens_cli.service.partitioned.write import write_partitioned
     from lancens_cli.store.sources import open_source
@@ -42,9 +52,16 @@ def write(
     data = open_source(source, fmt)
     with progress_bar("writing partition tables") as start:
         result = write_partitioned(
-            session().namespace, data, branch=branch, progress=start, dry_run=dry_run
+            session().namespace,
+            data,
+            branch=branch,
+            progress=start,
+            dry_run=dry_run,
+            allow_missing_columns=allow_missing_columns,
         )
     session().emit(result)
+    if result.filled_with_null:
+        message(f"write: the input lacks {', '.join(result.filled_with_null)}: filled with NULL")
     created = sum(1 for t in result.partitions if t.created)
     message(
         ("dry run: would write " if dry_run else "")

@@ -18,7 +18,13 @@ import re
 from dataclasses import dataclass
 
 from lancens_cli.errors import InvalidInputError
-from lancens_cli.partition.spec import TIME_TRANSFORMS, TRANSFORM_TYPES, validate_field_id
+from lancens_cli.partition.spec import (
+    TIME_TRANSFORMS,
+    TRANSFORM_TYPES,
+    PartitionField,
+    validate_field_id,
+)
+from lancens_cli.schema_json import type_to_json
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _TAIL = re.compile(
@@ -135,3 +141,21 @@ def _request(
     if parameter is not None and parameter < 1:
         raise _fail(text, "the bucket count or width must be at least 1")
     return FieldRequest(text, columns, transform, parameter, expression, result_type, field_id)
+
+
+def field_text(field: PartitionField, sources: list[str]) -> str:
+    """A spec field as the user writes it for `add-partition-spec --field` (the inverse of
+    `parse_field`): `bucket(8, user_id)`, `month(event_date) as m`; `as <id>` only where the
+    id is not the one the form gives by itself."""
+    transform = field.transform
+    if transform is None:
+        kind = type_to_json(field.result_type)["type"]
+        return f"expr({field.expression}, {', '.join(sources)}) -> {kind} as {field.field_id}"
+    how = transform.display(sources)
+    if transform.type == "identity":
+        default = sources[0]
+    elif transform.type in TIME_TRANSFORMS:
+        default = f"{sources[0]}_{transform.type}"
+    else:
+        default = "_".join(sources) + "_" + _DEFAULT_SUFFIX.get(transform.type, transform.type)
+    return how if field.field_id == default else f"{how} as {field.field_id}"

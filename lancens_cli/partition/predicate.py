@@ -115,14 +115,80 @@ def parse(text: str, schema: Any) -> Node:
         tree = sqlglot.parse_one(text, read=lance_dialect())
         return PredicateParser(schema).node(tree)
     except SqlglotError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise _fail(f"cannot parse {_short(text)!r}: {first}") from None
+        raise _fail(f"cannot parse {_short(text)!r}: {parse_error_words(exc, text)}") from None
     except RecursionError:
         raise _fail("the predicate is nested too deeply") from None
 
 
 def _short(text: str) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
+
+
+_CLASS_REPR = re.compile(r"<class '(?:\w+\.)*(\w+)'>")
+_MISSING = re.compile(r"Required keyword: '\w+' missing for")
+
+
+def parse_error_words(exc: Exception, text: str) -> str:
+    """What is wrong with `text` where sqlglot stopped, in words with the place (one line).
+
+    sqlglot's ParseError lists line, column (of the token's last character) and the token; its
+    message names expression classes, which are never shown.
+    """
+    errors = getattr(exc, "errors", None) or []
+    if not errors:  # a TokenError: an unclosed quote or comment
+        return _token_error_words(text)
+    first = errors[0]
+    token = str(first.get("highlight") or "").strip()
+    description = str(first.get("description") or "")
+    at_end = not str(first.get("end_context") or "").strip()
+    if description.startswith("Expecting"):
+        wanted = description.removeprefix("Expecting").strip()
+        what = f"a closing {wanted} is missing" if at_end else f"expected {wanted} at {token}"
+    elif _MISSING.match(description):
+        if at_end:
+            what = f"the condition ends after {token}" if token else "the condition ends early"
+        else:
+            what = f"unexpected {token}"
+    elif description.startswith("Invalid expression") and token:
+        what = f"unexpected {token}"
+    else:
+        what = _CLASS_REPR.sub(r"\1", description).strip() or "not a condition"
+    line, col = first.get("line"), first.get("col")
+    if isinstance(line, int) and isinstance(col, int):
+        start = max(1, col - len(str(first.get("highlight") or "")) + 1)
+        place = f"line {line}, character {start}" if line > 1 else f"character {start}"
+        what += f" (at {place})"
+    return what
+
+
+def _token_error_words(text: str) -> str:
+    """Which quote (or comment) of `text` is never closed, and where it opens."""
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "'\"`":
+            end = i + 1
+            while end < n:
+                if text[end] == "\\" and ch != "`":
+                    end += 2
+                    continue
+                if text[end] == ch:
+                    if end + 1 < n and text[end + 1] == ch:  # a doubled quote inside
+                        end += 2
+                        continue
+                    break
+                end += 1
+            if end >= n:
+                return f"the quote {ch} opened at character {i + 1} is never closed"
+            i = end + 1
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                return f"the comment opened at character {i + 1} is never closed"
+            i = end + 2
+        else:
+            i += 1
+    return "the text cannot be read as SQL"
 
 
 class PredicateParser:
@@ -327,18 +393,18 @@ def _integer(kind: str, raw: Any, kind_type: Any, where: str) -> int:
     if value != value.to_integral_value():
         raise _fail(f"{where} takes an integer, got {raw}")
     number = int(value)
-    bits = kind_type.bit_width
-    low, high = (
-        (0, 2**bits - 1)
-        if pa.types.is_unsigned_integer(kind_type)
-        else (
-            -(2 ** (bits - 1)),
-            2 ** (bits - 1) - 1,
-        )
-    )
+    low, high = integer_range(kind_type)
     if not low <= number <= high:
         raise _fail(f"{where}: {raw} is out of range [{low}, {high}]")
     return number
+
+
+def integer_range(kind_type: Any) -> tuple[int, int]:
+    """The lowest and highest value of an Arrow integer type."""
+    bits = kind_type.bit_width
+    if pa.types.is_unsigned_integer(kind_type):
+        return 0, 2**bits - 1
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
 
 
 def _floating(kind: str, raw: Any, kind_type: Any, where: str) -> float:
@@ -435,6 +501,109 @@ def unambiguous(stamp: dt.datetime) -> bool:
     if same_fold.replace(tzinfo=None) != stamp.replace(tzinfo=None):
         return False  # skipped (DST gap)
     return stamp.utcoffset() == other.utcoffset()
+
+
+# --------------------------------------------------------------------------- literal mistakes
+
+
+class WrongLiteral(InvalidInputError):
+    """A literal that no value of its column's type can be (`'abc'` for an int64 column, the date
+    `'2025-02-30'`, 300 for an int8 column): the operator's mistake, refused wherever a condition
+    is read, never left to the engine nor dropped from pruning."""
+
+
+_BOOLEAN_WORDS = frozenset(("true", "false", "t", "f", "yes", "no", "y", "n", "1", "0"))
+_LOOSE_DATE = re.compile(r"([+-]?\d{4,7})(?:-(\d{1,2})(?:-(\d{1,2}))?)?(.*)", re.DOTALL)
+_LOOSE_CLOCK = re.compile(r"(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.\d*)?)?(.*)", re.DOTALL)
+
+
+def literal_mistake(kind: str, raw: Any, field: Any) -> str | None:
+    """Why a literal (`literal_kind`'s kind and raw text) can be no value of `field`'s type, in
+    words; None when it can be one, or when only the engine's casts can tell.
+
+    Lenient on purpose, since a refusal is final: named are only text that is no number for a
+    numeric column (no boolean for a boolean one), a number outside an integer column's range,
+    an impossible calendar date or clock time, and a number or boolean for a date or timestamp.
+    What one engine reads and another does not (`'2025-2-3'`, `'5'` for an int) is not named.
+    """
+    kind_type, name = field.type, field.name
+    shown = f"TIMESTAMP_NTZ {_show('string', raw)}" if kind == "timestamp_ntz" else _show(kind, raw)
+    timed = kind in ("date", "timestamp", "timestamp_ntz")
+    if timed and _impossible_time(str(raw), stamp=kind != "date"):
+        what = "date" if kind == "date" else "timestamp"
+        return f"{shown} is not a valid {what} for column {name}"
+    if t.is_date(kind_type) or t.is_timestamp(kind_type):
+        what = "date" if t.is_date(kind_type) else "timestamp"
+        if kind in ("number", "bool") or (
+            kind == "string" and _impossible_time(raw, stamp=what == "timestamp")
+        ):
+            return f"{shown} is not a valid {what} for column {name}"
+        return None
+    numeric = t.is_integer(kind_type) or t.is_floating(kind_type) or t.is_decimal(kind_type)
+    if numeric:
+        value = _loose_number(raw) if kind in ("number", "string") else None
+        finite = value is not None and value.is_finite()
+        readable = finite or (value is not None and t.is_floating(kind_type))  # 'NaN', 'inf'
+        if timed or (kind in ("number", "string") and not readable):
+            return f"{shown} is not a {kind_type} value for column {name}"
+        if finite and t.is_integer(kind_type):
+            low, high = integer_range(kind_type)
+            if not low <= value <= high:
+                return f"{shown} is out of range for column {name} ({kind_type}: {low} to {high})"
+        return None
+    wrong = timed or (kind == "string" and str(raw).strip().lower() not in _BOOLEAN_WORDS)
+    if t.is_boolean(kind_type) and wrong:
+        return f"{shown} is not a boolean value for column {name}"
+    return None
+
+
+def _loose_number(raw: Any) -> Decimal | None:
+    try:
+        return Decimal(str(raw).strip())
+    except InvalidOperation:
+        return None
+
+
+def _impossible_time(text: str, stamp: bool) -> bool:
+    """Whether `text` can name no date (no timestamp, when `stamp`) in any engine's reading.
+
+    Spark reads `yyyy`, `yyyy-[m]m`, `yyyy-[m]m-[d]d` followed by ' ' or 'T' and anything (a
+    date) or a time of day and zone (a timestamp; a time of day alone is today's). A month,
+    day, hour, minute or second that no calendar or clock has is impossible; so is text that
+    does not begin with a year.
+    """
+    text = text.strip()
+    if stamp:
+        clock = _LOOSE_CLOCK.fullmatch(text.removeprefix("T"))
+        if clock is not None:
+            return _impossible_clock(clock)
+    found = _LOOSE_DATE.fullmatch(text)
+    if found is None:
+        return True
+    year, month, day, rest = found.groups()
+    if month is not None and not 1 <= int(month) <= 12:
+        return True
+    if day is not None and not 1 <= int(day) <= _days_in(int(year), int(month)):
+        return True
+    if not rest:
+        return False
+    if day is None:
+        return True
+    if rest[0] in " T":
+        clock = _LOOSE_CLOCK.fullmatch(rest[1:].strip()) if stamp else None
+        return clock is not None and _impossible_clock(clock)
+    return not (stamp and rest[0] in "Z+-[")
+
+
+def _impossible_clock(clock: re.Match[str]) -> bool:
+    hour, minute, second, _ = clock.groups()
+    return int(hour) > 23 or int(minute) > 59 or (second is not None and int(second) > 59)
+
+
+def _days_in(year: int, month: int) -> int:
+    if month == 2:
+        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
 
 
 # --------------------------------------------------------------------------- rendering

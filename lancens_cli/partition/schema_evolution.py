@@ -28,7 +28,7 @@ from lancens_cli.partition.schema import (
     schema_to_text,
 )
 from lancens_cli.partition.spec import PartitionSpec, damage_of
-from lancens_cli.schema_json import type_from_json, type_to_json
+from lancens_cli.schema_json import TIME_UNITS, TYPE_NAMES, type_from_json, type_to_json
 
 HISTORY_KEY = "lancens.schema_history"  # __manifest metadata: earlier schemas, oldest first
 
@@ -68,7 +68,10 @@ def _type(text: str, where: str) -> Any:
     try:
         return type_from_json({"type": text.strip()})
     except InvalidInputError:
-        raise InvalidInputError(f"{where}: unknown type {text.strip()!r}") from None
+        raise InvalidInputError(
+            f"{where}: unknown type {text.strip()!r} (valid types: {', '.join(TYPE_NAMES)}; "
+            f"UNIT is {', '.join(TIME_UNITS)})"
+        ) from None
 
 
 def parse_changes(

@@ -9,7 +9,9 @@ literals typed exactly as the column is. Anything else (functions, arithmetic, L
 float column, a double literal, a timestamp whose zone is not known) is left to Spark, which
 never makes the answer wrong, only the read larger.
 
-Unknown columns and malformed conditions are input errors found here, before Spark starts.
+Unknown columns, malformed conditions and literals that can be no value of their column's type
+(`WrongLiteral`: `'abc'` for an int column, the date `'2025-02-30'`) are input errors found
+here, before Spark starts, in any conjunct, understood or not.
 """
 
 from __future__ import annotations
@@ -30,11 +32,14 @@ from lancens_cli.partition.predicate import (
     And,
     Node,
     PredicateParser,
+    WrongLiteral,
     coerce,
     columns_of,
     flatten,
     lance_dialect,
     literal_kind,
+    literal_mistake,
+    parse_error_words,
     snippet,
     zone,
 )
@@ -79,27 +84,33 @@ def split_condition(
     dialect: str = "spark",
     session_zone: str | None = "UTC",
     floats: bool = False,
+    label: str = "predicate",
 ) -> Condition:
     """`text` over `schema` (pyarrow) split into conjuncts.
 
     `session_zone` is the Spark session time zone in which a timestamp literal without an
     offset names an instant (None: unknown, such literals are left to Spark). `floats`: take
     conjuncts on float columns too (the predicate model's float order is Lance's, where -0.0
-    sorts below 0.0 and NaN is not equal to itself; Spark's is not).
+    sorts below 0.0 and NaN is not equal to itself; Spark's is not). `label` begins every
+    message (the CLI: the flag that gave the condition).
     """
     if not text or not text.strip():
-        raise InvalidInputError("predicate: the condition is empty")
+        raise InvalidInputError(f"{label}: the condition is empty")
     try:
         tree = sqlglot.parse_one(text, read=_read_dialect(dialect))
     except SqlglotError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InvalidInputError(f"predicate: cannot parse {_short(text)!r}: {first}") from None
+        words = parse_error_words(exc, text)
+        raise InvalidInputError(f"{label}: cannot parse {_short(text)!r}: {words}") from None
     except RecursionError:
-        raise InvalidInputError("predicate: the condition is nested too deeply") from None
+        raise InvalidInputError(f"{label}: the condition is nested too deeply") from None
     if tree is None:
-        raise InvalidInputError("predicate: the condition is empty")
-    columns = _check_columns(tree, schema)
-    _check_condition(tree)
+        raise InvalidInputError(f"{label}: the condition is empty")
+    try:
+        columns = _check_columns(tree, schema, dialect)
+        _check_condition(tree)
+        _check_literals(tree, schema, _SparkParser.kind if dialect == "spark" else literal_kind)
+    except InvalidInputError as exc:
+        raise type(exc)(f"{label}: {exc.message.removeprefix('predicate: ')}") from None
     parser = _SparkParser(schema, session_zone) if dialect == "spark" else PredicateParser(schema)
     float_columns = {f.name for f in schema if _is_float(f.type)}
     parts = []
@@ -153,7 +164,7 @@ def _terms(tree: Any) -> list[Any]:
     return out
 
 
-def _check_columns(tree: Any, schema: Any) -> frozenset[str]:
+def _check_columns(tree: Any, schema: Any, dialect: str) -> frozenset[str]:
     """The columns the condition names, each one that exists (case-insensitively, as Spark
     resolves them)."""
     names = {f.name.lower(): f for f in schema}
@@ -168,9 +179,80 @@ def _check_columns(tree: Any, schema: Any) -> frozenset[str]:
             raise InvalidInputError(
                 f"predicate: qualified column names are not supported: {column.sql()!r}"
             )
+        hint = _quoting_hint(column, names, dialect)
+        if hint is not None:
+            raise InvalidInputError(
+                f"predicate: unknown column {head!r} (quote strings with '...': {hint})"
+            )
         known = ", ".join(f.name for f in schema) or "none"
         raise InvalidInputError(f"predicate: unknown column {head!r} (columns: {known})")
     return frozenset(found)
+
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ)
+
+
+def _quoting_hint(column: Any, names: dict[str, Any], dialect: str) -> str | None:
+    """`country = 'US'` for `country = US`: the comparison with the unknown names quoted, when
+    an unknown name is compared with a known column (it reads as an unquoted string)."""
+    parent = column.parent
+    while isinstance(parent, exp.Paren):
+        parent = parent.parent
+    if not isinstance(parent, (*_COMPARISONS, exp.In, exp.Between)):
+        return None
+    subject = parent.this if isinstance(parent, exp.In | exp.Between) else None
+    operands = [subject] if subject is not None else [parent.this, parent.expression]
+    if not any(
+        isinstance(o, exp.Column) and len(o.parts) == 1 and o.name.lower() in names
+        for o in operands
+    ):
+        return None
+    fixed = parent.copy()
+    for unknown in list(fixed.find_all(exp.Column)):
+        if len(unknown.parts) == 1 and unknown.name.lower() not in names:
+            unknown.replace(exp.Literal.string(unknown.name))
+    return _sql(fixed, dialect)
+
+
+def _check_literals(tree: Any, schema: Any, kind_of: Any) -> None:
+    """Every literal compared with a column must be able to be a value of its type
+    (`predicate.literal_mistake`), wherever it stands in the condition."""
+    names = {f.name.lower(): f for f in schema}
+
+    def field_of(e: Any) -> Any:
+        while isinstance(e, exp.Paren):
+            e = e.this
+        if isinstance(e, exp.Column) and len(e.parts) == 1:
+            return names.get(e.name.lower())
+        return None
+
+    def check(field: Any, e: Any) -> None:
+        while isinstance(e, exp.Paren):
+            e = e.this
+        try:
+            kind, raw = kind_of(e)
+        except InvalidInputError:  # not a literal: the engine's to judge
+            return
+        mistake = literal_mistake(kind, raw, field)
+        if mistake is not None:
+            raise WrongLiteral(f"predicate: {mistake}")
+
+    for node in tree.find_all(*_COMPARISONS, exp.In, exp.Between):
+        if isinstance(node, exp.In | exp.Between):
+            field = field_of(node.this)
+            values = (
+                node.expressions
+                if isinstance(node, exp.In)
+                else [node.args.get("low"), node.args.get("high")]
+            )
+            for value in values if field is not None else []:
+                check(field, value)
+            continue
+        left, right = node.this, node.expression
+        if field_of(left) is not None:
+            check(field_of(left), right)
+        elif field_of(right) is not None:
+            check(field_of(right), left)
 
 
 def _check_condition(tree: Any) -> None:
@@ -195,6 +277,11 @@ class _SparkParser(PredicateParser):
     def __init__(self, schema: Any, session_zone: str | None) -> None:
         super().__init__(schema)
         self.session_zone = session_zone
+
+    @staticmethod
+    def kind(e: Any) -> tuple[str, Any]:
+        """(kind, raw) of a literal as Spark reads it (TIMESTAMP_NTZ '...' apart)."""
+        return _spark_literal(e)
 
     def literal(self, e: Any, field: Any) -> Any:
         kind, raw = _spark_literal(e)

@@ -23,6 +23,7 @@ import datetime as dt
 import decimal
 import re
 import threading
+import zoneinfo
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
@@ -134,7 +135,57 @@ def _plain(source: Source) -> pa.Array | None:
 def _time_part(part: str, array: pa.Array) -> pa.Array:
     """`date_part` as DataFusion evaluates it: a zoned timestamp in its own zone (03:00Z in
     America/New_York is hour 23), a naive one as it reads, a date as a date."""
-    return _TIME_PARTS[part](array).cast(pa.int32())
+    found = _TIME_PARTS[part](array).cast(pa.int32())
+    if pt.is_timestamp(array.type) and array.type.tz and _has_rules(array.type.tz):
+        found = _past_listed_transitions(part, array, found)
+    return found
+
+
+# Zone files list a zone's transitions one by one up to 2037 only, then give the rule that
+# follows (daylight saving time every year, say); Arrow's time zone library reads the list
+# but not the rule, so from 2038 on it keeps the last listed offset (standard time all summer
+# in New York). DataFusion's time zone database lists transitions up to 2099 and keeps the
+# last offset after that. The derived expression is what DataFusion says (DESIGN 20), so the
+# instants between the two ends are converted by the zone's rules (Python's zoneinfo), and
+# from 2100 on both libraries keep the same last offset.
+_LISTED_UNTIL = dt.datetime(2038, 1, 1, tzinfo=dt.UTC)
+_DATAFUSION_LISTS_UNTIL = dt.datetime(2100, 1, 1, tzinfo=dt.UTC)
+_UNIT_SCALE = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+@lru_cache(maxsize=64)
+def _zone(name: str) -> Any:
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return None
+
+
+def _has_rules(name: str) -> bool:
+    """A named zone that may change its offset (not `UTC`, not a fixed `+05:30`)."""
+    return name[:1] not in "+-" and name.upper() not in ("UTC", "Z", "GMT", "ETC/UTC")
+
+
+def _past_listed_transitions(part: str, array: pa.Array, found: pa.Array) -> pa.Array:
+    """`found` with the values from 2038 to 2099 recomputed in the zone's own rules (rare:
+    most data is older; each such value is converted on its own)."""
+    zone = _zone(array.type.tz)
+    if zone is None:
+        return found
+    stamp = pa.timestamp("us", tz="UTC")
+    start = pa.scalar(_LISTED_UNTIL, type=stamp).cast(array.type)
+    end = pa.scalar(_DATAFUSION_LISTS_UNTIL, type=stamp).cast(array.type)
+    late = pc.and_(pc.greater_equal(array, start), pc.less(array, end))
+    late = pc.fill_null(late, False)
+    if not pc.any(late).as_py():
+        return found
+    scale = _UNIT_SCALE[array.type.unit]
+    values = array.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    parts = found.to_numpy(zero_copy_only=False).astype(np.int32, copy=True)
+    for index in np.flatnonzero(late.to_numpy(zero_copy_only=False)):
+        wall = dt.datetime.fromtimestamp(int(values[index]) // scale, zone)
+        parts[index] = getattr(wall, part)
+    return pa.array(parts, type=pa.int32(), mask=array.is_null().to_numpy(zero_copy_only=False))
 
 
 def _truncate_toward_zero(values: np.ndarray, width: int) -> np.ndarray:

@@ -9,25 +9,23 @@ of the schema they are given). `--explain` reads the slices the reader planned b
 physical plan: the partition tables chosen per spec version, their versions and filters.
 
 pyspark and the modules that import it (`read.py`, `read_plan.py`) are imported inside functions, so
-that `lancens_cli.pipeline.scan` imports without Spark (`cli/views.py` uses its `json_value`); so is
+that `lancens_cli.pipeline.scan` imports without Spark; so is
 `service.partitioned.partitions`, which loads Lance for `--explain`'s total only.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.types as t
 
 from lancens_cli.errors import InvalidInputError, TableAlreadyExistsError
-from lancens_cli.models import Result
+from lancens_cli.models import Result, json_value
 from lancens_cli.partition.spark_conditions import Condition, split_condition
 from lancens_cli.pipeline.options import SourceOptions
 from lancens_cli.pipeline.session import is_connect
@@ -133,16 +131,6 @@ class ScanExplain(Result):
         }
 
 
-def json_value(value: Any) -> Any:
-    if isinstance(value, dt.datetime | dt.date):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, bytes):
-        return value.hex()
-    return value
-
-
 # --------------------------------------------------------------------------- the job
 
 
@@ -166,7 +154,9 @@ def request_condition(request: ScanRequest) -> tuple[Any, Condition | None]:
     schema = arrow_schema(SourceOptions.parse(named, READ_OPTIONS))
     if not request.where:
         return schema, None
-    return schema, split_condition(request.where, schema, session_zone=SESSION_ZONE)
+    return schema, split_condition(
+        request.where, schema, session_zone=SESSION_ZONE, label="--where"
+    )
 
 
 def prepare(spark: SparkSession, request: ScanRequest) -> tuple[Any, list[str], Condition | None]:

@@ -39,6 +39,7 @@ from lancens_cli.models import (
 )
 from lancens_cli.partition.rows import split_id, top_namespace
 from lancens_cli.partition.spec import SPEC_NAMESPACE, specs_from_metadata
+from lancens_cli.service.catalog.listing import nested_roots_message, roots_below
 from lancens_cli.service.catalog.rows import (
     RENAME_INTENT_KEY,
     RENAMED_FROM_KEY,
@@ -47,6 +48,7 @@ from lancens_cli.service.catalog.rows import (
 )
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.check import check_partitions, fix_partitions
+from lancens_cli.service.partitioned.naming import partition_labels
 from lancens_cli.service.partitioned.published_check import check_published
 from lancens_cli.store.containment import (
     JOBS_DIR,
@@ -98,6 +100,8 @@ class CheckReport(Result):
     dry_run: bool = False
     # refused rows `--fix --drop-refused-rows` may remove: finding index -> (object_id, location)
     refused_rows: dict[int, tuple[str, Any]] = field(default_factory=dict, repr=False)
+    # a finding's object (as shown) -> which partition it is, for partition tables
+    labels: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def healthy(self) -> bool:
@@ -112,6 +116,10 @@ class CheckReport(Result):
         self.findings.append(finding)
         return finding
 
+    def _finding_json(self, finding: Finding) -> dict[str, Any]:
+        label = self.labels.get(finding.object) if finding.object else None
+        return {**to_plain(finding), **(label.json_fields() if label is not None else {})}
+
     def to_json(self):
         return {
             "root": self.root,
@@ -120,7 +128,7 @@ class CheckReport(Result):
             "tables_checked": self.tables_checked,
             "namespaces_checked": self.namespaces_checked,
             "dry_run": self.dry_run,
-            "findings": [to_plain(f) for f in self.findings],
+            "findings": [self._finding_json(f) for f in self.findings],
         }
 
 
@@ -147,10 +155,17 @@ def check(
         return report
     if not ident.is_root and ns.kind_of(ident, snapshot) is None:
         ns.require_table(ident, snapshot)  # raises the right not-found error
+    nested = roots_below(ns) if ident.is_root and not snapshot.exists else []
+    if nested:  # the parent of real roots was given as the root
+        report.add("not_a_root", None, None, nested_roots_message(ns, nested))
     if snapshot.exists:
         _check_manifest(snapshot, report)
         if ident.is_root:
             check_partitions(ns, snapshot, report)
+        report.labels = {
+            shown(Identifier.from_object_id(oid).display(delimiter)): label
+            for oid, label in partition_labels(snapshot).items()
+        }
     rows = _rows_in_scope(ns, snapshot, ident)
     _check_rows(ns, snapshot, rows, report, delimiter, grace, progress, drop_refused_rows)
     verdicts = row_locations(ns.storage, snapshot)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from lancens_cli.errors import InvalidTableStateError
 from lancens_cli.models import (
     KIND_NAMESPACE,
@@ -13,8 +15,12 @@ from lancens_cli.models import (
     RootDescription,
     TableDescription,
 )
+from lancens_cli.partition.rows import partition_table_rows, top_namespace
+from lancens_cli.partition.schema_evolution import history_from_metadata
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioned.layout import partition_summary, runtime_properties
+from lancens_cli.service.partitioned.layout import layout_of, partition_summary, runtime_properties
+from lancens_cli.service.partitioned.naming import partition_labels
+from lancens_cli.service.partitioned.sizes import published_sizes
 from lancens_cli.store.inspect import describe_dataset, list_versions
 from lancens_cli.store.manifest import (
     READER_FLAGS_KEY,
@@ -50,8 +56,14 @@ def describe(ns: Namespace, ident: Identifier, *, versions: bool = False, delimi
 
 
 def describe_root(ns: Namespace, snapshot) -> RootDescription:
+    """The root. `namespaces` and `tables` count what users made: a partitioned namespace's
+    spec-version namespaces, the namespaces between them and their partition tables, and
+    those tables are counted (with their rows and bytes) under `partitioning` instead."""
     rows = snapshot.children("", recursive=True)
-    namespaces = sum(1 for r in rows if r["object_type"] == KIND_NAMESPACE)
+    summary = partition_summary(snapshot) if snapshot.exists else None
+    trees = {f"v{v}" for v in (summary or {}).get("spec_versions", [])}
+    own = [r for r in rows if top_namespace(r["object_id"]) not in trees]
+    namespaces = sum(1 for r in own if r["object_type"] == KIND_NAMESPACE)
     manifest_tables = {r["location"] for r in rows if r["object_type"] == KIND_TABLE}
     dir_only = [  # deduplicated by location and by name, as the listing is
         loc
@@ -79,17 +91,33 @@ def describe_root(ns: Namespace, snapshot) -> RootDescription:
             "data_storage_version": snapshot.data_storage_version,
         }
 
-        summary = partition_summary(snapshot)
         if summary is not None:
             manifest_info["partitioning"] = summary
+            if "unreadable" not in summary:
+                _partition_totals(ns, snapshot, summary)
+    user_tables = {r["location"] for r in own if r["object_type"] == KIND_TABLE}
     return RootDescription(
         root=ns.storage.root_uri,
         mode=ns.config.mode,
         config=ns.config.to_properties(redacted=True),
         namespaces=namespaces,
-        tables=len(manifest_tables) + len(dir_only),
+        tables=len(user_tables) + len(dir_only),
         manifest=manifest_info,
     )
+
+
+def _partition_totals(ns: Namespace, snapshot: Any, summary: dict[str, Any]) -> None:
+    """Rows and bytes over every partition table's published version (from manifests), and
+    how many earlier namespace schemas evolve-schema has kept."""
+    layout = layout_of(snapshot)
+    sizes = published_sizes(ns.storage, snapshot, partition_table_rows(snapshot.rows, layout.specs))
+    known = [size for size in sizes.values() if size is not None]
+    summary["rows"] = sum(size.rows for size in known)
+    summary["bytes"] = (
+        None if any(size.bytes is None for size in known) else sum(s.bytes for s in known)
+    )
+    summary["unreadable_partition_tables"] = len(sizes) - len(known)
+    summary["earlier_schemas"] = len(history_from_metadata(snapshot.metadata))
 
 
 def describe_table(
@@ -104,6 +132,7 @@ def describe_table(
         source=ref.source,
         state=state,
         properties=decode_properties(ref.row["metadata"]) if ref.row else {},
+        label=partition_labels(snapshot).get(ident.object_id) if ref.row else None,
     )
     if state == STATE_DECLARED:
         return description  # reserved, no data yet: nothing more to show

@@ -17,9 +17,11 @@ from lancens_cli.errors import TableNotFoundError
 from lancens_cli.models import MANIFEST_TABLE, Identifier, Result
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.policy import PrunePolicy
+from lancens_cli.service.prune.protect import expiry_reasons
 from lancens_cli.service.prune.run import Decisions, decide
 from lancens_cli.service.prune.table import TableResult, TableWork
 from lancens_cli.store.version_files import version_times
+from lancens_cli.words import utc_iso
 
 
 @dataclass
@@ -48,10 +50,12 @@ class TableVersions(Result):
     policy: PrunePolicy
     versions: list[VersionLine] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    label: Any = field(default=None, repr=False)  # a partition table: which partition it is
 
     def to_json(self) -> dict[str, Any]:
         return {
             "table": self.table,
+            **(self.label.json_fields() if self.label is not None else {}),
             "location": self.location,
             "policy": self.policy.to_json(),
             "versions": [v.to_json() for v in self.versions],
@@ -69,6 +73,11 @@ class TableSummary:
     kept_by: dict[str, int]
     bytes_reclaimable: int | None
     note: str | None = None
+    label: Any = field(default=None, repr=False)  # a partition table: which partition it is
+
+    def to_json(self) -> dict[str, Any]:
+        plain = {k: v for k, v in vars(self).items() if k != "label"}
+        return {**plain, **(self.label.json_fields() if self.label is not None else {})}
 
 
 @dataclass
@@ -81,7 +90,7 @@ class NamespaceVersions(Result):
     def to_json(self) -> dict[str, Any]:
         return {
             "policy": self.policy.to_json(),
-            "tables": [vars(t) for t in self.tables],
+            "tables": [t.to_json() for t in self.tables],
             "expiring": sum(t.expiring for t in self.tables),
         }
 
@@ -118,6 +127,7 @@ def table_versions(
             raise TableNotFoundError("__manifest does not exist yet")
         report = TableVersions(MANIFEST_TABLE, MANIFEST_TABLE, policy)
         report.versions = _lines(ns, MANIFEST_TABLE, plan.protected, plan.expire, {}, {})
+        _expiring_because(report, policy)
         _publishing(decisions, report)
         return report
     decisions = decide(ns, [ident], policy, now)
@@ -125,12 +135,14 @@ def table_versions(
         raise TableNotFoundError(f"table {ident.display(delimiter)} has no versions to show")
     (location, _), planned = decisions.scope[0], decisions.planned[0]
     report = TableVersions(ident.display(delimiter), location, policy)
+    report.label = decisions.labels.get(ident.object_id)
     state = decisions.states.get(location)
     if isinstance(planned, TableWork):
         plan = planned.plan
         tags = _by_version(state.tags if state else {})
         branches = _by_version(state.branches if state else {})
         report.versions = _lines(ns, location, plan.protected, plan.expire, tags, branches)
+        _expiring_because(report, policy)
         report.notes = list(plan.notes)
         for branch in plan.branches:
             report.notes.append(
@@ -151,6 +163,7 @@ def namespace_versions(
     ns.require_root()
     decisions = decide(ns, [ident], policy, datetime.now(UTC))
     report = NamespaceVersions(policy)
+    labels = decisions.labels
     for (location, object_id), planned in zip(decisions.scope, decisions.planned, strict=True):
         name = Identifier.from_object_id(object_id).display(delimiter) if object_id else location
         if isinstance(planned, TableWork):
@@ -176,6 +189,7 @@ def namespace_versions(
                     name, location, len(planned.kept), 0, {}, None, planned.error or planned.status
                 )
             )
+        report.tables[-1].label = labels.get(object_id) if object_id else None
     return report
 
 
@@ -249,7 +263,7 @@ def _lines(
         lines.append(
             VersionLine(
                 version,
-                when.isoformat(timespec="seconds") if when else None,
+                utc_iso(when) if when else None,
                 rows,
                 size,
                 sorted(tags.get(version, [])),
@@ -259,6 +273,14 @@ def _lines(
             )
         )
     return lines
+
+
+def _expiring_because(report: TableVersions, policy: PrunePolicy) -> None:
+    """An expiring version's reasons: the rules of prune's decision it met (protect.py)."""
+    because = expiry_reasons(policy)
+    for line in report.versions:
+        if line.fate == "expires":
+            line.reasons = list(because)
 
 
 def _publishing(decisions: Decisions, report: TableVersions) -> None:

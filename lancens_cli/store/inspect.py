@@ -6,6 +6,7 @@ from typing import Any
 
 from lancens_cli.store.protobuf import ManifestFormatError, read_varint
 from lancens_cli.store.storage import Storage
+from lancens_cli.words import utc_iso
 
 U64_MAX = 2**64 - 1
 # Lance's table feature flags (spec 003).
@@ -163,7 +164,7 @@ def list_versions(ds: Any) -> list[dict[str, Any]]:
         found.append(
             {
                 "version": entry.get("version"),
-                "timestamp": timestamp.isoformat() if timestamp is not None else None,
+                "timestamp": utc_iso(timestamp) if timestamp is not None else None,
                 "rows": _int_or_none(metadata.get("total_rows")),
                 "fragments": _int_or_none(metadata.get("total_fragments")),
                 "deleted_rows": _int_or_none(metadata.get("total_deletion_file_rows")),

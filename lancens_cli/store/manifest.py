@@ -48,6 +48,18 @@ WRITER_FLAGS_KEY = "lance.namespace.manifest.writer_feature_flags"
 PARTITIONED_WRITER_FLAG = 1 << 10
 KNOWN_READER_FLAGS = 0
 KNOWN_WRITER_FLAGS = PARTITIONED_WRITER_FLAG
+# what `describe` calls each namespace feature flag bit of `__manifest` (ours, so far)
+MANIFEST_FLAG_NAMES = {PARTITIONED_WRITER_FLAG: "partitioned namespace writer (lancens)"}
+
+
+def manifest_flag_names(value: int) -> list[str]:
+    """The names of `__manifest`'s feature flag bits; a bit nobody we know sets is `bit N`."""
+    names = [name for bit, name in MANIFEST_FLAG_NAMES.items() if value & bit]
+    unknown = value & ~sum(MANIFEST_FLAG_NAMES)
+    names += [f"bit {n} (unknown)" for n in range(unknown.bit_length()) if unknown >> n & 1]
+    return names
+
+
 _METADATA_COMMITS = 4  # metadata commits one mutation may land before its rows
 BASE_COLUMNS = ("object_id", "object_type", "location", "metadata", "base_objects")
 INDEXES = (

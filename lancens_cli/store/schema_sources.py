@@ -14,10 +14,12 @@ import pyarrow.parquet as pq
 
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.schema_json import load_schema_file
+from lancens_cli.store.sources import require_exists
 
 
 def load_schema_source(path: str) -> Any:
     """An Arrow schema from a JSON Arrow schema file, a Parquet file or a Lance table."""
+    require_exists(path, "--schema FILE")
     if os.path.isdir(path):
         try:
             return lance.dataset(path).schema

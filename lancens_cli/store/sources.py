@@ -42,10 +42,16 @@ def detect_format(path: str) -> str:
     )
 
 
-def open_source(path: str, fmt: str | None = None) -> Any:
-    """A pyarrow RecordBatchReader over the file's rows."""
+def require_exists(path: str, option: str) -> None:
+    """Refuse a path that is not there, naming the option that gave it: `--from FILE: x does
+    not exist` (every command that reads a local input file says it so)."""
     if not os.path.exists(path):
-        raise InvalidInputError(f"input {path} does not exist")
+        raise InvalidInputError(f"{option}: {path} does not exist")
+
+
+def open_source(path: str, fmt: str | None = None, option: str = "--from FILE") -> Any:
+    """A pyarrow RecordBatchReader over the file's rows."""
+    require_exists(path, option)
     fmt = fmt or detect_format(path)
     if fmt not in FORMATS:
         raise InvalidInputError(f"unknown format {fmt!r} (use {', '.join(FORMATS)})")

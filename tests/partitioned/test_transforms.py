@@ -341,6 +341,20 @@ def test_time_transforms_equal_their_expressions_as_datafusion_evaluates_them(zo
     assert parts(values, kind) == datafusion_parts(pa.array(values, kind))
 
 
+@pytest.mark.parametrize(
+    "zone", ["America/New_York", "Australia/Lord_Howe", "Europe/London", "America/St_Johns"]
+)
+def test_time_transforms_keep_daylight_saving_time_after_2037_as_datafusion_does(zone):
+    """Zone files list transitions up to 2037, then a rule; DataFusion lists them up to 2099:
+    a summer hour of 2058, the instants around a 2058 transition, and the years after 2099
+    (where DataFusion keeps the last offset) all read as DataFusion reads them."""
+    instants = [2_782_969_200 + d for d in (-1, 0, 1, 3_599, 3_600)]  # 2058-03-10 07:00Z
+    instants += [2_792_995_200, 4_102_444_799, 4_102_444_800, 6_065_218_800, 7_258_118_400]
+    values = [s * 1_000_000 + 7 for s in instants]
+    kind = pa.timestamp("us", tz=zone)
+    assert parts(values, kind) == datafusion_parts(pa.array(values, kind))
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.one_of(st.integers(-719_162, 2_932_896), st.none()), min_size=1))
 def test_date_transforms_equal_their_expressions_as_datafusion_evaluates_them(days):

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
-from lancens_cli.errors import InvalidInputError
+from lancens_cli.errors import CatalogDamagedError, InvalidInputError
 from lancens_cli.models import (
     KIND_NAMESPACE,
     KIND_TABLE,
+    MANIFEST_TABLE,
+    OBJECT_ID_DELIMITER,
     SOURCE_BOTH,
     SOURCE_DIRECTORY,
     SOURCE_MANIFEST,
@@ -16,8 +20,15 @@ from lancens_cli.models import (
     Identifier,
     Listing,
 )
+from lancens_cli.partition.rows import top_namespace
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioned.layout import partition_summary
+from lancens_cli.service.partitioned.layout import (
+    layout_of,
+    partition_counts,
+    partition_summary,
+    spec_fields,
+)
+from lancens_cli.service.partitioned.naming import partition_labels
 from lancens_cli.store.containment import directory_location_problem, row_locations, shown
 from lancens_cli.store.manifest import properties_problem
 from lancens_cli.store.tables import table_state
@@ -35,10 +46,14 @@ def list_namespace(
     page_token: str | None = None,
     with_state: bool = True,
     delimiter: str = ".",
+    all_rows: bool = False,
 ) -> Listing:
     """List a namespace's children (all descendants with `recursive`), sorted by id.
 
-    Pagination: `page_token` is the id of the last entry of the previous page.
+    On a partitioned root a partition table carries its values, a spec-version namespace its
+    spec and partition count; the namespaces between them (random names, one per level) are
+    listed only with `all_rows`. Pagination: `page_token` is the id of the last entry of the
+    previous page.
     """
     if limit is not None and limit < 1:
         raise InvalidInputError(f"--limit must be at least 1, not {limit}")
@@ -49,7 +64,10 @@ def list_namespace(
     entries: dict[str, Entry] = {}
     verdicts = row_locations(ns.storage, snapshot)
     refused: set[str] = set()
+    partitions = _PartitionView(snapshot)
     for row in snapshot.children(ident.object_id, recursive=recursive):
+        if not all_rows and partitions.is_level(row):
+            continue
         child = Identifier.from_object_id(row["object_id"])
         problem = verdicts.problem(row["object_id"])
         location = row["location"] if row["object_type"] == KIND_TABLE else None
@@ -66,6 +84,10 @@ def list_namespace(
             location=location,
             source=SOURCE_MANIFEST,
             state=state,
+            label=partitions.labels.get(row["object_id"]),
+            spec=partitions.specs.get(row["object_id"]),
+            current=row["object_id"] == partitions.current,
+            partitions=partitions.counts.get(row["object_id"]),
         )
     if ident.is_root:
         _merge_directory_tables(ns, snapshot, entries)
@@ -86,6 +108,35 @@ def list_namespace(
     if ident.is_root and snapshot.exists:
         listing.partitioning = partition_summary(snapshot)
     return listing
+
+
+class _PartitionView:
+    """What `ls` shows of a partitioned root's own rows (empty for any other root)."""
+
+    def __init__(self, snapshot: Any) -> None:
+        self.labels = partition_labels(snapshot)
+        self.specs: dict[str, str] = {}
+        self.counts: dict[str, int] = {}
+        layout = None
+        if snapshot.exists:
+            with contextlib.suppress(CatalogDamagedError):  # `check` names it; listed as rows
+                layout = layout_of(snapshot)
+        self.spec_namespaces = {s.namespace for s in layout.specs} if layout else set()
+        self.current = layout.current.namespace if layout else None
+        if layout is not None:
+            counts = partition_counts(snapshot, layout)
+            for spec in layout.specs:
+                self.specs[spec.namespace] = ", ".join(spec_fields(spec, layout.schema))
+                self.counts[spec.namespace] = counts[spec.id]
+
+    def is_level(self, row: dict[str, Any]) -> bool:
+        """A namespace between `v<N>` and a partition table (one per partition level)."""
+        object_id = row["object_id"]
+        return (
+            row["object_type"] == KIND_NAMESPACE
+            and OBJECT_ID_DELIMITER in object_id
+            and top_namespace(object_id) in self.spec_namespaces
+        )
 
 
 def _merge_directory_tables(ns: Namespace, snapshot, entries: dict[str, Entry]) -> None:
@@ -116,3 +167,36 @@ def _fill_states(ns: Namespace, tables: list[Entry]) -> None:
     with ThreadPoolExecutor(max_workers=16) as pool:
         for entry, result in zip(tables, pool.map(state, tables), strict=True):
             entry.state = result
+
+
+NESTED_ROOTS_LOOKED_AT = 200  # directories a root that holds nothing is searched for roots
+
+
+def roots_below(ns: Namespace) -> list[str]:
+    """When the root holds no `__manifest` and no table, the directories right below it that
+    are namespace roots themselves (the parent of real roots was given as `--root`)."""
+    if not ns.storage.root_exists() or ns.snapshot().exists:
+        return []
+    if ns.visible_dir_tables(ns.snapshot()):
+        return []
+    found = []
+    directories = sorted(e.name for e in ns.storage.list_dir("") if e.is_dir)
+    for name in directories[:NESTED_ROOTS_LOOKED_AT]:
+        if name.startswith(".") or directory_location_problem(ns.storage, name) is not None:
+            continue  # never followed out of the root (store/containment.py)
+        if ns.storage.is_dir(f"{name}/{MANIFEST_TABLE}"):
+            found.append(name)
+    return found
+
+
+def nested_roots_message(ns: Namespace, names: list[str]) -> str:
+    """What `ls` says and `check` reports about a root that holds only other roots."""
+    shown_names = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    example = (
+        ns.storage.uri(names[0]) if ns.storage.is_local else f"{ns.storage.root_uri}/{names[0]}"
+    )
+    return (
+        f"{ns.storage.root_uri} holds no catalog, but {shown_names} below it "
+        f"{'is a namespace root' if len(names) == 1 else 'are namespace roots'}: "
+        f"did you mean --root {example}?"
+    )

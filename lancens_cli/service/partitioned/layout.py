@@ -13,8 +13,9 @@ from typing import Any
 import pyarrow as pa
 
 from lancens_cli.errors import CatalogDamagedError
-from lancens_cli.partition.rows import partition_table_rows, split_id
-from lancens_cli.partition.schema import schema_from_text
+from lancens_cli.partition.field_syntax import field_text
+from lancens_cli.partition.rows import partition_table_rows, split_id, top_namespace
+from lancens_cli.partition.schema import schema_from_text, top_level_ids
 from lancens_cli.partition.spec import (
     SCHEMA_KEY,
     PartitionField,
@@ -83,14 +84,35 @@ def partition_summary(snapshot: ManifestSnapshot) -> dict[str, Any] | None:
         return {"unreadable": exc.message}
     if layout is None:
         return None
-    partitions = len(partition_table_rows(snapshot.rows, layout.specs))
+    by_spec = partition_counts(snapshot, layout)
     return {
         "current_spec": layout.current.id,
         "spec_versions": [spec.id for spec in layout.specs],
         "specs": [spec.to_json() for spec in layout.specs],
-        "partitions": partitions,
+        # each spec as the user writes it (`add-partition-spec --field`), by version
+        "spec_fields": {str(spec.id): spec_fields(spec, layout.schema) for spec in layout.specs},
+        "partitions": sum(by_spec.values()),
+        "partitions_by_spec": {str(v): n for v, n in by_spec.items()},
         "schema": schema_to_json(layout.schema),
     }
+
+
+def partition_counts(snapshot: ManifestSnapshot, layout: PartitionLayout) -> dict[int, int]:
+    """Spec version -> how many partition tables it has."""
+    counts = dict.fromkeys((spec.id for spec in layout.specs), 0)
+    by_namespace = {spec.namespace: spec.id for spec in layout.specs}
+    for row in partition_table_rows(snapshot.rows, layout.specs):
+        counts[by_namespace[top_namespace(row["object_id"])]] += 1
+    return counts
+
+
+def spec_fields(spec: PartitionSpec, schema: Any) -> list[str]:
+    """The spec's fields as the user writes them: `bucket(8, user_id)`, `month(event_date)`."""
+    by_id = top_level_ids(schema)
+    return [
+        field_text(f, [by_id[i].name if i in by_id else f"#{i}" for i in f.source_ids])
+        for f in spec.fields
+    ]
 
 
 def runtime_properties(snapshot: ManifestSnapshot, object_id: str) -> dict[str, str]:

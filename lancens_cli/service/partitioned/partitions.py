@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lancens_cli.errors import InvalidInputError, ManifestError
-from lancens_cli.models import MANIFEST_TABLE, Identifier, Result
+from lancens_cli.models import MANIFEST_TABLE, Identifier, Result, json_value
 from lancens_cli.partition.predicate import to_sql
 from lancens_cli.partition.pruning import plan
 from lancens_cli.partition.rows import top_namespace
@@ -22,6 +22,7 @@ from lancens_cli.service.partitioned.layout import (
     PartitionLayout,
     layout_from_metadata,
 )
+from lancens_cli.service.partitioned.sizes import published_sizes
 from lancens_cli.store.manifest import KNOWN_READER_FLAGS, READER_FLAGS_KEY
 
 
@@ -34,6 +35,11 @@ class PartitionMatch:
     read_branch: str | None
     read_tag: str | None
     values: dict[str, Any]
+    object_id: str = ""
+    # at the published version, from Lance's manifest (`with_sizes`); None: not asked for, or
+    # the table does not load (`check` says why)
+    rows: int | None = None
+    bytes: int | None = None
 
 
 @dataclass
@@ -65,21 +71,23 @@ class PartitionSelection(Result):
                     "read_version": m.read_version,
                     "read_branch": m.read_branch,
                     "read_tag": m.read_tag,
-                    "values": {k: _text(v) for k, v in m.values.items()},
+                    "values": {k: json_value(v) for k, v in m.values.items()},
+                    "rows": m.rows,
+                    "bytes": m.bytes,
                 }
                 for m in self.matches
             ],
         }
 
 
-def _text(value: Any) -> Any:
-    return value.isoformat() if hasattr(value, "isoformat") else value
-
-
-def select_partitions(ns: Namespace, where: str | None, strict: bool = False) -> PartitionSelection:
+def select_partitions(
+    ns: Namespace, where: str | None, strict: bool = False, label: str = "predicate"
+) -> PartitionSelection:
     """The partition tables `where` may match. Conjuncts the predicate model cannot represent
     are not used (named in `not_used`; the answer is then a superset), or with `strict` (a
-    read that applies the residual as its whole filter) refused."""
+    read that applies the residual as its whole filter) refused. A malformed `where`, an
+    unknown column or a literal that can be no value of its column's type is refused
+    (InvalidInputError, its message beginning with `label`)."""
     ns.require_root()
     dataset = ns.manifest.open_dataset()
     metadata = dict(dataset.metadata or {}) if dataset is not None else {}
@@ -89,7 +97,9 @@ def select_partitions(ns: Namespace, where: str | None, strict: bool = False) ->
             "the root is not a partitioned namespace: run `lancens add-partition-spec` first"
         )
     _require_readable(metadata)
-    split = split_condition(where, layout.schema, "duckdb", floats=True) if where else None
+    split = (
+        split_condition(where, layout.schema, "duckdb", floats=True, label=label) if where else None
+    )
     if split is not None and strict and split.left:
         part = split.left[0]
         raise InvalidInputError(f"predicate: {part.reason} in {part.text!r}")
@@ -117,6 +127,7 @@ def select_partitions(ns: Namespace, where: str | None, strict: bool = False) ->
                 read_branch=row.get("read_branch"),
                 read_tag=row.get("read_tag"),
                 values={f.field_id: row.get(f.column) for f in spec.fields},
+                object_id=row["object_id"],
             )
         )
     query = (
@@ -155,3 +166,31 @@ def _require_readable(metadata: dict[str, str]) -> None:
             f"__manifest requires reader features {flags} that this version of lancens does "
             "not understand; upgrade lancens"
         )
+
+
+SORT_KEYS = ("table", "rows", "bytes")
+
+
+def with_sizes(ns: Namespace, selection: PartitionSelection, sort: str = "table") -> None:
+    """Each match's rows and bytes at its published version (one manifest read per table, no
+    data file), then the matches in `sort` order: `rows` or `bytes` largest first, so that a
+    skewed partition shows at the top."""
+    if sort not in SORT_KEYS:
+        raise InvalidInputError(f"--sort {sort!r}: one of {', '.join(SORT_KEYS)}")
+    rows = [
+        {
+            "object_id": m.object_id,
+            "location": m.location,
+            "read_version": m.read_version,
+            "read_branch": m.read_branch,
+            "read_tag": m.read_tag,
+        }
+        for m in selection.matches
+    ]
+    sizes = published_sizes(ns.storage, ns.snapshot(), rows)
+    for match in selection.matches:
+        size = sizes.get(match.object_id)
+        match.rows, match.bytes = (size.rows, size.bytes) if size is not None else (None, None)
+    if sort != "table":  # largest first, ties in table order, unknown sizes last
+        selection.matches.sort(key=lambda m: (getattr(m, sort) is None, -(getattr(m, sort) or 0)))
+

@@ -59,6 +59,7 @@ class SpecChange(Result):
     reused: list[str] = field(default_factory=list)
     new_columns: list[tuple[str, str]] = field(default_factory=list)
     dry_run: bool = False
+    warnings: list[str] = field(default_factory=list)  # see `coarser_time_warnings`
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,7 +71,53 @@ class SpecChange(Result):
             "reused_field_ids": self.reused,
             "new_manifest_columns": [{"name": n, "type": t} for n, t in self.new_columns],
             "dry_run": self.dry_run,
+            "warnings": self.warnings,
         }
+
+
+# month / day / hour are a part of the date (`date_part`), not a period: without the coarser
+# parts of the same column, different years (months, days) share a partition.
+_COARSER = {"month": ("year",), "day": ("year", "month"), "hour": ("year", "month", "day")}
+_PART = {
+    "month": "the month of the year (1-12)",
+    "day": "the day of the month (1-31)",
+    "hour": "the hour of the day (0-23)",
+}
+_SHARED = {  # (transform, the finest coarser part missing) -> two times that share a partition
+    ("month", "year"): "January 2024 and January 2025",
+    ("day", "year"): "5 January 2024 and 5 January 2025",
+    ("day", "month"): "5 January and 5 February",
+    ("hour", "year"): "09:00 on 5 January 2024 and 09:00 on 5 January 2025",
+    ("hour", "month"): "09:00 on 5 January and 09:00 on 5 February",
+    ("hour", "day"): "09:00 on 5 January and 09:00 on 6 January",
+}
+
+
+def coarser_time_warnings(spec: PartitionSpec, sources: dict[str, list[str]]) -> list[str]:
+    """A warning for each month / day / hour field whose column lacks a coarser time field in
+    the spec (`month` without `year`, `day` without `year` and `month`, ...). An identity or
+    expression field over the same column may tell the values apart already: no warning."""
+    parts: dict[int, set[str]] = {}
+    for f in spec.fields:
+        kind = f.transform.type if f.transform is not None else "expression"
+        for source in f.source_ids:
+            parts.setdefault(source, set()).add(kind)
+    warnings = []
+    for f in spec.fields:
+        if f.transform is None or f.transform.type not in _COARSER or not sources.get(f.field_id):
+            continue
+        have = parts[f.source_ids[0]]
+        missing = [p for p in _COARSER[f.transform.type] if p not in have]
+        if not missing or have & {"identity", "expression"}:
+            continue
+        column = sources[f.field_id][0]
+        shared = _SHARED[(f.transform.type, missing[-1])]
+        add = " ".join(f"--field '{p}({column})'" for p in missing)
+        warnings.append(
+            f"{f.transform.display([column])} is {_PART[f.transform.type]}: {shared} share a "
+            f"partition; add {add} before it"
+        )
+    return warnings
 
 
 def resolve_fields(
@@ -236,6 +283,7 @@ def add_partition_spec(
         edit.add_columns(columns)
         new_columns = [(c.name, type_to_json(c.type)["type"]) for c in edit.new_columns]
         change = SpecChange(action, spec, ns_schema, sources, reused, new_columns, dry_run)
+        change.warnings = coarser_time_warnings(spec, sources)
         if action != "exists":
             updates = {spec.key: spec.to_text()}
             if layout is None:

@@ -74,6 +74,7 @@ from lancens_cli.store.tables import (
     v2_location_pattern,
     write_new_table,
 )
+from lancens_cli.words import noun
 
 TABLE_NAME = "dataset"
 _REBASES = 20
@@ -121,12 +122,14 @@ class PartitionWrite(Result):
     manifest_version: int = 0
     rebases: int = 0
     dry_run: bool = False
+    filled_with_null: list[str] = field(default_factory=list)  # columns the input lacked
 
     def to_json(self) -> dict[str, Any]:
         return {
             "dry_run": self.dry_run,
             "spec_version": self.spec_id,
             "rows": self.rows,
+            "filled_with_null": self.filled_with_null,
             "manifest_version": self.manifest_version,
             "rebases": self.rebases,
             "partitions": [
@@ -184,6 +187,37 @@ def conform(data: Any, schema: Any) -> Any:
             raise InvalidInputError(f"column {f.name!r} is not nullable but has NULLs")
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def lacking_columns(data: Any, schema: Any) -> list[str]:
+    """The namespace columns the input has not (`conform` fills them with NULL), in schema
+    order."""
+    given = set(data.schema.names)
+    return [f.name for f in schema if f.name not in given]
+
+
+def require_partition_sources(lacking: list[str], spec: PartitionSpec, schema: Any) -> None:
+    """Refuse an input that lacks a column a field of `spec` takes its value from: every row
+    would be partitioned as if the column were NULL (the caller may allow it)."""
+    by_id = top_level_ids(schema)
+    fields: dict[str, list[str]] = {}
+    for f in spec.fields:
+        for source in f.source_ids:
+            if source in by_id and by_id[source].name in lacking:
+                fields.setdefault(by_id[source].name, []).append(f.field_id)
+    if not fields:
+        return
+    said = [
+        f"{column}, which partition {noun(len(ids), 'field')} {' and '.join(ids)} "
+        f"{'takes its' if len(ids) == 1 else 'take their'} value from"
+        for column, ids in fields.items()
+    ]
+    it, were = ("it", "it were") if len(said) == 1 else ("them", "they were")
+    raise InvalidInputError(
+        f"the input lacks {', and '.join(said)}: every row would be partitioned as if {were} "
+        f"NULL; add {'the column' if it == 'it' else 'the columns'}, or give "
+        f"--allow-missing-columns to fill {it} with NULL"
+    )
 
 
 def split_by_partition(table: Any, spec: PartitionSpec, schema: Any) -> list[PartitionTouch]:
@@ -399,11 +433,16 @@ def write_partitioned(
     branch: str | None = None,
     progress: Callable[[int], Callable[[], None]] | None = None,
     dry_run: bool = False,
+    allow_missing_columns: bool = False,
 ) -> PartitionWrite:
     """Write rows into the partitioned namespace at the root (one manifest commit); with
     `branch`, onto that branch of each partition table. With `dry_run`, what the write would
     do in the current snapshot (each partition's table, new or existing, and its rows), and
     nothing is written.
+
+    Namespace columns the input lacks are filled with NULL and named in `filled_with_null`;
+    one a field of the current spec takes its value from is refused (dry run too) unless
+    `allow_missing_columns`.
 
     `progress(total)` is called with the number of partition tables to write (again after a
     rebase); what it returns, once per table written.
@@ -411,6 +450,9 @@ def write_partitioned(
     branches.check_ref_name(branch, "--branch")
     snapshot, layout = partitioned_target(ns)
     spec = layout.current
+    lacking = lacking_columns(data, layout.schema)
+    if not allow_missing_columns:
+        require_partition_sources(lacking, spec, layout.schema)
     table = conform(data, layout.schema)
     touches = split_by_partition(table, spec, layout.schema)
     highest = highest_id(layout.schema, history_from_metadata(snapshot.metadata))
@@ -418,6 +460,7 @@ def write_partitioned(
         touch.branch = branch
         touch.highest_field_id = highest
     result = PartitionWrite(spec.id, table.num_rows, touches, [f.field_id for f in spec.fields])
+    result.filled_with_null = lacking
     if dry_run:
         return _planned(ns, snapshot, spec, result)
     return commit_touches(ns, snapshot, layout, result, progress=progress)

@@ -334,7 +334,7 @@ def plan_table(
     for version in remaining:
         if by_version[version].timestamp >= cutoff:
             protected[version].append(younger)
-    expire = [v for v in remaining if v not in protected]
+    expire = [v for v in remaining if v not in protected]  # why, in words: expiry_reasons
     kept = {v: reasons for v, reasons in sorted(protected.items()) if v in by_version}
     branches, branch_notes = plan_branches(
         state.branch_states,
@@ -354,6 +354,17 @@ def plan_table(
         branches,
         state.data_files,
     )
+
+
+def expiry_reasons(policy: PrunePolicy) -> list[str]:
+    """Why `plan_table` lets a version of the main lineage go, in its own rules' words: older
+    than the window, not among the newest `--retain` (said only when that keeps more than the
+    latest), and no keep reason applies."""
+    reasons = [f"older than {show_duration(policy.older_than)}"]
+    if policy.retain > 1:
+        reasons.append(f"not among the newest {policy.retain}")
+    reasons.append("no tag, branch, publication or clone keeps it")
+    return reasons
 
 
 def _dead_tail(

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from lancens_cli.service.partitioned.label import PartitionLabel
 from lancens_cli.service.prune.lease import acquire
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.record import (
@@ -77,6 +78,10 @@ def answer(storage: Storage, policy: PrunePolicy, compact: bool, indexes: bool, 
             manifest=TableResult.from_json(state["manifest"]) if state["manifest"] else None,
             debris=[DebrisResult(**d) for d in state["debris"]],
             refused=state["refused"],
+            labels={
+                oid: PartitionLabel(label["spec_version"], tuple(label["partition"].items()))
+                for oid, label in state.get("labels", {}).items()
+            },
         )
     except (KeyError, TypeError, ValueError):  # a record of another shape: look
         return None
@@ -161,6 +166,7 @@ def quiet_state(
         "refused": report.refused,
         "manifest": manifest.to_json() if manifest else None,
         "debris": [d.__dict__ for d in report.debris],
+        "labels": {oid: label.json_fields() for oid, label in report.labels.items()},
         "due": due,
         "checked": now.isoformat(),
     }

@@ -94,6 +94,8 @@ class PruneReport(Result):
     compacted: list[dict[str, Any]] = field(default_factory=list)
     compacted_published_in: int | None = None  # the __manifest version publishing them
     refused: list[dict[str, str]] = field(default_factory=list)  # rows skipped (containment)
+    # object id -> which partition a partition table is (service/partitioned/label.py)
+    labels: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def failed(self) -> list[TableResult]:
@@ -134,6 +136,11 @@ class PruneReport(Result):
             "debris_removed": sum(1 for d in self.debris if d.action == "deleted"),
         }
 
+    def _table_json(self, table: TableResult) -> dict[str, Any]:
+        plain = table.to_json()
+        label = self.labels.get(table.object_id) if table.object_id else None
+        return {**plain, **label.json_fields()} if label is not None else plain
+
     def to_json(self) -> dict[str, Any]:
         return {
             "root": self.root,
@@ -141,7 +148,7 @@ class PruneReport(Result):
             "policy": self.policy.to_json(),
             "totals": self.totals(),
             "manifest": self.manifest.to_json() if self.manifest else None,
-            "tables": Streamed(self.tables, TableResult.to_json),
+            "tables": Streamed(self.tables, self._table_json),
             "debris": [d.__dict__ for d in self.debris],
             "compacted": self.compacted,
             "compacted_published_in": self.compacted_published_in,

@@ -58,6 +58,7 @@ from lancens_cli.parallel import completed_map, ordered
 from lancens_cli.service import check as check_module
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import layout_of
+from lancens_cli.service.partitioned.naming import partition_labels
 from lancens_cli.service.prune.clones import clone_dependents, clone_needed_versions
 from lancens_cli.service.prune.compact import Compaction, CompactionBudget, publish_compacted
 from lancens_cli.service.prune.lease import acquire
@@ -180,6 +181,8 @@ class Decisions:
     now: datetime | None = None  # the moment ages were judged by
     # with `deferred`: what makes a `Deferred` table's plan (or its result), asked by the run
     plan_later: Callable[[tuple[str, str | None]], TableResult | TableWork] | None = None
+    # object id -> which partition a partition table is (service/partitioned/label.py)
+    labels: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +212,7 @@ def decide(
     every, refused = _accepted(ns, snapshot, _all_tables(ns, snapshot))
     scope, _ = _accepted(ns, snapshot, _tables_in_scope(ns, snapshot, idents, every))
     manifest_plan, pins = _manifest_pins(ns, snapshot, policy, now, parallel)
+    labels = partition_labels(snapshot)  # which partition each partition table is (shown)
     del snapshot  # every row of the catalog: not held while the tables are read
     states, unreadable = _read_states(ns, every, parallel, record, now, policy)
     dependents, blind = _clone_map(ns, states, unreadable)
@@ -264,7 +268,7 @@ def decide(
     # `__manifest`'s rows are not kept: over 100,000 tables they are a tenth of a run's memory
     return Decisions(
         scope, planned, states, manifest_plan, pins, refused, dependents, now,
-        plan if deferred else None,
+        plan if deferred else None, labels,
     )  # fmt: skip
 
 
@@ -362,6 +366,7 @@ def _run(
     deferred = request.tasks is None and not request.compact
     decisions = decide(ns, request.idents, policy, now, request.parallel, record, deferred)
     report.refused = decisions.refused
+    report.labels = decisions.labels
     advance = progress(len(decisions.scope)) if progress else (lambda freed: None)
     entries = None if dry_run else RecordEntries(request, decisions, record)
     _run_tables(request, decisions, advance, report, entries)
