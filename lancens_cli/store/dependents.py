@@ -61,9 +61,7 @@ def referenced_paths(storage: Storage, location: str) -> list[tuple[str, str]]:
 
 def _owner(storage: Storage, path: str, locations: Iterable[str]) -> str | None:
     """The table location (among `locations`) that a base path points into."""
-    relative = storage.relative(path)
-    if relative is None and storage.is_local and path.startswith("/"):
-        relative = storage.relative("file://" + path)
+    relative = storage.relative(path)  # every spelling: a path, file:/, file:///, file://localhost/
     if relative is None:
         return None
     relative = relative.rstrip("/")

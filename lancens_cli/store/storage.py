@@ -14,6 +14,7 @@ import posixpath
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from lancens_cli import interrupt
 from lancens_cli.config import NamespaceConfig
@@ -42,7 +43,12 @@ def canonical_uri(uri: str, local: bool) -> str | None:
     resolved), `scheme://bucket/normalised/key` on an object store; None when it cannot be
     told (a relative local path: relative to what?)."""
     if local:
-        path = uri[len("file://") :] if uri.startswith("file://") else uri
+        path = uri
+        if uri.startswith("file:"):  # every spelling Lance records: file:/p, file:///p,
+            parts = urlsplit(uri)  # file://localhost/p, percent-encoded as RFC 8089 says
+            if parts.netloc not in ("", "localhost"):
+                return None  # a file on another host: not one of ours
+            path = unquote(parts.path)
         if not path.startswith("/"):
             return None
         return os.path.realpath(path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from urllib.parse import quote
 
 import lance
 import pyarrow as pa
@@ -21,9 +22,9 @@ FAST = ["--older-than", "1s", "--grace", "1s", "--force"]
 
 @pytest.fixture
 def disks(tmp_path):
-    """`data/ns` (the root as the user names it) is `disk1/ns` through a symlink."""
+    """`data dir/ns` (the root as the user names it) is `disk1/ns` through a symlink."""
     (tmp_path / "disk1" / "ns").mkdir(parents=True)
-    os.symlink(tmp_path / "disk1", tmp_path / "data")
+    os.symlink(tmp_path / "disk1", tmp_path / "data dir")
     return tmp_path
 
 
@@ -35,16 +36,22 @@ def disks(tmp_path):
         "{link}/ns//src.lance",  # a doubled slash
         "{link}/ns/sub/../src.lance",  # a `..`
         "{link}/./ns/src.lance",  # a `.`
+        "file://{link}/ns/src.lance",  # the URIs Lance records as given: file:///p
+        "file:{link}/ns/src.lance",  # file:/p
+        "file://localhost{real}/ns/src.lance",  # file://localhost/p
+        "file://{quoted}/ns/src.lance",  # percent-encoded (a space in the path)
     ],
 )
 def test_a_clone_through_any_spelling_keeps_its_source_version(disks, spelling):
-    root = disks / "data" / "ns"
+    root = disks / "data dir" / "ns"
     source = root / "src.lance"
     for value in (1, 2, 3):
         lance.write_dataset(
             pa.table({"a": [value]}), source, mode="append" if value > 1 else "create"
         )
-    path = spelling.format(real=disks / "disk1", link=disks / "data")
+    path = spelling.format(
+        real=disks / "disk1", link=disks / "data dir", quoted=quote(str(disks / "data dir"))
+    )
     (root / "sub").mkdir(exist_ok=True)
     lance.dataset(path, version=1).shallow_clone(str(root / "copy.lance"), 1)
     expected = lance.dataset(str(root / "copy.lance")).to_table()
@@ -112,3 +119,25 @@ def test_prune_compact_leaves_a_clone_with_borrowed_indexes_as_it_reads(tmp_path
     clone = lance.dataset(str(root / "copy.lance"))
     assert clone.to_table(filter="a = 12").column("a").to_pylist() == [12]
     assert len(clone.get_fragments()) == 3
+
+
+def test_a_clone_whose_base_path_cannot_be_placed_stops_every_removal(tmp_path, monkeypatch):
+    """Made from a relative path, a clone's base path is relative to whatever directory its
+    reader runs in: it may read any table, so prune removes no version anywhere and says so."""
+    root = tmp_path / "ns"
+    root.mkdir()
+    for value in (1, 2, 3):
+        lance.write_dataset(
+            pa.table({"a": [value]}), root / "src.lance", mode="append" if value > 1 else "create"
+        )
+    monkeypatch.chdir(tmp_path)
+    lance.dataset("ns/src.lance", version=1).shallow_clone("ns/copy.lance", 1)
+    expected = lance.dataset("ns/copy.lance").to_table()
+    time.sleep(1.2)
+    result = invoke("--root", str(root), "prune", *FAST, "--yes", "--json")
+    assert result.exit_code == 0, result.stderr
+    report = {t["location"]: t for t in json.loads(result.stdout)["tables"]}
+    assert report["src.lance"]["versions_removed"] == []
+    assert any("cannot be placed" in note for note in report["src.lance"]["notes"])
+    assert lance.dataset("ns/copy.lance").to_table().equals(expected)
+    assert lance.dataset(str(root / "src.lance"), version=1).to_table().num_rows == 1

@@ -264,12 +264,21 @@ def _bases_inside(storage: Storage, location: str, ds: Any) -> list[str]:
     return _inside(storage, location, [str(base.path) for base in ds.base_paths().values()])
 
 
+# A base path that cannot be placed (relative to whatever directory the reader runs in): the
+# table may read any table of the root, so a run that meets one removes no version (DESIGN 17).
+UNPLACEABLE_BASE = "<a base path that cannot be placed>"
+
+
 def _inside(storage: Storage, location: str, paths: list[str]) -> list[str]:
-    """The base paths that point into another location of the root, relative to the root."""
+    """The base paths that point into another location of the root, relative to the root;
+    `UNPLACEABLE_BASE` for one whose place cannot be told."""
     bases = []
     for path in paths:
-        rel = storage.relative(path.rstrip("/"))
-        if rel is not None and rel.split("/", 1)[0] != location.split("/", 1)[0]:
+        path = path.rstrip("/")
+        rel = storage.relative(path)
+        if rel is None and storage.canonical(path) is None:
+            bases.append(UNPLACEABLE_BASE)
+        elif rel is not None and rel.split("/", 1)[0] != location.split("/", 1)[0]:
             bases.append(rel)
     return bases
 

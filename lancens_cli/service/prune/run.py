@@ -65,6 +65,7 @@ from lancens_cli.service.prune.lease import acquire
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.protect import (
     PIN_COLUMNS,
+    UNPLACEABLE_BASE,
     Pins,
     TablePlan,
     TableState,
@@ -231,7 +232,8 @@ def decide(
                 raise unreadable.get(location) or LancensError("the table cannot be read")
             if blind:
                 result.notes.append(
-                    f"no version removed: {', '.join(blind)} does not load and may be a shallow "
+                    f"no version removed: {', '.join(blind)} does not load (or names a base "
+                    "path that cannot be placed) and may be a shallow "
                     "clone reading this table"
                 )
                 result.kept = [
@@ -277,12 +279,13 @@ def _clone_map(
 ) -> tuple[dict[str, list[str]], list[str]]:
     """Which tables read which through base paths (source -> its clones), and the tables that
     do not load at all. A table that does not load may still read others: its base paths come
-    from an older version; when none loads, the run removes no version anywhere."""
+    from an older version; when none loads, or a table names a base path that cannot be
+    placed (`UNPLACEABLE_BASE`), the run removes no version anywhere."""
     for_clones_only: list[TableState] = []
-    blind = []
+    blind = [loc for loc, state in states.items() if UNPLACEABLE_BASE in state.bases]
     for location in unreadable:
         bases = fallback_bases(ns.storage, location)
-        if bases is None:
+        if bases is None or UNPLACEABLE_BASE in bases:
             blind.append(location)
         else:
             for_clones_only.append(TableState(location, None, [], {}, {}, bases))
