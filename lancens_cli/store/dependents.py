@@ -3,7 +3,9 @@
 A shallow clone keeps reading its source's data files through a base path holding the source's
 absolute location, and so does every version of a branch (`tree/<branch>/`) of the table it
 belongs to. Moving or deleting a table directory breaks whoever points into it. This scan finds
-them before `rename` moves or `drop` deletes a directory, and `prune` rests on the same answer.
+them before `rename` moves or `drop` deletes a directory. `prune` asks more (every version a
+clone may read, service/prune/clones.py) but places a base path by the same rule,
+`Storage.relative`, which knows every spelling Lance records.
 
 Bounded: only manifests are read (never data), one per table for its latest version plus one per
 tag and one per branch head, in parallel; a table that does not load is skipped (`check` reports

@@ -172,3 +172,17 @@ def test_help_does_not_import_heavy_modules(args):
     assert "Usage" in proc.stdout
     loaded = json.loads(proc.stdout.rsplit("@@", 1)[1])
     assert loaded == [], f"`lancens {' '.join(args)}` imported {loaded}"
+
+
+def test_the_architecture_map_names_every_module_of_service_and_store():
+    """docs/ARCHITECTURE.md is the map a newcomer reads first: a module added to `service/`
+    or `store/` without a word there fails here."""
+    doc = (REPO / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    unnamed = [
+        str(path.relative_to(REPO))
+        for layer in ("service", "store")
+        for path in sorted((REPO / "lancens_cli" / layer).rglob("*.py"))
+        if path.name != "__init__.py"
+        and not re.search(rf"(?<![\w]){re.escape(path.stem)}(?![\w])", doc)
+    ]
+    assert unnamed == []
