@@ -108,14 +108,14 @@ def join(
     """
 
     from lancens_cli.pipeline import join as job_module
+    from lancens_cli.pipeline.scan import require_output_format
     from lancens_cli.pipeline.task_failures import spark_errors
 
     if session().root is not None:
         raise InvalidInputError("join takes LEFT_ROOT and RIGHT_ROOT as arguments, not --root")
     if sum((count, explain, to is not None)) > 1:
         raise InvalidInputError("give at most one of --count, --explain and --to")
-    if fmt not in job_module.WRITE_FORMATS:
-        raise InvalidInputError(f"--format {fmt!r}: expected one of parquet, csv, json")
+    require_output_format(fmt)
     job = _plan(left_root, right_root, on, how, columns, where, version_as_of, timestamp_as_of)
     started = time.monotonic()
     spark = spark_session(master, conf, remote)

@@ -124,12 +124,11 @@ def _checked(asked: Any, columns: str | None) -> Any:
     """The scan the options ask for, checked before Spark starts (exit 2), completed with the
     root, its storage options, the `--columns` list and what the terminal implies."""
 
-    from lancens_cli.pipeline.scan import FORMATS, TERMINAL_LIMIT
+    from lancens_cli.pipeline.scan import TERMINAL_LIMIT, require_output_format
 
     if sum(bool(x) for x in (asked.count, asked.to, asked.explain)) > 1:
         raise InvalidInputError("--count, --to and --explain exclude one another")
-    if asked.fmt not in FORMATS:
-        raise InvalidInputError(f"--format: {asked.fmt!r} is not one of {', '.join(FORMATS)}")
+    require_output_format(asked.fmt)
     wanted = [c.strip() for c in columns.split(",")] if columns is not None else None
     if wanted is not None and not all(wanted):
         raise InvalidInputError("--columns: give column names separated by commas")

@@ -83,10 +83,6 @@ def _summary(qualified: str) -> Callable[[Callable[[Any], str]], Callable[[Any],
     return register
 
 
-def _iso(value: Any) -> Any:
-    return value.isoformat() if hasattr(value, "isoformat") else value
-
-
 def _would(dry_run: bool) -> str:
     return "would " if dry_run else ""
 
@@ -372,7 +368,7 @@ def _partition_write(r: Any) -> View:
     header = [*r.fields, "rows", "read_version", "action", "table"]
     rows = [
         [
-            *(_iso(v) for v in t.values),
+            *(json_value(v) for v in t.values),
             t.row_count,
             t.version,
             _write_action(t, r.dry_run),
@@ -390,7 +386,6 @@ def _partition_write(r: Any) -> View:
 def join_plan_view(r: Any) -> View:
     """One row per group; when not compatible, one row per reason."""
     from lancens_cli.partition.rows import dotted
-    from lancens_cli.service.join.groups import plain_value
 
     if not r.compatible:
         return View(["reason"], [[reason] for reason in r.reasons], "join plan: not compatible")
@@ -401,10 +396,10 @@ def join_plan_view(r: Any) -> View:
     rows = []
     for g in r.groups:
         if several:
-            key = ", ".join(f"{k}={plain_value(v)}" for k, v in g.key.items())
+            key = ", ".join(f"{k}={json_value(v)}" for k, v in g.key.items())
             lead = [f"v{g.left_spec} x v{g.right_spec}", key]
         else:
-            lead = [plain_value(v) for v in g.key.values()]
+            lead = [json_value(v) for v in g.key.values()]
         left = ", ".join(dotted(t.object_id) for t in g.left)
         right = ", ".join(dotted(t.object_id) for t in g.right)
         rows.append([*lead, len(g.left), left, len(g.right), right])

@@ -115,12 +115,13 @@ def parse(text: str, schema: Any) -> Node:
         tree = sqlglot.parse_one(text, read=lance_dialect())
         return PredicateParser(schema).node(tree)
     except SqlglotError as exc:
-        raise _fail(f"cannot parse {_short(text)!r}: {parse_error_words(exc, text)}") from None
+        raise _fail(f"cannot parse {shortened(text)!r}: {parse_error_words(exc, text)}") from None
     except RecursionError:
         raise _fail("the predicate is nested too deeply") from None
 
 
-def _short(text: str) -> str:
+def shortened(text: str) -> str:
+    """A condition as an error message quotes it: at most 200 characters."""
     return text if len(text) <= 200 else text[:200] + "..."
 
 

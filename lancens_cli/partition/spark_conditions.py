@@ -40,6 +40,7 @@ from lancens_cli.partition.predicate import (
     literal_kind,
     literal_mistake,
     parse_error_words,
+    shortened,
     snippet,
     zone,
 )
@@ -100,7 +101,7 @@ def split_condition(
         tree = sqlglot.parse_one(text, read=_read_dialect(dialect))
     except SqlglotError as exc:
         words = parse_error_words(exc, text)
-        raise InvalidInputError(f"{label}: cannot parse {_short(text)!r}: {words}") from None
+        raise InvalidInputError(f"{label}: cannot parse {shortened(text)!r}: {words}") from None
     except RecursionError:
         raise InvalidInputError(f"{label}: the condition is nested too deeply") from None
     if tree is None:
@@ -129,10 +130,6 @@ def split_condition(
             continue
         parts.append(Conjunct(sql, node))
     return Condition(text, tuple(parts), columns)
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= 200 else text[:200] + "..."
 
 
 @functools.cache

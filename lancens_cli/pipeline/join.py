@@ -412,13 +412,8 @@ def collect_rows(df: DataFrame, limit: int, spj: bool) -> JoinRows:
     return JoinRows(list(df.columns), rows, limit, more, spj)
 
 
-WRITE_FORMATS = ("parquet", "csv", "json")
-
-
 def write_files(spark: SparkSession, df: DataFrame, path: str, fmt: str, spj: bool) -> JoinFiles:
     """Write the joined rows with Spark; an existing path is refused, not replaced."""
-    if fmt not in WRITE_FORMATS:
-        raise InvalidInputError(f"--format {fmt!r}: expected one of {', '.join(WRITE_FORMATS)}")
     if _path_exists(spark, path):
         raise TableAlreadyExistsError(f"--to {path}: it already exists; choose a new path")
     writer = df.write.mode("errorifexists").format(fmt)

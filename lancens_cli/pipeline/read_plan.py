@@ -180,10 +180,11 @@ def _schema_history(ns: Namespace) -> list[Any]:
 
 def _pieces(ns: Namespace, target: _Target, schema: Any, history: list[Any] | None) -> list[Piece]:
     from lancens_cli.partition.schema_evolution import column_sources
-    from lancens_cli.store.tables import open_published, published_version
+    from lancens_cli.service.partitioned.branch import published_branch
+    from lancens_cli.store.tables import open_published
 
     dataset = open_published(ns.storage, target.row)
-    branch = _branch(dataset, published_version(target.row))
+    branch = published_branch(dataset, target.row)  # so tasks can open that version again
     renamed: tuple[tuple[str, str | None], ...] = ()
     if history is not None:
         sources = column_sources(dataset.schema, schema, history)
@@ -208,16 +209,6 @@ def _pieces(ns: Namespace, target: _Target, schema: Any, history: list[Any] | No
         if rows:
             pieces.append(replace(piece, fragments=(int(fragment.fragment_id),), rows=rows))
     return pieces
-
-
-def _branch(dataset: Any, target: Any) -> str | None:
-    """The branch the opened version lies on (None: main), so tasks can open it again."""
-    if isinstance(target, tuple):
-        return None if target[0] in (None, "main") else str(target[0])
-    if isinstance(target, str):  # a tag: it names a version of some branch
-        branch = (dataset.tags.list().get(target) or {}).get("branch")
-        return None if branch in (None, "main") else str(branch)
-    return None
 
 
 def _filter_for(

@@ -37,7 +37,16 @@ if TYPE_CHECKING:
 # The CLI's Spark sessions run in UTC: a timestamp literal without an offset is a UTC instant.
 SESSION_ZONE = "UTC"
 
-FORMATS = ("parquet", "csv", "json")
+FORMATS = ("parquet", "csv", "json")  # what `scan --to` and `join --to` write
+
+
+def require_output_format(fmt: str) -> str:
+    """The file format of `scan --to` and `join --to`, checked before Spark starts (exit 2)."""
+    if fmt not in FORMATS:
+        raise InvalidInputError(f"--format {fmt!r}: one of {', '.join(FORMATS)}")
+    return fmt
+
+
 TERMINAL_LIMIT = 20
 
 
@@ -259,8 +268,6 @@ def _guarded(rows: Iterator[list[Any]]) -> Iterator[list[Any]]:
 
 
 def _write(df: DataFrame, request: ScanRequest, columns: list[str]) -> ScanWritten:
-    if request.fmt not in FORMATS:
-        raise InvalidInputError(f"--format: {request.fmt!r} is not one of {', '.join(FORMATS)}")
     target = request.to
     assert target is not None
     if "://" not in target and os.path.exists(target):

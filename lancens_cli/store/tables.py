@@ -156,6 +156,11 @@ def open_table(storage: Storage, location: str, version: int | str | None = None
         ) from None
 
 
+def branch_name(value: Any) -> str | None:
+    """The branch a Lance ref names, None for main (Lance writes main as None or "main")."""
+    return None if value in (None, "main") else str(value)
+
+
 def published_version(row: dict[str, Any]) -> int | str | tuple[str, int | None] | None:
     """What spec 004's Read Behavior sends a reader to for a `__manifest` table row.
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from lancens_cli.errors import CatalogDamagedError, InvalidInputError
+from lancens_cli.errors import InvalidInputError
 from lancens_cli.models import (
     KIND_NAMESPACE,
     KIND_TABLE,
@@ -23,9 +22,9 @@ from lancens_cli.models import (
 from lancens_cli.partition.rows import top_namespace
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import (
-    layout_of,
     partition_counts,
     partition_summary,
+    readable_layout,
     spec_fields,
 )
 from lancens_cli.service.partitioned.naming import partition_labels
@@ -117,10 +116,7 @@ class _PartitionView:
         self.labels = partition_labels(snapshot)
         self.specs: dict[str, str] = {}
         self.counts: dict[str, int] = {}
-        layout = None
-        if snapshot.exists:
-            with contextlib.suppress(CatalogDamagedError):  # `check` names it; listed as rows
-                layout = layout_of(snapshot)
+        layout = readable_layout(snapshot)  # damaged: `check` names it; listed as rows
         self.spec_namespaces = {s.namespace for s in layout.specs} if layout else set()
         self.current = layout.current.namespace if layout else None
         if layout is not None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lancens_cli.errors import InvalidInputError, LancensError
-from lancens_cli.models import KIND_TABLE
+from lancens_cli.models import KIND_TABLE, json_value
 from lancens_cli.partition.rows import split_id
 from lancens_cli.partition.schema import top_level_ids
 from lancens_cli.partition.spec import PartitionSpec
@@ -39,19 +39,13 @@ class PartitionTable:
             "uri": self.uri,
             "read_version": self.read_version,
             "spec_version": self.spec_id,
-            "values": {k: plain_value(v) for k, v in self.values.items()},
+            "values": {k: json_value(v) for k, v in self.values.items()},
         }
         if self.read_branch is not None:
             out["read_branch"] = self.read_branch
         if self.read_tag is not None:
             out["read_tag"] = self.read_tag
         return out
-
-
-def plain_value(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return value.hex()
-    return value.isoformat() if hasattr(value, "isoformat") else value
 
 
 @dataclass
@@ -127,7 +121,7 @@ class Group:
     def to_json(self) -> dict[str, Any]:
         return {
             "specs": {"left": self.left_spec, "right": self.right_spec},
-            "key": {k: plain_value(v) for k, v in self.key.items()},
+            "key": {k: json_value(v) for k, v in self.key.items()},
             "left": [t.to_json() for t in self.left],
             "right": [t.to_json() for t in self.right],
         }

@@ -25,7 +25,7 @@ from lancens_cli.errors import (
 from lancens_cli.models import Identifier
 from lancens_cli.store.partition_tables import open_partition_table
 from lancens_cli.store.storage import Storage
-from lancens_cli.store.tables import published_version
+from lancens_cli.store.tables import branch_name, published_version
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 Ref = tuple[Any, Any, Any]  # (read_version, read_branch, read_tag) as a row holds them
@@ -59,7 +59,7 @@ def published_branch(dataset: Any, row: dict[str, Any]) -> str | None:
         branch = target[0]
     else:
         branch = None
-    return None if branch in (None, "main") else str(branch)
+    return branch_name(branch)
 
 
 def resolve_bases(storage: Storage, touches: list[Any]) -> None:
@@ -79,9 +79,9 @@ def resolve_bases(storage: Storage, touches: list[Any]) -> None:
                     f"partition table {touch.location!r}: published tag {tag!r} does not exist; "
                     "run `lancens check`"
                 )
-            branch = None if found.get("branch") in (None, "main") else found["branch"]
+            branch = branch_name(found.get("branch"))
             version = found.get("version")
-        touch.base_branch = None if branch in (None, "main") else str(branch)
+        touch.base_branch = branch_name(branch)
         touch.base_version = None if version is None else int(version)
         _require_line(storage, touch)
 
@@ -101,7 +101,7 @@ def _require_line(storage: Storage, touch: Any) -> None:
     if info is None:
         return  # created from the published version when the write commits
     parent = info.get("parent_branch")
-    parent = None if parent in (None, "main") else parent
+    parent = branch_name(parent)
     if (parent, info.get("parent_version")) != (touch.base_branch, touch.base_version):
         start = f"{parent or 'main'} version {info.get('parent_version')}"
         raise RefusedError(

@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from lancens_cli.errors import CatalogDamagedError
+from lancens_cli.models import json_value
 from lancens_cli.partition.field_syntax import field_text
 from lancens_cli.partition.rows import partition_table_rows, split_id, top_namespace
 from lancens_cli.partition.schema import schema_from_text, top_level_ids
@@ -49,6 +50,17 @@ class PartitionLayout:
 def layout_of(snapshot: ManifestSnapshot) -> PartitionLayout | None:
     """The partition layout of the root, or None when it is not a partitioned namespace."""
     return layout_from_metadata(snapshot.metadata)
+
+
+def readable_layout(snapshot: ManifestSnapshot) -> PartitionLayout | None:
+    """The layout for what only shows it (labels, runtime properties): None when the root
+    is not partitioned, or its partition metadata cannot be read (`check` names that)."""
+    if not snapshot.exists:
+        return None
+    try:
+        return layout_of(snapshot)
+    except CatalogDamagedError:
+        return None
 
 
 def layout_from_metadata(metadata: dict[str, str]) -> PartitionLayout | None:
@@ -118,10 +130,7 @@ def spec_fields(spec: PartitionSpec, schema: Any) -> list[str]:
 def runtime_properties(snapshot: ManifestSnapshot, object_id: str) -> dict[str, str]:
     """Spec 004 Appendix E: `partition_spec` of `v<N>`, `partition.<field_id>` of a level
     (none where the metadata cannot be read: `check` names that)."""
-    try:
-        layout = layout_of(snapshot)
-    except CatalogDamagedError:
-        return {}
+    layout = readable_layout(snapshot)
     if layout is None:
         return {}
     parts = split_id(object_id)
@@ -138,5 +147,5 @@ def runtime_properties(snapshot: ManifestSnapshot, object_id: str) -> dict[str, 
     value = row.get(level_field.column)
     if value is None:
         return {f"partition.{level_field.field_id}": "null"}
-    text = value.isoformat() if hasattr(value, "isoformat") else str(value)
+    text = str(json_value(value))
     return {f"partition.{level_field.field_id}": text}

@@ -16,12 +16,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from lancens_cli.errors import CatalogDamagedError, InvalidInputError, TableNotFoundError
+from lancens_cli.errors import InvalidInputError, TableNotFoundError
 from lancens_cli.models import KIND_TABLE, Identifier
 from lancens_cli.partition.rows import partition_rows
 from lancens_cli.partition.spec import PartitionSpec
 from lancens_cli.service.partitioned.label import PartitionLabel
-from lancens_cli.service.partitioned.layout import layout_of
+from lancens_cli.service.partitioned.layout import layout_of, readable_layout
 from lancens_cli.store.manifest import ManifestSnapshot
 
 SHOWN_CANDIDATES = 20  # candidates an ambiguous `--partition` names before it counts the rest
@@ -30,12 +30,7 @@ SHOWN_CANDIDATES = 20  # candidates an ambiguous `--partition` names before it c
 def partition_labels(snapshot: ManifestSnapshot) -> dict[str, PartitionLabel]:
     """object id -> label of every partition table row (none when the root is not partitioned,
     or its partition metadata cannot be read: `check` names that)."""
-    if not snapshot.exists:
-        return {}
-    try:
-        layout = layout_of(snapshot)
-    except CatalogDamagedError:
-        return {}
+    layout = readable_layout(snapshot)
     if layout is None:
         return {}
     return {

@@ -30,7 +30,7 @@ from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.branch import check_ref_name, published_branch, ref_of
 from lancens_cli.service.partitioned.write import partitioned_target
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
-from lancens_cli.store.tables import open_published
+from lancens_cli.store.tables import branch_name, open_published
 from lancens_cli.words import plural
 
 
@@ -107,7 +107,7 @@ def _plan_table(ns: Namespace, row: dict[str, Any], name: str) -> TaggedTable:
     if existing is None:
         action = "create"
     else:
-        there = None if existing.get("branch") in (None, "main") else existing.get("branch")
+        there = branch_name(existing.get("branch"))
         action = "exists" if (there, existing.get("version")) == (branch, version) else "move"
     return TaggedTable(row["object_id"], row["location"], branch, version, action, ref_of(row))
 
@@ -126,7 +126,7 @@ def _apply(ns: Namespace, table: TaggedTable, name: str) -> None:
             dataset.tags.create(name, reference)
     except (OSError, RuntimeError, ValueError) as exc:
         now = (dataset.tags.list() or {}).get(name) or {}
-        there = None if now.get("branch") in (None, "main") else now.get("branch")
+        there = branch_name(now.get("branch"))
         if (there, now.get("version")) == reference:
             return  # a concurrent tag-partitions of the same name made the same tag
         raise InvalidTableStateError(

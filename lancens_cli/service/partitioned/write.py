@@ -32,7 +32,7 @@ from lancens_cli.errors import (
     InvalidInputError,
     RefusedError,
 )
-from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Result
+from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Result, json_value
 from lancens_cli.partition.rows import (
     NAME_ALPHABET,
     NAME_LENGTH,
@@ -136,7 +136,9 @@ class PartitionWrite(Result):
                 {
                     "table": t.table_id,
                     "location": t.location,
-                    "values": {f: _plain(v) for f, v in zip(self.fields, t.values, strict=True)},
+                    "values": {
+                        f: json_value(v) for f, v in zip(self.fields, t.values, strict=True)
+                    },
                     "rows": t.row_count,
                     "read_version": t.version,
                     "created": t.created,
@@ -144,10 +146,6 @@ class PartitionWrite(Result):
                 for t in self.partitions
             ],
         }
-
-
-def _plain(value: Any) -> Any:
-    return value.isoformat() if hasattr(value, "isoformat") else value
 
 
 class Rebase(Exception):

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from lancens_cli.service.prune.expire import expire_listed
 from lancens_cli.service.prune.policy import PrunePolicy, show_duration
+from lancens_cli.store.tables import branch_name
 from lancens_cli.store.version_files import VersionInfo, version_files
 
 if TYPE_CHECKING:
@@ -52,12 +53,12 @@ def read_branch_states(storage: Storage, location: str, ds: Any) -> list[BranchS
     branches = ds.branches.list()
     tags: dict[str, dict[str, int]] = defaultdict(dict)
     for name, tag in ds.tags.list().items():
-        if tag.get("branch") not in (None, "main") and tag.get("version") is not None:
+        if branch_name(tag.get("branch")) is not None and tag.get("version") is not None:
             tags[tag["branch"]][name] = int(tag["version"])
     children: dict[str, dict[str, int]] = defaultdict(dict)
     for name, branch in branches.items():
         parent = branch.get("parent_branch")
-        if parent not in (None, "main") and branch.get("parent_version") is not None:
+        if branch_name(parent) is not None and branch.get("parent_version") is not None:
             children[parent][name] = int(branch["parent_version"])
     states = []
     for name in sorted(branches):

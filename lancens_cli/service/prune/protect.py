@@ -39,7 +39,7 @@ from lancens_cli.service.prune.policy import PrunePolicy, show_duration
 from lancens_cli.service.prune.record import Seen, digest_of
 from lancens_cli.store.base_paths import base_path_strings, split_manifest_file
 from lancens_cli.store.storage import Storage
-from lancens_cli.store.tables import VERSIONS_DIR
+from lancens_cli.store.tables import VERSIONS_DIR, branch_name
 from lancens_cli.store.version_files import TableListing, VersionInfo, list_table, version_times
 
 PIN_COLUMNS = ("read_version", "read_tag", "read_branch")
@@ -223,10 +223,10 @@ def _refs(ds: Any) -> tuple[dict[str, int], dict[str, int]]:
     tags: dict[str, int] = {}
     branches: dict[str, int] = {}
     for name, tag in ds.tags.list().items():
-        if tag.get("branch") in (None, "main") and tag.get("version") is not None:
+        if branch_name(tag.get("branch")) is None and tag.get("version") is not None:
             tags[name] = int(tag["version"])
     for name, branch in ds.branches.list().items():
-        if branch.get("parent_branch") in (None, "main") and branch.get("parent_version"):
+        if branch_name(branch.get("parent_branch")) is None and branch.get("parent_version"):
             branches[name] = int(branch["parent_version"])
     return tags, branches
 
