@@ -1,8 +1,8 @@
 """`versions [ID]`: every version a table keeps and why, and what tonight's `prune` removes.
 
-The answer comes from the decision `prune` itself makes (`service.prune.run.decide`) under the same
-policy (`--older-than`, `--retain`, `--grace`, `--force`, the profile's settings): what this
-command says expires is exactly what `prune` then removes. Nothing is changed here.
+The answer comes from the decision `prune` itself makes (`service.prune.decide.decide`) under
+the same policy (`--older-than`, `--retain`, `--grace`, `--force`, the profile's settings):
+what this command says expires is exactly what `prune` then removes. Nothing is changed here.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import lance
 from lancens_cli.errors import TableNotFoundError
 from lancens_cli.models import MANIFEST_TABLE, Identifier, Result
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.prune.decide import Decisions, decide
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.protect import expiry_reasons
-from lancens_cli.service.prune.run import Decisions, decide
 from lancens_cli.service.prune.table import TableResult, TableWork
 from lancens_cli.store.version_files import version_times
 from lancens_cli.words import utc_iso

@@ -17,7 +17,7 @@ from prune_namespace import STEP, Scene
 
 from lancens_cli.service.prune import protect
 from lancens_cli.service.prune.record import RECORD, SETTLE
-from lancens_cli.service.prune.run import UNCHANGED
+from lancens_cli.service.prune.report import UNCHANGED
 
 # What happens between two runs: writes, tags made and deleted, branches, clones, a killed
 # append's files, partitioned writes (new `__manifest` versions, pins moved).
@@ -197,23 +197,23 @@ def test_a_version_aging_while_the_run_reads_is_due_for_the_next_run(tmp_path, m
     """A run judges ages by the moment it starts; a table it lists later may hold versions
     that aged in between. They stayed this run (judged young), so the record must make the
     next run look again rather than skip the table until something changes."""
-    from lancens_cli.service.prune import run as prune_run
+    from lancens_cli.service.prune import decide as prune_decide
 
     root = tmp_path / "ns"
     root.mkdir()
     for mode in ("create", "append", "append"):
         lance.write_dataset(pa.table({"a": [1]}), root / "t.lance", mode=mode)
     ns = Root(str(root), {}, root)
-    read = prune_run.read_table_state
+    read = prune_decide.read_table_state
 
     def slow_read(*args, **kwargs):
         time.sleep(2.5)  # versions 1 and 2 pass --older-than 2s while the run reads
         return read(*args, **kwargs)
 
-    monkeypatch.setattr(prune_run, "read_table_state", slow_read)
+    monkeypatch.setattr(prune_decide, "read_table_state", slow_read)
     policy = ("--older-than", "2s", "--grace", "1s", "--force", "--yes")
     first = run(ns, *policy)
     assert removed(first) == {}  # judged at the start: every version was younger
-    monkeypatch.setattr(prune_run, "read_table_state", read)
+    monkeypatch.setattr(prune_decide, "read_table_state", read)
     second = run(ns, *policy)
     assert removed(second) == {"t.lance": ([1, 2], {}, [], 0)}

@@ -1,5 +1,5 @@
 """`lancens versions`: every version, kept or expiring, with every reason; and exactly what
-`prune` then removes (one decision for both: `service.prune.run.decide`)."""
+`prune` then removes (one decision for both: `service.prune.decide.decide`)."""
 
 from __future__ import annotations
 

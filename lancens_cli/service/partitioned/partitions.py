@@ -193,4 +193,3 @@ def with_sizes(ns: Namespace, selection: PartitionSelection, sort: str = "table"
         match.rows, match.bytes = (size.rows, size.bytes) if size is not None else (None, None)
     if sort != "table":  # largest first, ties in table order, unknown sizes last
         selection.matches.sort(key=lambda m: (getattr(m, sort) is None, -(getattr(m, sort) or 0)))
-

@@ -1,6 +1,6 @@
 """One table's prune work, the same whether a thread of the driver or a Spark task runs it.
 
-The driver decides what stays of every table and why (`run.py`, `protect.py`) and
+The driver decides what stays of every table and why (`decide.py`, `protect.py`) and
 hands each table over as a `TableWork`: its plan, the files shallow clones read, whether to
 compact it. `run_table` then removes the dead write's unpublished versions, expires the plan's
 versions with Lance, sweeps files no version references past the grace and compacts; it reads

@@ -1,0 +1,46 @@
+"""What dead writes leave behind, as `check` finds it: removed by `prune` past the grace
+(never-committed table writes, staged `__manifest` files, a dead Spark job's log); orphan
+directories that hold tables are only reported, never deleted.
+"""
+
+from __future__ import annotations
+
+from lancens_cli.service import check as check_module
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.prune.policy import PrunePolicy
+from lancens_cli.service.prune.report import (
+    DebrisResult,
+)
+
+DEBRIS_CODES = ("abandoned_table_write", "staged_manifest_file", "abandoned_job_log")
+
+
+def remove_debris(
+    ns: Namespace, policy: PrunePolicy, dry_run: bool, delimiter: str, committed: set[str]
+):
+    """`check`'s findings about debris: deleted past the grace; orphan tables only reported.
+    `committed`: the tables this run read versions of (no write of theirs is asked about)."""
+    findings = check_module.CheckReport(ns.storage.root_uri, "")
+    snapshot = ns.snapshot()
+    check_module.check_orphans(ns, snapshot, findings, delimiter, policy.grace)
+    check_module.check_uncommitted_root_tables(ns, snapshot, findings, policy.grace, committed)
+    check_module.check_job_logs(ns, findings, policy.grace)
+    if snapshot.exists:
+        check_module.check_staged_files(ns, findings, policy.grace)
+    results = []
+    for finding in findings.findings:
+        if finding.code in DEBRIS_CODES and finding.fixable:
+            action = "would delete" if dry_run else "deleted"
+            if not dry_run:
+                if finding.code == "abandoned_table_write" or ns.storage.is_dir(finding.location):
+                    ns.storage.delete_tree(finding.location)
+                else:
+                    ns.storage.delete_file(finding.location)
+        elif finding.code in DEBRIS_CODES:
+            action = "kept"
+        else:
+            action = "reported"
+        results.append(
+            DebrisResult(finding.code, finding.object, finding.location, action, finding.message)
+        )
+    return results

@@ -1,0 +1,78 @@
+"""`__manifest`'s own part of a prune: the plan for its versions with what each kept version
+publishes (the pins every table's plan keeps), and its compaction and index rebuild after the
+tables.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import lance
+
+from lancens_cli.models import MANIFEST_TABLE
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.prune.protect import (
+    PIN_COLUMNS,
+    Pins,
+    plan_table,
+    read_table_state,
+)
+from lancens_cli.store.manifest import ManifestSnapshot
+
+MANIFEST_COMPACT_FRAGMENTS = 16  # compact __manifest when it has more fragments than this
+
+
+def manifest_pins(ns: Namespace, snapshot: ManifestSnapshot, policy, now, parallel):
+    """The plan for `__manifest` itself and what each of its kept versions publishes."""
+    pins = Pins()
+    if not snapshot.exists:
+        return None, pins
+    state = read_table_state(ns.storage, MANIFEST_TABLE, None)
+    plan = plan_table(state, Pins(), policy, {}, now)
+    kept = [v for v in plan.protected if v <= snapshot.version] or [snapshot.version]
+
+    uri = ns.storage.uri(MANIFEST_TABLE)
+    options = ns.storage.lance_options
+
+    def read(version: int):
+        ds = lance.dataset(uri, version=version, storage_options=options)
+        columns = [c for c in PIN_COLUMNS if c in ds.schema.names]
+        if not columns:
+            return version, []
+        where = " OR ".join(f"{c} IS NOT NULL" for c in columns)
+        table = ds.to_table(columns=["location", *columns], filter=where)
+        return version, table.to_pylist()
+
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        for version, rows in pool.map(read, kept):
+            pins.add_rows(version, rows, current=version == snapshot.version)
+    # Versions committed after our snapshot are younger than any window and stay anyway.
+    return plan, pins
+
+
+def maintain_manifest(ns: Namespace, indexes: bool) -> list[dict[str, Any]]:
+    """Compact `__manifest` when it has many fragments; rebuild its indexes on request.
+
+    Compaction is a Lance `Rewrite` commit: a manifest writer racing it sees a conflict and
+    re-plans on the new version (store/manifest.py), so no change is lost.
+    """
+    done = []
+    ds = ns.manifest.open_dataset()
+    if ds is None:
+        return done
+    fragments = len(ds.get_fragments())
+    if fragments > MANIFEST_COMPACT_FRAGMENTS:
+        metrics = ds.optimize.compact_files()
+        done.append(
+            {
+                "table": MANIFEST_TABLE,
+                "fragments_before": fragments,
+                "fragments_removed": metrics.fragments_removed,
+                "fragments_added": metrics.fragments_added,
+            }
+        )
+    if indexes:
+        built = ns.manifest.create_indexes()
+        done.append({"table": MANIFEST_TABLE, "indexes_rebuilt": built})
+    return done
