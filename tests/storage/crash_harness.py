@@ -659,6 +659,21 @@ def kill_after(root: Root, argv: list[str], delay: float) -> tuple[int | None, s
         return None, ""
 
 
+def handler_floor() -> float:
+    """How soon a Ctrl-C can be the command's to handle: twice the time a cold interpreter
+    takes to run our first line (`interrupt.install_for_process`, the first statement of
+    `python -m lancens_cli`), the slowest of three. Before it, Python's own start-up (`site`
+    and its `.pth` files: 30 ms here, more on a loaded machine) owns SIGINT and no program
+    can answer it; after it, every Ctrl-C must end in exit 130."""
+    code = "from lancens_cli import interrupt; interrupt.install_for_process()"
+    slowest = 0.0
+    for _ in range(3):
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-c", code], env=_env(), check=True)
+        slowest = max(slowest, time.monotonic() - started)
+    return 2 * slowest
+
+
 def interrupt_after(root: Root, argv: list[str], delay: float) -> tuple[int, str]:
     """Run the command, send SIGINT (Ctrl-C) after `delay` seconds; (exit code, stderr).
 
@@ -753,8 +768,10 @@ def run_trials(
 
     outcome = Outcome(scenario.name, scenario.command, place.kind, runtime, seed)
     rng = random.Random(seed)
+    floor = handler_floor() if sigint else 0.0
     for number in range(kills):
         delay = rng.uniform(*(SIGINT_WINDOW if sigint else KILL_WINDOW)) * runtime
+        delay = max(delay, floor)
         root = place.copy(template, f"{scenario.name}-{number}")
         if sigint:
             code, err = interrupt_after(root, scenario.argv, delay)
