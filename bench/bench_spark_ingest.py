@@ -195,7 +195,7 @@ def main() -> None:
     poller.start()
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from lancens_cli.pipeline.ingest import ingest
-    from lancens_cli.pipeline.session import SparkSettings, spark_session
+    from lancens_cli.pipeline.spark_session import SparkSettings, spark_session
     from lancens_cli.service.namespace import Namespace
 
     started = time.monotonic()

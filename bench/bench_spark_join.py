@@ -119,7 +119,7 @@ def run(
     print(f"set-up (untimed): two namespaces through lancens write in {setup:.1f} s")
 
     from lancens_cli.pipeline import join as job_module
-    from lancens_cli.pipeline.session import SparkSettings, spark_session
+    from lancens_cli.pipeline.spark_session import SparkSettings, spark_session
     from lancens_cli.service.join.plan import parse_on
     from lancens_cli.service.namespace import Namespace
 

@@ -60,7 +60,7 @@ def main() -> None:
     start = time.perf_counter()
     from pyspark.sql import functions as F  # noqa: N812
 
-    from lancens_cli.pipeline.session import SparkSettings, spark_session
+    from lancens_cli.pipeline.spark_session import SparkSettings, spark_session
 
     spark = spark_session(SparkSettings(master="local[2]"))
     print(f"spark session start: {time.perf_counter() - start:.1f}s")
@@ -93,8 +93,8 @@ def main() -> None:
     condition = (F.col("part") == 42) & (F.col("k") < 500)
     condition_sql = "part = 42 AND k < 500"  # the same, as the source's prune option
 
-    from lancens_cli.pipeline.options import SourceOptions
     from lancens_cli.pipeline.read import arrow_schema, spark_schema
+    from lancens_cli.pipeline.source_options import SourceOptions
 
     source = arrow_schema(SourceOptions.parse({"root": str(root)}))
 

@@ -47,7 +47,7 @@ KNOWN_ENV = frozenset(
         *(ENV_PREFIX + key.upper() for key in KNOWN_KEYS),
         "LANCENS_PROFILE",
         "LANCENS_CONFIG",
-        "LANCENS_SPARK_MASTER",  # pipeline/session.py
+        "LANCENS_SPARK_MASTER",  # pipeline/spark_session.py
         "LANCENS_PRUNE_LEASE_SECONDS",  # service/prune/lease.py
         *_TEST_SUITE_ENV,
     }

@@ -91,7 +91,7 @@ def spark():
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["LANCENS_SPARK_MASTER"] = "local[2]"  # in-process commands reuse this session
-    from lancens_cli.pipeline.session import SparkSettings, spark_session
+    from lancens_cli.pipeline.spark_session import SparkSettings, spark_session
 
     session = spark_session(SparkSettings(master="local[2]"))
     yield session

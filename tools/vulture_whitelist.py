@@ -11,6 +11,6 @@ _.format_commands  # click.Group override (cli/app.py)
 _.find_spec  # importlib meta path finder protocol (cli/app.py)
 _.__signature__  # read by typer to build a command's options (cli/app.py, cli/common.py)
 _.IDENTIFIERS  # read by sqlglot's tokenizer (partition/predicate.py)
-_.disabled  # read by logging (pipeline/session.py)
-_.abort  # called by Spark when a write job fails (pipeline/write.py)
+_.disabled  # read by logging (pipeline/spark_session.py)
+_.abort  # called by Spark when a write job fails (pipeline/write_commit.py)
 _.manifests  # a field of base_paths.Relocation, read by its callers

@@ -85,7 +85,7 @@ def freed_progress_bar(
 def spark_progress(description: str) -> Iterator[Callable[[Any], Any]]:
     """Yields `watch(spark) -> spark`: from then on the bar counts the Spark tasks finished.
 
-    Spark's own console bar is off (pipeline/session.py); this one polls the status tracker
+    Spark's own console bar is off (pipeline/spark_session.py); this one polls the status tracker
     in a thread, so the job itself is untouched. A no-op when no bar is shown.
     """
     if not showing():

@@ -132,7 +132,7 @@ def prune(
     policy = PrunePolicy.from_options(older_than, retain, grace, force)
     spark = _wants_spark(master, conf, remote)
     if spark:
-        from lancens_cli.pipeline.session import require_pyspark
+        from lancens_cli.pipeline.spark_session import require_pyspark
 
         require_pyspark()  # before any question or change: exit 2 with the install hint
     targets = [session().ident(i) for i in idents or []]
@@ -231,7 +231,7 @@ def _wants_spark(master: str | None, conf: list[str] | None, remote: str | None)
 def _spark_tables(master: str | None, conf: list[str] | None, remote: str | None):
     """The runner that sends the per-table work to Spark tasks."""
     from lancens_cli.pipeline.prune_tasks import SparkTables
-    from lancens_cli.pipeline.session import runs_on
+    from lancens_cli.pipeline.spark_session import runs_on
 
     message("prune: starting Spark")
     spark = spark_session(master, conf, remote)

@@ -91,7 +91,7 @@ def scan(
     """
 
     from lancens_cli.pipeline.scan import ScanRequest, request_condition, run_scan
-    from lancens_cli.pipeline.session import runs_on
+    from lancens_cli.pipeline.spark_session import runs_on
 
     asked = ScanRequest(
         root="",

@@ -17,8 +17,8 @@ from lancens_cli.config import load_spark_profile
 def spark_session(master: str | None, conf: list[str] | None, remote: str | None = None) -> Any:
     """The Spark session for this invocation: flags > environment > profile > local mode."""
 
-    from lancens_cli.pipeline.session import SparkSettings, require_pyspark
-    from lancens_cli.pipeline.session import spark_session as start
+    from lancens_cli.pipeline.spark_session import SparkSettings, require_pyspark
+    from lancens_cli.pipeline.spark_session import spark_session as start
 
     require_pyspark()
     profile = load_spark_profile(session().profile or os.environ.get("LANCENS_PROFILE"))

@@ -1,4 +1,5 @@
-"""Partition pruning (spec 004, "Partition Pruning" and Appendix D).
+"""Partition selection: which partition tables a filter must read (spec 004 calls it
+"Partition Pruning", Appendix D; here "prune" names the maintenance command alone).
 
 A predicate over source columns becomes, per spec version, a filter over that version's
 partition columns by evaluating the partition transforms on the predicate's literals. The one
@@ -50,7 +51,7 @@ MONOTONE = ("year", "truncate")  # t(a) <= t(b) whenever a <= b
 CYCLIC = {"month": 12, "day": 31, "hour": 24}  # unit steps in one cycle
 
 
-class _NoPrune(Exception):
+class _NoSelection(Exception):
     """This atom / field pair gives no usable filter (the result is TRUE)."""
 
 
@@ -83,7 +84,7 @@ class VersionPlan:
 
 
 @dataclass(frozen=True)
-class PrunePlan:
+class SelectionPlan:
     predicate: Node | None
     versions: tuple[VersionPlan, ...]
 
@@ -109,16 +110,16 @@ class PrunePlan:
         return any(v.keeps(row) for v in self.versions)
 
 
-def plan(predicate: Node | None, specs: list[PartitionSpec], schema: Any) -> PrunePlan:
-    """The pruning plan of `predicate` (parsed against `schema`) for every spec version."""
+def plan(predicate: Node | None, specs: list[PartitionSpec], schema: Any) -> SelectionPlan:
+    """The selection plan of `predicate` (parsed against `schema`) for every spec version."""
     parts = conjuncts(predicate)
     versions = tuple(_Converter(spec, schema).version(parts) for spec in specs)
-    return PrunePlan(predicate, versions)
+    return SelectionPlan(predicate, versions)
 
 
-def prune(pruning: PrunePlan, manifest_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def selected(chosen: SelectionPlan, manifest_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The `__manifest` rows the plan keeps, in Python (the same semantics as the SQL)."""
-    return [row for row in manifest_rows if pruning.keeps(row)]
+    return [row for row in manifest_rows if chosen.keeps(row)]
 
 
 # --------------------------------------------------------------------------- simplification
@@ -177,14 +178,14 @@ def one_of(column: str, values: list[Any]) -> Node:
 
 
 def _fit(value: Any, kind: Any) -> Any:
-    """`value` as a literal of partition column type `kind`, or _NoPrune.
+    """`value` as a literal of partition column type `kind`, or _NoSelection.
 
     Lance refuses a literal that does not convert to the column's type (an int64 literal
     against an int32 column, say), so only values that fit go into the filter.
     """
     value = _plain(value)
     if value is None:
-        raise _NoPrune
+        raise _NoSelection
     if t.is_boolean(kind) and isinstance(value, bool):
         return value
     if t.is_integer(kind) and isinstance(value, int) and not isinstance(value, bool):
@@ -199,7 +200,7 @@ def _fit(value: Any, kind: Any) -> Any:
         return _fit_timestamp(value, kind)
     if t.is_date(kind) and isinstance(value, dt.date) and not isinstance(value, dt.datetime):
         return value
-    raise _NoPrune
+    raise _NoSelection
 
 
 def _plain(value: Any) -> Any:
@@ -222,16 +223,16 @@ def _fit_int(value: int, kind: Any) -> int:
         )
     )
     if not low <= value <= high:
-        raise _NoPrune
+        raise _NoSelection
     return value
 
 
 def _fit_decimal(value: Decimal, kind: Any) -> Decimal:
     exponent = value.as_tuple().exponent
     if not isinstance(exponent, int) or -exponent > kind.scale:
-        raise _NoPrune
+        raise _NoSelection
     if abs(value) >= Decimal(10) ** (kind.precision - kind.scale):
-        raise _NoPrune
+        raise _NoSelection
     return value
 
 
@@ -239,13 +240,13 @@ def _fit_timestamp(value: dt.datetime, kind: Any) -> dt.datetime:
     """Rendered as wall time, so it must be in the column's own zone, unambiguously."""
     if kind.tz is None:
         if value.tzinfo is not None:
-            raise _NoPrune
+            raise _NoSelection
         return value
     if value.tzinfo is None:
-        raise _NoPrune
+        raise _NoSelection
     local = value.astimezone(zone(kind.tz))
     if not unambiguous(local):
-        raise _NoPrune
+        raise _NoSelection
     return local
 
 
@@ -254,7 +255,7 @@ def _renderable(node: Node) -> Node:
     try:
         to_sql(node)
     except ValueError:
-        raise _NoPrune from None
+        raise _NoSelection from None
     return node
 
 
@@ -326,7 +327,7 @@ class _Converter:
     def _atom_field(self, node: Node, field: PartitionField) -> _Result:
         try:
             return _atom_rule(self, node, field)
-        except _NoPrune:
+        except _NoSelection:
             return _UNUSABLE
 
     # ------------------------------------------------------------- transforms of literals
@@ -340,7 +341,7 @@ class _Converter:
         try:
             return transforms.value_of(field, list(values), kinds)
         except Exception:  # noqa: BLE001 - a literal the transform cannot take: no pruning
-            raise _NoPrune from None
+            raise _NoSelection from None
 
     def fitted(self, field: PartitionField, values: list[Any]) -> Any:
         return _fit(self.transformed(field, values), field.result_type)
@@ -360,7 +361,7 @@ class _Converter:
                     out.append(self._bound_combinations(field, items))
                 elif _kind(field) == "cyclic":
                     out.append(self._bounded_range(field, items))
-            except _NoPrune:
+            except _NoSelection:
                 continue
         return out
 
@@ -370,26 +371,26 @@ class _Converter:
         for column in columns:
             found = [(k, b) for k, b in enumerate(binding(i, column) for i in items) if b]
             if not found or not self._hashable(column, _intersect([b for _, b in found])):
-                raise _NoPrune
+                raise _NoSelection
             choices.append(_intersect([b for _, b in found]))
             used |= {k for k, _ in found}
         total = 1
         for choice in choices:
             total *= len(choice)
         if total > MAX_COMBINATIONS:
-            raise _NoPrune
+            raise _NoSelection
         values = [self.transformed(field, list(c)) for c in itertools.product(*choices)]
         checked = [None if v is None else _fit(v, field.result_type) for v in values]
         return _renderable(one_of(field.column, checked)), sorted(used)
 
     def _bounded_range(self, field: PartitionField, items: list[Node]) -> Any:
         if not _source_ok("cyclic", field, self.source_type(field)):
-            raise _NoPrune
+            raise _NoSelection
         column = self.names[field.source_ids[0]]
         lows = [(k, lo) for k, i in enumerate(items) for lo in _lower(i, column)]
         highs = [(k, hi) for k, i in enumerate(items) for hi in _upper(i, column)]
         if not lows or not highs or len({k for k, _ in lows + highs}) < 2:
-            raise _NoPrune  # a lone BETWEEN is converted on its own
+            raise _NoSelection  # a lone BETWEEN is converted on its own
         low = max(v for _, v in lows)
         high = min(v for _, v in highs)
         node = self.cyclic_range(field, low, high)
@@ -454,12 +455,12 @@ def _atom_rule(conv: _Converter, node: Node, field: PartitionField) -> _Result:
     if isinstance(node, IsNull):
         return _null_rule(node, field)
     if _is_multi(field):
-        raise _NoPrune  # needs every source bound: see _Converter.derived
+        raise _NoSelection  # needs every source bound: see _Converter.derived
     kind = _kind(field)
     if kind == "identity":
         return _Result(_renderable(_identity(node, field)), True)
     if not _source_ok(kind, field, conv.source_type(field)):
-        raise _NoPrune
+        raise _NoSelection
     if kind == "monotone":
         return _Result(_monotone(conv, node, field), False)
     if kind == "cyclic":
@@ -471,9 +472,9 @@ def _null_rule(node: IsNull, field: PartitionField) -> _Result:
     """Built-in transforms map NULL to NULL and a value to a value (multi_bucket: NULL only if
     every source is NULL, so only IS NOT NULL carries over); expressions promise neither."""
     if field.transform is None:
-        raise _NoPrune
+        raise _NoSelection
     if _is_multi(field) and not node.negated:
-        raise _NoPrune
+        raise _NoSelection
     exact = field.transform.type == "identity"
     return _Result(IsNull(field.column, node.negated), exact)
 
@@ -519,7 +520,7 @@ def _monotone(conv: _Converter, node: Node, field: PartitionField) -> Node:
     down, up = _slack(field, conv.source_type(field))
     if isinstance(node, Comparison):
         if node.op not in _WIDEN:
-            raise _NoPrune
+            raise _NoSelection
         if node.op == "=":
             return _renderable(Comparison(column, "=", conv.fitted(field, [node.literal])))
         moved = up(node.literal) if node.op in ("<", "<=") else down(node.literal)
@@ -562,7 +563,7 @@ def _cyclic(conv: _Converter, node: Node, field: PartitionField) -> Node:
     """month / day / hour repeat: only `=`, IN and a short closed range carry over."""
     if isinstance(node, Comparison):
         if node.op != "=":
-            raise _NoPrune
+            raise _NoSelection
         return _renderable(Comparison(field.column, "=", conv.fitted(field, [node.literal])))
     if isinstance(node, InList):
         return _renderable(one_of(field.column, [conv.fitted(field, [v]) for v in node.literals]))
@@ -575,7 +576,7 @@ def _hashed(conv: _Converter, node: Node, field: PartitionField) -> Node:
     column = conv.names[field.source_ids[0]]
     values = binding(node, column)
     if not values or not conv._hashable(column, values):
-        raise _NoPrune
+        raise _NoSelection
     out = [conv.transformed(field, [v]) for v in values]
     return _renderable(
         one_of(field.column, [None if v is None else _fit(v, field.result_type) for v in out])
@@ -659,7 +660,7 @@ def _zoned_minutes(low: dt.datetime, high: dt.datetime, unit: str, kind: Any) ->
     zone other than UTC changes value only at whole minutes, as long as its offsets are
     whole minutes)."""
     if high - low > _CYCLE_SPAN[unit]:
-        raise _NoPrune
+        raise _NoSelection
     minute = 60_000_000
     start = _epoch_micros(low)
     first = -(-start // minute) * minute
@@ -669,7 +670,7 @@ def _zoned_minutes(low: dt.datetime, high: dt.datetime, unit: str, kind: Any) ->
         pc.local_timestamp(instants).cast(pa.int64()), instants.cast(pa.int64())
     ).to_numpy()
     if (offsets % minute).any():
-        raise _NoPrune  # a zone's local mean time: offsets of seconds
+        raise _NoSelection  # a zone's local mean time: offsets of seconds
     return instants
 
 
@@ -684,7 +685,7 @@ def _walk(low: Any, high: Any, unit: str, step: Any) -> list[Any]:
     while point <= high:
         points.append(point)
         if len(points) > CYCLIC[unit]:
-            raise _NoPrune
+            raise _NoSelection
         point = step(point, unit)
     return points
 
@@ -713,7 +714,7 @@ def _apply(field: PartitionField, points: list[Any], kind: Any) -> list[Any]:
             array = pa.array([_floor_to_unit(p, kind) for p in points], type=kind)
         return list(dict.fromkeys(transforms.apply_field(field, [array], len(points)).to_pylist()))
     except Exception:  # noqa: BLE001 - no pruning rather than a guess
-        raise _NoPrune from None
+        raise _NoSelection from None
 
 
 def _floor_to_unit(point: Any, kind: Any) -> Any:

@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lancens_cli.pipeline.files_source import conform_batch, open_source
-from lancens_cli.pipeline.session import task_slots
+from lancens_cli.pipeline.spark_session import task_slots
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from lancens_cli.pipeline.write import LancensWriter
+    from lancens_cli.pipeline.write_commit import LancensWriter
 
 FORMATS = ("parquet", "orc")  # what pyarrow reads by row group (stripe) natively
 _MESSAGE_SCHEMA = pa.schema([("message", pa.binary())])

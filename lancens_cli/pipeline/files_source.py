@@ -20,7 +20,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from lancens_cli.pipeline.options import STORAGE_PREFIX
+from lancens_cli.pipeline.source_options import STORAGE_PREFIX
 from lancens_cli.pipeline.task_failures import carried
 
 
@@ -63,7 +63,7 @@ class FilesReader(DataSourceReader):
         return [FilePartition(path) for path in self.files]
 
     def read(self, partition: Any) -> Iterator[Any]:
-        from lancens_cli.pipeline.write import arrow_schema
+        from lancens_cli.pipeline.write_commit import arrow_schema
 
         target = arrow_schema(self.schema)
         try:

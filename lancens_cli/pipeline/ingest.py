@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.models import Result
-from lancens_cli.pipeline.session import is_connect
+from lancens_cli.pipeline.spark_session import is_connect
 from lancens_cli.pipeline.task_failures import spark_errors
 
 if TYPE_CHECKING:
@@ -356,7 +356,7 @@ def target_schema(ns: Namespace, into: Identifier | None) -> tuple[str, Any]:
 
         _, layout = partitioned_target(ns)
         return "partitioned", layout.schema
-    from lancens_cli.pipeline.write import refuse_partition_table
+    from lancens_cli.pipeline.write_commit import refuse_partition_table
     from lancens_cli.store.tables import open_table
 
     ns.require_root()
@@ -382,7 +382,7 @@ def ingest(
     debug: bool = False,
     branch: str | None = None,
 ) -> IngestResult:
-    from lancens_cli.pipeline.write import check_columns
+    from lancens_cli.pipeline.write_commit import check_columns
     from lancens_cli.service.partitioned.branch import check_ref_name
 
     if mode not in ("append", "overwrite"):
@@ -512,8 +512,8 @@ def _write_row_groups(
     mode: str,
 ) -> None:
     from lancens_cli.pipeline.arrow_ingest import RowGroupFiles, write_row_groups
-    from lancens_cli.pipeline.options import SourceOptions
-    from lancens_cli.pipeline.write import WRITE_OPTIONS, LancensWriter, arrow_schema
+    from lancens_cli.pipeline.source_options import SourceOptions
+    from lancens_cli.pipeline.write_commit import WRITE_OPTIONS, LancensWriter, arrow_schema
 
     writer = LancensWriter(SourceOptions.parse(options, WRITE_OPTIONS), struct, mode == "overwrite")
     target = arrow_schema(struct)

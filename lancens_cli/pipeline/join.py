@@ -31,7 +31,7 @@ import pyarrow as pa
 from lancens_cli.errors import InvalidInputError, TableAlreadyExistsError
 from lancens_cli.models import Result
 from lancens_cli.pipeline.join_tasks import encode_schema, pack, task_function
-from lancens_cli.pipeline.session import is_connect, task_slots
+from lancens_cli.pipeline.spark_session import is_connect, task_slots
 from lancens_cli.service.join.plan import JoinPlan, PartitionTable, Side, join_plan
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.store.tables import open_published

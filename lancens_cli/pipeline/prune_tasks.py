@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from lancens_cli.pipeline.session import is_connect, task_slots
+from lancens_cli.pipeline.spark_session import is_connect, task_slots
 from lancens_cli.pipeline.task_failures import from_spark
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.compact import Compaction

@@ -23,8 +23,8 @@ from pyspark.sql.types import StructField, StructType
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.partition.predicate import FALSE, to_sql
 from lancens_cli.partition.spark_conditions import split_condition
-from lancens_cli.pipeline.options import SourceOptions
 from lancens_cli.pipeline.read_plan import LancensSlice, Piece, plan_slices
+from lancens_cli.pipeline.source_options import SourceOptions
 from lancens_cli.pipeline.task_failures import marked, marked_iter
 
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ from lancens_cli.partition.predicate import (
     to_sql,
 )
 from lancens_cli.pipeline.missing_columns import without_columns
-from lancens_cli.pipeline.options import SourceOptions
+from lancens_cli.pipeline.source_options import SourceOptions
 from lancens_cli.store.containment import directory_location_problem
 
 if TYPE_CHECKING:

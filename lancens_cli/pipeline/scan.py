@@ -27,8 +27,8 @@ import pyarrow.types as t
 from lancens_cli.errors import InvalidInputError, TableAlreadyExistsError
 from lancens_cli.models import Result, json_value
 from lancens_cli.partition.spark_conditions import Condition, split_condition
-from lancens_cli.pipeline.options import SourceOptions
-from lancens_cli.pipeline.session import is_connect
+from lancens_cli.pipeline.source_options import SourceOptions
+from lancens_cli.pipeline.spark_session import is_connect
 from lancens_cli.pipeline.task_failures import spark_errors
 
 if TYPE_CHECKING:

@@ -2,8 +2,8 @@
 
 `spark.read.format("lancens").option("root", R).load("ns.table")` reads a table, `.load()` on a
 partitioned root reads the whole partitioned namespace; `df.write.format("lancens")` writes.
-This class only dispatches: reading lives in `pipeline/read.py`, writing in `pipeline/write.py`,
-so that each task imports what it runs and no more.
+This class only dispatches: reading lives in `pipeline/read.py`, writing in
+`pipeline/write_commit.py`, so that each task imports what it runs and no more.
 
 `read.py` and `write.py` are imported inside the methods that use them, so that a task imports what
 it runs and no more.
@@ -15,7 +15,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource
 
-from lancens_cli.pipeline.options import SourceOptions
+from lancens_cli.pipeline.source_options import SourceOptions
 from lancens_cli.pipeline.task_failures import carried
 
 
@@ -40,7 +40,7 @@ class LancensDataSource(DataSource):
         return LancensReader(self._options(READ_OPTIONS), schema)
 
     def writer(self, schema: Any, overwrite: bool) -> Any:
-        from lancens_cli.pipeline.write import WRITE_OPTIONS, LancensWriter
+        from lancens_cli.pipeline.write_commit import WRITE_OPTIONS, LancensWriter
 
         try:
             opts = SourceOptions.parse(self.options, WRITE_OPTIONS)

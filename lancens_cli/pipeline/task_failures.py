@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from lancens_cli import errors
 from lancens_cli.errors import ExitCode, InvalidInputError, LancensError, lance_message
-from lancens_cli.pipeline.session import SparkSetupError
+from lancens_cli.pipeline.spark_session import SparkSetupError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -39,7 +39,7 @@ from lancens_cli.errors import (
     lance_message,
 )
 from lancens_cli.partition.rows import partition_table_rows
-from lancens_cli.pipeline.options import SourceOptions
+from lancens_cli.pipeline.source_options import SourceOptions
 from lancens_cli.pipeline.task_failures import carried
 from lancens_cli.pipeline.write_task import (
     JOBS_DIR,

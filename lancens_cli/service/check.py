@@ -40,7 +40,7 @@ from lancens_cli.models import (
 from lancens_cli.partition.rows import split_id, top_namespace
 from lancens_cli.partition.spec import SPEC_NAMESPACE, specs_from_metadata
 from lancens_cli.service.catalog.listing import nested_roots_message, roots_below
-from lancens_cli.service.catalog.rows import (
+from lancens_cli.service.catalog.manifest_rows import (
     RENAME_INTENT_KEY,
     RENAMED_FROM_KEY,
     rename_intent,

@@ -32,7 +32,7 @@ from lancens_cli.models import (
     ChangeSet,
     Identifier,
 )
-from lancens_cli.service.catalog.rows import (  # noqa: F401 (callers import the keys here)
+from lancens_cli.service.catalog.manifest_rows import (  # noqa: F401 (callers import the keys here)
     DROPPING_KEY,
     RENAME_INTENT_KEY,
     RENAMED_FROM_KEY,

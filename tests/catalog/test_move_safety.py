@@ -246,7 +246,7 @@ def test_dependents_are_found_through_tags_and_branches(local_root):
     clone.tags.create("kept", clone.version)
     clone.create_branch("exp", clone.version)
     lance.write_dataset(pa.table({"id": [9]}), uri(local_root, "c.lance"), mode="overwrite")
-    from lancens_cli.store.dependents import referenced_paths  # what the scan reads
+    from lancens_cli.store.base_path_readers import referenced_paths  # what the scan reads
 
     labels = {label for label, _ in referenced_paths(_storage(local_root), "c.lance")}
     assert {"tag kept", "branch exp"} <= labels

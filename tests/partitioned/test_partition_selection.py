@@ -1,6 +1,6 @@
-"""Partition pruning (the partitioning spec "Partition Pruning", Appendix D).
+"""Partition selection (the partitioning spec's "Partition Pruning", Appendix D).
 
-The parser and renderer are checked construct by construct; the pruning rules one by one; and
+The parser and renderer are checked construct by construct; the selection rules one by one; and
 the promise that matters (a partition holding a matching row is never pruned) against brute
 force over random rows, specs and predicates, through both the Python and the Lance SQL path.
 """
@@ -39,8 +39,8 @@ from lancens_cli.partition.predicate import (
     parse,
     to_sql,
 )
-from lancens_cli.partition.pruning import plan, prune
 from lancens_cli.partition.schema import with_field_ids
+from lancens_cli.partition.selection import plan, selected
 from lancens_cli.partition.spec import PartitionField, PartitionSpec, Transform, specs_from_metadata
 from lancens_cli.schema_json import schema_from_json
 
@@ -89,8 +89,8 @@ def field(
 
 def version_filter(text: str, *fields: PartitionField) -> str:
     """The SQL of the one-version filter `text` gives under a spec of `fields`."""
-    pruning = plan(parse(text, SCHEMA), [PartitionSpec(1, tuple(fields))], SCHEMA)
-    return to_sql(pruning.versions[0].filter)
+    chosen = plan(parse(text, SCHEMA), [PartitionSpec(1, tuple(fields))], SCHEMA)
+    return to_sql(chosen.versions[0].filter)
 
 
 def part_value(f: PartitionField, *values: Any) -> Any:
@@ -320,14 +320,14 @@ def _lance_kept(rows: list[dict[str, Any]], types: dict[str, pa.DataType], where
 
 def test_appendix_d() -> None:
     predicate = parse("event_date = '2025-12-10' AND country = 'US'", APPENDIX_SCHEMA)
-    pruning = plan(predicate, APPENDIX_SPECS, APPENDIX_SCHEMA)
-    assert pruning.manifest_filter() == (
+    chosen = plan(predicate, APPENDIX_SPECS, APPENDIX_SCHEMA)
+    assert chosen.manifest_filter() == (
         "object_type = 'table' AND ("
         "(object_id LIKE 'v1$%' AND partition_field_event_date = DATE '2025-12-10') OR "
         "(object_id LIKE 'v2$%' AND partition_field_event_year = 2025 AND "
         "partition_field_country = 'US'))"
     )
-    v1, v2 = pruning.versions
+    v1, v2 = chosen.versions
     assert to_sql(v1.filter) == "partition_field_event_date = DATE '2025-12-10'"
     assert v1.residual == "country = 'US'"  # v1 has no country partition: the scan applies it
     assert [to_sql(p) for p in v1.pushed] == ["event_date = DATE '2025-12-10'"]
@@ -340,8 +340,8 @@ def test_appendix_d() -> None:
         "v2$e9f0g1h2i3j4k5l6$m7n8o9p0q1r2s3t4$dataset",
     }
     rows = _appendix_c_rows()
-    assert {r["object_id"] for r in prune(pruning, rows)} == expected
-    assert _lance_kept(rows, MANIFEST_TYPES, pruning.manifest_filter()) == expected
+    assert {r["object_id"] for r in selected(chosen, rows)} == expected
+    assert _lance_kept(rows, MANIFEST_TYPES, chosen.manifest_filter()) == expected
 
 
 def test_no_predicate_and_nothing_kept() -> None:
@@ -360,7 +360,7 @@ def test_no_predicate_and_nothing_kept() -> None:
     assert empty.versions[0].filter == FALSE
     assert empty.manifest_filter() == "object_type = 'table' AND false"
     rows = _appendix_c_rows()
-    assert prune(empty, rows) == []
+    assert selected(empty, rows) == []
     assert _lance_kept(rows, MANIFEST_TYPES, empty.manifest_filter()) == set()
 
 
@@ -481,9 +481,9 @@ def test_untransformable_literal_is_not_pruned(monkeypatch: pytest.MonkeyPatch) 
 
 def test_literal_outside_partition_type_is_not_pruned() -> None:
     narrow = field("identity", "i", result=pa.int32())  # the column was promoted to int64 later
-    pruning = plan(parse("i = 9999999999", SCHEMA), [PartitionSpec(1, (narrow,))], SCHEMA)
-    assert pruning.versions[0].filter == TRUE
-    assert pruning.versions[0].residual == "i = 9999999999"
+    chosen = plan(parse("i = 9999999999", SCHEMA), [PartitionSpec(1, (narrow,))], SCHEMA)
+    assert chosen.versions[0].filter == TRUE
+    assert chosen.versions[0].residual == "i = 9999999999"
     assert version_filter("i = 5", narrow) == "partition_field_f = 5"
 
 
@@ -504,10 +504,10 @@ def test_residual_and_pushed_per_version() -> None:
 def test_zoned_timestamps_render_as_lance_reads_them() -> None:
     ident = field("identity", "tz", field_id="tz")
     hour = field("hour", "tz", field_id="h")
-    pruning = plan(
+    chosen = plan(
         parse("tz = '2025-06-01 12:00:00'", SCHEMA), [PartitionSpec(1, (ident, hour))], SCHEMA
     )
-    assert to_sql(pruning.versions[0].filter) == (
+    assert to_sql(chosen.versions[0].filter) == (
         "partition_field_tz = TIMESTAMP '2025-06-01 12:00:00' AND partition_field_h = 12"
     )
     kind = pa.timestamp("us", tz="America/New_York")
@@ -527,8 +527,8 @@ def test_zoned_timestamps_render_as_lance_reads_them() -> None:
         },
     ]
     types = {"partition_field_tz": kind, "partition_field_h": pa.int32()}
-    assert _lance_kept(rows, types, pruning.manifest_filter()) == {"v1$a$dataset"}
-    assert {r["object_id"] for r in prune(pruning, rows)} == {"v1$a$dataset"}
+    assert _lance_kept(rows, types, chosen.manifest_filter()) == {"v1$a$dataset"}
+    assert {r["object_id"] for r in selected(chosen, rows)} == {"v1$a$dataset"}
 
 
 # --------------------------------------------------------------------------- usefulness
@@ -539,11 +539,11 @@ def test_equality_keeps_one_partition(kind: str) -> None:
     f = field(kind, "i", n=8 if kind == "bucket" else None)
     rows = [{"i": k} for k in range(40)]
     scenario = _Scenario([PartitionSpec(1, (f,))], rows, [0] * len(rows))
-    pruning = plan(parse("i = 7", SCHEMA), scenario.specs, SCHEMA)
-    kept = {r["object_id"] for r in prune(pruning, scenario.manifest)}
+    chosen = plan(parse("i = 7", SCHEMA), scenario.specs, SCHEMA)
+    kept = {r["object_id"] for r in selected(chosen, scenario.manifest)}
     assert len(scenario.tables()) == (40 if kind == "identity" else 8)
     assert kept == {scenario.owner[7]}
-    assert _lance_kept(scenario.manifest, scenario.types, pruning.manifest_filter()) == kept
+    assert _lance_kept(scenario.manifest, scenario.types, chosen.manifest_filter()) == kept
 
 
 # --------------------------------------------------------------------------- brute force
@@ -662,7 +662,7 @@ def _atoms(draw: Any, columns: st.SearchStrategy[str]) -> Node:
 
 @functools.cache  # building strategies costs more than drawing from them
 def predicates(columns: tuple[str, ...]) -> st.SearchStrategy[Node]:
-    """Half arbitrary trees, half AND / OR groups of the atoms pruning can use."""
+    """Half arbitrary trees, half AND / OR groups of the atoms chosen can use."""
 
     def groups(inner: st.SearchStrategy[Node]) -> st.SearchStrategy[Node]:
         two_or_three = st.lists(inner, min_size=2, max_size=3)
@@ -735,7 +735,7 @@ def _rows(predicate: Node) -> st.SearchStrategy[list[dict[str, Any]]]:
 
 @st.composite
 def scenarios(draw: Any) -> tuple[_Scenario, Node]:
-    """Predicates over one or two columns, specs mostly on those columns (or pruning is moot)."""
+    """Predicates over one or two columns, specs mostly on those columns (or chosen is moot)."""
     columns = draw(COLUMN_SETS)
     chosen = draw(st.lists(_spec_fields(columns), min_size=1, max_size=3))
     specs = [PartitionSpec(k + 1, tuple(fs)) for k, fs in enumerate(chosen)]
@@ -748,18 +748,18 @@ def scenarios(draw: Any) -> tuple[_Scenario, Node]:
 def _check(scenario: _Scenario, generated: Node) -> Any:
     """No matching row's partition is pruned; kept partitions + residual = the predicate."""
     predicate = parse(to_sql(generated), SCHEMA)  # through the text form, as users give it
-    pruning = plan(predicate, scenario.specs, SCHEMA)
-    kept = {r["object_id"] for r in prune(pruning, scenario.manifest)}
+    chosen = plan(predicate, scenario.specs, SCHEMA)
+    kept = {r["object_id"] for r in selected(chosen, scenario.manifest)}
     assert kept <= scenario.tables()
     residuals = {
         v.spec_id: TRUE if v.residual is None else parse(v.residual, SCHEMA)
-        for v in pruning.versions
+        for v in chosen.versions
     }
     for k, row in enumerate(scenario.rows):
         truth = evaluate(predicate, row)
         assert truth == evaluate(generated, row)
         if truth is True:
-            assert scenario.owner[k] in kept, (to_sql(predicate), row, pruning.manifest_filter())
+            assert scenario.owner[k] in kept, (to_sql(predicate), row, chosen.manifest_filter())
         if scenario.owner[k] in kept:
             residual = residuals[int(scenario.owner[k][1:].split("$")[0])]
             assert (truth is True) == (evaluate(residual, row) is True), (
@@ -767,7 +767,7 @@ def _check(scenario: _Scenario, generated: Node) -> Any:
                 to_sql(residual),
                 row,
             )
-    return pruning, kept
+    return chosen, kept
 
 
 SETTINGS = {
@@ -787,8 +787,8 @@ def test_never_prunes_a_matching_row(case: tuple[_Scenario, Node]) -> None:
 @given(scenarios())
 def test_lance_sql_keeps_what_python_keeps(case: tuple[_Scenario, Node]) -> None:
     scenario, generated = case
-    pruning, kept = _check(scenario, generated)
-    assert _lance_kept(scenario.manifest, scenario.types, pruning.manifest_filter()) == kept
+    chosen, kept = _check(scenario, generated)
+    assert _lance_kept(scenario.manifest, scenario.types, chosen.manifest_filter()) == kept
 
 
 @settings(max_examples=200, **SETTINGS)

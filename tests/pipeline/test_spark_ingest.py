@@ -416,8 +416,8 @@ def _writer_tasks(root, table: pa.Table, parts: int = 2):
     from one snapshot and the commit messages of `parts` tasks."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from lancens_cli.pipeline.options import SourceOptions
-    from lancens_cli.pipeline.write import LancensWriter
+    from lancens_cli.pipeline.source_options import SourceOptions
+    from lancens_cli.pipeline.write_commit import LancensWriter
 
     opts = SourceOptions.parse({"root": root.uri})
     writer = LancensWriter(opts, from_arrow_schema(table.schema), False)

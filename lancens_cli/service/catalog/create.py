@@ -27,7 +27,7 @@ from lancens_cli.models import (
     ChangeSet,
     Identifier,
 )
-from lancens_cli.service.catalog.rows import namespace_row, refuse_taken, table_row
+from lancens_cli.service.catalog.manifest_rows import namespace_row, refuse_taken, table_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.refusals import refuse_spec_names
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot

@@ -26,7 +26,7 @@ from lancens_cli.models import (
     Identifier,
 )
 from lancens_cli.service.catalog.dependents import attach, outside_dependents, refuse
-from lancens_cli.service.catalog.rows import DROPPING_KEY, refuse_taken, table_row
+from lancens_cli.service.catalog.manifest_rows import DROPPING_KEY, refuse_taken, table_row
 from lancens_cli.service.namespace import Namespace, stale_rename_sources
 from lancens_cli.service.partitioned.refusals import refuse_spec_names
 from lancens_cli.store.containment import directory_location_problem, row_locations

@@ -24,7 +24,7 @@ from lancens_cli.models import (
     to_plain,
     validate_name,
 )
-from lancens_cli.service.catalog.rows import table_row
+from lancens_cli.service.catalog.manifest_rows import table_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot

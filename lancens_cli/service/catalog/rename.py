@@ -35,7 +35,7 @@ from lancens_cli.errors import (
 )
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Change, ChangeSet, Identifier
 from lancens_cli.service.catalog.dependents import attach, outside_dependents, refuse
-from lancens_cli.service.catalog.rows import (
+from lancens_cli.service.catalog.manifest_rows import (
     DROPPING_KEY,
     RENAME_INTENT_KEY,
     RENAMED_FROM_KEY,

@@ -16,12 +16,12 @@ import pyarrow.types as pt
 
 from lancens_cli.errors import CatalogDamagedError
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, MANIFEST_TABLE
-from lancens_cli.partition.pruning import zone_of
 from lancens_cli.partition.rows import dotted, partition_rows
 from lancens_cli.partition.schema import top_level_ids
+from lancens_cli.partition.selection import zone_of
 from lancens_cli.partition.spec import TIME_TRANSFORMS, PartitionSpec
 from lancens_cli.partition.transforms import apply_field
-from lancens_cli.service.catalog.rows import partition_namespace_row
+from lancens_cli.service.catalog.manifest_rows import partition_namespace_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.evolve_schema import check_table_schemas
 from lancens_cli.service.partitioned.layout import (

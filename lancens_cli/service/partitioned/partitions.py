@@ -13,8 +13,8 @@ from typing import Any
 from lancens_cli.errors import InvalidInputError, ManifestError
 from lancens_cli.models import MANIFEST_TABLE, Identifier, Result, json_value
 from lancens_cli.partition.predicate import to_sql
-from lancens_cli.partition.pruning import plan
 from lancens_cli.partition.rows import top_namespace
+from lancens_cli.partition.selection import plan
 from lancens_cli.partition.spark_conditions import split_condition
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import (
@@ -50,7 +50,7 @@ class PartitionSelection(Result):
     matches: list[PartitionMatch]
     residual: dict[str, str | None]  # spec version namespace -> what its scans must still apply
     pushed: dict[str, list[str]] = field(default_factory=dict)
-    # conjuncts of `where` the pruning could not use: the matches are then a superset
+    # conjuncts of `where` the selection could not use: the matches are then a superset
     not_used: list[dict[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -104,8 +104,8 @@ def select_partitions(
         part = split.left[0]
         raise InvalidInputError(f"predicate: {part.reason} in {part.text!r}")
     predicate = split.pushed_node() if split is not None else None
-    pruning = plan(predicate, layout.specs, layout.schema)
-    condition = pruning.manifest_filter()
+    chosen = plan(predicate, layout.specs, layout.schema)
+    condition = chosen.manifest_filter()
     columns = _columns(dataset, layout)
     try:
         found = dataset.to_table(columns=columns, filter=condition).to_pylist()
@@ -139,8 +139,8 @@ def select_partitions(
         manifest_query=query,
         total=total,
         matches=matches,
-        residual={f"v{v.spec_id}": v.residual for v in pruning.versions},
-        pushed={f"v{v.spec_id}": [to_sql(p) for p in v.pushed] for v in pruning.versions},
+        residual={f"v{v.spec_id}": v.residual for v in chosen.versions},
+        pushed={f"v{v.spec_id}": [to_sql(p) for p in v.pushed] for v in chosen.versions},
         not_used=[{"condition": c.text, "reason": c.reason or ""} for c in split.left]
         if split is not None
         else [],

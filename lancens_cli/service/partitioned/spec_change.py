@@ -36,7 +36,7 @@ from lancens_cli.partition.spec import (
 )
 from lancens_cli.partition.transforms import check_expression, result_type
 from lancens_cli.schema_json import schema_to_json, type_from_json, type_to_json
-from lancens_cli.service.catalog.rows import partition_namespace_row
+from lancens_cli.service.catalog.manifest_rows import partition_namespace_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import layout_of, manifest_columns
 from lancens_cli.service.partitioned.write import TABLE_NAME

@@ -44,7 +44,7 @@ from lancens_cli.partition.schema import padded_for_field_ids, schema_to_text, t
 from lancens_cli.partition.schema_evolution import highest_id, history_from_metadata
 from lancens_cli.partition.spec import PartitionSpec
 from lancens_cli.partition.transforms import apply_field
-from lancens_cli.service.catalog.rows import partition_namespace_row, partition_table_row
+from lancens_cli.service.catalog.manifest_rows import partition_namespace_row, partition_table_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned import branch as branches
 from lancens_cli.service.partitioned.layout import (
