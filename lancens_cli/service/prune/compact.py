@@ -4,9 +4,9 @@ A table readers reach through "latest" is compacted in place (Lance's `compact_f
 `Rewrite` commit that concurrent appends rebase over). A partition table is read at the
 `read_version` `__manifest` publishes, so its compacted version means nothing until published:
 it is compacted only when its latest version is the published one (no write in flight), and
-every compacted partition table of the run is published in ONE `__manifest` commit through the
-partitioned write's own publish plan (service/partitioned/write.py), which re-checks that each
-table's `read_version` has not moved. A table whose `read_version` moved meanwhile keeps the
+every compacted partition table of the run is published in ONE `__manifest` commit
+(service/partitioned/republish.py), which re-checks that each table's `read_version` has not
+moved. A table whose `read_version` moved meanwhile keeps the
 writer's version; our compacted version stays unpublished and expires later like any other.
 """
 
@@ -20,12 +20,10 @@ import lance
 from lance.optimize import Compaction as LanceCompaction
 
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioned import write as pw
-from lancens_cli.service.partitioned.layout import layout_of
+from lancens_cli.service.partitioned.republish import Republish, republish
 from lancens_cli.store.commit import COMMIT_ERRORS, is_conflict
 
 MAX_TABLES_PER_RUN = 1000  # compaction rewrites data: bounded per run, the rest next time
-_PUBLISH_ROUNDS = 5
 
 
 @dataclass
@@ -182,38 +180,11 @@ def compact_table(
 
 
 def publish_compacted(ns: Namespace, compactions: list[Compaction]) -> int | None:
-    """Publish the compacted partition tables in one `__manifest` commit; its version."""
+    """Publish the compacted partition tables in one `__manifest` commit; its version. A
+    table whose `read_version` moved meanwhile keeps the writer's version."""
     pending = [c for c in compactions if c.published is False and c.object_id]
-    if not pending:
-        return None
-    touches = {
-        c.object_id: pw.PartitionTouch(
-            values=(),
-            rows=None,
-            table_id=c.object_id,
-            location=c.location,
-            base_version=c.before,
-            base_ref=(c.before, None, None),  # published on main: a branch or tag is not
-            version=c.after,
-        )
-        for c in pending
-    }
-    for _ in range(_PUBLISH_ROUNDS):
-        if not touches:
-            return None
-        snapshot = ns.snapshot()
-        layout = layout_of(snapshot)
-        if layout is None:
-            return None
-        try:
-            version = ns.manifest.mutate(
-                pw.publish_touches(layout, layout.current, list(touches.values()))
-            )
-        except pw.Rebase as stale:  # a writer published these meanwhile: its version wins
-            for touch in stale.touches:
-                touches.pop(touch.table_id, None)
-            continue
-        for c in pending:
-            c.published = c.object_id in touches
-        return version
-    return None
+    moves = [Republish(c.object_id, c.before, c.after) for c in pending if c.after is not None]
+    done = republish(ns, moves)
+    for c in pending:
+        c.published = c.object_id in done.moved
+    return done.manifest_version
