@@ -63,6 +63,7 @@ class VersionPlan:
     filter: Node  # over partition columns; TRUE or FALSE when trivial
     pushed: tuple[Node, ...]  # top-level predicate parts that narrowed `filter`
     residual: str | None  # SQL the scan of this version's tables applies; None: nothing
+    residual_node: Node | None = None  # the same condition as the predicate model holds it
 
     @property
     def prefix(self) -> str:
@@ -299,6 +300,7 @@ class _Converter:
             filter=all_of([r.filter for r in results] + [node for node, _ in derived]),
             pushed=tuple(p for i, p in enumerate(parts) if i in used),
             residual=to_sql(flatten(And(tuple(left)))) if left else None,
+            residual_node=flatten(And(tuple(left))) if left else None,
         )
 
     def convert(self, node: Node) -> _Result:

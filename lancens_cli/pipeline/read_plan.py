@@ -30,7 +30,6 @@ from lancens_cli.partition.predicate import (
     Or,
     columns_of,
     flatten,
-    parse,
     to_sql,
 )
 from lancens_cli.pipeline.missing_columns import without_columns
@@ -57,7 +56,7 @@ class Piece:
     branch: str | None
     fragments: tuple[int, ...]
     rows: int
-    filter: str | None
+    filter: Node | None  # the condition the table's rows must meet (parsed once, not again)
     spec_version: int | None = None
     # source columns whose table column has another name (an earlier schema generation);
     # None: the table lacks the column, it reads as NULL
@@ -78,7 +77,7 @@ class _Target:
     table: str
     location: str
     row: dict[str, Any]
-    filter: str | None
+    filter: Node | None  # the condition the table's rows must meet (parsed once, not again)
     spec_version: int | None
 
 
@@ -140,7 +139,7 @@ def _partition_targets(ns: Namespace, nodes: list[Node]) -> list[_Target]:
     from lancens_cli.service.partitioned.partitions import select_partitions
 
     node = _conjunction(nodes)
-    selection = select_partitions(ns, None if node is None else to_sql(node), strict=True)
+    selection = select_partitions(ns, node, strict=True)  # the nodes, not their text again
 
     targets = []
     for match in selection.matches:
@@ -156,7 +155,7 @@ def _partition_targets(ns: Namespace, nodes: list[Node]) -> list[_Target]:
             "read_tag": match.read_tag,
             "location": match.location,
         }
-        residual = selection.residual.get(f"v{match.spec_version}")
+        residual = selection.residual_nodes.get(f"v{match.spec_version}")
         targets.append(_Target(match.table, match.location, row, residual, match.spec_version))
     return targets
 
@@ -167,7 +166,7 @@ def _table_target(ns: Namespace, ident: Identifier, nodes: list[Node]) -> _Targe
     row = dict(ref.row or {})
     row["location"] = ref.location
     node = _conjunction(nodes)
-    return _Target(ident.display(), ref.location, row, None if node is None else to_sql(node), None)
+    return _Target(ident.display(), ref.location, row, node, None)
 
 
 def _schema_history(ns: Namespace) -> list[Any]:
@@ -189,7 +188,7 @@ def _pieces(ns: Namespace, target: _Target, schema: Any, history: list[Any] | No
     if history is not None:
         sources = column_sources(dataset.schema, schema, history)
         renamed = tuple((name, src) for name, src in sources.items() if src != name)
-    condition = _filter_for(target.filter, dataset.schema, schema, dict(renamed))
+    condition = _filter_for(target.filter, dataset.schema, dict(renamed))
     if condition is FALSE:
         return []
     piece = Piece(
@@ -212,21 +211,20 @@ def _pieces(ns: Namespace, target: _Target, schema: Any, history: list[Any] | No
 
 
 def _filter_for(
-    text: str | None,
+    node: Node | None,
     table_schema: pa.Schema,
-    schema: Any,
     renamed: dict[str, str | None] | None = None,
 ) -> Any:
-    """The Lance filter for one table: columns it lacks read as NULL (FALSE: skip it), a
-    column it holds under an earlier name is filtered by that name."""
-    if text is None:
+    """The Lance filter for one table, rendered from the condition here and only here:
+    columns it lacks read as NULL (FALSE: skip it), a column it holds under an earlier name
+    is filtered by that name."""
+    if node is None:
         return None
     renamed = renamed or {}
     names = set(table_schema.names)
-    node = parse(text, schema)
     missing = {c for c in columns_of(node) if renamed.get(c, c) not in names}
     if not missing and not renamed:
-        return text
+        return to_sql(node)
     folded = without_columns(node, missing)
     if renamed and folded not in (FALSE, TRUE):
         folded = _rename_columns(folded, {k: v for k, v in renamed.items() if v})

@@ -12,7 +12,7 @@ from typing import Any
 
 from lancens_cli.errors import InvalidInputError, ManifestError
 from lancens_cli.models import MANIFEST_TABLE, Identifier, Result, json_value
-from lancens_cli.partition.predicate import to_sql
+from lancens_cli.partition.predicate import Node, to_sql
 from lancens_cli.partition.rows import top_namespace
 from lancens_cli.partition.selection import plan
 from lancens_cli.partition.spark_conditions import split_condition
@@ -50,6 +50,8 @@ class PartitionSelection(Result):
     matches: list[PartitionMatch]
     residual: dict[str, str | None]  # spec version namespace -> what its scans must still apply
     pushed: dict[str, list[str]] = field(default_factory=dict)
+    # the residuals as the predicate model holds them (a read renders each table's filter)
+    residual_nodes: dict[str, Node | None] = field(default_factory=dict, repr=False)
     # conjuncts of `where` the selection could not use: the matches are then a superset
     not_used: list[dict[str, str]] = field(default_factory=list)
 
@@ -81,13 +83,14 @@ class PartitionSelection(Result):
 
 
 def select_partitions(
-    ns: Namespace, where: str | None, strict: bool = False, label: str = "predicate"
+    ns: Namespace, where: str | Node | None, strict: bool = False, label: str = "predicate"
 ) -> PartitionSelection:
-    """The partition tables `where` may match. Conjuncts the predicate model cannot represent
-    are not used (named in `not_used`; the answer is then a superset), or with `strict` (a
-    read that applies the residual as its whole filter) refused. A malformed `where`, an
-    unknown column or a literal that can be no value of its column's type is refused
-    (InvalidInputError, its message beginning with `label`)."""
+    """The partition tables `where` may match: a condition's text, parsed here, or one parsed
+    already (a read's, `pipeline/read_plan.py`: then it is not parsed again). Conjuncts the
+    predicate model cannot represent are not used (named in `not_used`; the answer is then a
+    superset), or with `strict` (a read that applies the residual as its whole filter)
+    refused. A malformed `where`, an unknown column or a literal that can be no value of its
+    column's type is refused (InvalidInputError, its message beginning with `label`)."""
     ns.require_root()
     dataset = ns.manifest.open_dataset()
     metadata = dict(dataset.metadata or {}) if dataset is not None else {}
@@ -97,13 +100,16 @@ def select_partitions(
             "the root is not a partitioned namespace: run `lancens add-partition-spec` first"
         )
     _require_readable(metadata)
-    split = (
-        split_condition(where, layout.schema, "duckdb", floats=True, label=label) if where else None
-    )
-    if split is not None and strict and split.left:
-        part = split.left[0]
-        raise InvalidInputError(f"predicate: {part.reason} in {part.text!r}")
-    predicate = split.pushed_node() if split is not None else None
+    split, predicate = None, None
+    if isinstance(where, str) and where:
+        split = split_condition(where, layout.schema, "duckdb", floats=True, label=label)
+        if strict and split.left:
+            part = split.left[0]
+            raise InvalidInputError(f"predicate: {part.reason} in {part.text!r}")
+        predicate = split.pushed_node()
+    elif where is not None and not isinstance(where, str):
+        predicate = where  # parsed already: understood by the predicate model, whole
+        where = to_sql(where)
     chosen = plan(predicate, layout.specs, layout.schema)
     condition = chosen.manifest_filter()
     columns = _columns(dataset, layout)
@@ -140,6 +146,7 @@ def select_partitions(
         total=total,
         matches=matches,
         residual={f"v{v.spec_id}": v.residual for v in chosen.versions},
+        residual_nodes={f"v{v.spec_id}": v.residual_node for v in chosen.versions},
         pushed={f"v{v.spec_id}": [to_sql(p) for p in v.pushed] for v in chosen.versions},
         not_used=[{"condition": c.text, "reason": c.reason or ""} for c in split.left]
         if split is not None
