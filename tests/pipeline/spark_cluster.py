@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -19,7 +20,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 START_TIMEOUT = 180.0
@@ -81,6 +82,25 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=30)
 
 
+_MASTER_AT = re.compile(r"Starting Spark master at (spark://\S+)")
+_MASTER_UI_AT = re.compile(r"Successfully started service 'MasterUI' on port (\d+)")
+
+
+def _bound(cluster: Cluster, master: subprocess.Popen, log: Path) -> Cluster:
+    """The cluster with the master's URL and web UI as the master's log reports them bound."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if master.poll() is not None:
+            tail = log.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"{log.name} exited with {master.returncode}:\n{tail}")
+        text = log.read_text(errors="replace") if log.exists() else ""
+        url, ui = _MASTER_AT.search(text), _MASTER_UI_AT.search(text)
+        if url and ui:
+            return replace(cluster, master_url=url.group(1), ui_url=f"http://127.0.0.1:{ui[1]}")
+        time.sleep(0.5)
+    raise RuntimeError(f"the Spark master did not start in {START_TIMEOUT}s")
+
+
 def _wait_for_worker(cluster: Cluster, procs: list[subprocess.Popen], logs: list[Path]) -> None:
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
@@ -134,6 +154,9 @@ def standalone_cluster(workdir: Path, cores: int = 2, memory: str = "2g") -> Ite
                 master_log,
             )
         )
+        # the ports the master really bound: a port found free may be taken by another test
+        # process before the master binds it, and the master then moves to the next one
+        cluster = _bound(cluster, procs[0], master_log)
         procs.append(
             _start(
                 [
