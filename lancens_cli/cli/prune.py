@@ -33,7 +33,7 @@ from lancens_cli.cli.spark_options import spark_session
 from lancens_cli.cli.views import prune_title
 from lancens_cli.config import load_spark_profile
 from lancens_cli.errors import ExitCode
-from lancens_cli.models import Identifier, Result
+from lancens_cli.models import Result
 from lancens_cli.words import plural
 
 
@@ -175,10 +175,7 @@ def _emit(report, dry_run: bool, verbose: bool) -> None:
     session().emit(PruneOnTerminal(report) if brief else report)
     message(prune_title(report) + ("; dry run: nothing changed" if dry_run else ""))
     if report.failed:
-        names = ", ".join(
-            Identifier.from_object_id(t.object_id).display() if t.object_id else t.location
-            for t in report.failed
-        )
+        names = ", ".join(t.table or t.location for t in report.failed)
         message(f"{plural(len(report.failed), 'table')} failed: {names}; rerun prune for them")
         raise typer.Exit(ExitCode.PARTIAL)
 

@@ -215,7 +215,7 @@ def _prune(r: Any, brief: bool = False) -> View:
             continue
         status = t.status + (f": {t.error}" if t.error else "")
         rows.append(
-            [_table_id(t), t.location, status, removed, t.files_removed, t.bytes_freed, kept]
+            [t.table or "-", t.location, status, removed, t.files_removed, t.bytes_freed, kept]
         )
         labels.append(r.labels.get(t.object_id) if t.object_id else None)
     for d in r.debris:
@@ -240,11 +240,6 @@ def _prune_work(t: Any, removed: int) -> bool:
     return bool(
         removed or t.files_removed or t.unreferenced_removed or t.error or t.status == "failed"
     )
-
-
-def _table_id(t: Any) -> str:
-    """A prune result's table as every command takes it (`--delimiter`), `-` for none."""
-    return Identifier.from_object_id(t.object_id).display() if t.object_id else "-"
 
 
 def prune_title(r: Any) -> str:

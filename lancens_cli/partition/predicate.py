@@ -9,6 +9,7 @@ the Lance scan all compare the same values.
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
 import functools
 import math
@@ -603,7 +604,7 @@ def _impossible_clock(clock: re.Match[str]) -> bool:
 
 def _days_in(year: int, month: int) -> int:
     if month == 2:
-        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+        return 29 if calendar.isleap(year) else 28
     return 30 if month in (4, 6, 9, 11) else 31
 
 

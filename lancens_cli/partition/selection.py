@@ -62,8 +62,12 @@ class VersionPlan:
     spec_id: int
     filter: Node  # over partition columns; TRUE or FALSE when trivial
     pushed: tuple[Node, ...]  # top-level predicate parts that narrowed `filter`
-    residual: str | None  # SQL the scan of this version's tables applies; None: nothing
-    residual_node: Node | None = None  # the same condition as the predicate model holds it
+    residual_node: Node | None  # what the scan of this version's tables applies; None: nothing
+
+    @property
+    def residual(self) -> str | None:
+        """The residual as SQL (what `partitions` shows)."""
+        return to_sql(self.residual_node) if self.residual_node is not None else None
 
     @property
     def prefix(self) -> str:
@@ -299,7 +303,6 @@ class _Converter:
             spec_id=self.spec.id,
             filter=all_of([r.filter for r in results] + [node for node, _ in derived]),
             pushed=tuple(p for i, p in enumerate(parts) if i in used),
-            residual=to_sql(flatten(And(tuple(left)))) if left else None,
             residual_node=flatten(And(tuple(left))) if left else None,
         )
 

@@ -109,7 +109,7 @@ def split_condition(
     try:
         columns = _check_columns(tree, schema, dialect)
         _check_condition(tree)
-        _check_literals(tree, schema, _SparkParser.kind if dialect == "spark" else literal_kind)
+        _check_literals(tree, schema, _spark_literal if dialect == "spark" else literal_kind)
     except InvalidInputError as exc:
         raise type(exc)(f"{label}: {exc.message.removeprefix('predicate: ')}") from None
     parser = _SparkParser(schema, session_zone) if dialect == "spark" else PredicateParser(schema)
@@ -274,11 +274,6 @@ class _SparkParser(PredicateParser):
     def __init__(self, schema: Any, session_zone: str | None) -> None:
         super().__init__(schema)
         self.session_zone = session_zone
-
-    @staticmethod
-    def kind(e: Any) -> tuple[str, Any]:
-        """(kind, raw) of a literal as Spark reads it (TIMESTAMP_NTZ '...' apart)."""
-        return _spark_literal(e)
 
     def literal(self, e: Any, field: Any) -> Any:
         kind, raw = _spark_literal(e)

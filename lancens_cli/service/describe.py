@@ -19,7 +19,7 @@ from lancens_cli.partition.rows import partition_table_rows, top_namespace
 from lancens_cli.partition.schema_evolution import history_from_metadata
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import layout_of, partition_summary, runtime_properties
-from lancens_cli.service.partitioned.naming import partition_labels
+from lancens_cli.service.partitioned.naming import label_for
 from lancens_cli.service.partitioned.sizes import published_sizes
 from lancens_cli.store.inspect import describe_dataset, list_versions
 from lancens_cli.store.manifest import (
@@ -132,7 +132,7 @@ def describe_table(
         source=ref.source,
         state=state,
         properties=decode_properties(ref.row["metadata"]) if ref.row else {},
-        label=partition_labels(snapshot).get(ident.object_id) if ref.row else None,
+        label=label_for(snapshot, ident.object_id) if ref.row else None,
     )
     if state == STATE_DECLARED:
         return description  # reserved, no data yet: nothing more to show

@@ -140,6 +140,7 @@ class ManifestSnapshot:
     _index: dict[str, int] | None = field(default=None, repr=False)
     _rows: list[dict[str, Any]] | None = field(default=None, repr=False)
     _containment: Any = field(default=None, repr=False, compare=False)  # store/containment.py
+    _layout: Any = field(default=None, repr=False, compare=False)  # service/partitioned/layout
 
     @property
     def exists(self) -> bool:

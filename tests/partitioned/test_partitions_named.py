@@ -14,6 +14,7 @@ import random
 import lance
 import pyarrow as pa
 import pytest
+import terminal
 from helpers import cli, invoke, ok, run_cli, tree_snapshot
 
 from lancens_cli.service.namespace import Namespace
@@ -174,8 +175,13 @@ def test_describe_of_the_root_counts_what_users_made_and_sizes_the_partitions(tw
     assert partitioning["partitions"] == len(tables)
     assert partitioning["rows"] == 200 == sum(published(two_specs, t).count_rows() for t in tables)
     assert partitioning["bytes"] > 0
-    text = ok(two_specs, "describe").stdout
-    assert "partitioned namespace writer" in text or "1024" in text  # piped: the raw flag
+    piped = ok(two_specs, "describe").stdout
+    assert "manifest.writer_feature_flags\t1024" in piped.splitlines()  # piped: the raw flag
+    code, shown, stderr = terminal.on_terminal(*two_specs.args, "describe", stream="stdout")
+    assert code == 0, stderr
+    shown = terminal.shown(shown)
+    assert "partitioned namespace writer (lancens)" in shown and "unknown(" not in shown
+    assert "bucket(4, user_id), truncate(2, country)" in shown
 
 
 def test_the_parent_of_real_roots_is_not_taken_for_an_empty_root(two_specs):

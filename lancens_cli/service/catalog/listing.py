@@ -21,12 +21,7 @@ from lancens_cli.models import (
 )
 from lancens_cli.partition.rows import top_namespace
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioned.layout import (
-    partition_counts,
-    partition_summary,
-    readable_layout,
-    spec_fields,
-)
+from lancens_cli.service.partitioned.layout import partition_summary
 from lancens_cli.service.partitioned.naming import partition_labels
 from lancens_cli.store.containment import directory_location_problem, row_locations, shown
 from lancens_cli.store.manifest import properties_problem
@@ -63,7 +58,8 @@ def list_namespace(
     entries: dict[str, Entry] = {}
     verdicts = row_locations(ns.storage, snapshot)
     refused: set[str] = set()
-    partitions = _PartitionView(snapshot)
+    summary = partition_summary(snapshot) if snapshot.exists else None
+    partitions = _PartitionView(snapshot, summary)
     for row in snapshot.children(ident.object_id, recursive=recursive):
         if not all_rows and partitions.is_level(row):
             continue
@@ -104,26 +100,23 @@ def list_namespace(
     if with_state and tables:
         _fill_states(ns, tables)
     listing = Listing(ident.display(delimiter), ordered, next_token)
-    if ident.is_root and snapshot.exists:
-        listing.partitioning = partition_summary(snapshot)
+    if ident.is_root:
+        listing.partitioning = summary
     return listing
 
 
 class _PartitionView:
-    """What `ls` shows of a partitioned root's own rows (empty for any other root)."""
+    """What `ls` shows of a partitioned root's own rows, from the root's `partition_summary`
+    (empty for any other root, and for damaged partition metadata: listed as rows)."""
 
-    def __init__(self, snapshot: Any) -> None:
-        self.labels = partition_labels(snapshot)
-        self.specs: dict[str, str] = {}
-        self.counts: dict[str, int] = {}
-        layout = readable_layout(snapshot)  # damaged: `check` names it; listed as rows
-        self.spec_namespaces = {s.namespace for s in layout.specs} if layout else set()
-        self.current = layout.current.namespace if layout else None
-        if layout is not None:
-            counts = partition_counts(snapshot, layout)
-            for spec in layout.specs:
-                self.specs[spec.namespace] = ", ".join(spec_fields(spec, layout.schema))
-                self.counts[spec.namespace] = counts[spec.id]
+    def __init__(self, snapshot: Any, summary: dict[str, Any] | None) -> None:
+        readable = summary is not None and "unreadable" not in summary
+        versions = summary["spec_versions"] if readable else []
+        self.labels = partition_labels(snapshot) if readable else {}
+        self.spec_namespaces = {f"v{v}" for v in versions}
+        self.current = f"v{summary['current_spec']}" if readable else None
+        self.specs = {f"v{v}": ", ".join(summary["spec_fields"][str(v)]) for v in versions}
+        self.counts = {f"v{v}": summary["partitions_by_spec"][str(v)] for v in versions}
 
     def is_level(self, row: dict[str, Any]) -> bool:
         """A namespace between `v<N>` and a partition table (one per partition level)."""

@@ -48,8 +48,17 @@ class PartitionLayout:
 
 
 def layout_of(snapshot: ManifestSnapshot) -> PartitionLayout | None:
-    """The partition layout of the root, or None when it is not a partitioned namespace."""
-    return layout_from_metadata(snapshot.metadata)
+    """The partition layout of the root, or None when it is not a partitioned namespace.
+    Read once per snapshot: `ls`, `describe` and a prune's labels ask it several times."""
+    if snapshot._layout is None:
+        try:
+            snapshot._layout = (layout_from_metadata(snapshot.metadata), None)
+        except CatalogDamagedError as exc:
+            snapshot._layout = (None, exc.message)
+    layout, damage = snapshot._layout
+    if damage is not None:
+        raise CatalogDamagedError(damage)
+    return layout
 
 
 def readable_layout(snapshot: ManifestSnapshot) -> PartitionLayout | None:

@@ -9,15 +9,14 @@ version. Every command that shows a partition table shows them next to its id (t
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import pyarrow as pa
 
 from lancens_cli.errors import InvalidInputError, TableNotFoundError
 from lancens_cli.models import KIND_TABLE, Identifier
+from lancens_cli.partition.predicate import coerce
 from lancens_cli.partition.rows import partition_rows
 from lancens_cli.partition.spec import PartitionSpec
 from lancens_cli.service.partitioned.label import PartitionLabel
@@ -60,37 +59,49 @@ def find_partition(
             known = ", ".join(str(s.id) for s in layout.specs)
             raise InvalidInputError(f"--spec-version {spec_version}: the spec versions are {known}")
     wanted = _parse_pairs(asked, spec)
-    candidates = []
-    for found in partition_rows(snapshot.rows, [spec], KIND_TABLE):
-        label = label_of(spec, found.row)
-        values = dict(label.values)
-        if all(_same(values[name], value) for name, value in wanted.items()):
-            candidates.append((found.object_id, label))
+    every = [
+        (found.object_id, label_of(spec, found.row))
+        for found in partition_rows(snapshot.rows, [spec], KIND_TABLE)
+    ]
+    candidates = [
+        (object_id, label)
+        for object_id, label in every
+        if all(dict(label.values)[name] == value for name, value in wanted.items())
+    ]
     if len(candidates) == 1:
         return Identifier.from_object_id(candidates[0][0])
     asked_text = ", ".join(asked)
     if not candidates:
+        known = (
+            f"; its partitions: {_listed(every)}"
+            if every
+            else f" (spec v{spec.id} has no partition tables)"
+        )
         raise TableNotFoundError(
             f"--partition {asked_text}: no partition table of spec v{spec.id} has these values"
-            + _candidates_text(snapshot, spec)
+            + known
         )
-    shown = "; ".join(label.text() for _, label in candidates[:SHOWN_CANDIDATES])
-    more = len(candidates) - SHOWN_CANDIDATES
     raise TableNotFoundError(
         f"--partition {asked_text}: {len(candidates)} partition tables of spec v{spec.id} match "
-        f"({shown}{f'; and {more} more' if more > 0 else ''}): give every field of the spec"
+        f"({_listed(candidates)}): give every field of the spec"
     )
 
 
-def _candidates_text(snapshot: ManifestSnapshot, spec: PartitionSpec) -> str:
-    labels = [
-        label_of(spec, found.row) for found in partition_rows(snapshot.rows, [spec], KIND_TABLE)
-    ]
-    if not labels:
-        return f" (spec v{spec.id} has no partition tables)"
-    shown = "; ".join(label.text() for label in labels[:SHOWN_CANDIDATES])
-    more = len(labels) - SHOWN_CANDIDATES
-    return f"; its partitions: {shown}" + (f"; and {more} more" if more > 0 else "")
+def _listed(labelled: list[tuple[str, PartitionLabel]]) -> str:
+    """The first `SHOWN_CANDIDATES` labels, then how many more."""
+    shown = "; ".join(label.text() for _, label in labelled[:SHOWN_CANDIDATES])
+    more = len(labelled) - SHOWN_CANDIDATES
+    return shown + (f"; and {more} more" if more > 0 else "")
+
+
+def label_for(snapshot: ManifestSnapshot, object_id: str) -> PartitionLabel | None:
+    """One partition table's label (None for any other row), without labelling every row."""
+    layout = readable_layout(snapshot)
+    row = snapshot.get(object_id) if layout is not None else None
+    if row is None or row.get("object_type") != KIND_TABLE:
+        return None
+    found = next(iter(partition_rows([row], layout.specs, KIND_TABLE)), None)
+    return label_of(found.spec, row) if found is not None else None
 
 
 def _parse_pairs(asked: list[str], spec: PartitionSpec) -> dict[str, Any]:
@@ -109,42 +120,26 @@ def _parse_pairs(asked: list[str], spec: PartitionSpec) -> dict[str, Any]:
             )
         if name in wanted:
             raise InvalidInputError(f"--partition: {name} is given twice")
-        wanted[name] = _typed(raw, field.result_type, text)
+        wanted[name] = _typed(raw, name, field.result_type, text)
     return wanted
 
 
-def _typed(raw: str, kind: Any, text: str) -> Any:
-    """`raw` as a value of the field's result type (`null` for NULL; `"null"` for the text)."""
+def _typed(raw: str, name: str, kind: Any, text: str) -> Any:
+    """`raw` as a value of the field's result type (`null` for NULL; `"null"` for the text),
+    read as a condition's literal is (`predicate.coerce`): the same ranges, dates and zones."""
     if raw == "null":
         return None
     try:
-        if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-            return json.loads(raw) if raw.startswith('"') else raw
-        if pa.types.is_integer(kind):
-            return int(raw)
-        if pa.types.is_floating(kind):
-            return float(raw)
-        if pa.types.is_boolean(kind):
-            if raw.lower() not in ("true", "false"):
-                raise ValueError(raw)
-            return raw.lower() == "true"
-        if pa.types.is_date(kind):
-            return dt.date.fromisoformat(raw)
-        if pa.types.is_timestamp(kind):
-            return dt.datetime.fromisoformat(raw)
-        if pa.types.is_decimal(kind):
-            return Decimal(raw)
         if pa.types.is_binary(kind):
             return bytes.fromhex(raw)
-    except (ValueError, InvalidOperation):
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            return json.loads(raw) if raw.startswith('"') else raw
+        if pa.types.is_boolean(kind):
+            literal: tuple[str, Any] = ("bool", {"true": True, "false": False}[raw.lower()])
+        elif pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
+            literal = ("number", raw)
+        else:
+            literal = ("string", raw)
+        return coerce(*literal, pa.field(name, kind))
+    except (ValueError, KeyError, InvalidInputError):
         raise InvalidInputError(f"--partition {text!r}: {raw!r} is not a {kind} value") from None
-    return raw
-
-
-def _same(stored: Any, asked: Any) -> bool:
-    if stored is None or asked is None:
-        return stored is None and asked is None
-    both_times = isinstance(stored, dt.datetime) and isinstance(asked, dt.datetime)
-    if both_times and (stored.tzinfo is None) != (asked.tzinfo is None):
-        asked = asked.replace(tzinfo=stored.tzinfo)
-    return stored == asked

@@ -48,12 +48,16 @@ class PartitionSelection(Result):
     manifest_query: str
     total: int
     matches: list[PartitionMatch]
-    residual: dict[str, str | None]  # spec version namespace -> what its scans must still apply
+    # spec version namespace -> what its scans must still apply (a read renders each table's
+    # filter from it; `residual` is its SQL)
+    residual_nodes: dict[str, Node | None]
     pushed: dict[str, list[str]] = field(default_factory=dict)
-    # the residuals as the predicate model holds them (a read renders each table's filter)
-    residual_nodes: dict[str, Node | None] = field(default_factory=dict, repr=False)
     # conjuncts of `where` the selection could not use: the matches are then a superset
     not_used: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def residual(self) -> dict[str, str | None]:
+        return {v: to_sql(n) if n is not None else None for v, n in self.residual_nodes.items()}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -145,7 +149,6 @@ def select_partitions(
         manifest_query=query,
         total=total,
         matches=matches,
-        residual={f"v{v.spec_id}": v.residual for v in chosen.versions},
         residual_nodes={f"v{v.spec_id}": v.residual_node for v in chosen.versions},
         pushed={f"v{v.spec_id}": [to_sql(p) for p in v.pushed] for v in chosen.versions},
         not_used=[{"condition": c.text, "reason": c.reason or ""} for c in split.left]

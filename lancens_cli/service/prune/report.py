@@ -35,13 +35,15 @@ class TableResult:
     # (record.Seen; not reported, and not carried back from a Spark task)
     listed_after: Any = field(default=None, repr=False, compare=False)  # a record.Seen
 
+    @property
+    def table(self) -> str | None:
+        """The id as every command takes it (`--delimiter`), not `__manifest`'s `$` form."""
+        return Identifier.from_object_id(self.object_id).display() if self.object_id else None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "object_id": self.object_id,
-            # the id as every command takes it (`--delimiter`), not `__manifest`'s `$` form
-            "table": Identifier.from_object_id(self.object_id).display()
-            if self.object_id
-            else None,
+            "table": self.table,
             "location": self.location,
             "status": self.status,
             "versions_removed": self.versions_removed,
