@@ -99,7 +99,8 @@ def _fail(message: str) -> InvalidInputError:
 
 @functools.cache
 def lance_dialect() -> Any:
-    """DuckDB syntax, plus Lance's backtick-quoted column names (built once: it is costly)."""
+    """Lance's filter SQL (DataFusion's, read as sqlglot's DuckDB dialect reads it), with
+    backtick-quoted column names (built once: it is costly)."""
 
     class _Lance(DuckDB):
         class Tokenizer(DuckDB.Tokenizer):

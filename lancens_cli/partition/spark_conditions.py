@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.types as t
@@ -44,6 +44,10 @@ from lancens_cli.partition.predicate import (
     snippet,
     zone,
 )
+
+# The SQL a condition is written in: "spark" (Spark SQL: `scan --where`, the data source's
+# options) or "lance" (Lance's filter SQL, DataFusion's: `partitions --where`).
+Dialect = Literal["spark", "lance"]
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,7 @@ class Condition:
 def split_condition(
     text: str,
     schema: Any,
-    dialect: str = "spark",
+    dialect: Dialect = "spark",
     session_zone: str | None = "UTC",
     floats: bool = False,
     label: str = "predicate",
@@ -133,14 +137,14 @@ def split_condition(
 
 
 @functools.cache
-def _read_dialect(dialect: str) -> Any:
+def _read_dialect(dialect: Dialect) -> Any:
     if dialect == "spark":
         return "spark"
 
     return lance_dialect()
 
 
-def _sql(term: Any, dialect: str) -> str:
+def _sql(term: Any, dialect: Dialect) -> str:
     try:
         return term.sql(dialect=_read_dialect(dialect))
     except Exception:  # noqa: BLE001 - only for messages and --explain
@@ -161,7 +165,7 @@ def _terms(tree: Any) -> list[Any]:
     return out
 
 
-def _check_columns(tree: Any, schema: Any, dialect: str) -> frozenset[str]:
+def _check_columns(tree: Any, schema: Any, dialect: Dialect) -> frozenset[str]:
     """The columns the condition names, each one that exists (case-insensitively, as Spark
     resolves them)."""
     names = {f.name.lower(): f for f in schema}
@@ -189,7 +193,7 @@ def _check_columns(tree: Any, schema: Any, dialect: str) -> frozenset[str]:
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ)
 
 
-def _quoting_hint(column: Any, names: dict[str, Any], dialect: str) -> str | None:
+def _quoting_hint(column: Any, names: dict[str, Any], dialect: Dialect) -> str | None:
     """`country = 'US'` for `country = US`: the comparison with the unknown names quoted, when
     an unknown name is compared with a known column (it reads as an unquoted string)."""
     parent = column.parent

@@ -21,6 +21,7 @@ from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
 from lancens_cli.errors import InvalidInputError
+from lancens_cli.partition.condition_data import decode
 from lancens_cli.partition.predicate import FALSE, to_sql
 from lancens_cli.partition.spark_conditions import split_condition
 from lancens_cli.pipeline.read_plan import LancensSlice, Piece, plan_slices
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 
 def option_nodes(opts: SourceOptions, schema: Any) -> list[Any]:
-    """The predicate nodes of the `where` and `prune` options (see READ_OPTIONS)."""
+    """The predicate nodes of the `where`, `prune` and `pruneCondition` options (READ_OPTIONS)."""
     zone = opts.extra.get("timezone")
     nodes: list[Any] = []
     where = opts.extra.get("where")
@@ -48,6 +49,9 @@ def option_nodes(opts: SourceOptions, schema: Any) -> list[Any]:
     prune = opts.extra.get("prune")
     if prune:
         nodes += split_condition(prune, schema, session_zone=zone).understood
+    parsed = opts.extra.get("prunecondition")
+    if parsed:
+        nodes += decode(parsed, schema)
     return nodes
 
 
@@ -57,10 +61,14 @@ BATCH_ROWS = 64 * 1024
 # used only to prune and filter as far as it is understood (the caller filters the rows with
 # it again: `scan` does); `timeZone`: the Spark session time zone in which their timestamp
 # literals without an offset name instants.
+# `pruneCondition`: what `prune` gives, already parsed (partition/condition_data.py): `scan`
+# hands the source the conjuncts it parsed instead of the text to parse again.
 # `versionAsOf` / `timestampAsOf`: read the namespace as that `__manifest` version published it.
 # `limit`: the reader needs at most this many rows (`scan --limit`, with no filter left to Spark):
 # only the fragments that hold them are planned, when no row filter is pushed to Lance.
-READ_OPTIONS = frozenset(("where", "prune", "timezone", "versionasof", "timestampasof", "limit"))
+READ_OPTIONS = frozenset(
+    ("where", "prune", "prunecondition", "timezone", "versionasof", "timestampasof", "limit")
+)
 
 
 def arrow_schema(opts: SourceOptions) -> Any:

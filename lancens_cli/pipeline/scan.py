@@ -1,8 +1,9 @@
 """`lancens scan`: a Spark read through the `lancens` data source.
 
-`--where` is any Spark SQL condition. Spark applies all of it to the rows; the data source gets
-it as its `prune` option and uses the conjuncts the predicate model understands
-(`partition/spark_conditions.py`) to prune partition tables and filter in Lance, so the result
+`--where` is any Spark SQL condition, parsed once here. Spark applies all of it to the rows; the
+data source gets the conjuncts the predicate model understands (`partition/spark_conditions.py`)
+already parsed, as data (`partition/condition_data.py`), to prune partition tables and filter in
+Lance, so the result
 is what Spark's own filter of the source gives. Only the columns the result and the
 condition need are declared to the data source (Spark's Python data sources read every column
 of the schema they are given). `--explain` reads the slices the reader planned back out of the
@@ -26,6 +27,7 @@ import pyarrow.types as t
 
 from lancens_cli.errors import InvalidInputError, TableAlreadyExistsError
 from lancens_cli.models import Result, json_value
+from lancens_cli.partition.condition_data import encode
 from lancens_cli.partition.spark_conditions import Condition, split_condition
 from lancens_cli.pipeline.source_options import SourceOptions
 from lancens_cli.pipeline.spark_session import is_connect
@@ -171,8 +173,8 @@ def request_condition(request: ScanRequest) -> tuple[Any, Condition | None]:
 def prepare(spark: SparkSession, request: ScanRequest) -> tuple[Any, list[str], Condition | None]:
     """The DataFrame of the scan (filtered, projected), its result columns and the condition.
 
-    Spark applies the whole `--where`; the source gets it as its `prune` option and uses the
-    conjuncts it understands to prune partition tables and filter in Lance.
+    Spark applies the whole `--where`; the source gets the conjuncts understood here, parsed
+    (its `pruneCondition` option), to prune partition tables and filter in Lance.
     """
     from pyspark.sql import functions as F  # noqa: N812 - pyspark's convention
 
@@ -187,8 +189,8 @@ def prepare(spark: SparkSession, request: ScanRequest) -> tuple[Any, list[str], 
     reader = spark.read.format("lancens").schema(declared)
     for key, value in source_options(request).items():
         reader = reader.option(key, value)
-    if request.where:
-        reader = reader.option("prune", request.where).option("timeZone", SESSION_ZONE)
+    if condition is not None and condition.understood:
+        reader = reader.option("pruneCondition", encode(condition.understood))
     if request.limit is not None and (condition is None or not condition.left):
         reader = reader.option("limit", str(request.limit + 1))  # one more: is there more?
     df = reader.load(request.identifier) if request.identifier else reader.load()

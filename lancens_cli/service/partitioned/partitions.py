@@ -106,7 +106,7 @@ def select_partitions(
     _require_readable(metadata)
     split, predicate = None, None
     if isinstance(where, str) and where:
-        split = split_condition(where, layout.schema, "duckdb", floats=True, label=label)
+        split = split_condition(where, layout.schema, "lance", floats=True, label=label)
         if strict and split.left:
             part = split.left[0]
             raise InvalidInputError(f"predicate: {part.reason} in {part.text!r}")
