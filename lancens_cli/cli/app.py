@@ -21,6 +21,7 @@ from lancens_cli.cli import (
     check,
     create,
     describe,
+    diff,
     drop,
     evolve_schema,
     ingest,
@@ -34,6 +35,7 @@ from lancens_cli.cli import (
     prune,
     register,
     rename,
+    restore,
     scan,
     tag_partitions,
     versions,
@@ -65,6 +67,7 @@ _INSPECT = "Inspect"
 _CHANGE = "Change"
 _MAINTAIN = "Migrate and maintain"
 _PARTITIONED = "Partitioned data"
+_HISTORY = "History"
 
 # The commands in the order a user meets them; `--help` lists them so, group by group.
 COMMANDS: tuple[Command, ...] = (
@@ -81,7 +84,6 @@ COMMANDS: tuple[Command, ...] = (
     Command("migrate-v1", migrate.migrate_v1, _MAINTAIN, pandas_free=True),
     Command("check", check.check, _MAINTAIN, pandas_free=True),
     Command("prune", prune.prune, _MAINTAIN, pandas_free=False),  # Spark Connect needs it
-    Command("versions", versions.versions, _MAINTAIN, pandas_free=True),
     Command(
         "add-partition-spec", partition_spec.add_partition_spec, _PARTITIONED, pandas_free=True
     ),
@@ -91,6 +93,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("ingest", ingest.ingest, _PARTITIONED, pandas_free=False),
     Command("join-plan", join_plan.join_plan, _PARTITIONED, pandas_free=True),
     Command("join", join.join, _PARTITIONED, pandas_free=False),
+    Command("versions", versions.versions, _HISTORY, pandas_free=True),
+    Command("diff", diff.diff, _HISTORY, pandas_free=True),
+    Command("restore", restore.restore, _HISTORY, pandas_free=True),
 )
 
 

@@ -44,14 +44,13 @@ def add_command(typer_app: typer.Typer, name: str, func: Callable, **kwargs: Any
     typer_app.command(name, **kwargs)(wrapper)
 
 
-def confirm_destruction(what: str, yes: bool) -> None:
-    """Ask before destroying data on a terminal; refuse without --yes when not on one."""
+def confirm_destruction(what: str, yes: bool, harm: str = "destroy data") -> None:
+    """Ask before destroying data on a terminal; refuse without --yes when not on one. `harm`
+    says what is refused (a restore changes what readers see; it destroys nothing)."""
     if yes:
         return
     if not sys.stdin.isatty():
-        raise RefusedError(
-            f"{what}: refusing to destroy data without --yes (stdin is not a terminal)"
-        )
+        raise RefusedError(f"{what}: refusing to {harm} without --yes (stdin is not a terminal)")
     with interrupt.immediate():  # waiting on the user: Ctrl-C stops at once
         confirmed = _ask_yes_no(f"{what}? [y/N]: ")
     if not confirmed:

@@ -159,6 +159,10 @@ def _table_versions(r: Any) -> View:
         ]
         for v in r.versions
     ]
+    if any(v.message for v in r.versions):  # __manifest: what a restore's version did
+        header.insert(6, "message")
+        for row, v in zip(rows, r.versions, strict=True):
+            row.insert(6, v.message or "")
     title = "versions" + (f" of partition {r.label.text()}" if r.label is not None else "")
     return View(header, rows, title, sizes=("size",), optional=("size", "branches", "tags"))
 
@@ -506,3 +510,140 @@ def _ingest_summary(r: Any) -> str:
         else ""
     )
     return f"{verb} {plural(r.rows, 'row')} into {where}{version} in {r.seconds:.1f} s"
+
+
+# --- history ----------------------------------------------------------------------------------
+
+
+def _ref_text(ref: dict[str, Any] | None) -> str:
+    """A published ref as one cell: `v7`, `tag nightly`, `branch dev v3`, or `-` (none)."""
+    if ref is None:
+        return "-"
+    if ref.get("read_tag") is not None:
+        return f"tag {ref['read_tag']}"
+    version = ref.get("read_version")
+    shown = "latest" if version is None else f"v{version}"
+    return f"branch {ref['read_branch']} {shown}" if ref.get("read_branch") else shown
+
+
+_RESTORE_VERBS = {"republished": "republish", "moved": "move", "unpublished": "unpublish"}
+
+
+@_view("lancens_cli.service.history.restore.RestoreResult")
+def _restore(r: Any) -> View:
+    state = "dry run: nothing changed" if r.dry_run else f"new version {r.new_version}"
+    if not r.dry_run and r.new_version is None:
+        state = "nothing changed"
+    title = f"restore {r.target} to version {r.restored_to} (was {r.planned_on}): {state}"
+    after = tuple(r.notes)
+    if not r.changes:
+        header = ["target", "restored_to", "rows_before", "rows_after", "new_version"]
+        row = [r.target, r.restored_to, r.rows_before, r.rows_after, r.new_version]
+        return View(header, [row] if r.target != "__manifest" else [], title, after=after)
+    header = ["action", "table", "before", "after", "rows_before", "rows_after", "location"]
+    rows = [
+        [
+            f"would {_RESTORE_VERBS[c.action]}" if r.dry_run else c.action,
+            c.object_id,
+            _ref_text(c.before),
+            _ref_text(c.after),
+            c.rows_before,
+            c.rows_after,
+            c.location,
+        ]
+        for c in r.changes
+    ]
+    _with_partitions(header, rows, [c.label for c in r.changes], at=1)
+    return View(header, rows, title, after=after, optional=("location", "table"))
+
+
+@_summary("lancens_cli.service.history.restore.RestoreResult")
+def _restore_summary(r: Any) -> str:
+    if r.restored_to == r.planned_on:
+        return f"nothing to restore: {r.target} version {r.restored_to} is already the newest"
+    what = (
+        plural(len(r.changes), "partition") + " changed"
+        if r.target == "__manifest"
+        else f"rows {r.rows_before} -> {r.rows_after}"
+    )
+    if r.new_version is None:
+        return f"would restore {r.target} to version {r.restored_to} ({what})"
+    over = f"; restored over version(s) {r.restored_over}" if r.restored_over else ""
+    return (
+        f"restored {r.target} to version {r.restored_to} as version {r.new_version} ({what}){over}"
+    )
+
+
+def _published_text(p: Any) -> str:
+    """What a row publishes as one cell: `v3`, `tag snap (v3)`, `branch b1 v2`, or `-`."""
+    if p is None:
+        return "-"
+    version = "?" if p.version is None else f"v{p.version}"
+    if p.read_tag is not None:
+        return f"tag {p.read_tag} ({version})"
+    return f"branch {p.read_branch} {version}" if p.read_branch is not None else version
+
+
+def _change_text(c: Any) -> str:
+    """One table version in a cell: `v4 append +10`, `b1 v2 append +5` on a branch."""
+    delta = "" if not c.rows_delta else f" {c.rows_delta:+d}"
+    line = f"{c.branch} " if c.branch is not None else ""
+    return f"{line}v{c.version} {c.operation}{delta}"
+
+
+@_view("lancens_cli.service.history.diff.PartitionDiff")
+def _partition_diff(r: Any) -> View:
+    header = ["change", "partition", "spec", "from", "to", "rows from", "rows to", "operations"]
+    header += ["table", "location"]
+    rows = [
+        [
+            p.change,
+            p.label.text(),
+            f"v{p.label.spec_version}",
+            _published_text(p.before),
+            _published_text(p.after),
+            None if p.before is None else p.before.rows,
+            None if p.after is None else p.after.rows,
+            "; ".join(_change_text(c) for c in p.operations) or p.note or "",
+            p.table,
+            p.location,
+        ]
+        for p in r.partitions
+    ]
+    title = (
+        f"diff of __manifest versions {r.from_version} -> {r.to_version}: "
+        f"{len(r.added)} added, {len(r.removed)} removed, {len(r.changed)} changed, "
+        f"{r.untouched} untouched"
+    )
+    after = tuple(
+        f"spec v{s['spec_version']} added: {', '.join(s['fields'])}" for s in r.spec_versions_added
+    )
+    after += tuple(f"schema: {_schema_change_text(c)}" for c in r.schema_changes)
+    return View(header, rows, title, after=after, optional=("location", "table", "spec"))
+
+
+def _schema_change_text(c: Any) -> str:
+    if c.change in ("added", "removed"):
+        return f"{c.change} {c.name} ({c.type}), field id {c.field_id}"
+    what = "renamed" if c.change == "renamed" else f"{c.name} changed type"
+    return f"{what} {c.before} -> {c.after}, field id {c.field_id}"
+
+
+@_view("lancens_cli.service.history.diff.TableDiff")
+def _table_diff(r: Any) -> View:
+    header = ["version", "timestamp", "operation", "rows", "rows_delta", "size", "detail"]
+    rows = [
+        [
+            c.version if c.branch is None else f"{c.branch}@{c.version}",
+            human_time(c.timestamp),
+            c.operation,
+            c.rows,
+            c.rows_delta,
+            c.bytes,
+            c.detail,
+        ]
+        for c in r.versions
+    ]
+    of = f"partition {r.label.text()}" if r.label is not None else r.table
+    title = f"diff of {of} versions {r.from_version} -> {r.to_version}"
+    return View(header, rows, title, sizes=("size",), optional=("size", "timestamp"))

@@ -404,10 +404,8 @@ def _interrupted_rename(ns: Namespace, row: dict, properties: dict[str, str]) ->
     )
 
 
-def check_orphans(
-    ns: Namespace, snapshot: ManifestSnapshot, report, delimiter, grace: timedelta
-) -> None:
-    """Table directories nothing references."""
+def _referenced(snapshot: ManifestSnapshot) -> set[str]:
+    """The directories the rows name: tables, and both sides of a rename."""
     referenced = set(snapshot.locations())
     for (metadata,) in snapshot.columns("metadata"):
         if not metadata:
@@ -418,7 +416,16 @@ def check_orphans(
         intent = rename_intent({"metadata": metadata})
         if intent:
             referenced.add(intent.get("location"))
+    return referenced
+
+
+def check_orphans(
+    ns: Namespace, snapshot: ManifestSnapshot, report, delimiter, grace: timedelta
+) -> None:
+    """Table directories nothing references."""
+    referenced = _referenced(snapshot)
     spec_namespaces = _spec_namespaces(snapshot)
+    history: list[set[str]] = []  # read once, and only when a partition table is unpublished
     for entry in ns.storage.list_dir():
         if not entry.is_dir or entry.name in referenced or entry.name == MANIFEST_TABLE:
             continue
@@ -444,6 +451,11 @@ def check_orphans(
         unpublished = (
             not v1_hidden and bool(object_id) and top_namespace(object_id) in spec_namespaces
         )
+        if unpublished and snapshot.exists:
+            if not history:
+                history.append(ns.manifest.published_in_history())
+            if entry.name in history[0]:
+                continue  # unpublished by a restore: time travel still reads it
         children = ns.storage.list_dir(entry.name)
         empty = not children and not v1_hidden  # what a SIGKILL inside `delete_tree` leaves
         if unpublished or empty or uncommitted_write(ns.storage, entry.name, children) is not None:

@@ -23,6 +23,8 @@ from lancens_cli.service.prune.table import TableResult, TableWork
 from lancens_cli.store.version_files import version_times
 from lancens_cli.words import utc_iso
 
+COMMIT_MESSAGE_KEY = "__lance_commit_message"  # where Lance keeps a commit's message
+
 
 @dataclass
 class VersionLine:
@@ -36,6 +38,7 @@ class VersionLine:
     branches: list[str]  # branches that start at this version
     fate: str  # "kept" or "expires"
     reasons: list[str]
+    message: str | None = None  # the commit's message: what a version that is no write did
 
     def to_json(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -127,6 +130,7 @@ def table_versions(
             raise TableNotFoundError("__manifest does not exist yet")
         report = TableVersions(MANIFEST_TABLE, MANIFEST_TABLE, policy)
         report.versions = _lines(ns, MANIFEST_TABLE, plan.protected, plan.expire, {}, {})
+        _with_messages(ns, report.versions)
         _expiring_because(report, policy)
         _publishing(decisions, report)
         return report
@@ -273,6 +277,20 @@ def _lines(
             )
         )
     return lines
+
+
+def _with_messages(ns: Namespace, lines: list[VersionLine]) -> None:
+    """Each `__manifest` version's commit message (a restore names itself in one)."""
+    dataset = ns.manifest.open_dataset()
+    if dataset is None:
+        return
+    for line in lines:
+        try:
+            transaction = dataset.read_transaction(line.version)
+        except (OSError, ValueError, RuntimeError):
+            continue  # a version whose transaction file is gone has no message to show
+        properties = getattr(transaction, "transaction_properties", None) or {}
+        line.message = properties.get(COMMIT_MESSAGE_KEY)
 
 
 def _expiring_because(report: TableVersions, policy: PrunePolicy) -> None:

@@ -36,6 +36,7 @@ from lancens_cli.models import MANIFEST_TABLE, OBJECT_ID_DELIMITER
 from lancens_cli.store.commit import COMMIT_ERRORS, backoff, is_conflict
 from lancens_cli.store.inspect import index_summaries
 from lancens_cli.store.storage import Storage
+from lancens_cli.store.version_pick import pick_version, version_history
 
 T = TypeVar("T")
 
@@ -333,36 +334,31 @@ class ManifestStore:
         latest = dataclasses.replace(self, pinned_version=None).open_dataset()
         if latest is None:
             raise TableVersionNotFoundError("__manifest does not exist: it has no versions")
-        history = sorted(
-            (int(v["version"]), v["timestamp"].astimezone(UTC)) for v in latest.versions()
-        )
-        span = f"readable versions are {history[0][0]} to {history[-1][0]}"
-        if version is not None:
+        return pick_version(version_history(latest), version, timestamp, MANIFEST_TABLE)
+
+    def published_in_history(self) -> set[str]:
+        """The table locations some readable `__manifest` version publishes (the newest too):
+        a partition table a restore stopped publishing is still read by time travel to the
+        versions before, so it is not a dead write's debris until they expire."""
+        latest = dataclasses.replace(self, pinned_version=None).open_dataset()
+        if latest is None:
+            return set()
+        found: set[str] = set()
+        for number, _ in version_history(latest):
             try:
-                wanted = int(str(version).strip())
-            except ValueError:
-                raise InvalidInputError(f"version {version!r} is not a whole number") from None
-            if wanted not in {number for number, _ in history}:
-                raise TableVersionNotFoundError(
-                    f"__manifest version {wanted} does not exist or was pruned; {span}"
+                rows = latest.checkout_version(number).to_table(columns=["object_type", "location"])
+            except (OSError, ValueError, RuntimeError):
+                continue  # a version being pruned away as we read: it publishes nothing more
+            found.update(
+                location
+                for kind, location in zip(
+                    rows.column("object_type").to_pylist(),
+                    rows.column("location").to_pylist(),
+                    strict=True,
                 )
-            return wanted
-        assert timestamp is not None
-        try:
-            moment = datetime.fromisoformat(str(timestamp).strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise InvalidInputError(
-                f"timestamp {timestamp!r} is not ISO 8601 (e.g. 2025-12-10T08:00:00Z)"
-            ) from None
-        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-        before = [number for number, when in history if when <= moment]
-        if not before:
-            first = history[0][1].isoformat(timespec="seconds")
-            raise TableVersionNotFoundError(
-                f"no __manifest version was committed at or before {moment.isoformat()} (the "
-                f"oldest readable, version {history[0][0]}, is from {first}); {span}"
+                if kind == "table" and location
             )
-        return before[-1]
+        return found
 
     def exists(self) -> bool:
         """Whether there is a manifest to open; ManifestError when one is there but damaged.
@@ -448,7 +444,11 @@ class ManifestStore:
         return snapshot
 
     def mutate(
-        self, plan: Callable[[ManifestSnapshot, ManifestEdit], T], *, metadata_last: bool = False
+        self,
+        plan: Callable[[ManifestSnapshot, ManifestEdit], T],
+        *,
+        metadata_last: bool = False,
+        message: str | None = None,
     ) -> T:
         """Apply `plan` to the newest snapshot and commit it, re-planning on conflict.
 
@@ -460,6 +460,9 @@ class ManifestStore:
         the rows and columns first, for a change whose metadata names them (a partition spec
         names its `partition_field_*` columns and `v<N>` namespace): every version in between
         then reads consistently, as if the change had not begun.
+
+        `message` is the rows' commit message (Lance keeps it with the version's transaction):
+        what `versions __manifest` shows for a version that is not a write, e.g. a restore.
         """
         if self.pinned_version is not None:
             raise InvalidInputError(
@@ -476,7 +479,7 @@ class ManifestStore:
             require_writable(snapshot)
             if metadata_last and edit.metadata_updates and not edit.is_empty:
                 # the rows first; the next round plans again and finds only the metadata
-                if self._try_commit(snapshot, edit.build()):
+                if self._try_commit(snapshot, edit.build(), message):
                     interrupt.mark_durable()
                     if self.build_indexes:
                         self.create_indexes()
@@ -494,7 +497,7 @@ class ManifestStore:
                     if landed > _METADATA_COMMITS:
                         raise ManifestError("__manifest metadata keeps changing; giving up")
                     continue
-            elif self._try_commit(snapshot, edit.build()):
+            elif self._try_commit(snapshot, edit.build(), message):
                 interrupt.mark_durable()
                 if self.build_indexes:
                     self.create_indexes()
@@ -507,7 +510,9 @@ class ManifestStore:
             f"__manifest kept changing under us; gave up after {self.retries} retries"
         )
 
-    def _try_commit(self, snapshot: ManifestSnapshot, table: Any) -> bool:
+    def _try_commit(
+        self, snapshot: ManifestSnapshot, table: Any, message: str | None = None
+    ) -> bool:
         """Commit at exactly snapshot.version + 1; False when another writer got there first."""
         options = self.storage.lance_options
         try:
@@ -529,6 +534,7 @@ class ManifestStore:
                 read_version=snapshot.version or None,
                 max_retries=0,
                 storage_options=options,
+                commit_message=message,
             )
             return True
         except COMMIT_ERRORS as exc:

@@ -10,7 +10,7 @@ from helpers import invoke
 GROUPS = {
     "Inspect": ["ls", "describe", "partitions", "scan"],
     "Change": ["init", "create", "rename", "drop", "register", "deregister"],
-    "Migrate and maintain": ["migrate-v1", "check", "prune", "versions"],
+    "Migrate and maintain": ["migrate-v1", "check", "prune"],
     "Partitioned data": [
         "add-partition-spec",
         "evolve-schema",
@@ -20,6 +20,7 @@ GROUPS = {
         "join-plan",
         "join",
     ],
+    "History": ["versions", "diff", "restore"],
 }
 
 

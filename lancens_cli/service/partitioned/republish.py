@@ -2,7 +2,8 @@
 version of the table's own main line (compacted now; index optimisation and restore next).
 
 A partitioned write publishes new rows (service/partitioned/write.py, `publish_touches`); this
-publishes versions that move no row, so it carries no partition values and creates nothing.
+publishes versions that move no row, so it carries no partition values and creates nothing
+(restore, which publishes a past version's rows, shares its writer guard).
 Each table is moved only while `__manifest` still publishes the version the new one was made
 from, on main: a table whose row moved meanwhile (a writer's version, a branch or a tag) keeps
 what it publishes, and the new version stays unpublished (it expires like any other). All the
@@ -42,6 +43,13 @@ class Republished:
     moved: set[str]
 
 
+def mark_partitioned_writer(snapshot: ManifestSnapshot, edit: ManifestEdit) -> None:
+    """A namespace another tool laid out as the spec says gets our writer guard with our first
+    commit that publishes partition tables (DESIGN 21)."""
+    if not snapshot.writer_flags & PARTITIONED_WRITER_FLAG:
+        edit.set_metadata({WRITER_FLAGS_KEY: str(snapshot.writer_flags | PARTITIONED_WRITER_FLAG)})
+
+
 def republish(ns: Namespace, moves: list[Republish]) -> Republished:
     """Publish every move whose table still publishes what it was made from, in one commit."""
     if not moves:
@@ -55,12 +63,8 @@ def republish(ns: Namespace, moves: list[Republish]) -> Republished:
             if row is not None and ref_of(row) == (move.published, None, None):
                 edit.replace(move.table_id, read_version=move.version)
                 moved.add(move.table_id)
-        if moved and not snapshot.writer_flags & PARTITIONED_WRITER_FLAG:
-            # a namespace another tool laid out as the spec says: our guard goes in with our
-            # first commit (DESIGN 21)
-            edit.set_metadata(
-                {WRITER_FLAGS_KEY: str(snapshot.writer_flags | PARTITIONED_WRITER_FLAG)}
-            )
+        if moved:
+            mark_partitioned_writer(snapshot, edit)
         return snapshot.version + 1 if moved else None
 
     version = ns.manifest.mutate(plan)

@@ -1,0 +1,454 @@
+"""`restore`: put a past version back as the newest, keeping the history in between.
+
+A partitioned root is restored to what `__manifest` version N published: one new `__manifest`
+commit after which the partition rows are exactly N's (every partition table N published, at
+the same `read_version` / `read_tag` / `read_branch`, with the same partition values; the
+partitions N did not have are no longer published, and their tables stay on disk). Specs and
+the namespace schema stay as they are now, as Iceberg's rollback keeps the schema: a table
+published by N is read through field ids, as the partitioning spec reads every generation.
+The versions between N and now stay readable by time travel until prune's policy lets them go,
+so a restore forward (to one of them) brings them back.
+
+A table is restored with Lance's Restore operation: version N again as its newest version.
+Partition tables are refused (restoring one alone would tear a multi-partition write apart).
+
+Everything is checked before anything is written: N must still be readable, and so must every
+table version N published (prune may have removed one). The commit is compare-and-swap: a write
+that lands between the plan and the commit is restored over, and the result names its
+versions; a write that lands after the restore lands on the restored state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import lance
+
+from lancens_cli.errors import (
+    InvalidInputError,
+    InvalidTableStateError,
+    LancensError,
+    TableVersionNotFoundError,
+    lance_message,
+)
+from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE, Identifier, Result
+from lancens_cli.partition.rows import partition_rows
+from lancens_cli.partition.schema_evolution import history_from_metadata, shape
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.partitioned.branch import ref_of
+from lancens_cli.service.partitioned.evolve_schema import Brought, bring_table
+from lancens_cli.service.partitioned.label import PartitionLabel
+from lancens_cli.service.partitioned.layout import layout_of
+from lancens_cli.service.partitioned.naming import label_of
+from lancens_cli.service.partitioned.republish import mark_partitioned_writer
+from lancens_cli.service.partitioned.sizes import TableSize, version_size
+from lancens_cli.store.commit import retry_on_conflict
+from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
+from lancens_cli.store.tables import open_published, open_table
+from lancens_cli.store.version_pick import pick_version, version_history
+from lancens_cli.words import utc_iso
+
+SCHEMA_NOTE = (
+    "specs and the namespace schema stay as they are now; the restored partition tables are "
+    "read through field ids, as every older generation is"
+)
+
+# The words of a partition's change, in the order a result lists them.
+REPUBLISHED, MOVED, UNPUBLISHED = "republished", "moved", "unpublished"
+
+
+@dataclass
+class RestoredPartition:
+    """One partition row the restore changes: what readers see of it before and after."""
+
+    action: str  # REPUBLISHED (N had it, now gone), MOVED (another version), UNPUBLISHED
+    object_id: str
+    location: str
+    label: PartitionLabel | None
+    before: dict[str, Any] | None  # the ref published now ({read_version, read_tag, ...})
+    after: dict[str, Any] | None  # the ref N published
+    rows_before: int | None = None
+    rows_after: int | None = None
+    # N's version is of an earlier schema generation: a new version at the current schema,
+    # built on it, is published instead (writers append at the current schema)
+    behind: bool = False
+    brought_from: int | None = None  # N's read_version, when a version built on it is published
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "table": self.object_id,
+            **(self.label.json_fields() if self.label is not None else {}),
+            "location": self.location,
+            "before": self.before,
+            "after": self.after,
+            "rows_before": self.rows_before,
+            "rows_after": self.rows_after,
+            "to_current_schema": self.behind,
+            "brought_from": self.brought_from,
+        }
+
+
+@dataclass
+class RestoreResult(Result):
+    """What a restore did (or, with `dry_run`, would do)."""
+
+    target: str  # "__manifest" for a partitioned root, else the table
+    restored_to: int
+    restored_to_time: str | None
+    planned_on: int  # the newest version when the restore was planned
+    dry_run: bool
+    new_version: int | None = None  # the version the restore committed (None: not committed)
+    restored_over: list[int] = field(default_factory=list)  # versions that landed meanwhile
+    changes: list[RestoredPartition] = field(default_factory=list)
+    rows_before: int | None = None  # a table: its rows now, and at the restored version
+    rows_after: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "restored_to": self.restored_to,
+            "restored_to_time": self.restored_to_time,
+            "planned_on": self.planned_on,
+            "dry_run": self.dry_run,
+            "new_version": self.new_version,
+            "restored_over": self.restored_over,
+            "changes": [c.to_json() for c in self.changes],
+            "rows_before": self.rows_before,
+            "rows_after": self.rows_after,
+            "notes": self.notes,
+        }
+
+
+# --------------------------------------------------------------------------- a partitioned root
+
+
+def plan_namespace_restore(
+    ns: Namespace, version: str | int | None, timestamp: str | None
+) -> RestoreResult:
+    """What restoring the partitioned root to a `__manifest` version changes, checked whole."""
+    ns.require_root()
+    now = ns.snapshot()
+    if layout_of(now) is None:
+        raise InvalidInputError(
+            "the root is not a partitioned namespace: name a table to restore "
+            "(lancens restore TABLE --to-version N)"
+        )
+    ns.require_writable(now)
+    target = ns.manifest.resolve_version(version, timestamp)
+    past = ns.as_of(version=target).snapshot()
+    changes = _tables(_changes(now, past))
+    layout = layout_of(now)
+    assert layout is not None
+    _require_readable(ns, changes, target, layout.schema)
+    result = RestoreResult(
+        MANIFEST_TABLE, target, _manifest_time(ns, target), now.version, dry_run=True
+    )
+    result.changes = changes
+    result.notes.append(SCHEMA_NOTE)
+    behind = [c for c in changes if c.behind]
+    if behind:
+        result.notes.append(
+            f"{len(behind)} restored partition table(s) are of an earlier schema generation: "
+            "each gets a new version at the current schema built on the restored one (the "
+            "same rows, as readers read them), and that version is published"
+        )
+    if target == now.version:
+        result.notes.append(f"version {target} is already the newest: nothing to restore")
+    return result
+
+
+def restore_namespace(ns: Namespace, planned: RestoreResult) -> RestoreResult:
+    """Commit the restore `planned` describes: the restored tables of an earlier schema
+    generation are brought to the current schema first (unpublished versions of their own),
+    then one `__manifest` commit, planned anew (from version N's rows) on every retry."""
+    target = planned.restored_to
+    past = ns.as_of(version=target).snapshot()
+    brought = _bring(ns, [c for c in planned.changes if c.behind and c.after is not None])
+    landed: dict[str, Any] = {}
+
+    def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> int | None:
+        changes = _changes(snapshot, past, brought)
+        landed["changes"], landed["base"] = changes, snapshot.version
+        rows = {row["object_id"]: _published_row(row, brought) for row in past.rows}
+        for change in changes:
+            if change.action == UNPUBLISHED:
+                edit.remove(change.object_id)
+            elif change.action == REPUBLISHED:
+                edit.add(rows[change.object_id])
+            else:
+                edit.replace(
+                    change.object_id,
+                    **_fields(snapshot.get(change.object_id), rows[change.object_id]),
+                )
+        if edit.is_empty:
+            return None
+        mark_partitioned_writer(snapshot, edit)
+        return snapshot.version + 1
+
+    committed = ns.manifest.mutate(plan, message=f"lancens restore to version {target}")
+    result = RestoreResult(
+        planned.target, target, planned.restored_to_time, planned.planned_on, dry_run=False
+    )
+    result.new_version = committed
+    result.changes = _with_sizes(planned.changes, _tables(landed.get("changes", [])))
+    for change in result.changes:
+        if change.object_id in brought:
+            change.behind, change.brought_from = True, brought[change.object_id][0]
+    base = landed.get("base", planned.planned_on)
+    result.restored_over = list(range(planned.planned_on + 1, base + 1))
+    result.notes = list(planned.notes)
+    if result.restored_over:
+        result.notes.append(
+            f"__manifest version(s) {_span(result.restored_over)} landed while the restore "
+            "was planned and are restored over too; they stay readable by time travel"
+        )
+    return result
+
+
+def _bring(ns: Namespace, behind: list[RestoredPartition]) -> dict[str, tuple[int, int]]:
+    """object id -> (N's read_version, the new version at the current schema built on it), as
+    evolve-schema brings a table; the new versions stay unpublished until the restore's commit
+    (a killed restore leaves them to expire like any unpublished version)."""
+    if not behind:
+        return {}
+    snapshot = ns.snapshot()
+    layout = layout_of(snapshot)
+    assert layout is not None
+    history = history_from_metadata(snapshot.metadata)
+    brought = {}
+    for change in behind:
+        assert change.after is not None
+        base = change.after["read_version"]
+        if change.after.get("read_tag") is not None or change.after.get("read_branch"):
+            continue  # a tag or a branch is read as it is: it takes no write of ours on main
+        job = Brought(change.object_id, change.location, base)
+        brought[change.object_id] = (base, bring_table(ns.storage, job, layout.schema, history))
+    return brought
+
+
+def _published_row(row: dict[str, Any], brought: dict[str, tuple[int, int]]) -> dict[str, Any]:
+    """Version N's row, sending readers to the version brought to the current schema."""
+    if row["object_id"] in brought:
+        return {**row, "read_version": brought[row["object_id"]][1]}
+    return row
+
+
+def _changes(
+    now: ManifestSnapshot,
+    past: ManifestSnapshot,
+    brought: dict[str, tuple[int, int]] | None = None,
+) -> list[RestoredPartition]:
+    """Every partition row (namespace or table) whose published state differs between the
+    newest snapshot and the past one (with `brought` versions published instead of N's)."""
+    layout = layout_of(now)
+    assert layout is not None
+    specs = layout.specs
+    current = {p.object_id: p for p in partition_rows(now.rows, specs)}
+    rows = [_published_row(row, brought or {}) for row in past.rows]
+    wanted = {p.object_id: p for p in partition_rows(rows, specs)}
+    changes = []
+    for object_id in sorted(current.keys() | wanted.keys()):
+        mine, theirs = current.get(object_id), wanted.get(object_id)
+        if theirs is None:
+            action = UNPUBLISHED
+        elif mine is None:
+            action = REPUBLISHED
+        elif _differs(mine.row, theirs.row):
+            action = MOVED
+        else:
+            continue
+        shown = theirs or mine
+        assert shown is not None
+        is_table = shown.row["object_type"] == KIND_TABLE
+        changes.append(
+            RestoredPartition(
+                action,
+                object_id,
+                shown.row.get("location") or "",
+                label_of(shown.spec, shown.row) if is_table else None,
+                _ref(mine.row) if mine is not None else None,
+                _ref(theirs.row) if theirs is not None else None,
+            )
+        )
+    return changes
+
+
+def _fields(now: dict[str, Any] | None, past: dict[str, Any]) -> dict[str, Any]:
+    """Every column of the row as the past version held it (NULL where it had no column)."""
+    wanted = dict.fromkeys(now or {}) | past
+    wanted.pop("object_id")
+    return wanted
+
+
+def _differs(now: dict[str, Any], past: dict[str, Any]) -> bool:
+    return any(now.get(key) != past.get(key) for key in now.keys() | past.keys())
+
+
+def _ref(row: dict[str, Any]) -> dict[str, Any] | None:
+    if row["object_type"] != KIND_TABLE:
+        return None
+    version, branch, tag = ref_of(row)
+    return {"read_version": version, "read_branch": branch, "read_tag": tag}
+
+
+def _require_readable(
+    ns: Namespace, changes: list[RestoredPartition], target: int, schema: Any
+) -> None:
+    """Every table version the restore publishes opens (and has its rows counted); so does
+    every one it moves away from, for the rows before."""
+    for change in changes:
+        if change.after is not None:
+            row = {"location": change.location, **change.after}
+            try:
+                dataset = open_published(ns.storage, row)
+                change.rows_after = version_size(dataset).rows
+                change.behind = shape(dataset.schema) != shape(schema)
+            except LancensError as exc:
+                raise TableVersionNotFoundError(
+                    f"__manifest version {target} publishes {_named(change)} at "
+                    f"{_ref_words(change.after)}, which can no longer be read ({exc.message}); "
+                    "restore a later version"
+                ) from None
+        if change.before is not None:
+            change.rows_before = _rows(ns, {"location": change.location, **change.before})
+
+
+def _rows(ns: Namespace, row: dict[str, Any]) -> int | None:
+    try:
+        size: TableSize = version_size(open_published(ns.storage, row))
+    except LancensError:
+        return None  # the rows before are a courtesy; `check` says why a table does not load
+    return size.rows
+
+
+def _with_sizes(
+    planned: list[RestoredPartition], done: list[RestoredPartition]
+) -> list[RestoredPartition]:
+    """The changes committed, with the row counts the plan found for the same tables."""
+    known = {(c.object_id, str(c.before)): c for c in planned}
+    for change in done:
+        seen = known.get((change.object_id, str(change.before)))
+        if seen is not None:
+            change.rows_before, change.rows_after = seen.rows_before, seen.rows_after
+    return done
+
+
+def _tables(changes: list[RestoredPartition]) -> list[RestoredPartition]:
+    """The changes a user reads: partition tables (their namespaces follow them)."""
+    return [c for c in changes if c.label is not None]
+
+
+def _named(change: RestoredPartition) -> str:
+    if change.label is not None:
+        return f"partition {change.label.text()} (spec v{change.label.spec_version})"
+    return change.object_id
+
+
+def _ref_words(ref: dict[str, Any]) -> str:
+    if ref.get("read_tag") is not None:
+        return f"tag {ref['read_tag']!r}"
+    if ref.get("read_branch") is not None:
+        return f"branch {ref['read_branch']!r} version {ref.get('read_version')}"
+    return f"version {ref.get('read_version')}"
+
+
+def _manifest_time(ns: Namespace, version: int) -> str | None:
+    dataset = ns.manifest.pinned(version).open_dataset()
+    return _version_time(dataset, version)
+
+
+def _version_time(dataset: Any, version: int) -> str | None:
+    return next(
+        (utc_iso(when) for number, when in version_history(dataset) if number == version), None
+    )
+
+
+def _span(versions: list[int]) -> str:
+    return str(versions[0]) if len(versions) == 1 else f"{versions[0]} to {versions[-1]}"
+
+
+# --------------------------------------------------------------------------- one table
+
+
+def plan_table_restore(
+    ns: Namespace,
+    ident: Identifier,
+    version: str | int | None,
+    timestamp: str | None,
+    delimiter: str = ".",
+) -> RestoreResult:
+    """What restoring one table to a version of its own changes, checked whole."""
+    ns.require_root()
+    snapshot = ns.snapshot()
+    ref = ns.require_table(ident, snapshot)
+    layout = layout_of(snapshot) if snapshot.exists else None
+    if layout is not None and any(
+        p.object_id == ident.object_id for p in partition_rows([ref.row or {}], layout.specs)
+    ):
+        raise InvalidInputError(
+            f"{ident.display(delimiter)} is a partition table: restore its namespace instead "
+            "(lancens restore --to-version N), which restores every partition together"
+        )
+    dataset = open_table(ns.storage, ref.location)
+    target = pick_version(version_history(dataset), version, timestamp, ident.display(delimiter))
+    result = RestoreResult(
+        ident.display(delimiter),
+        target,
+        _version_time(dataset, target),
+        dataset.version,
+        dry_run=True,
+    )
+    result.rows_before = version_size(dataset).rows
+    result.rows_after = version_size(dataset.checkout_version(target)).rows
+    if target == dataset.version:
+        result.notes.append(f"version {target} is already the newest: nothing to restore")
+    result.notes.append("the versions after it stay readable by time travel")
+    return result
+
+
+def restore_table(ns: Namespace, ident: Identifier, planned: RestoreResult) -> RestoreResult:
+    """Lance's Restore of the planned version, compare-and-swap on the newest version."""
+    ref = ns.require_table(ident, ns.snapshot())
+    uri = ns.storage.uri(ref.location)
+    result = RestoreResult(
+        planned.target, planned.restored_to, planned.restored_to_time, planned.planned_on, False
+    )
+    result.rows_before, result.rows_after, result.notes = (
+        planned.rows_before,
+        planned.rows_after,
+        list(planned.notes),
+    )
+    if planned.restored_to == planned.planned_on:
+        return result
+    seen: dict[str, int] = {}
+
+    def attempt() -> int | None:
+        latest = open_table(ns.storage, ref.location).version
+        seen["base"] = latest
+        done = lance.LanceDataset.commit(
+            uri,
+            lance.LanceOperation.Restore(planned.restored_to),
+            read_version=latest,
+            max_retries=0,
+            storage_options=ns.storage.lance_options,
+            commit_message=f"lancens restore to version {planned.restored_to}",
+        )
+        return done.version if done.version == latest + 1 else None
+
+    result.new_version = retry_on_conflict(
+        attempt,
+        failed=lambda exc: InvalidTableStateError(
+            f"cannot restore {planned.target}: {lance_message(exc)}"
+        ),
+        gave_up=f"{planned.target} kept changing; the restore gave up",
+    )
+    result.restored_over = list(range(planned.planned_on + 1, seen["base"] + 1))
+    if result.restored_over:
+        result.notes.append(
+            f"version(s) {_span(result.restored_over)} landed while the restore was planned "
+            "and are restored over too; they stay readable by time travel"
+        )
+    return result

@@ -1,0 +1,74 @@
+"""Which version of a Lance table a user names: `--version-as-of N` / `--to-version N`, or
+the newest committed at or before a time (`--timestamp-as-of T` / `--to-timestamp T`).
+
+One rule for `__manifest` (time travel, restore, diff of a namespace) and for any table
+(restore and diff of one table): a version must still be readable, a time without an offset is
+UTC, and a version that is not there names the readable ones (exit 3).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from lancens_cli.errors import InvalidInputError, TableVersionNotFoundError
+
+
+def version_history(dataset: Any) -> list[tuple[int, datetime]]:
+    """(version, commit time in UTC) of every readable version of a Lance dataset, oldest first.
+
+    Lance gives naive local times, as `datetime.astimezone` reads them."""
+    return sorted((int(v["version"]), v["timestamp"].astimezone(UTC)) for v in dataset.versions())
+
+
+def pick_version(
+    history: list[tuple[int, datetime]],
+    version: str | int | None,
+    timestamp: str | None,
+    what: str,
+) -> int:
+    """The version `version` names (it must be in `history`), or the newest committed at or
+    before `timestamp` (ISO 8601; without an offset, UTC). `what` names the table in messages
+    ("__manifest version 7 does not exist ...")."""
+    if version is not None and timestamp is not None:
+        raise InvalidInputError("give a version or a timestamp, not both")
+    if not history:
+        raise TableVersionNotFoundError(f"{what} has no versions")
+    span = f"readable versions are {history[0][0]} to {history[-1][0]}"
+    if version is not None:
+        wanted = parse_version(version)
+        if wanted not in {number for number, _ in history}:
+            raise TableVersionNotFoundError(
+                f"{what} version {wanted} does not exist or was pruned; {span}"
+            )
+        return wanted
+    if timestamp is None:
+        raise InvalidInputError("give a version or a timestamp")
+    moment = parse_moment(timestamp)
+    before = [number for number, when in history if when <= moment]
+    if not before:
+        first = history[0][1].isoformat(timespec="seconds")
+        raise TableVersionNotFoundError(
+            f"no {what} version was committed at or before {moment.isoformat()} (the oldest "
+            f"readable, version {history[0][0]}, is from {first}); {span}"
+        )
+    return before[-1]
+
+
+def parse_version(version: str | int) -> int:
+    try:
+        wanted = int(str(version).strip())
+    except ValueError:
+        raise InvalidInputError(f"version {version!r} is not a whole number") from None
+    return wanted
+
+
+def parse_moment(timestamp: str) -> datetime:
+    """An ISO 8601 time as an instant (UTC when it has no offset)."""
+    try:
+        moment = datetime.fromisoformat(str(timestamp).strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInputError(
+            f"timestamp {timestamp!r} is not ISO 8601 (e.g. 2025-12-10T08:00:00Z)"
+        ) from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
