@@ -19,6 +19,8 @@ from lancens_cli.cli.options import (
     Master,
     Remote,
     RightRoot,
+    SinceTimestamp,
+    SinceVersion,
     TimestampAsOf,
     VersionAsOf,
 )
@@ -87,6 +89,8 @@ def join(
     explain: JoinExplainOnly = False,
     version_as_of: VersionAsOf = None,
     timestamp_as_of: TimestampAsOf = None,
+    since_version: SinceVersion = None,
+    since_timestamp: SinceTimestamp = None,
     master: Master = None,
     remote: Remote = None,
     conf: Conf = None,
@@ -99,7 +103,9 @@ def join(
     compatible, says why on stderr and runs an ordinary Spark (shuffle) join.
 
     Time travel: --timestamp-as-of reads both roots as of one moment; --version-as-of N reads
-    each root as its own __manifest version N published it.
+    each root as its own __manifest version N published it. --since-version A (or
+    --since-timestamp) joins only the rows the left root gained after its __manifest version
+    A (an incremental read, as `scan --since-version`) with the whole right side.
 
     A column name found on both sides is output as l_<name> and r_<name>; other columns keep
     their names. Prints rows (--limit), a --count, or writes files (--to). Exit codes: 2 for a
@@ -116,7 +122,12 @@ def join(
     if sum((count, explain, to is not None)) > 1:
         raise InvalidInputError("give at most one of --count, --explain and --to")
     require_output_format(fmt)
-    job = _plan(left_root, right_root, on, how, columns, where, version_as_of, timestamp_as_of)
+    since = None
+    if since_version is not None or since_timestamp is not None:
+        since = (None if since_version is None else str(since_version), since_timestamp)
+    job = _plan(
+        left_root, right_root, on, how, columns, where, version_as_of, timestamp_as_of, since
+    )
     started = time.monotonic()
     spark = spark_session(master, conf, remote)
     _quiet_analysis_log()
@@ -153,6 +164,7 @@ def _plan(
     where: str | None,
     version_as_of: int | None,
     timestamp_as_of: str | None,
+    since: tuple[str | None, str | None] | None = None,
 ) -> Any:
     """The join job, planned and pinned in the driver before Spark starts."""
     from lancens_cli.pipeline import join as job_module
@@ -163,7 +175,9 @@ def _plan(
     left = session().namespace_at(left_root)
     right = session().namespace_at(right_root).as_of(version_as_of, timestamp_as_of)
     left = left.as_of(version_as_of, timestamp_as_of)
-    job = job_module.plan_job(left, right, keys, how, wanted, filtered=where is not None)
+    job = job_module.plan_job(
+        left, right, keys, how, wanted, filtered=where is not None, since=since
+    )
     if not job.spj and not session().json:
         message(f"join: no storage-partitioned join ({job.fallback_reasons[0]}); shuffling")
     return job

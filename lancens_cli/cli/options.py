@@ -80,6 +80,25 @@ TimestampAsOf = Annotated[
         "(ISO 8601; UTC without an offset) published it.",
     ),
 ]
+SinceVersion = Annotated[
+    int | None,
+    typer.Option(
+        "--since-version",
+        metavar="A",
+        min=0,
+        help="Only the rows appended after __manifest version A (exclusive) up to the version "
+        "read (an incremental read).",
+    ),
+]
+SinceTimestamp = Annotated[
+    str | None,
+    typer.Option(
+        "--since-timestamp",
+        metavar="TS",
+        help="Only the rows appended after the newest __manifest version committed at or "
+        "before TS (ISO 8601; UTC without an offset).",
+    ),
+]
 
 # --- the two namespaces and the keys, as `join-plan` and `join` take them -----------------------
 

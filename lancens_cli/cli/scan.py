@@ -14,7 +14,15 @@ from typing import Annotated, Any
 
 import typer
 
-from lancens_cli.cli.options import Conf, Master, Remote, TimestampAsOf, VersionAsOf
+from lancens_cli.cli.options import (
+    Conf,
+    Master,
+    Remote,
+    SinceTimestamp,
+    SinceVersion,
+    TimestampAsOf,
+    VersionAsOf,
+)
 from lancens_cli.cli.output import message, plain_row
 from lancens_cli.cli.progress import spark_progress
 from lancens_cli.cli.session import session
@@ -79,6 +87,8 @@ def scan(
     explain: ScanExplain = False,
     version_as_of: VersionAsOf = None,
     timestamp_as_of: TimestampAsOf = None,
+    since_version: SinceVersion = None,
+    since_timestamp: SinceTimestamp = None,
     master: Master = None,
     remote: Remote = None,
     conf: Conf = None,
@@ -87,7 +97,9 @@ def scan(
     write them as Parquet, CSV or JSON files.
 
     A read resolves __manifest once and reads every partition table at the version it
-    publishes, so it sees each write whole or not at all.
+    publishes, so it sees each write whole or not at all. With --since-version (or
+    --since-timestamp) only the rows appended after that version are read, each once; what
+    cannot be told as appends (a delete, an overwrite, a restore) is refused in words.
     """
 
     from lancens_cli.pipeline.scan import ScanRequest, request_condition, run_scan
@@ -106,6 +118,8 @@ def scan(
         explain=explain,
         version_as_of=version_as_of,
         timestamp_as_of=timestamp_as_of,
+        since_version=since_version,
+        since_timestamp=since_timestamp,
     )
     request = _checked(asked, columns)
     request_condition(request)  # a bad --where or column is exit 2 before Spark starts

@@ -127,6 +127,8 @@ class JoinJob:
     right_read: list[tuple[str, str]]
     fallback_reasons: list[str] = field(default_factory=list)
     resolved: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    # an incremental join (`--since-version`): only the left side's new rows are read
+    left_since: Any = None  # service/history/incremental.Since
     tasks: int = 0  # how many Spark tasks run the groups (set when the DataFrame is built)
 
     @property
@@ -149,7 +151,9 @@ class JoinJob:
         """The row a task opens: the table's location at a version fixed now, with its rows."""
         key = (label, table.object_id)
         if key not in self.resolved:
-            self.resolved[key] = _pin(self.left_ns if label == "left" else self.right_ns, table)
+            ns = self.left_ns if label == "left" else self.right_ns
+            since = self.left_since if label == "left" else None
+            self.resolved[key] = _pin(ns, table, since)
         return self.resolved[key]
 
     def _pin_all(self, tables: list[tuple[str, PartitionTable]]) -> None:
@@ -170,6 +174,8 @@ class JoinJob:
         work = []
         for g in groups:
             left = [self.pinned("left", t) for t in g.left]
+            if self.left_since is not None and not any(t["rows"] for t in left):
+                continue  # no new row on the left: nothing of the group reaches the output
             right = [self.pinned("right", t) for t in g.right]
             work.append(
                 {
@@ -245,12 +251,14 @@ def _tasks_frame(
     return frame.mapInArrow(task_function(job, packed), from_arrow_schema(schema)), tasks
 
 
-def _pin(ns: Namespace, table: PartitionTable) -> dict[str, Any]:
+def _pin(ns: Namespace, table: PartitionTable, since: Any = None) -> dict[str, Any]:
     """The row a task opens, with a version number (on its branch) and the rows it holds.
 
     A numbered read_version is kept as it is; NULL (latest) and a tag are resolved here, in the
     driver, so every task reads the same version even while writers commit. The row count
     (manifest metadata, no data read) lets the driver spread the work evenly over the tasks.
+    With `since` (an incremental join's left side), `new` lists the new rows as
+    [fragment, offset or None, rows] and the count is theirs.
     """
     row = {
         "location": table.location,
@@ -262,7 +270,26 @@ def _pin(ns: Namespace, table: PartitionTable) -> dict[str, Any]:
     pinned = {**row, "rows": int(dataset.count_rows())}
     if table.read_version is None or table.read_tag is not None:
         pinned.update(read_version=int(dataset.version), read_tag=None)
+    if since is not None:
+        pinned["new"] = _new_rows(ns, table, row, dataset, since)
+        pinned["rows"] = sum(count for _, _, count in pinned["new"])
     return pinned
+
+
+def _new_rows(
+    ns: Namespace, table: PartitionTable, row: dict[str, Any], dataset: Any, since: Any
+) -> list[list[Any]]:
+    """[fragment, offset (None: whole), rows] of the rows appended since the start version."""
+    from lancens_cli.service.history.incremental import published_alike, table_new_rows
+    from lancens_cli.service.partitioned.branch import published_branch
+
+    before = since.then(table.object_id, table.location)
+    if before is not None and published_alike(before, row):
+        return []
+    what = f"partition table {table.object_id.replace('$', '.')}"
+    branch = published_branch(dataset, row)
+    found = table_new_rows(ns.storage, table.location, dataset, branch, before, what)
+    return [[new.fragment_id, new.offset, new.count] for new in found]
 
 
 def plan_job(
@@ -272,11 +299,13 @@ def plan_job(
     how: str,
     columns: list[str] | None,
     filtered: bool = False,
+    since: tuple[str | None, str | None] | None = None,
 ) -> JoinJob:
     """Plan the join: read both `__manifest`s once, decide SPJ or shuffle, pick the columns.
 
     `filtered`: a --where will be applied, which may name any output column, so every column
-    is read and `selected` is picked after the filter.
+    is read and `selected` is picked after the filter. `since` (version, timestamp): join only
+    the rows the left root gained after that `__manifest` version.
     """
     if how not in HOWS:
         raise InvalidInputError(f"--how {how!r}: expected one of {', '.join(HOWS)}")
@@ -307,6 +336,10 @@ def plan_job(
         read("r", right_keys),
     )
     job.fallback_reasons = _fallback_reasons(plan, how)
+    if since is not None:
+        from lancens_cli.service.history.incremental import since_versions
+
+        job.left_since = since_versions(left_ns, *since)
     return job
 
 

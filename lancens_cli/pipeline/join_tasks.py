@@ -102,9 +102,31 @@ def read_side(side: dict[str, Any], tables: list[dict[str, Any]], schema: Any) -
     target = pa.schema([schema.field(n) for n in names])
     parts = []
     for row in tables:
-        data = open_published(storage, row).to_table(columns=columns)
+        dataset = open_published(storage, row)
+        data = _new_rows(dataset, row["new"], columns) if "new" in row else None
+        if data is None:
+            data = dataset.to_table(columns=columns)
         parts.append(data.rename_columns(names).cast(target))
     return pa.concat_tables(parts) if parts else target.empty_table()
+
+
+def _new_rows(dataset: Any, new: list[list[Any]], columns: list[str]) -> Any:
+    """Only the rows an incremental join reads of a table: whole fragments, or a window of
+    one (service/history/incremental.py)."""
+    from lancens_cli.service.history.incremental import in_window
+
+    tables = []
+    for fragment_id, offset, count in new:
+        scanner = dataset.scanner(
+            columns=columns,
+            fragments=[dataset.get_fragment(fragment_id)],
+            with_row_address=offset is not None,
+        )
+        data = scanner.to_table()
+        if offset is not None:
+            data = in_window(data, fragment_id, offset, count).select(columns)
+        tables.append(data)
+    return pa.concat_tables(tables) if tables else dataset.schema.empty_table().select(columns)
 
 
 def join_group(job: dict[str, Any], group: dict[str, Any]) -> Any:

@@ -64,10 +64,22 @@ BATCH_ROWS = 64 * 1024
 # `pruneCondition`: what `prune` gives, already parsed (partition/condition_data.py): `scan`
 # hands the source the conjuncts it parsed instead of the text to parse again.
 # `versionAsOf` / `timestampAsOf`: read the namespace as that `__manifest` version published it.
+# `sinceVersion` / `sinceTimestamp`: an incremental read, only the rows appended after that
+# `__manifest` version (exclusive) up to the one read (service/history/incremental.py).
 # `limit`: the reader needs at most this many rows (`scan --limit`, with no filter left to Spark):
 # only the fragments that hold them are planned, when no row filter is pushed to Lance.
 READ_OPTIONS = frozenset(
-    ("where", "prune", "prunecondition", "timezone", "versionasof", "timestampasof", "limit")
+    (
+        "where",
+        "prune",
+        "prunecondition",
+        "timezone",
+        "versionasof",
+        "timestampasof",
+        "sinceversion",
+        "sincetimestamp",
+        "limit",
+    )
 )
 
 
@@ -170,6 +182,7 @@ class LancensReader(DataSourceReader):
 
 
 def _read_piece(ns: Namespace, piece: Piece, target: Any) -> Iterator[Any]:
+    from lancens_cli.service.history.incremental import in_window
     from lancens_cli.store.tables import open_table
 
     on_main = piece.branch is None
@@ -186,10 +199,13 @@ def _read_piece(ns: Namespace, piece: Piece, target: Any) -> Iterator[Any]:
         filter=piece.filter,
         fragments=fragments,
         batch_size=BATCH_ROWS,
-        with_row_id=not columns,  # a scan needs a column to count rows by
+        with_row_id=not columns and piece.window is None,  # a column to count rows by
+        with_row_address=piece.window is not None,
     )
     back = {held[f.name]: f.name for f in target if held[f.name] in present}
     for batch in scanner.to_batches():
+        if piece.window is not None:  # `_rowaddr` goes with conform_batch (target columns)
+            batch = in_window(batch, piece.fragments[0], *piece.window)
         if batch.num_rows:
             if sources:
                 batch = batch.rename_columns([back.get(n, n) for n in batch.schema.names])

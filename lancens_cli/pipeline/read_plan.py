@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import InputPartition
 
-from lancens_cli.errors import RefusedError
+from lancens_cli.errors import InvalidInputError, RefusedError
 from lancens_cli.partition.predicate import (
     FALSE,
     TRUE,
@@ -61,6 +61,8 @@ class Piece:
     # source columns whose table column has another name (an earlier schema generation);
     # None: the table lacks the column, it reads as NULL
     renamed: tuple[tuple[str, str | None], ...] = ()
+    # an incremental read: only rows [offset, offset + count) of the one fragment are new
+    window: tuple[int, int] | None = None
 
 
 class LancensSlice(InputPartition):
@@ -79,6 +81,11 @@ class _Target:
     row: dict[str, Any]
     filter: Node | None  # the condition the table's rows must meet (parsed once, not again)
     spec_version: int | None
+    object_id: str = ""
+    # an incremental read (service/history/incremental.py): the row the start version
+    # published of this table (None: none, every row is new)
+    since: dict[str, Any] | None = None
+    incremental: bool = False
 
 
 def plan_slices(
@@ -98,6 +105,8 @@ def plan_slices(
     ns.require_root()
     ident = opts.ident()
     targets = _partition_targets(ns, nodes) if ident is None else [_table_target(ns, ident, nodes)]
+    if opts.since() is not None:
+        targets = _since(ns, opts, targets)
     history = _schema_history(ns) if ident is None else None
     found: list[Piece] = []
     pool = ThreadPoolExecutor(max_workers=_OPENERS)
@@ -156,7 +165,9 @@ def _partition_targets(ns: Namespace, nodes: list[Node]) -> list[_Target]:
             "location": match.location,
         }
         residual = selection.residual_nodes.get(f"v{match.spec_version}")
-        targets.append(_Target(match.table, match.location, row, residual, match.spec_version))
+        targets.append(
+            _Target(match.table, match.location, row, residual, match.spec_version, match.object_id)
+        )
     return targets
 
 
@@ -167,6 +178,45 @@ def _table_target(ns: Namespace, ident: Identifier, nodes: list[Node]) -> _Targe
     row["location"] = ref.location
     node = _conjunction(nodes)
     return _Target(ident.display(), ref.location, row, node, None)
+
+
+def _since(ns: Namespace, opts: SourceOptions, targets: list[_Target]) -> list[_Target]:
+    """The targets of an incremental read: each with what the start version published of it;
+    the tables published alike at both versions are left out (nothing of them is new)."""
+    from lancens_cli.service.history.incremental import published_alike
+
+    since = since_range(opts, ns)
+    assert since is not None
+    chosen = []
+    for target in targets:
+        before = since.then(target.object_id, target.location)
+        if before is None or not published_alike(before, target.row):
+            chosen.append(replace(target, since=before, incremental=True))
+    return chosen
+
+
+def since_range(opts: SourceOptions, ns: Namespace | None = None) -> Any:
+    """The `Since` of an incremental read (service/history/incremental.py), or None for a
+    whole read: checked here, so that `scan` refuses bad versions before Spark starts."""
+    from lancens_cli.service.history.incremental import since_versions
+
+    if opts.since() is None:
+        return None
+    if opts.ident() is not None:
+        raise InvalidInputError(
+            "sinceVersion / sinceTimestamp read a partitioned namespace: load() it without a "
+            "table name"
+        )
+    version, timestamp = opts.since() or (None, None)
+    return since_versions(ns or opts.namespace(), version, timestamp)
+
+
+def _new_rows(ns: Namespace, target: _Target, dataset: Any, branch: str | None) -> list[Any]:
+    """The new rows of one table of an incremental read, on the line it is published on."""
+    from lancens_cli.service.history.incremental import table_new_rows
+
+    what = f"partition table {target.table}"
+    return table_new_rows(ns.storage, target.location, dataset, branch, target.since, what)
 
 
 def _schema_history(ns: Namespace) -> list[Any]:
@@ -202,6 +252,16 @@ def _pieces(ns: Namespace, target: _Target, schema: Any, history: list[Any] | No
         spec_version=target.spec_version,
         renamed=renamed,
     )
+    if target.incremental:
+        return [
+            replace(
+                piece,
+                fragments=(new.fragment_id,),
+                rows=new.count,
+                window=None if new.offset is None else (new.offset, new.count),
+            )
+            for new in _new_rows(ns, target, dataset, branch)
+        ]
     pieces = []
     for fragment in dataset.get_fragments():
         rows = int(fragment.count_rows())
@@ -255,7 +315,8 @@ def _group(pieces: list[Piece], pushed: tuple[str, ...]) -> list[LancensSlice]:
             slices.append(LancensSlice(len(slices), tuple(batch), pushed))
             batch, rows = [], 0
         last = batch[-1] if batch else None
-        if last is not None and (last.location, last.version) == (piece.location, piece.version):
+        together = last is not None and last.window is None and piece.window is None
+        if together and (last.location, last.version) == (piece.location, piece.version):
             batch[-1] = replace(
                 last, fragments=last.fragments + piece.fragments, rows=last.rows + piece.rows
             )

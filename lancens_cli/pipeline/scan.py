@@ -70,6 +70,8 @@ class ScanRequest:
     stream: bool = False  # rows one partition at a time (an unbounded scan into a pipe)
     version_as_of: int | None = None  # a past __manifest version to read
     timestamp_as_of: str | None = None  # or the newest at or before this time
+    since_version: int | None = None  # only rows appended after this __manifest version
+    since_timestamp: str | None = None  # or after the newest at or before this time
 
 
 @dataclass
@@ -153,16 +155,23 @@ def source_options(request: ScanRequest) -> dict[str, str]:
         options["versionAsOf"] = str(request.version_as_of)
     if request.timestamp_as_of is not None:
         options["timestampAsOf"] = request.timestamp_as_of
+    if request.since_version is not None:
+        options["sinceVersion"] = str(request.since_version)
+    if request.since_timestamp is not None:
+        options["sinceTimestamp"] = request.since_timestamp
     return options
 
 
 def request_condition(request: ScanRequest) -> tuple[Any, Condition | None]:
     """The source's Arrow schema and the split `--where` (input errors found before Spark)."""
     from lancens_cli.pipeline.read import READ_OPTIONS, arrow_schema
+    from lancens_cli.pipeline.read_plan import since_range
 
     options = source_options(request)
     named = {**options, "path": request.identifier} if request.identifier else options
-    schema = arrow_schema(SourceOptions.parse(named, READ_OPTIONS))
+    opts = SourceOptions.parse(named, READ_OPTIONS)
+    schema = arrow_schema(opts)
+    since_range(opts)  # an incremental read's versions, checked before Spark starts
     if not request.where:
         return schema, None
     return schema, split_condition(

@@ -69,6 +69,13 @@ class SourceOptions:
             return ns
         return ns.as_of(self.extra.get("versionasof"), self.extra.get("timestampasof"))
 
+    def since(self) -> tuple[str | None, str | None] | None:
+        """(`sinceVersion`, `sinceTimestamp`) of an incremental read, or None for a whole read."""
+        version, timestamp = self.extra.get("sinceversion"), self.extra.get("sincetimestamp")
+        if version is None and timestamp is None:
+            return None
+        return version, timestamp
+
     def ident(self) -> Any:
         """The identifier given to load()/save(), or None for the whole partitioned root."""
         return (

@@ -393,3 +393,26 @@ def test_a_failing_task_is_one_line_as_in_scan(spark, tmp_path):
         assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
         assert errors[0].startswith(f"lancens: error: the {doing} failed in Spark: "), errors
         assert "Not found: " in errors[0] and ".lance" in errors[0], errors  # what went wrong
+
+
+@pytest.mark.parametrize("how", ["inner", "left"])
+def test_since_version_joins_only_the_left_rows_appended_since(spark, tmp_path, how):
+    """An hourly job joins the orders that arrived since its last run with every customer:
+    `--since-version A` on the left root, storage-partitioned and shuffled alike."""
+    orders, customers = orders_and_customers(600, 300)
+    left = build(tmp_path, "orders", orders.slice(0, 400), ["bucket(16, customer_id) as cb"])
+    right = build(tmp_path, "customers", customers, ["bucket(8, customer_id) as cb"])
+    mixed = build(tmp_path, "plain", customers, ["truncate(10, customer_id) as ct"])  # shuffled
+    start = invoke("--root", left, "versions", "__manifest", "--json").json()["versions"][-1]
+    write(left, orders.slice(400, 150), tmp_path, "orders")
+    assert invoke("--root", left, "prune", "--compact", "--yes").exit_code == 0
+    write(left, orders.slice(550, 50), tmp_path, "orders")
+    new = orders.slice(400, 200)
+    since = ("--since-version", str(start["version"]))
+    for other, spj in ((right, True), (mixed, False)):
+        result = run_join(left, other, *ON, "--how", how, "--limit", "0", *since)
+        assert result["storage_partitioned"] is spj
+        expected = brute_join(new, customers, ["customer_id"], ["customer_id"], how)
+        assert result_rows(result) == expected
+    refused = invoke("join", left, right, *ON, "--since-version", "999")
+    assert refused.exit_code == 3 and "readable versions" in refused.stderr
