@@ -1,4 +1,4 @@
-"""`lancens create namespace|table`.
+"""`lancens create namespace|table|index`.
 
 The service, store and schema modules are imported inside the commands so that `lancens --help`
 starts without pyarrow or Lance.
@@ -13,11 +13,13 @@ import typer
 from lancens_cli.cli.common import add_command
 from lancens_cli.cli.dry_run import note_location_pattern
 from lancens_cli.cli.options import DryRun, ExistOk, Property, SourceFile, SourceFormat
+from lancens_cli.cli.output import message
 from lancens_cli.cli.session import session
+from lancens_cli.cli.views import summary_of
 from lancens_cli.config import parse_key_values
 from lancens_cli.errors import InvalidInputError
 
-create_app = typer.Typer(help="Create a namespace or a table.", no_args_is_help=True)
+create_app = typer.Typer(help="Create a namespace, a table or an index.", no_args_is_help=True)
 
 
 def _properties(pairs: list[str] | None) -> dict[str, str]:
@@ -91,5 +93,76 @@ def create_table(
     note_location_pattern(result, session().json)
 
 
+def create_index(
+    ident: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[ID]",
+            help="The table to index; none: every partition table of a partitioned root.",
+        ),
+    ] = None,
+    column: Annotated[str, typer.Option("--column", metavar="C", help="The column to index.")] = "",
+    index_type: Annotated[
+        str,
+        typer.Option(
+            "--type",
+            metavar="T",
+            help="btree, bitmap, label_list, inverted (fts), ngram, zonemap, bloomfilter, "
+            "ivf_pq, ivf_flat, ivf_sq, ivf_hnsw_sq, ivf_hnsw_pq, ivf_hnsw_flat.",
+        ),
+    ] = "",
+    name: Annotated[
+        str | None, typer.Option("--name", metavar="N", help="The index name (default C_idx).")
+    ] = None,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Rebuild (or redefine) an index of that name.")
+    ] = False,
+    num_partitions: Annotated[
+        int | None,
+        typer.Option("--num-partitions", min=1, help="Vector indexes: IVF partitions."),
+    ] = None,
+    num_sub_vectors: Annotated[
+        int | None,
+        typer.Option("--num-sub-vectors", min=1, help="ivf_pq, ivf_hnsw_pq: PQ sub-vectors."),
+    ] = None,
+    metric: Annotated[
+        str | None,
+        typer.Option("--metric", help="Vector indexes: l2 (default), cosine, dot or hamming."),
+    ] = None,
+    dry_run: DryRun = False,
+) -> None:
+    """Create an index on a table, or on every partition table of a partitioned root.
+
+    Without ID on a partitioned root, the index is built on every partition table published
+    on main and all of them are published in one __manifest commit; the definition is kept in
+    the namespace, so a partition table created later gets it at its first write (or at the
+    next prune --optimize-indexes). Tables published by a tag or a branch are left alone and
+    listed. A column the table or namespace lacks, or a type that does not fit it: exit 2,
+    nothing built.
+    """
+    from lancens_cli.service.indexes.build import create_index as create
+    from lancens_cli.service.indexes.definitions import definition
+
+    params = {
+        "num_partitions": num_partitions,
+        "num_sub_vectors": num_sub_vectors,
+        "metric": metric,
+    }
+    if not index_type:
+        raise InvalidInputError("--type: give the index type (btree, fts, ivf_pq, ...)")
+    index = definition(column, index_type, name, params)
+    result = create(
+        session().namespace,
+        session().ident(ident),
+        index,
+        replace=replace,
+        dry_run=dry_run,
+        delimiter=session().delimiter,
+    )
+    session().emit(result)
+    message(summary_of(result))
+
+
 add_command(create_app, "namespace", create_namespace)
 add_command(create_app, "table", create_table)
+add_command(create_app, "index", create_index)

@@ -109,7 +109,8 @@ def _root_sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
     if unreadable:
         partitioning = None
     elif partitioning:
-        shown = {"schema", HISTORY_KEY}  # shown in the partitioning section, as users read them
+        # shown in the partitioning section, as users read them
+        shown = {"schema", HISTORY_KEY, "lancens.indexes"}
         shown |= {f"partition_spec_v{v}" for v in partitioning["spec_versions"]}
     rows = [
         ("version", manifest["version"]),
@@ -150,6 +151,7 @@ def _root_sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
                         *sizes,
                         *specs,
                         *([("earlier schemas", history)] if history else []),
+                        *_index_definitions(partitioning.get("indexes", [])),
                     ]
                 ),
             )
@@ -235,7 +237,7 @@ def _indexes(indexes: list[dict[str, Any]]):
         return "none"
 
     table = Table(expand=False)
-    for column in ("name", "type", "fields", "rows indexed"):
+    for column in ("name", "type", "fields", "rows indexed", "unindexed rows"):
         table.add_column(column)
     for index in indexes:
         table.add_row(
@@ -243,8 +245,24 @@ def _indexes(indexes: list[dict[str, Any]]):
             str(index.get("type")),
             ", ".join(index.get("fields") or []),
             _count(index.get("rows")),
+            _count(index.get("unindexed_rows")),
         )
     return table
+
+
+def _index_definitions(definitions: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    """A partitioned root's index definitions, and how many partition tables fall short."""
+    pairs = []
+    for d in definitions:
+        if "error" in d:
+            pairs.append(("indexes", f"damaged: {d['error']}"))
+            continue
+        short = f"{d['lacking']} of {d['partition_tables']} partition tables lack it"
+        short += f", {d['missing_rows']} miss rows ({d['unindexed_rows']:,} unindexed)"
+        if d["unreadable"]:
+            short += f", {d['unreadable']} unreadable"
+        pairs.append((f"index {d['name']}", f"{d['type'].lower()} on {d['column']}; {short}"))
+    return pairs
 
 
 # --- the schema tree -------------------------------------------------------------------------

@@ -65,6 +65,14 @@ Full = Annotated[
         "--full", help="Evaluate every table, also those the last run's record shows unchanged."
     ),
 ]
+OptimizeIndexes = Annotated[
+    bool,
+    typer.Option(
+        "--optimize-indexes",
+        help="Also bring every table's indexes current (rows added since a build), and "
+        "build the namespace's index definitions a partition table lacks.",
+    ),
+]
 Verbose = Annotated[
     bool,
     typer.Option(
@@ -97,6 +105,7 @@ def prune(
     compact: Annotated[
         bool, typer.Option("--compact", help="Also compact small fragments of tables.")
     ] = False,
+    optimize_indexes: OptimizeIndexes = False,
     dry_run: DryRun = False,
     yes: Yes = False,
     force: ForceWindow = False,
@@ -119,6 +128,9 @@ def prune(
 
     With --master (or --conf, or a profile's [spark] settings) the per-table work runs as
     Spark tasks, one per group of tables; the rest stays on this machine.
+
+    --optimize-indexes: Lance's index optimisation on every table, the namespace's index
+    definitions built where a partition table lacks them, published in one __manifest commit.
 
     Exit codes: 0 done or nothing to do, 4 another prune runs on this root, 5 refused by a
     safety rail, 6 some tables failed (the rest done).
@@ -150,21 +162,12 @@ def prune(
             f"older than {grace}",
             yes,
         )
-    indexes = bool(session().indexes)
+    work = (compact, bool(session().indexes), optimize_indexes)
     quiet = not (spark or dry_run or full or targets)
-    report = answer(storage, policy, compact, indexes, session().delimiter) if quiet else None
+    report = answer(storage, policy, *work[:2], session().delimiter, work[2]) if quiet else None
     if report is None:
-        report = _run(
-            targets,
-            policy,
-            dry_run,
-            compact,
-            indexes,
-            parallel,
-            full,
-            delete_rate_limit,
-            (master, conf, remote) if spark else None,
-        )
+        spark_args = (master, conf, remote) if spark else None
+        report = _run(targets, policy, dry_run, work, parallel, full, delete_rate_limit, spark_args)
     _emit(report, dry_run, verbose)
 
 
@@ -184,16 +187,17 @@ def _run(
     targets,
     policy,
     dry_run: bool,
-    compact: bool,
-    indexes: bool,
+    work: tuple[bool, bool, bool],
     parallel: int | None,
     full: bool,
     delete_rate_limit: int | None,
     spark: tuple | None,
 ):
-    """The run that looks at the root (service/prune/run.py), in threads or on Spark."""
+    """The run that looks at the root (service/prune/run.py), in threads or on Spark; `work`:
+    (--compact, --indexes, --optimize-indexes)."""
     from lancens_cli.service.prune.run import prune as run_prune
 
+    compact, indexes, optimize_indexes = work
     ns = session().namespace
     tasks = _spark_tables(*spark) if spark else None
     with freed_progress_bar("pruning", "tables") as start:
@@ -210,6 +214,7 @@ def _run(
             tasks=tasks,
             full=full,
             delete_rate_limit=delete_rate_limit,
+            optimize_indexes=optimize_indexes,
         )
 
 

@@ -54,14 +54,7 @@ def restore(
     N. A partition table is refused: restore its namespace. A write that lands while the
     restore runs is restored over, and the result says so.
     """
-    if (to_version is None) == (to_timestamp is None):
-        raise InvalidInputError("give exactly one of --to-version N and --to-timestamp T")
-    from lancens_cli.store.version_pick import parse_moment, parse_version
-
-    if to_version is not None:
-        parse_version(to_version)  # words before anything is read
-    else:
-        parse_moment(to_timestamp or "")
+    _check_words(to_version, to_timestamp)
     from lancens_cli.service.history.restore import (
         plan_namespace_restore,
         plan_table_restore,
@@ -94,3 +87,15 @@ def restore(
         result = restore_table(ns, session().ident(ident), planned)
     session().emit(result)
     message(summary_of(result))
+
+
+def _check_words(to_version: str | None, to_timestamp: str | None) -> None:
+    """The version or time named, checked before anything is read (exit 2 for words)."""
+    if (to_version is None) == (to_timestamp is None):
+        raise InvalidInputError("give exactly one of --to-version N and --to-timestamp T")
+    from lancens_cli.store.version_pick import parse_moment, parse_version
+
+    if to_version is not None:
+        parse_version(to_version)
+        return
+    parse_moment(to_timestamp or "")

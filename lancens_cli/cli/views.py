@@ -217,7 +217,7 @@ def _prune(r: Any, brief: bool = False) -> View:
         if brief and not _prune_work(t, removed):
             idle += 1
             continue
-        status = t.status + (f": {t.error}" if t.error else "")
+        status = t.status + (f": {t.error}" if t.error else "") + _index_work(t)
         rows.append(
             [t.table or "-", t.location, status, removed, t.files_removed, t.bytes_freed, kept]
         )
@@ -242,17 +242,34 @@ def _prune_work(t: Any, removed: int) -> bool:
     """Whether a prune table row has something to say: removed or would remove versions or
     files, or failed. `nothing to do` and `gone` (dropped meanwhile) have not."""
     return bool(
-        removed or t.files_removed or t.unreferenced_removed or t.error or t.status == "failed"
+        removed
+        or t.files_removed
+        or t.unreferenced_removed
+        or t.error
+        or t.status == "failed"
+        or _index_work(t)
     )
+
+
+def _index_work(t: Any) -> str:
+    """`--optimize-indexes`: each index with work, as `; indexes: name action (rows)`."""
+    shown = [
+        f"{i['name']} {i['action']} ({i.get('rows_indexed') or i.get('unindexed_rows') or 0} rows)"
+        for i in t.indexes
+        if i["action"] != "current"
+    ]
+    return f"; indexes: {', '.join(shown)}" if shown else ""
 
 
 def prune_title(r: Any) -> str:
     """A prune report's one-line summary (without its rows: a report may hold 100,000 tables)."""
     totals = r.totals()
     verb = "would remove" if r.dry_run else "removed"
+    indexed = totals["rows_indexed"]
     return (
         f"prune: {verb} {plural(totals['versions_removed'], 'version')}, "
         f"{plural(totals['files_removed'], 'file')}, {plural(totals['bytes_freed'], 'byte')}"
+        + (f"; indexed {plural(indexed, 'row')}" if indexed else "")
     )
 
 
@@ -647,3 +664,34 @@ def _table_diff(r: Any) -> View:
     of = f"partition {r.label.text()}" if r.label is not None else r.table
     title = f"diff of {of} versions {r.from_version} -> {r.to_version}"
     return View(header, rows, title, sizes=("size",), optional=("size", "timestamp"))
+
+
+# --- indexes ------------------------------------------------------------------------------------
+
+
+@_view("lancens_cli.service.indexes.build.CreatedIndex")
+def _created_index(r: Any) -> View:
+    header = ["table", "location", "version_before", "version_after", "published", "note"]
+    rows = [
+        [t.table, t.location, t.version_before, t.version_after, t.published, t.note or ""]
+        for t in r.tables
+    ]
+    index = r.index
+    params = ", ".join(f"{k}={v}" for k, v in sorted(index.params.items()))
+    title = f"index {index.name}: {index.type.lower()} on {index.column}"
+    return View(header, rows, title + (f" ({params})" if params else ""), optional=("location",))
+
+
+@_summary("lancens_cli.service.indexes.build.CreatedIndex")
+def _created_index_summary(r: Any) -> str:
+    built = [t for t in r.tables if t.version_after is not None or (r.dry_run and not t.note)]
+    left = len(r.tables) - len(built)
+    verb = "would build" if r.dry_run else "built"
+    text = f"index {r.index.name}: {verb} on {plural(len(built), 'table')}"
+    if left:
+        text += f", {plural(left, 'table')} left alone (see notes)"
+    if r.manifest_version is not None:
+        text += f"; published in __manifest v{r.manifest_version}"
+    if r.stored:
+        text += "; kept as the namespace's definition"
+    return text

@@ -17,6 +17,7 @@ from lancens_cli.models import (
 )
 from lancens_cli.partition.rows import partition_table_rows, top_namespace
 from lancens_cli.partition.schema_evolution import history_from_metadata
+from lancens_cli.service.indexes.optimize import namespace_indexes, unindexed_rows
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import layout_of, partition_summary, runtime_properties
 from lancens_cli.service.partitioned.naming import label_for
@@ -118,6 +119,7 @@ def _partition_totals(ns: Namespace, snapshot: Any, summary: dict[str, Any]) -> 
     )
     summary["unreadable_partition_tables"] = len(sizes) - len(known)
     summary["earlier_schemas"] = len(history_from_metadata(snapshot.metadata))
+    summary["indexes"] = namespace_indexes(ns, snapshot, layout)
 
 
 def describe_table(
@@ -146,6 +148,8 @@ def describe_table(
     row = {**(ref.row or {}), "location": ref.location}
     ds = open_published(ns.storage, row)
     description.details = describe_dataset(ds, ns.storage, ref.location)
+    for index in description.details["indices"]:  # rows written since it was built
+        index["unindexed_rows"] = unindexed_rows(ds, index["name"])
     for column in ("read_version", "read_branch", "read_tag"):
         if row.get(column) is not None:
             description.details[column] = row[column]

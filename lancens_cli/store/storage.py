@@ -223,6 +223,12 @@ class Storage:
             with contextlib.suppress(OSError):
                 os.rmdir(self.fs_path(rel))
 
+    def copy_file(self, src: str, dst: str) -> None:
+        """Copy one file (hard-linked on local disk: Lance never changes a data file)."""
+        check_relative(src)
+        check_relative(dst)
+        self._files.copy_file(src, dst)
+
     def copy_tree(self, src: str, dst: str) -> None:
         """Copy a table directory; a rerun after a partial copy completes it.
 

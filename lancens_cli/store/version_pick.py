@@ -71,4 +71,9 @@ def parse_moment(timestamp: str) -> datetime:
         raise InvalidInputError(
             f"timestamp {timestamp!r} is not ISO 8601 (e.g. 2025-12-10T08:00:00Z)"
         ) from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    try:
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00+14:00: before year 1 in UTC
+        raise InvalidInputError(
+            f"timestamp {timestamp!r} is out of range: in UTC it must fall in the years 1 to 9999"
+        ) from None

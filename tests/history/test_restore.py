@@ -10,6 +10,7 @@ published when it committed, and every restore publishes exactly its version's s
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import subprocess
@@ -107,13 +108,15 @@ def test_restore_to_every_version_and_back_publishes_exactly_that_version(histor
         newest = manifest_versions(root)[-1]
         now = published(root)
         assert contents(now) == contents(expected[target]), target
-        brought = {c["table"]: c for c in result["changes"] if c["to_current_schema"]}
+        brought = {c["table"]: c for c in result["changes"] if c["brought_from"] is not None}
         for oid, (_, ref, _) in now.items():
-            if oid in brought:  # an earlier generation: a version at today's schema, built on N's
+            if oid in brought:  # a version of its own at N's rows (and today's schema)
                 assert brought[oid]["brought_from"] == expected[target][oid][1][0]
                 assert ref[0] > brought[oid]["brought_from"]
-            else:
+            elif oid in {c["table"] for c in result["changes"]}:
                 assert ref == expected[target][oid][1], (target, oid)
+            else:  # untouched: what it published already held N's rows (an earlier restore)
+                assert ref == was[oid][1], (target, oid)
         assert result["restored_to"] == target and result["planned_on"] == before
         if now == was:
             assert result["changes"] == [] and newest == before
@@ -176,7 +179,7 @@ def test_after_a_restore_writes_prune_and_time_travel_keep_what_is_published(his
     assert any(line["message"] == f"{RESTORE_MESSAGE}{target}" for line in lines)
     # a restore forward brings the later partitions back while their version is kept
     ok(root, "restore", "--to-version", str(versions[-1]), "--yes")
-    assert published(root) == published(root, versions[-1])
+    assert contents(published(root)) == contents(published(root, versions[-1]))
     healthy(root)
 
 
@@ -313,7 +316,8 @@ def test_a_writer_racing_restores_loses_nothing_silently(partitioned, files, tmp
         previous = states.get(version - 1)
         if message and message.startswith(RESTORE_MESSAGE):
             target = int(message.removeprefix(RESTORE_MESSAGE))
-            assert states[version] == published(root, target)  # exactly that version's state
+            # exactly that version's rows, each table on a version of its own made from N's
+            assert contents(states[version]) == contents(published(root, target))
             continue
         if previous is None:
             continue
@@ -351,3 +355,43 @@ def test_a_spark_dynamic_overwrite_is_undone_by_a_restore(partitioned, files, mo
     assert all(c["rows_before"] is not None for c in result["changes"] if c["before"])
     healthy(root)
     assert published(root, manifest_versions(root)[-2]) == overwritten  # still readable
+
+
+def test_a_write_whose_partition_a_restore_moved_to_another_table_lands_there(
+    partitioned, files, monkeypatch
+):
+    """A write has committed its rows to the table that publishes partition DE; before its
+    `__manifest` commit, a restore publishes an earlier table of DE. The write rebases onto
+    that table: its rows are written there again (never a fragment pointing at the files of
+    the other table), and every version reads."""
+    from lancens_cli.store.manifest import ManifestStore
+
+    root = partitioned
+    de = {"countries": ("DE",), "first": dt.date(2025, 3, 1), "days": 5}
+    ok(root, "write", "--from", files("a.parquet", events(5, **de)))
+    first = manifest_versions(root)[-1]
+    ok(root, "restore", "--to-version", str(first - 1), "--yes")  # DE unpublished
+    ok(root, "write", "--from", files("b.parquet", events(4, seed=1, start=100, **de)))
+    (table,) = published(root).values()
+    assert table[0] != next(iter(published(root, first).values()))[0]  # another table now
+    real = ManifestStore.mutate
+    moved: list[int] = []
+
+    def restore_first(self, plan, **kwargs):
+        if not moved:
+            done = run_cli(*root.args, "restore", "--to-version", str(first), "--yes")
+            assert done.exit_code == 0, done.stderr
+            moved.append(manifest_versions(root)[-1])
+        return real(self, plan, **kwargs)
+
+    monkeypatch.setattr(ManifestStore, "mutate", restore_first)
+    ok(root, "write", "--from", files("c.parquet", events(3, seed=2, start=200, **de)))
+    monkeypatch.undo()
+    state = published(root)
+    assert [location for location, _, _ in state.values()] == [
+        location for location, _, _ in published(root, first).values()
+    ]
+    assert all_ids(state) == [*range(5), 200, 201, 202]
+    for version in manifest_versions(root):
+        published(root, version)  # every version reads: no fragment lost its file
+    healthy(root)

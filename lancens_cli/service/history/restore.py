@@ -29,6 +29,7 @@ from lancens_cli.errors import (
     InvalidInputError,
     InvalidTableStateError,
     LancensError,
+    RefusedError,
     TableVersionNotFoundError,
     lance_message,
 )
@@ -74,6 +75,8 @@ class RestoredPartition:
     # built on it, is published instead (writers append at the current schema)
     behind: bool = False
     brought_from: int | None = None  # N's read_version, when a version built on it is published
+    # where `before` is read: the row published now (`location` is N's, or now's when N lacks it)
+    location_before: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -139,9 +142,10 @@ def plan_namespace_restore(
     ns.require_writable(now)
     target = ns.manifest.resolve_version(version, timestamp)
     past = ns.as_of(version=target).snapshot()
-    changes = _tables(_changes(now, past))
     layout = layout_of(now)
     assert layout is not None
+    equivalent = _already_restored(ns, now, past)
+    changes = _tables(_changes(now, past, equivalent))
     _require_readable(ns, changes, target, layout.schema)
     result = RestoreResult(
         MANIFEST_TABLE, target, _manifest_time(ns, target), now.version, dry_run=True
@@ -166,10 +170,14 @@ def restore_namespace(ns: Namespace, planned: RestoreResult) -> RestoreResult:
     then one `__manifest` commit, planned anew (from version N's rows) on every retry."""
     target = planned.restored_to
     past = ns.as_of(version=target).snapshot()
-    brought = _bring(ns, [c for c in planned.changes if c.behind and c.after is not None])
+    brought = _already_restored(ns, ns.snapshot(), past)
+    brought |= _bring(ns, [c for c in planned.changes if c.after is not None])
     landed: dict[str, Any] = {}
+    guards: list[int] = []  # versions that only set our writer guard: no write restored over
 
     def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> int | None:
+        if _guard_landed(landed.get("guarding"), snapshot):
+            guards.append(snapshot.version)
         changes = _changes(snapshot, past, brought)
         landed["changes"], landed["base"] = changes, snapshot.version
         rows = {row["object_id"]: _published_row(row, brought) for row in past.rows}
@@ -183,9 +191,12 @@ def restore_namespace(ns: Namespace, planned: RestoreResult) -> RestoreResult:
                     change.object_id,
                     **_fields(snapshot.get(change.object_id), rows[change.object_id]),
                 )
+        landed["guarding"] = None
         if edit.is_empty:
             return None
         mark_partitioned_writer(snapshot, edit)
+        if edit.metadata_updates:  # committed on its own first; the next round must not count it
+            landed["guarding"] = snapshot
         return snapshot.version + 1
 
     committed = ns.manifest.mutate(plan, message=f"lancens restore to version {target}")
@@ -195,10 +206,14 @@ def restore_namespace(ns: Namespace, planned: RestoreResult) -> RestoreResult:
     result.new_version = committed
     result.changes = _with_sizes(planned.changes, _tables(landed.get("changes", [])))
     for change in result.changes:
-        if change.object_id in brought:
-            change.behind, change.brought_from = True, brought[change.object_id][0]
+        base, published = brought.get(change.object_id, (None, None))
+        if base is not None and published != base:
+            change.brought_from = base
+            change.behind = change.behind or any(
+                c.behind for c in planned.changes if c.object_id == change.object_id
+            )
     base = landed.get("base", planned.planned_on)
-    result.restored_over = list(range(planned.planned_on + 1, base + 1))
+    result.restored_over = [v for v in range(planned.planned_on + 1, base + 1) if v not in guards]
     result.notes = list(planned.notes)
     if result.restored_over:
         result.notes.append(
@@ -208,25 +223,85 @@ def restore_namespace(ns: Namespace, planned: RestoreResult) -> RestoreResult:
     return result
 
 
-def _bring(ns: Namespace, behind: list[RestoredPartition]) -> dict[str, tuple[int, int]]:
-    """object id -> (N's read_version, the new version at the current schema built on it), as
-    evolve-schema brings a table; the new versions stay unpublished until the restore's commit
-    (a killed restore leaves them to expire like any unpublished version)."""
-    if not behind:
+def _guard_landed(asked: ManifestSnapshot | None, snapshot: ManifestSnapshot) -> bool:
+    """Whether `snapshot` is the commit that only set the writer guard the plan on `asked`
+    asked for (`mutate` commits metadata alone, then plans again): the same rows, one version
+    on. Ours or a racing writer's, it published nothing, so it was not restored over."""
+    return (
+        asked is not None
+        and snapshot.version == asked.version + 1
+        and snapshot.writer_flags != asked.writer_flags
+        and snapshot.table.equals(asked.table)
+    )
+
+
+def _bring(ns: Namespace, restored: list[RestoredPartition]) -> dict[str, tuple[int, int]]:
+    """object id -> (N's read_version, the version published instead) of each table restored on
+    main: a version of its own at N's rows, made as evolve-schema brings a table (a `Restore`
+    of N's version when later versions came after it, then the steps to today's schema when it
+    is of an earlier generation). Its latest version is then the published one, as after any
+    write, so compaction and index upkeep take it up again. The new versions stay unpublished
+    until the restore's commit (a killed restore leaves them to expire like any other)."""
+    if not restored:
         return {}
     snapshot = ns.snapshot()
     layout = layout_of(snapshot)
     assert layout is not None
     history = history_from_metadata(snapshot.metadata)
     brought = {}
-    for change in behind:
+    for change in restored:
         assert change.after is not None
         base = change.after["read_version"]
-        if change.after.get("read_tag") is not None or change.after.get("read_branch"):
-            continue  # a tag or a branch is read as it is: it takes no write of ours on main
+        if base is None or change.after.get("read_tag") is not None:
+            continue  # a tag (or the latest) is read as it is: no write of ours goes there
+        if change.after.get("read_branch"):
+            continue  # a branch's versions are its writer's: it is published as N left it
         job = Brought(change.object_id, change.location, base)
         brought[change.object_id] = (base, bring_table(ns.storage, job, layout.schema, history))
     return brought
+
+
+def _already_restored(
+    ns: Namespace, now: ManifestSnapshot, past: ManifestSnapshot
+) -> dict[str, tuple[int, int]]:
+    """object id -> (N's read_version, the version published now) of each table a restore to
+    N already published a version of its own for: a rerun changes nothing readers see."""
+    found = {}
+    for row in past.rows:
+        current = now.get(row["object_id"])
+        base = row.get("read_version")
+        if current is None or row["object_type"] != KIND_TABLE or base is None:
+            continue
+        version = current.get("read_version")
+        if version is None or version == base or current.get("location") != row.get("location"):
+            continue
+        if current.get("read_tag") is not None or current.get("read_branch") is not None:
+            continue
+        if row.get("read_tag") is not None or row.get("read_branch") is not None:
+            continue
+        if _made_from(ns, current, int(version), int(base)):
+            found[row["object_id"]] = (int(base), int(version))
+    return found
+
+
+_ROW_CHANGES = frozenset(("Append", "Delete", "Update", "Overwrite", "Rewrite"))
+
+
+def _made_from(ns: Namespace, row: dict[str, Any], version: int, base: int) -> bool:
+    """Whether table version `version` holds version `base`'s rows: a `Restore` of `base`,
+    then only steps that change no row (today's schema)."""
+    try:
+        dataset = open_table(ns.storage, row["location"])
+        for number in range(version, max(base, version - 8), -1):
+            transaction = dataset.read_transaction(number)
+            name = type(transaction.operation).__name__ if transaction is not None else ""
+            if name == "Restore":
+                return int(transaction.operation.version) == base
+            if not name or name in _ROW_CHANGES:
+                return False
+    except (LancensError, OSError, ValueError, RuntimeError):
+        return False
+    return False
 
 
 def _published_row(row: dict[str, Any], brought: dict[str, tuple[int, int]]) -> dict[str, Any]:
@@ -271,6 +346,7 @@ def _changes(
                 label_of(shown.spec, shown.row) if is_table else None,
                 _ref(mine.row) if mine is not None else None,
                 _ref(theirs.row) if theirs is not None else None,
+                location_before=mine.row.get("location") if mine is not None else None,
             )
         )
     return changes
@@ -306,6 +382,11 @@ def _require_readable(
                 dataset = open_published(ns.storage, row)
                 change.rows_after = version_size(dataset).rows
                 change.behind = shape(dataset.schema) != shape(schema)
+            except RefusedError as exc:  # a location leading outside the root: never "pruned"
+                raise RefusedError(
+                    f"__manifest version {target} cannot be restored: it publishes "
+                    f"{_named(change)} at a refused location ({exc.message})"
+                ) from None
             except LancensError as exc:
                 raise TableVersionNotFoundError(
                     f"__manifest version {target} publishes {_named(change)} at "
@@ -313,7 +394,7 @@ def _require_readable(
                     "restore a later version"
                 ) from None
         if change.before is not None:
-            change.rows_before = _rows(ns, {"location": change.location, **change.before})
+            change.rows_before = _rows(ns, {"location": change.location_before, **change.before})
 
 
 def _rows(ns: Namespace, row: dict[str, Any]) -> int | None:
@@ -367,7 +448,11 @@ def _version_time(dataset: Any, version: int) -> str | None:
 
 
 def _span(versions: list[int]) -> str:
-    return str(versions[0]) if len(versions) == 1 else f"{versions[0]} to {versions[-1]}"
+    if len(versions) == 1:
+        return str(versions[0])
+    if versions[-1] - versions[0] == len(versions) - 1:
+        return f"{versions[0]} to {versions[-1]}"
+    return ", ".join(map(str, versions))  # our writer guard's commit left out of the middle
 
 
 # --------------------------------------------------------------------------- one table

@@ -12,6 +12,7 @@ tables go in ONE `__manifest` commit, planned anew on every retry.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from lancens_cli.service.namespace import Namespace
@@ -50,14 +51,23 @@ def mark_partitioned_writer(snapshot: ManifestSnapshot, edit: ManifestEdit) -> N
         edit.set_metadata({WRITER_FLAGS_KEY: str(snapshot.writer_flags | PARTITIONED_WRITER_FLAG)})
 
 
-def republish(ns: Namespace, moves: list[Republish]) -> Republished:
-    """Publish every move whose table still publishes what it was made from, in one commit."""
-    if not moves:
+def republish(
+    ns: Namespace,
+    moves: list[Republish],
+    also: Callable[[ManifestSnapshot, ManifestEdit], None] | None = None,
+) -> Republished:
+    """Publish every move whose table still publishes what it was made from, in one commit.
+
+    `also` adds to the same plan what belongs with the moves (`create index` stores its
+    definition in the table metadata, which `mutate` lands just before the rows)."""
+    if not moves and also is None:
         return Republished(None, set())
     moved: set[str] = set()
 
     def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> int | None:
         moved.clear()  # planned anew on every retry
+        if also is not None:
+            also(snapshot, edit)
         for move in moves:
             row = snapshot.get(move.table_id)
             if row is not None and ref_of(row) == (move.published, None, None):

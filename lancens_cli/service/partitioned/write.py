@@ -45,6 +45,8 @@ from lancens_cli.partition.schema_evolution import highest_id, history_from_meta
 from lancens_cli.partition.spec import PartitionSpec
 from lancens_cli.partition.transforms import apply_field
 from lancens_cli.service.catalog.manifest_rows import partition_namespace_row, partition_table_row
+from lancens_cli.service.indexes.build import first_indexes
+from lancens_cli.service.indexes.definitions import readable_definitions
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned import branch as branches
 from lancens_cli.service.partitioned.layout import (
@@ -107,6 +109,7 @@ class PartitionTouch:
     base_ref: tuple[Any, Any, Any] = (None, None, None)  # the row's read_* when prepared
     base_branch: str | None = None  # the branch of the published version (None: main)
     highest_field_id: int = -1  # the highest id the namespace schema ever used (spec 004)
+    indexes: list[Any] = field(default_factory=list)  # a new table's (service/indexes/)
 
     @property
     def row_count(self) -> int:
@@ -329,6 +332,8 @@ def _write_table(
             if gaps:  # the namespace schema's field ids, never reused ones (spec 004)
                 dataset.drop_columns(gaps)
         touch.version = dataset.version if on_main else start_on_branch(storage, touch)
+        if on_main and touch.indexes:  # the namespace's indexes, published with its rows
+            touch.version = first_indexes(dataset, touch.indexes)
         touch.written_to = touch.location
     else:
         touch.version = commit_on_base(storage, touch, lambda t: _confirm_base(t, published))
@@ -406,6 +411,8 @@ def _prepare(
             if touch.rows is None:
                 touch.rows = read_back(storage, touch)
             touch.fragments = None  # our new table lost to another writer's: write there
+        elif touch.location and touch.location != row["location"]:
+            _follow(storage, touch, row["location"])  # a restore published another table
         touch.created = False
         touch.location = row["location"]
         touch.base_ref = branches.ref_of(row)
@@ -420,6 +427,22 @@ def _prepare(
         touch.base_version = None
         touch.base_ref = (None, None, None)
     touch.path, touch.table_id = path, table_id
+
+
+def _follow(storage: Storage, touch: PartitionTouch, location: str) -> None:
+    """The partition is published at another table now (a restore put back an earlier one):
+    the rows go there. Data files written for the old table are written again from the rows,
+    or, when only the files are held (Spark tasks wrote them), copied to the new table's data
+    directory under the same names, so the fragments stay valid there."""
+    if touch.fragments is None:
+        return
+    if touch.rows is not None:
+        touch.fragments = None
+        return
+    for fragment in touch.fragments:
+        for data_file in fragment.files:
+            name = f"data/{data_file.path}"
+            storage.copy_file(f"{touch.location}/{name}", f"{location}/{name}")
 
 
 # --- the write ------------------------------------------------------------------------------
@@ -517,6 +540,8 @@ def commit_touches(
         return result
     if _pin_unversioned(ns, snapshot, spec):
         snapshot = ns.snapshot()
+    for touch in touches:
+        touch.indexes = readable_definitions(snapshot.metadata)
     pending = touches
     abandoned: list[str] = []
     fresh = {} if fresh is None else fresh

@@ -179,12 +179,26 @@ def compact_table(
     return result
 
 
-def publish_compacted(ns: Namespace, compactions: list[Compaction]) -> int | None:
-    """Publish the compacted partition tables in one `__manifest` commit; its version. A
-    table whose `read_version` moved meanwhile keeps the writer's version."""
+def publish_new_versions(
+    ns: Namespace, compactions: list[Compaction], indexed: list[dict[str, Any]]
+) -> int | None:
+    """Publish the compacted partition tables and those whose indexes moved to a new version
+    (`indexed`: `{"object_id", "version_before", "version_after", "published"}`) in one
+    `__manifest` commit; its version. A table both compacted and indexed moves to its final
+    (indexed) version. A table whose `read_version` moved meanwhile keeps the writer's version."""
     pending = [c for c in compactions if c.published is False and c.object_id]
-    moves = [Republish(c.object_id, c.before, c.after) for c in pending if c.after is not None]
-    done = republish(ns, moves)
+    moves = {
+        c.object_id: Republish(c.object_id, c.before, c.after)
+        for c in pending
+        if c.after is not None
+    }
+    for entry in indexed:
+        moves[entry["object_id"]] = Republish(
+            entry["object_id"], entry["version_before"], entry["version_after"]
+        )
+    done = republish(ns, list(moves.values()))
     for c in pending:
         c.published = c.object_id in done.moved
+    for entry in indexed:
+        entry["published"] = entry["object_id"] in done.moved
     return done.manifest_version

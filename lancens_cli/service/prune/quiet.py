@@ -55,10 +55,18 @@ from lancens_cli.store.storage import Storage
 from lancens_cli.store.version_files import TableListing, directories_unchanged
 
 
-def answer(storage: Storage, policy: PrunePolicy, compact: bool, indexes: bool, delimiter: str):
+def answer(
+    storage: Storage,
+    policy: PrunePolicy,
+    compact: bool,
+    indexes: bool,
+    delimiter: str,
+    optimize_indexes: bool = False,
+):
     """The report of a run with nothing to do, from the record alone; None when the run must
-    look (anything changed, aged or unknown). Under the prune lease, like any run."""
-    if not storage.is_local or indexes or not storage.exists(RECORD):
+    look (anything changed, aged or unknown; `--optimize-indexes` always looks: its record
+    depends on the index definitions in `__manifest`). Under the prune lease, like any run."""
+    if not storage.is_local or indexes or optimize_indexes or not storage.exists(RECORD):
         return None  # no record, no answer: and no lease taken before the run validates
     lease = acquire(storage)
     try:

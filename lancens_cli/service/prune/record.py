@@ -57,10 +57,17 @@ SETTLE = timedelta(seconds=2)  # how much older than a listing a directory's tim
 
 
 def policy_key(
-    policy: PrunePolicy, compact: bool, indexes: bool, storage: Storage, delimiter: str
+    policy: PrunePolicy,
+    compact: bool,
+    indexes: bool,
+    storage: Storage,
+    delimiter: str,
+    optimize_indexes: str | None = None,
 ) -> str:
     """Everything a run's decisions depend on besides the tables themselves: the policy, and
-    the settings that decide which tables and debris a run sees (and how it names them)."""
+    the settings that decide which tables and debris a run sees (and how it names them).
+    `optimize_indexes` (with `--optimize-indexes`) is the namespace's index definitions as
+    text: new definitions make every table be looked at again."""
     config = storage.config
     return json.dumps(
         {
@@ -68,6 +75,7 @@ def policy_key(
             **policy.to_json(),
             "compact": compact,
             "indexes": indexes,
+            **({"optimize_indexes": optimize_indexes} if optimize_indexes is not None else {}),
             "manifest": config.manifest_enabled,
             "dir_listing": config.dir_listing_enabled,
             "delimiter": delimiter,

@@ -31,6 +31,10 @@ class TableResult:
     kept: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     error: str | None = None
+    # --optimize-indexes: each index (service/indexes/optimize.py), and for a partition table
+    # [published version, the version holding the work] while that waits to be published
+    indexes: list[dict[str, Any]] = field(default_factory=list)
+    index_versions: list[int] | None = None
     # after a local run pruned the table: what the record needs of its listing then
     # (record.Seen; not reported, and not carried back from a Spark task)
     listed_after: Any = field(default=None, repr=False, compare=False)  # a record.Seen
@@ -55,6 +59,8 @@ class TableResult:
             "protected": self.kept,
             "notes": self.notes,
             "error": self.error,
+            "indexes": self.indexes,
+            "index_versions": self.index_versions,
         }
 
     @classmethod
@@ -73,6 +79,8 @@ class TableResult:
             list(data["protected"]),
             list(data["notes"]),
             data["error"],
+            list(data.get("indexes") or []),
+            data.get("index_versions"),
         )
 
 
@@ -96,6 +104,10 @@ class PruneReport(Result):
     compacted: list[dict[str, Any]] = field(default_factory=list)
     compacted_published_in: int | None = None  # the __manifest version publishing them
     refused: list[dict[str, str]] = field(default_factory=list)  # rows skipped (containment)
+    # --optimize-indexes: partition tables whose indexes moved to a new version, and whether
+    # the run's one __manifest commit (`indexes_published_in`) publishes it
+    indexed: list[dict[str, Any]] = field(default_factory=list)
+    indexes_published_in: int | None = None
     # object id -> which partition a partition table is (service/partitioned/label.py)
     labels: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -116,6 +128,7 @@ class PruneReport(Result):
                 "files_removed",
                 "bytes_freed",
                 "versions_protected",
+                "rows_indexed",
             ),
             0,
         )
@@ -131,6 +144,7 @@ class PruneReport(Result):
             counts["files_removed"] += t.files_removed
             counts["bytes_freed"] += t.bytes_freed
             counts["versions_protected"] += len(t.kept)
+            counts["rows_indexed"] += sum(i.get("rows_indexed") or 0 for i in t.indexes)
         return {
             "tables": len(self.tables),
             "tables_failed": failed,
@@ -155,4 +169,6 @@ class PruneReport(Result):
             "compacted": self.compacted,
             "compacted_published_in": self.compacted_published_in,
             "refused": self.refused,
+            "indexed": self.indexed,
+            "indexes_published_in": self.indexes_published_in,
         }

@@ -42,17 +42,25 @@ same `older_than` so Lance re-checks the age.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from lancens_cli.errors import LancensError, lance_message
 from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE, Identifier
 from lancens_cli.parallel import ordered
+from lancens_cli.service.indexes.definitions import (
+    IndexDefinition,
+    definitions_of,
+    definitions_text,
+)
+from lancens_cli.service.indexes.optimize import pending
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import layout_of
-from lancens_cli.service.prune.compact import Compaction, CompactionBudget, publish_compacted
+from lancens_cli.service.prune.compact import Compaction, CompactionBudget, publish_new_versions
 from lancens_cli.service.prune.debris import remove_debris
 from lancens_cli.service.prune.decide import Decisions, Deferred, decide
 from lancens_cli.service.prune.lease import acquire
@@ -98,23 +106,31 @@ def prune(
     tasks: TableRunner | None = None,
     full: bool = False,
     delete_rate_limit: int | None = None,
+    optimize_indexes: bool = False,
 ) -> PruneReport:
     """One run over the root; `tasks` runs the per-table work elsewhere (Spark: pipeline/
     prune_tasks.py), by default this process's thread pool (`run_locally`). Tables the last
     run's record shows unchanged are skipped (service/prune/record.py) unless `full`. With
-    `delete_rate_limit`, at most that many objects are deleted a second (store/delete_pace.py)."""
+    `delete_rate_limit`, at most that many objects are deleted a second (store/delete_pace.py).
+    With `optimize_indexes`, every table's indexes are brought current and partition tables
+    get the namespace's index definitions (service/indexes/optimize.py)."""
     policy.check()
     pace = None if delete_rate_limit is None else DeletePace(delete_rate_limit, max(1, parallel))
     ns.require_root()
-    _require_targets(ns, idents)  # bad input is found before the lease changes the disk
+    definitions = _require_targets(ns, idents)  # bad input is found before the lease changes
     lease = None if dry_run else acquire(ns.storage)
     ns.storage.delete_pace = pace
     try:
-        key = policy_key(policy, compact, indexes, ns.storage, delimiter)
+        shown = definitions_text(definitions) if optimize_indexes else None
+        key = policy_key(policy, compact, indexes, ns.storage, delimiter, shown)
         record = PruneRecord(key) if full else PruneRecord.load(ns.storage, key)
         request = PruneRequest(
             ns, idents, policy, dry_run, compact, indexes, max(1, parallel), delimiter, tasks
         )
+        if optimize_indexes:
+            request = dataclasses.replace(
+                request, optimize_indexes=True, definitions=[d.to_json() for d in definitions]
+            )
         return _run(request, progress, record)
     finally:
         ns.storage.delete_pace = None
@@ -122,21 +138,21 @@ def prune(
             lease.release()
 
 
-def _require_targets(ns: Namespace, idents: list[Identifier]) -> None:
+def _require_targets(ns: Namespace, idents: list[Identifier]) -> list[IndexDefinition]:
     """Every named table or namespace exists (exit 3 otherwise), and none is refused. A root
     whose partition metadata cannot be read is refused too (CatalogDamagedError, exit 3): a
-    run that deletes waits until an operator has seen the damage `check` names."""
+    run that deletes waits until an operator has seen the damage `check` names. Returns the
+    namespace's index definitions (service/indexes/definitions.py)."""
     snapshot = ns.snapshot()
-    if snapshot.exists:
-        layout_of(snapshot)
-    named = [i for i in idents if not i.is_root]
-    if not named:
-        return
-    for ident in named:
+    definitions = []
+    if snapshot.exists and layout_of(snapshot) is not None:
+        definitions = definitions_of(snapshot.metadata)
+    for ident in (i for i in idents if not i.is_root):
         if ns.kind_of(ident, snapshot) == KIND_TABLE:
             ns.require_table(ident, snapshot)
         else:
             ns.require_namespace(ident, snapshot)
+    return definitions
 
 
 @dataclass(frozen=True)
@@ -152,6 +168,8 @@ class PruneRequest:
     parallel: int
     delimiter: str
     tasks: TableRunner | None
+    optimize_indexes: bool = False
+    definitions: list[dict[str, Any]] = field(default_factory=list)  # the namespace's
 
     @property
     def whole_root(self) -> bool:
@@ -174,7 +192,7 @@ def _run(
     skipped = set(record.entries)
     stamps = root_stamps(ns.storage, skipped) if recording_root else None
     # plans made as tables run, here; a Spark run ships them all, --compact budgets them first
-    deferred = request.tasks is None and not request.compact
+    deferred = request.tasks is None and not request.compact and not request.optimize_indexes
     decisions = decide(ns, request.idents, policy, now, request.parallel, record, deferred)
     report.refused = decisions.refused
     report.labels = decisions.labels
@@ -245,6 +263,7 @@ def _run_tables(
             # readers of a table published on a tag or a branch never see main's compaction
             on_main = work.plan.location not in pins.off_main
             work.compact = request.compact and on_main and budget.take()
+            _with_indexes(request, decisions, work, on_main)
     for p in planned:
         if isinstance(p, TableResult):
             advance(p.bytes_freed)
@@ -255,6 +274,7 @@ def _run_tables(
         runner(request.ns, works, request.policy, request.dry_run, request.parallel, advance)
     )
     report.tables = log = ResultLog()
+    indexed: list[dict[str, Any]] = []  # partition tables whose index work waits to publish
     for index, item in enumerate(planned):
         planned[index] = None
         runs = not isinstance(item, TableResult)  # a TableWork or a Deferred: the runner's
@@ -263,16 +283,61 @@ def _run_tables(
             raise LancensError("prune's table runner returned fewer results than tables")
         if compaction is not None:
             budget.done.append(compaction)
-        if entries is not None:
-            entries.add(result, compacted=compaction is not None)
+        if result.index_versions and result.object_id:
+            indexed.append(_indexed(result))
+        if entries is not None:  # a table whose indexes had work: looked at again next run
+            entries.add(result, compacted=compaction is not None or pending(result.indexes))
         log.append(result)
     if next(done, None) is not None:
         raise LancensError("prune's table runner returned more results than tables")
-    if budget.done:
-        version = None if request.dry_run else publish_compacted(request.ns, budget.done)
-        report.compacted = [c.to_json() for c in budget.done]
-        if version is not None:
-            report.compacted_published_in = version
+    _publish(request, budget, indexed, report)
+
+
+def _with_indexes(
+    request: PruneRequest, decisions: Decisions, work: TableWork, on_main: bool
+) -> None:
+    """`--optimize-indexes` for one table: on main only (a tag's or a branch's readers never
+    see main's index work); a partition table also gets the namespace's definitions."""
+    if not request.optimize_indexes:
+        return
+    if not on_main:
+        work.plan.notes.append("published by a tag or a branch: indexes left alone")
+        return
+    work.optimize_indexes = True
+    if work.plan.object_id in decisions.labels:
+        work.definitions = request.definitions
+
+
+def _indexed(result: TableResult) -> dict[str, Any]:
+    before, after = result.index_versions or (None, None)
+    return {
+        "object_id": result.object_id,
+        "table": result.table,
+        "location": result.location,
+        "version_before": before,
+        "version_after": after,
+        "published": False,
+    }
+
+
+def _publish(
+    request: PruneRequest,
+    budget: CompactionBudget,
+    indexed: list[dict[str, Any]],
+    report: PruneReport,
+) -> None:
+    """The compacted and indexed partition tables, in the run's one `__manifest` commit (a
+    table both compacted and indexed publishes its final version once)."""
+    report.indexed = indexed
+    if not budget.done and not indexed:
+        return
+    version = None
+    if not request.dry_run:
+        version = publish_new_versions(request.ns, budget.done, indexed)
+    report.compacted = [c.to_json() for c in budget.done]
+    if version is not None:
+        report.compacted_published_in = version if budget.done else None
+        report.indexes_published_in = version if indexed else None
 
 
 def run_locally(

@@ -3,7 +3,8 @@
 The driver decides what stays of every table and why (`decide.py`, `protect.py`) and
 hands each table over as a `TableWork`: its plan, the files shallow clones read, whether to
 compact it. `run_table` then removes the dead write's unpublished versions, expires the plan's
-versions with Lance, sweeps files no version references past the grace and compacts; it reads
+versions with Lance, sweeps files no version references past the grace, compacts and brings
+indexes current (service/indexes/optimize.py); it reads
 no `__manifest` and needs nothing but the root's storage. `run_group` is that work for a list of
 tables as plain data (dicts, lists, numbers, strings), which is what a Spark task receives and
 returns (pipeline/prune_tasks.py); the local run calls `run_table` from its thread pool.
@@ -24,6 +25,8 @@ import lance
 
 from lancens_cli.config import NamespaceConfig
 from lancens_cli.errors import LancensError, lance_message
+from lancens_cli.service.indexes.definitions import IndexDefinition
+from lancens_cli.service.indexes.optimize import optimize_for_prune
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.branches import BranchPlan, expire_branches
 from lancens_cli.service.prune.compact import Compaction, compact_table
@@ -47,6 +50,8 @@ class TableWork:
     read_by_clones: frozenset[str] = frozenset()  # files no sweep may touch
     compact: bool = False
     published: int | None = None  # the current read_version of a partition table
+    optimize_indexes: bool = False
+    definitions: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # to build
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -54,6 +59,8 @@ class TableWork:
             "read_by_clones": sorted(self.read_by_clones),
             "compact": self.compact,
             "published": self.published,
+            "optimize_indexes": self.optimize_indexes,
+            "definitions": self.definitions,
         }
 
     @classmethod
@@ -65,6 +72,8 @@ class TableWork:
             frozenset(data["read_by_clones"]),
             data["compact"],
             data["published"],
+            bool(data.get("optimize_indexes")),
+            list(data.get("definitions") or []),
         )
 
 
@@ -80,13 +89,35 @@ def run_table(
         _sweep_unreferenced(
             ns, plan.location, policy, dry_run, result, work.read_by_clones, ds, plan.data_files
         )
-        if work.compact:
-            compaction = compact_table(
-                ns, plan.location, plan.object_id, work.published, result.notes, dry_run
+        if work.optimize_indexes:
+            result.indexes, result.index_versions = optimize_for_prune(
+                ns,
+                plan.location,
+                work.published,
+                [IndexDefinition.from_json(d) for d in work.definitions],
+                dry_run,
+                result.notes,
             )
+        if work.compact:
+            compaction = _compact(ns, work, result, dry_run)
     except Exception as exc:  # one table's failure must not stop the others
         record_failure(ns, result, exc)
     return result, compaction
+
+
+def _compact(
+    ns: Namespace, work: TableWork, result: TableResult, dry_run: bool
+) -> Compaction | None:
+    """Compaction, after the index work: Lance merges only fragments its indexes cover alike,
+    and remaps the indexes of what it merges. A partition table's compaction then starts from
+    the version the index work made, and the run publishes the last version once."""
+    plan, moved = work.plan, result.index_versions
+    start = moved[1] if moved else work.published
+    compaction = compact_table(ns, plan.location, plan.object_id, start, result.notes, dry_run)
+    if compaction is not None and moved and compaction.after is not None:
+        compaction.before = moved[0]  # what __manifest publishes
+        result.index_versions = [moved[0], compaction.after]
+    return compaction
 
 
 def record_failure(ns: Namespace, result: TableResult, exc: Exception) -> None:

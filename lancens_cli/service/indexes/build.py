@@ -1,0 +1,254 @@
+"""`create index`: an index on one table, or on every published partition table at once.
+
+A plain table gets Lance's index commit on its latest version. A partition table is read at
+the `read_version` `__manifest` publishes, so an index built on it means nothing until
+published: each published partition table (on main; tables published by a tag or a branch
+are left alone and listed) gets the index on a version of its own made from the published one,
+and every such version is published in ONE `__manifest` commit together with the namespace's
+definition (service/partitioned/republish.py: a table moved only while `__manifest` still
+publishes the version its index was built on). Lance rebases an index commit over a writer's
+concurrent append; a build that did not land on exactly the next version holds that writer's
+unpublished rows, so it is never published (it expires like any unpublished version).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import lance
+
+from lancens_cli.errors import InvalidInputError, lance_message
+from lancens_cli.models import Identifier, Result
+from lancens_cli.partition.rows import partition_table_rows
+from lancens_cli.service.indexes.definitions import (
+    INDEXES_KEY,
+    IndexDefinition,
+    definitions_of,
+    definitions_text,
+    require_fits,
+    with_definition,
+)
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.partitioned.branch import ref_of
+from lancens_cli.service.partitioned.layout import layout_of
+from lancens_cli.service.partitioned.republish import Republish, republish
+from lancens_cli.store.containment import row_locations
+from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
+from lancens_cli.store.tables import open_published
+
+BUILDERS = 4  # partition tables indexed at once (Lance's index builds use every core)
+WRITER_WON = "not published: a writer committed to the table meanwhile; prune builds it later"
+IN_FLIGHT = (
+    "a write is in flight (an unpublished version); prune --optimize-indexes builds it later"
+)
+
+
+@dataclass
+class IndexedTable:
+    """One table `create index` built (or would build) the index on."""
+
+    table: str
+    location: str
+    version_before: int | None
+    version_after: int | None = None
+    published: bool | None = None  # partition tables: whether __manifest now reads it
+    note: str | None = None
+
+
+@dataclass
+class CreatedIndex(Result):
+    """What `create index` did: the index, each table it went to, the tables it left alone
+    (published by a tag or a branch, or a write in flight) and the `__manifest` version that
+    publishes them (partitioned roots)."""
+
+    index: IndexDefinition
+    target: str
+    tables: list[IndexedTable] = field(default_factory=list)
+    dry_run: bool = False
+    manifest_version: int | None = None
+    stored: bool = False  # the definition is in the namespace's properties
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index.to_json(),
+            "target": self.target,
+            "dry_run": self.dry_run,
+            "definition_stored": self.stored,
+            "manifest_version": self.manifest_version,
+            "tables": [t.__dict__ for t in self.tables],
+        }
+
+
+def build_one(ds: Any, index: IndexDefinition) -> None:
+    """Lance's build of one index on `ds` (a commit after its version; `ds` moves to it)."""
+    if index.is_vector:
+        params = dict(index.params)
+        metric = params.pop("metric", "l2")
+        ds.create_index(
+            index.column, index.type, name=index.name, metric=metric, replace=True, **params
+        )
+    else:
+        ds.create_scalar_index(index.column, index.type, name=index.name, replace=True)
+
+
+def build_chain(ds: Any, indexes: list[IndexDefinition], exact: bool) -> int | None:
+    """Build `indexes` on `ds` one commit each; the version holding them all, or None when
+    `exact` and a commit did not land right after the previous one (a writer's was between)."""
+    for index in indexes:
+        require_fits(index, ds.schema, "the table")
+        before = ds.version
+        build_one(ds, index)
+        if exact and ds.version != before + 1:
+            return None
+    return ds.version
+
+
+def first_indexes(ds: Any, indexes: list[IndexDefinition]) -> int:
+    """A new partition table (only its writer knows it) gets the namespace's indexes before
+    it is published; the version holding them. One that cannot be built now (a column of an
+    earlier schema generation, a failed training) is left to `prune --optimize-indexes`."""
+    for index in indexes:
+        try:
+            build_chain(ds, [index], exact=False)
+        except Exception:  # noqa: BLE001 - an index never fails a write: prune builds it
+            continue
+    return ds.version
+
+
+def create_index(
+    ns: Namespace,
+    ident: Identifier,
+    index: IndexDefinition,
+    *,
+    replace: bool = False,
+    dry_run: bool = False,
+    delimiter: str = ".",
+) -> CreatedIndex:
+    """`create index`: on the table `ident` names, or (the root of a partitioned namespace)
+    on every published partition table, with the definition kept in `__manifest`."""
+    ns.require_root()
+    snapshot = ns.snapshot()
+    if ident.is_root:
+        result = _on_partitions(ns, snapshot, index, replace, dry_run)
+        for table in result.tables:  # as every command takes an id (`--delimiter`)
+            table.table = Identifier.from_object_id(table.table).display(delimiter)
+        return result
+    ref = ns.require_table(ident, snapshot)
+    shown = ident.display(delimiter)
+    if ref.row is not None and ref.row.get("read_version") is not None:
+        ns.require_writable(snapshot)
+        row_locations(ns.storage, snapshot).require(ident.object_id)
+        published = open_published(ns.storage, ref.row)
+        _require_new(published, index, replace, shown)
+        require_fits(index, published.schema, f"table {shown}")
+        result = CreatedIndex(index, shown, dry_run=dry_run)
+        done = _build_published(ns, ref.row, index, replace, dry_run)
+        result.tables.append(done)
+        _publish(ns, result, {ident.object_id: done}, None)
+        return result
+    ds = lance.dataset(ns.storage.uri(ref.location), storage_options=ns.storage.lance_options)
+    _require_new(ds, index, replace, shown)
+    require_fits(index, ds.schema, f"table {shown}")
+    table = IndexedTable(shown, ref.location, ds.version)
+    if not dry_run:
+        build_one(ds, index)
+        table.version_after = ds.version
+    return CreatedIndex(index, shown, [table], dry_run)
+
+
+def _require_new(ds: Any, index: IndexDefinition, replace: bool, shown: str) -> None:
+    """Without `--replace`, an index of that name must not exist on the table yet."""
+    if not replace and any(i.name == index.name for i in ds.describe_indices()):
+        raise InvalidInputError(
+            f"table {shown} already has an index named {index.name!r}; pass --replace to rebuild it"
+        )
+
+
+def _on_partitions(
+    ns: Namespace,
+    snapshot: ManifestSnapshot,
+    index: IndexDefinition,
+    replace: bool,
+    dry_run: bool,
+) -> CreatedIndex:
+    layout = layout_of(snapshot)
+    if layout is None:
+        raise InvalidInputError(
+            "the root is not a partitioned namespace: name the table to index (create index ID)"
+        )
+    ns.require_writable(snapshot)
+    require_fits(index, layout.schema, "the namespace schema")
+    with_definition(definitions_of(snapshot.metadata), index, replace)  # checked before building
+    verdicts = row_locations(ns.storage, snapshot)
+    result = CreatedIndex(index, "(every partition table)", dry_run=dry_run)
+    rows, done = [], {}
+    for row in partition_table_rows(snapshot.rows, layout.specs):
+        label = row["object_id"]
+        problem = verdicts.problem(label)
+        version, branch, tag = ref_of(row)
+        if problem is not None or branch is not None or tag is not None or version is None:
+            why = problem.reason if problem else "published by a tag or a branch: left alone"
+            result.tables.append(IndexedTable(label, row["location"], None, note=why))
+        else:
+            rows.append(row)
+    with ThreadPoolExecutor(max_workers=BUILDERS) as pool:
+        built = pool.map(lambda row: _build_published(ns, row, index, True, dry_run), rows)
+        for row, table in zip(rows, built, strict=True):
+            result.tables.append(table)
+            done[row["object_id"]] = table
+
+    def store(current: ManifestSnapshot, edit: ManifestEdit) -> None:
+        kept = with_definition(definitions_of(current.metadata), index, True)
+        edit.set_metadata({INDEXES_KEY: definitions_text(kept)})
+
+    _publish(ns, result, done, None if dry_run else store)
+    result.stored = not dry_run
+    return result
+
+
+def _build_published(
+    ns: Namespace, row: dict[str, Any], index: IndexDefinition, replace: bool, dry_run: bool
+) -> IndexedTable:
+    """The index on a version of the partition table made from its published one; what goes
+    wrong is the table's note (a table of an earlier schema generation may lack the column)."""
+    published = row["read_version"]
+    table = IndexedTable(row["object_id"], row["location"], published)
+    uri = ns.storage.uri(row["location"])
+    try:
+        ds = lance.dataset(uri, storage_options=ns.storage.lance_options)
+        if ds.version != published:
+            table.note = IN_FLIGHT
+            return table
+        _require_new(ds, index, replace, row["object_id"])
+        require_fits(index, ds.schema, "the partition table")
+        if dry_run:
+            return table
+        after = build_chain(ds, [index], exact=True)
+    except Exception as exc:  # noqa: BLE001 - one table's failure is its note; the rest publish
+        table.note = f"not built: {lance_message(exc)}"
+        return table
+    if after is None:
+        table.note = WRITER_WON
+    table.version_after = after
+    table.published = False if after is not None else None
+    return table
+
+
+def _publish(ns: Namespace, result: CreatedIndex, done: dict[str, IndexedTable], also) -> None:
+    """Every built partition table in one `__manifest` commit (with `also`'s edit)."""
+    moves = [
+        Republish(object_id, t.version_before, t.version_after)
+        for object_id, t in done.items()
+        if t.version_after is not None and t.version_before is not None
+    ]
+    if result.dry_run or (not moves and also is None):
+        return
+    published = republish(ns, moves, also)
+    result.manifest_version = published.manifest_version
+    for object_id, table in done.items():
+        if table.version_after is not None:
+            table.published = object_id in published.moved
+            if not table.published:
+                table.note = "not published: the partition was written meanwhile; prune builds it"
