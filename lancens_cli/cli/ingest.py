@@ -62,7 +62,7 @@ def ingest(
         message("ingest: starting Spark")
     with spark_progress("ingest") as watch:
         result = run(
-            lambda: watch(spark_session(master, conf, remote)),
+            lambda: watch(spark_session(master, conf, remote, data_source=False)),
             session().namespace,
             sources,
             fmt=fmt,

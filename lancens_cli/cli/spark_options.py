@@ -14,8 +14,15 @@ from lancens_cli.cli.session import session
 from lancens_cli.config import load_spark_profile
 
 
-def spark_session(master: str | None, conf: list[str] | None, remote: str | None = None) -> Any:
-    """The Spark session for this invocation: flags > environment > profile > local mode."""
+def spark_session(
+    master: str | None,
+    conf: list[str] | None,
+    remote: str | None = None,
+    *,
+    data_source: bool = True,
+) -> Any:
+    """The Spark session for this invocation: flags > environment > profile > local mode
+    (`data_source=False`: the `lancens` data source left for the command to register)."""
 
     from lancens_cli.pipeline.spark_session import SparkSettings, require_pyspark
     from lancens_cli.pipeline.spark_session import spark_session as start
@@ -23,4 +30,4 @@ def spark_session(master: str | None, conf: list[str] | None, remote: str | None
     require_pyspark()
     profile = load_spark_profile(session().profile or os.environ.get("LANCENS_PROFILE"))
     settings = SparkSettings.resolve(master, conf, profile, debug=session().debug, remote=remote)
-    return start(settings)
+    return start(settings, data_source=data_source)

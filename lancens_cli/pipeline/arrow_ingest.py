@@ -3,12 +3,17 @@
 Spark's Parquet reader would hand every row to the JVM and back to a Python worker as Arrow
 before it is split and written. Here Spark only distributes the work: the driver lists the
 files' row groups (ORC: stripes) from their footers, one Spark job runs one task per group of
-them (`spark.range(...).mapInArrow`), and each task reads its row groups with pyarrow, conforms
+them, and each task reads its row groups with pyarrow, conforms
 them to the columns Spark would have given (`files_source.py`), and hands them to the same
 writer the `lancens` data source uses (`write.py`): the task writes fragments, the driver
 commits them all in one `__manifest` commit, or aborts and removes what the tasks wrote. The
 commit path, the checks and the errors are the data source's; only the road of the rows is
 shorter. A task holds about one chunk of rows (`write_task.CHUNK_ROWS`) at a time.
+
+The job is an RDD of row-group ids (`parallelize(...).mapPartitions`): nothing in it needs
+Spark SQL, and a JVM that has just started would spend seconds planning and compiling a
+DataFrame query before its first task. A Spark Connect session has no RDDs: there the ids are
+`spark.range(...).mapInArrow`.
 
 pyarrow's Parquet and ORC readers are imported inside the functions that read, which PySpark
 pickles by value to the tasks.
@@ -25,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lancens_cli.pipeline.files_source import conform_batch, open_source
-from lancens_cli.pipeline.spark_session import task_slots
+from lancens_cli.pipeline.spark_session import is_connect, task_slots
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -80,7 +85,8 @@ class RowGroupFiles:
 def _task_function(
     writer: LancensWriter, files: RowGroupFiles, units: list[tuple[str, int]]
 ) -> Callable[[Iterable[Any]], Iterator[Any]]:
-    """What each task runs: its ids' row groups through the writer, one commit message."""
+    """What each task of a Connect job runs: its ids' row groups through the writer, one
+    commit message."""
 
     def run(batches: Iterable[Any]) -> Iterator[Any]:
         mine = [units[i] for batch in batches for i in batch.column("id").to_pylist()]
@@ -93,16 +99,40 @@ def _task_function(
     return run
 
 
+def _rdd_task_function(
+    writer: LancensWriter, files: RowGroupFiles, units: list[tuple[str, int]]
+) -> Callable[[Iterable[int]], Iterator[Any]]:
+    """What each task of an RDD job runs: its ids' row groups through the writer, one commit
+    message."""
+
+    def run(ids: Iterable[int]) -> Iterator[Any]:
+        mine = [units[i] for i in ids]
+        if mine:
+            yield writer.write(files.batches(mine))
+
+    return run
+
+
+def _run_tasks(
+    spark: SparkSession, writer: LancensWriter, files: RowGroupFiles, units: list[tuple[str, int]]
+) -> list[Any]:
+    """One job, one task per slot over the row groups; the tasks' commit messages."""
+    count = max(1, min(len(units), task_slots(spark)))
+    if is_connect(spark):
+        run = _task_function(writer, files, units)
+        rows = spark.range(0, len(units), 1, count).mapInArrow(run, "message binary")
+        return [pickle.loads(row["message"]) for row in rows.collect()]
+    ids = spark.sparkContext.parallelize(range(len(units)), count)
+    return ids.mapPartitions(_rdd_task_function(writer, files, units)).collect()
+
+
 def write_row_groups(spark: SparkSession, writer: LancensWriter, files: RowGroupFiles) -> None:
     """Run the job and commit what its tasks wrote, or abort: the data source's protocol."""
     messages: list[Any] = []
     try:
         units = files.units()
         if units:
-            count = max(1, min(len(units), task_slots(spark)))
-            run = _task_function(writer, files, units)
-            rows = spark.range(0, len(units), 1, count).mapInArrow(run, "message binary")
-            messages = [pickle.loads(row["message"]) for row in rows.collect()]
+            messages = _run_tasks(spark, writer, files, units)
     except BaseException:
         writer.abort(messages)
         raise

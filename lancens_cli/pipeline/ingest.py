@@ -23,13 +23,14 @@ import os
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.models import Result
-from lancens_cli.pipeline.spark_session import is_connect
+from lancens_cli.pipeline import register
+from lancens_cli.pipeline.spark_session import is_connect, require_pyspark, scheduler_only
 from lancens_cli.pipeline.task_failures import spark_errors
 
 if TYPE_CHECKING:
@@ -393,20 +394,23 @@ def ingest(
     storage = dict(ns.config.storage_options)
     sources = resolve_sources(sources_text, fmt, storage)
     target, schema = target_schema(ns, into)
+    require_pyspark()
+    native = None if dry_run else _arrow_native_struct(sources, storage)
     started = time.monotonic()
-    spark = spark_factory()
+    with scheduler_only() if native is not None else nullcontext():
+        spark = spark_factory()
     spark_start = time.monotonic() - started
     result = IngestResult(sources_text, sources.fmt, target, mode, dry_run=dry_run)
     result.spark_start_seconds = spark_start
     began = time.monotonic()
     with spark_errors("the ingest"), quiet_job(spark, debug):
-        native = None if dry_run else _arrow_native_struct(sources, storage)
         if native is not None:  # Parquet and ORC: pyarrow in the tasks, no JVM rows
             if schema is not None:
                 check_columns(native, schema)
             with _report_file(ns, into, mode, delimiter, result, branch) as options:
                 _write_row_groups(spark, sources, storage, options, native, mode)
         else:
+            register(spark)  # the `lancens` data source writes the DataFrame
             frame = source_frame(spark, sources, schema, storage)
             if schema is not None:
                 check_columns(frame.schema, schema)

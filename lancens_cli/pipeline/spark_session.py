@@ -4,8 +4,10 @@ One place decides how lancens talks to Spark: local mode (`local[*]`) unless a m
 (flag, `LANCENS_SPARK_MASTER`, a profile's `spark` table) or a Spark Connect server (`--remote`,
 `SPARK_REMOTE` as PySpark reads it, a profile's `spark.remote`), the session time zone UTC, the UI
 and the console progress bar off, Spark's own logging quiet unless `--debug`, Python workers on the
-running interpreter, and the `lancens` data source registered. A session already running in this
-process (tests, a user's notebook) is reused rather than started twice.
+running interpreter, and the `lancens` data source registered (or left to a command that
+registers it only when it uses it). A session already running in this process (tests, a user's
+notebook) is reused rather than started twice. A local driver that runs no rows itself (the
+`scheduler_only()` of `ingest` of Parquet and ORC) starts with C1 compilation only.
 
 Nothing Lance-native runs here: PySpark forks its Python workers from a daemon, and Lance is not
 fork-safe, so Lance is imported only inside the functions that tasks call. pyspark is imported
@@ -16,6 +18,7 @@ how to install it.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import os
 import re
@@ -50,6 +53,10 @@ BASE_CONF: dict[str, str] = {
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
 }
 FIXED_CONF: dict[str, str] = {"spark.sql.session.timeZone": "UTC"}
+# A local driver that only schedules Python tasks (no rows in the JVM) compiles with C1 alone:
+# it starts sooner on few cores, and it has no hot loop that C2 would speed up.
+SCHEDULER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+_SCHEDULER_ONLY = contextvars.ContextVar("lancens_scheduler_only", default=False)
 
 
 class SparkSetupError(InvalidInputError):
@@ -187,15 +194,29 @@ def _prepare_environment(settings: SparkSettings) -> None:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
+@contextlib.contextmanager
+def scheduler_only() -> Iterator[None]:
+    """A local JVM started inside runs no rows itself: start it with SCHEDULER_JAVA_OPTIONS
+    (before the user's `spark.driver.extraJavaOptions`, which win)."""
+    token = _SCHEDULER_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _SCHEDULER_ONLY.reset(token)
+
+
 def _java_options(debug: bool) -> str:
     return "" if debug else f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}"
 
 
-def spark_session(settings: SparkSettings) -> Any:
-    """The SparkSession for a lancens job, started on first use and reused in this process."""
+def spark_session(settings: SparkSettings, *, data_source: bool = True) -> Any:
+    """The SparkSession for a lancens job, started on first use and reused in this process.
+
+    `data_source=False` leaves the `lancens` data source unregistered, for a caller that
+    registers it only when it needs it (registering costs a fresh JVM seconds)."""
     require_pyspark()
     if settings.remote is not None:
-        return _connect_session(settings)
+        return _connect_session(settings, data_source)
     os.environ.pop(REMOTE_ENV, None)  # PySpark would take it over the master we chose
     from pyspark.sql import SparkSession
 
@@ -209,13 +230,17 @@ def spark_session(settings: SparkSettings) -> Any:
             )
         _apply_runtime_conf(active, settings)
         _quiet_python_loggers(settings.debug)
-        _register(active)
+        if data_source:
+            _register(active)
         return active
     require_java()
     _prepare_environment(settings)
     builder = SparkSession.builder.master(settings.master).appName("lancens")
     options = _java_options(settings.debug)
     conf = {**BASE_CONF, **settings.conf, **FIXED_CONF}
+    if _SCHEDULER_ONLY.get() and settings.master.startswith("local"):
+        driver = "spark.driver.extraJavaOptions"
+        conf[driver] = f"{SCHEDULER_JAVA_OPTIONS} {conf.get(driver, '')}".strip()
     if options:
         for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
             conf[key] = f"{conf[key]} {options}" if key in conf else options
@@ -233,11 +258,12 @@ def spark_session(settings: SparkSettings) -> Any:
         raise LancensError(f"Spark did not start on {settings.master}: {_first_line(exc)}") from exc
     spark.sparkContext.setLogLevel("INFO" if settings.debug else "ERROR")
     _quiet_python_loggers(settings.debug)
-    _register(spark)
+    if data_source:
+        _register(spark)
     return spark
 
 
-def _connect_session(settings: SparkSettings) -> Any:
+def _connect_session(settings: SparkSettings, data_source: bool = True) -> Any:
     """A session on a Spark Connect server: nothing starts here but a gRPC client."""
     try:
         import pyspark.sql.connect.session  # noqa: F401  (what pyspark[connect] brings)
@@ -260,7 +286,8 @@ def _connect_session(settings: SparkSettings) -> Any:
             f"Spark Connect server {settings.remote} did not answer: {_first_line(exc)}"
         ) from exc
     _quiet_python_loggers(settings.debug)
-    _register(spark)
+    if data_source:
+        _register(spark)
     return spark
 
 
