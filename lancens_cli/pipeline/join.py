@@ -280,13 +280,14 @@ def _new_rows(
     ns: Namespace, table: PartitionTable, row: dict[str, Any], dataset: Any, since: Any
 ) -> list[list[Any]]:
     """[fragment, offset (None: whole), rows] of the rows appended since the start version."""
+    from lancens_cli.partition.rows import dotted
     from lancens_cli.service.history.incremental import published_alike, table_new_rows
     from lancens_cli.service.partitioned.branch import published_branch
 
     before = since.then(table.object_id, table.location)
     if before is not None and published_alike(before, row):
         return []
-    what = f"partition table {table.object_id.replace('$', '.')}"
+    what = f"partition table {dotted(table.object_id)}"
     branch = published_branch(dataset, row)
     found = table_new_rows(ns.storage, table.location, dataset, branch, before, what)
     return [[new.fragment_id, new.offset, new.count] for new in found]

@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lancens_cli.errors import InvalidInputError
-from lancens_cli.service.history.transactions import operation_word
+from lancens_cli.partition.rows import dotted, partition_table_rows
+from lancens_cli.service.history.transactions import operation_of, operation_word
+from lancens_cli.service.partitioned.layout import layout_of
 
 if TYPE_CHECKING:
     from lancens_cli.service.namespace import Namespace
@@ -69,7 +71,7 @@ class Since:
         before = self.rows.get(object_id)
         if before is not None and before.get("location") != location:
             raise NotAppendOnly(
-                f"partition table {_shown(object_id)} moved between __manifest versions "
+                f"partition table {dotted(object_id)} moved between __manifest versions "
                 f"{self.start} and {self.end}: its rows cannot be told as appends"
             )
         return before
@@ -81,18 +83,21 @@ def since_versions(ns: Namespace, version: str | None, timestamp: str | None) ->
     not after the end, and every partition table it published must still be published."""
     if version is not None and timestamp is not None:
         raise InvalidInputError("give sinceVersion or sinceTimestamp, not both")
-    end = ns.manifest.pinned_version or ns.snapshot().version
+    now = ns.snapshot()  # the version read: pinned by versionAsOf, else the newest
+    end = now.version
     start = ns.manifest.resolve_version(version, timestamp)
     if start > end:
         raise InvalidInputError(
             f"sinceVersion {start} is after the version read ({end}): give an earlier one"
         )
     then = {row["object_id"]: row for row in ns.as_of(version=start).snapshot().rows}
-    published = set(ns.snapshot().locations().values())
-    for object_id, row in then.items():
-        if row["object_type"] == "table" and "$" in object_id and object_id not in published:
+    published = set(now.locations().values())
+    layout = layout_of(now)
+    tables = partition_table_rows(then.values(), layout.specs) if layout is not None else []
+    for object_id in (row["object_id"] for row in tables):
+        if object_id not in published:
             raise NotAppendOnly(
-                f"partition table {_shown(object_id)} was published at __manifest version "
+                f"partition table {dotted(object_id)} was published at __manifest version "
                 f"{start} and is not at {end} (a restore): its rows cannot be told as appends"
             )
     return Since(start, end, then)
@@ -139,10 +144,6 @@ def in_window(batch: Any, fragment_id: int, offset: int, count: int) -> Any:
     address = batch.column(batch.schema.get_field_index("_rowaddr"))
     keep = pc.and_(pc.greater_equal(address, first), pc.less(address, first + count))
     return batch.filter(keep)
-
-
-def _shown(object_id: str) -> str:
-    return object_id.replace("$", ".")
 
 
 def appended_rows(dataset: Any, since: int | None, branch: str | None, what: str) -> list[NewRows]:
@@ -288,13 +289,10 @@ def _at(dataset: Any, version: int, branch: str | None, what: str) -> Any:
 
 
 def _operation(dataset: Any, version: int, what: str) -> Any:
-    try:
-        transaction = dataset.read_transaction(version)
-    except (OSError, ValueError, RuntimeError):
-        transaction = None
-    if transaction is None:
+    operation = operation_of(dataset, version)
+    if operation is None:
         raise NotAppendOnly(f"{what}: version {version} records no transaction to tell it by")
-    return transaction.operation
+    return operation
 
 
 def _shape(dataset: Any) -> dict[int, tuple[int, int]]:

@@ -36,6 +36,7 @@ from lancens_cli.errors import (
 from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE, Identifier, Result
 from lancens_cli.partition.rows import partition_rows
 from lancens_cli.partition.schema_evolution import history_from_metadata, shape
+from lancens_cli.service.history.transactions import operation_of
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.branch import ref_of
 from lancens_cli.service.partitioned.evolve_schema import Brought, bring_table
@@ -205,13 +206,12 @@ def restore_namespace(ns: Namespace, planned: RestoreResult) -> RestoreResult:
     )
     result.new_version = committed
     result.changes = _with_sizes(planned.changes, _tables(landed.get("changes", [])))
+    behind = {c.object_id for c in planned.changes if c.behind}
     for change in result.changes:
         base, published = brought.get(change.object_id, (None, None))
         if base is not None and published != base:
             change.brought_from = base
-            change.behind = change.behind or any(
-                c.behind for c in planned.changes if c.object_id == change.object_id
-            )
+            change.behind = change.behind or change.object_id in behind
     base = landed.get("base", planned.planned_on)
     result.restored_over = [v for v in range(planned.planned_on + 1, base + 1) if v not in guards]
     result.notes = list(planned.notes)
@@ -293,10 +293,10 @@ def _made_from(ns: Namespace, row: dict[str, Any], version: int, base: int) -> b
     try:
         dataset = open_table(ns.storage, row["location"])
         for number in range(version, max(base, version - 8), -1):
-            transaction = dataset.read_transaction(number)
-            name = type(transaction.operation).__name__ if transaction is not None else ""
+            operation = operation_of(dataset, number)
+            name = type(operation).__name__ if operation is not None else ""
             if name == "Restore":
-                return int(transaction.operation.version) == base
+                return int(operation.version) == base
             if not name or name in _ROW_CHANGES:
                 return False
     except (LancensError, OSError, ValueError, RuntimeError):

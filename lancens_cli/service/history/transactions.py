@@ -133,7 +133,7 @@ def operations(
                 size = version_size(ds.checkout_version(version)).bytes
             except _READ_ERRORS:
                 size = None
-        operation = _transaction(ds, version)
+        operation = operation_of(ds, version)
         name = None if operation is None else type(operation).__name__
         changes.append(
             VersionChange(
@@ -161,7 +161,7 @@ def operation_word(name: str | None) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).lower()
 
 
-def _transaction(dataset: Any, version: int) -> Any:
+def operation_of(dataset: Any, version: int) -> Any:
     """The operation that made `version`, or None when Lance has no transaction for it."""
     try:
         found = dataset.read_transaction(version)
