@@ -8,7 +8,8 @@
     python bench/bench_prune.py --tables 0 --commits 0 --clone-versions 1500
 
 1. N root tables of V versions each (copies of one template table, registered in `__manifest`),
-   built twice. Cold processes, same retention (versions older than 1 s, the latest kept):
+   copied afresh for each of `--cold-runs` runs (median; who goes first alternates). Cold
+   processes, same retention (versions older than 1 s, the latest kept):
    - ours: `lancens prune --older-than 1s --force --yes --json`
    - loop: `python -c` opening each table and calling `cleanup_old_versions(older_than=1s)`,
      one after the other (what a cron job without lancens does)
@@ -38,7 +39,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
+from statistics import median
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -119,38 +122,56 @@ def tree_size(path: Path) -> tuple[int, int]:
     return files, size
 
 
-def bench_tables(workdir: Path, n: int, n_versions: int) -> None:
+def bench_tables(workdir: Path, n: int, n_versions: int, cold_runs: int = 3) -> None:
     source = template(workdir, n_versions)
-    ours, loop = workdir / f"ours-{n}", workdir / f"loop-{n}"
+    base, ours, loop = (workdir / f"{kind}-{n}" for kind in ("base", "ours", "loop"))
     started = time.perf_counter()
-    build_root(ours, source, n)
-    build_root(loop, source, n)
-    print(f"built 2 x {n} tables of {n_versions} versions in {time.perf_counter() - started:.1f} s")
+    build_root(base, source, n)
+    print(f"built {n} tables of {n_versions} versions in {time.perf_counter() - started:.1f} s")
     listing = workdir / f"tables-{n}.txt"
     listing.write_text("".join(f"{loop / f'{table_name(i)}.lance'}\n" for i in range(n)))
-    time.sleep(1.5)
     cmd = [*lancens_cmd(), "--root", str(ours), "prune", "--older-than", "1s", "--force"]
-    wall_ours, cpu_ours, proc = run_once([*cmd, "--yes", "--json"])
-    report = json.loads(proc.stdout)
-    wall_loop, cpu_loop, loop_proc = run_once([sys.executable, "-c", LOOP, str(listing)])
-    removed_loop = int(loop_proc.stdout.strip())
-    removed_ours = report["totals"]["versions_removed"] - len(
-        report["manifest"]["versions_removed"] if report["manifest"] else []
-    )
+    walls: dict[str, list[float]] = {"ours": [], "loop": []}
+    cpus: dict[str, list[float]] = {"ours": [], "loop": []}
+    for run in range(cold_runs):  # each on fresh copies, in turn, who goes first alternating
+        for root in (ours, loop):
+            shutil.rmtree(root, ignore_errors=True)
+            shutil.copytree(base, root, symlinks=True)
+        time.sleep(1.5)
+        order = ("ours", "loop") if run % 2 == 0 else ("loop", "ours")
+        for who in order:
+            if who == "ours":
+                wall, cpu, proc = run_once([*cmd, "--yes", "--json"])
+                report = json.loads(proc.stdout)
+                removed_ours = report["totals"]["versions_removed"] - len(
+                    report["manifest"]["versions_removed"] if report["manifest"] else []
+                )
+            else:
+                wall, cpu, loop_proc = run_once([sys.executable, "-c", LOOP, str(listing)])
+                removed_loop = int(loop_proc.stdout.strip())
+            walls[who].append(wall)
+            cpus[who].append(cpu)
+    wall_ours, wall_loop = median(walls["ours"]), median(walls["loop"])
     print_table(
-        ["run", "wall", "cpu", "versions removed", "bytes freed"],
+        ["cold run (median of fresh copies)", "wall", "cpu", "walls", "versions removed"],
         [
             [
                 "lancens prune",
                 fmt_s(wall_ours),
-                fmt_s(cpu_ours),
+                fmt_s(median(cpus["ours"])),
+                " ".join(f"{w:.2f}" for w in walls["ours"]),
                 removed_ours,
-                report["totals"]["bytes_freed"],
             ],
-            ["cleanup_old_versions loop", fmt_s(wall_loop), fmt_s(cpu_loop), removed_loop, "-"],
+            [
+                "cleanup_old_versions loop",
+                fmt_s(wall_loop),
+                fmt_s(median(cpus["loop"])),
+                " ".join(f"{w:.2f}" for w in walls["loop"]),
+                removed_loop,
+            ],
         ],
     )
-    print(f"speed-up: {wall_loop / wall_ours:.2f}x (cold run)")
+    print(f"speed-up: {wall_loop / wall_ours:.2f}x (cold run, medians of {cold_runs})")
     if removed_loop != removed_ours:
         print(f"WARNING: removed {removed_ours} (ours) vs {removed_loop} (loop)")
     # Nothing to do any more, as cron finds it hours later: the directories have settled.
@@ -175,8 +196,8 @@ def bench_tables(workdir: Path, n: int, n_versions: int) -> None:
         f"(goal >= 10x), {best['loop'] / looking:.2f}x for the first such run, "
         f"{best['full'] / best['record']:.2f}x a full run"
     )
-    shutil.rmtree(ours)
-    shutil.rmtree(loop)
+    for root in (base, ours, loop):
+        shutil.rmtree(root)
 
 
 def bench_spark(workdir: Path, n: int, n_versions: int, master: str) -> None:
@@ -216,6 +237,34 @@ print(removed)
 """
 
 
+def request_kind(environ: dict) -> str:
+    """What one S3 request asked, in words: its verb and the kind of object or listing."""
+    method, query = environ["REQUEST_METHOD"], environ.get("QUERY_STRING", "")
+    key = environ.get("PATH_INFO", "").split("/", 2)[-1]  # path-style: /bucket/key
+    if method == "POST" and "delete" in query:
+        return "DeleteObjects (batch)"
+    if method == "GET" and ("list-type" in query or "prefix=" in query or not key):
+        return "LIST"
+    name = key.rsplit("/", 1)[-1]
+    if "__manifest" in key:
+        what = "__manifest"
+    elif "/_refs/" in key:
+        what = "_refs"
+    elif name.endswith(".manifest"):
+        what = "version manifest"
+    elif name.endswith(".json") and "_versions" in key:
+        what = "latest_version_hint"
+    elif name.endswith(".txn"):
+        what = "transaction file"
+    elif "/data/" in key:
+        what = "data file"
+    elif ".lancens" in key:
+        what = "lancens' own file"
+    else:
+        what = "other"
+    return f"{method} {what}"
+
+
 def moto_server(latency_ms: float):
     """A moto S3 server on loopback, answering one request at a time; with `latency_ms`, each
     request waits that long first (a sleep, so concurrent requests wait side by side, as on S3
@@ -232,6 +281,7 @@ def moto_server(latency_ms: float):
 
     class Server(ThreadedMotoServer):
         requests = 0  # every request answered, for requests per table
+        kinds: Counter = Counter()  # the same, by what each asked (`request_kind`)
 
         def _server_entry(self) -> None:
             inner = DomainDispatcherApplication(create_backend_app)
@@ -244,6 +294,7 @@ def moto_server(latency_ms: float):
                 # latency of concurrent requests passes side by side, as on S3.
                 with serial:
                     Server.requests += 1
+                    Server.kinds[request_kind(environ)] += 1
                     return inner(environ, start_response)
 
             self._server = make_server(self._ip_address, self._port, app, True, **handler_option)
@@ -326,16 +377,20 @@ def bench_s3(workdir: Path, n: int, n_versions: int, latency_ms: float = 0) -> N
     root = f"s3://{buckets['ours']}/ours"
     cmd = [*lancens_cmd(), "--root", root, *storage, "prune", "--older-than", "1s"]
 
-    def counted(command: list[str]):
-        """One run, and the requests per table it sent."""
-        before = server.requests
+    kinds: dict[str, Counter] = {}  # what each cold run asked, by kind
+
+    def counted(command: list[str], name: str | None = None):
+        """One run, and the requests per table it sent (by kind, under `name`)."""
+        before, kinds_before = server.requests, Counter(server.kinds)
         done = run_once(command)
+        if name is not None:
+            kinds[name] = Counter(server.kinds) - kinds_before
         return (*done, f"{(server.requests - before) / n:.2f}")
 
-    wall_ours, cpu_ours, proc, asked_ours = counted([*cmd, "--force", "--yes", "--json"])
+    wall_ours, cpu_ours, proc, asked_ours = counted([*cmd, "--force", "--yes", "--json"], "ours")
     report = json.loads(proc.stdout)
     loop = [sys.executable, "-c", LOOP_S3, str(listing), json.dumps(options)]
-    wall_loop, cpu_loop, loop_proc, asked_loop = counted(loop)
+    wall_loop, cpu_loop, loop_proc, asked_loop = counted(loop, "loop")
     removed_ours = report["totals"]["versions_removed"] - len(
         report["manifest"]["versions_removed"] if report["manifest"] else []
     )
@@ -353,6 +408,13 @@ def bench_s3(workdir: Path, n: int, n_versions: int, latency_ms: float = 0) -> N
         ],
     )
     print(f"S3 speed-up: {wall_loop / wall_ours:.2f}x with {latency_ms:g} ms per request (cold)")
+    print_table(
+        ["cold run: requests per table, by kind", "lancens prune", "loop"],
+        [
+            [kind, f"{kinds['ours'][kind] / n:.2f}", f"{kinds['loop'][kind] / n:.2f}"]
+            for kind in sorted(set(kinds["ours"]) | set(kinds["loop"]))
+        ],
+    )
     again_ours, _, _, asked_again = counted([*cmd, "--force", "--yes", "--json"])
     again_full, _, _, asked_full = counted([*cmd, "--force", "--full", "--yes", "--json"])
     again_loop, _, _, asked_again_loop = counted(loop)
@@ -510,6 +572,9 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=500)
     parser.add_argument("--versions", type=int, default=10)
     parser.add_argument("--commits", type=int, default=500)
+    parser.add_argument(
+        "--cold-runs", type=int, default=3, help="cold runs of each, on fresh copies (median)"
+    )
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--s3-tables", type=int, default=0, help="also on moto S3 (e.g. 1000)")
     parser.add_argument("--spark-master", default=None, help="also prune with --master URL")
@@ -531,7 +596,7 @@ def main() -> None:
     print(load_average())
     assert ENV  # cold processes run with the shared bench environment
     if args.tables:
-        bench_tables(workdir, args.tables, args.versions)
+        bench_tables(workdir, args.tables, args.versions, args.cold_runs)
     if args.commits:
         bench_manifest(workdir, args.commits)
     if args.spark_master:

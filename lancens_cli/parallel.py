@@ -26,8 +26,12 @@ def completed_map(
 
     At most `workers * AHEAD_PER_WORKER` items are in flight. An exception raised by `fn` is
     raised here when its item finishes (items not yet submitted then never are); one raised
-    by `items` itself, when the next item is asked for."""
-    workers = max(1, workers)
+    by `items` itself, when the next item is asked for. One worker runs `fn` in the calling
+    thread: a pool of one only adds a hand-over between two threads per item."""
+    if workers <= 1:
+        for position, item in enumerate(items):
+            yield position, fn(item)
+        return
     finished: SimpleQueue[tuple[int, Future[R]]] = SimpleQueue()  # filled as items finish
     source = enumerate(items)
     with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -24,7 +24,13 @@ from dataclasses import dataclass
 
 from lancens_cli.errors import RefusedError
 from lancens_cli.store.inspect import version_from_manifest_name
-from lancens_cli.store.protobuf import ManifestFormatError, encode_varint, read_varint
+from lancens_cli.store.protobuf import (
+    ManifestFormatError,
+    encode_varint,
+    field_spans,
+    has_field,
+    read_varint,
+)
 from lancens_cli.store.storage import Storage
 
 MAGIC = b"LANC"
@@ -73,6 +79,21 @@ def base_path_strings(manifest: bytes) -> list[str]:
                 if sub == BASE_PATH_PATH and sub_wire == 2:
                     found.append(value.decode("utf-8"))
     return found
+
+
+MANIFEST_FRAGMENTS = 2
+FRAGMENT_FILES = 2
+DATA_FILE_BASE_ID = 7
+
+
+def own_data_files(manifest: bytes) -> int:
+    """How many data files of a Manifest protobuf lie in the table's own `data/`: those with no
+    `base_id` (a file with one lives below another base path, spec 002)."""
+    count = 0
+    for start, end in field_spans(manifest, 0, len(manifest), MANIFEST_FRAGMENTS):
+        for file_start, file_end in field_spans(manifest, start, end, FRAGMENT_FILES):
+            count += not has_field(manifest, file_start, file_end, DATA_FILE_BASE_ID)
+    return count
 
 
 def rewrite_manifest_message(manifest: bytes, relocate: Callable[[str], str | None]) -> bytes:

@@ -155,6 +155,10 @@ class ObjectStoreFiles:
         self.remote(self.fs.pipe_file, self.path(rel), text.encode("utf-8"))
 
     def read_bytes(self, rel: str) -> bytes:
+        """One GET. s3fs otherwise asks for the object's size first (a HEAD, to read a large
+        object in parallel parts): a second request for every manifest prune reads."""
+        if self.scheme == "s3":
+            return self.remote(self.fs.cat_file, self.path(rel), max_concurrency=1)
         return self.remote(self.fs.cat_file, self.path(rel))
 
     def write_bytes(self, rel: str, data: bytes) -> None:

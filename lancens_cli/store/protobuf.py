@@ -37,3 +37,46 @@ def encode_varint(value: int) -> bytes:
         else:
             out.append(byte)
             return bytes(out)
+
+
+def value_end(data: bytes, position: int, wire: int) -> int:
+    """The position after the value of wire type `wire` that starts at `position`."""
+    if wire == 0:
+        return read_varint(data, position)[1]
+    if wire == 2:
+        length, position = read_varint(data, position)
+        return position + length
+    if wire == 1:
+        return position + 8
+    if wire == 5:
+        return position + 4
+    raise ManifestFormatError(f"unsupported protobuf wire type {wire}")
+
+
+def field_spans(data: bytes, start: int, end: int, number: int) -> list[tuple[int, int]]:
+    """(start, end) of the payload of every length-delimited field `number` of the message in
+    `data[start:end]`, without copying any of it (a manifest's fragments are most of it)."""
+    spans = []
+    position = start
+    while position < end:
+        key, position = read_varint(data, position)
+        following = value_end(data, position, key & 7)
+        if key == number << 3 | 2:
+            spans.append((read_varint(data, position)[1], following))
+        position = following
+    if position != end:
+        raise ManifestFormatError("a field runs past the end of its message")
+    return spans
+
+
+def has_field(data: bytes, start: int, end: int, number: int) -> bool:
+    """Whether the message in `data[start:end]` holds a field `number` (of any wire type)."""
+    position = start
+    while position < end:
+        key, position = read_varint(data, position)
+        if key >> 3 == number:
+            return True
+        position = value_end(data, position, key & 7)
+    if position != end:
+        raise ManifestFormatError("a field runs past the end of its message")
+    return False

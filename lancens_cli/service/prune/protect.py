@@ -37,7 +37,7 @@ from lancens_cli.service.prune.branches import (
 )
 from lancens_cli.service.prune.policy import PrunePolicy, show_duration
 from lancens_cli.service.prune.record import Seen, digest_of
-from lancens_cli.store.base_paths import base_path_strings, split_manifest_file
+from lancens_cli.store.base_paths import base_path_strings, own_data_files, split_manifest_file
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import VERSIONS_DIR, branch_name
 from lancens_cli.store.version_files import TableListing, VersionInfo, list_table, version_times
@@ -137,6 +137,7 @@ class TableState:
     seen: Seen | None = None  # what the record needs of the listing this state was read from
     recorded: Any = None  # the last run's record entry when the listing is unchanged
     partial: bool = False  # known from the record alone (no listing): only enough to skip it
+    latest_own_files: int | None = None  # data files of the latest manifest in `data/`
 
     def __post_init__(self) -> None:
         # most tables have no tags, branches or base paths: one shared empty each, not three
@@ -193,7 +194,8 @@ def read_table_state(
     tags: dict[str, int] = {}
     branches: dict[str, int] = {}
     has_refs = listing.has_refs
-    bases = None if has_refs else _latest_bases(storage, location, files[versions[-1].version][0])
+    latest = None if has_refs else _latest(storage, location, files[versions[-1].version][0])
+    bases, own_files = latest if latest is not None else (None, None)
     branch_states: list[BranchState] = []
     if bases is None:
         ds = lance.dataset(storage.uri(location), storage_options=storage.lance_options)
@@ -206,7 +208,7 @@ def read_table_state(
             branch_states = read_branch_states(storage, location, ds)
     return TableState(
         location, object_id, versions, tags, branches, bases, branch_states, listing.data_files,
-        seen,
+        seen, latest_own_files=own_files,
     )  # fmt: skip
 
 
@@ -231,15 +233,17 @@ def _refs(ds: Any) -> tuple[dict[str, int], dict[str, int]]:
     return tags, branches
 
 
-def _latest_bases(storage: Storage, location: str, manifest_name: str) -> list[str] | None:
-    """The base paths into the root that the latest manifest names, read from its protobuf;
-    None when the file does not parse (the caller then asks Lance)."""
+def _latest(storage: Storage, location: str, manifest_name: str) -> tuple[list[str], int] | None:
+    """The base paths into the root that the latest manifest names, and how many of its data
+    files lie in the table's own `data/`, read from its protobuf; None when the file does not
+    parse (the caller then asks Lance)."""
     try:
         data = storage.read_bytes(f"{location}/{VERSIONS_DIR}/{manifest_name}")
-        paths = base_path_strings(split_manifest_file(data)[1])
+        message = split_manifest_file(data)[1]
+        paths, own = base_path_strings(message), own_data_files(message)
     except (OSError, ValueError):
         return None
-    return _inside(storage, location, paths)
+    return _inside(storage, location, paths), own
 
 
 def fallback_bases(storage: Storage, location: str) -> list[str] | None:
@@ -296,6 +300,7 @@ class TablePlan:
     notes: list[str] = field(default_factory=list)
     branches: list[BranchPlan] = field(default_factory=list)  # each branch's own old versions
     data_files: int | None = None  # files `data/` held when the table was listed
+    latest_own_files: int | None = None  # of them, the latest version's (read as listed)
 
 
 def plan_table(
@@ -362,6 +367,7 @@ def plan_table(
         notes + branch_notes,
         branches,
         state.data_files,
+        state.latest_own_files,
     )
 
 

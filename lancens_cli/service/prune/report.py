@@ -35,9 +35,6 @@ class TableResult:
     # [published version, the version holding the work] while that waits to be published
     indexes: list[dict[str, Any]] = field(default_factory=list)
     index_versions: list[int] | None = None
-    # after a local run pruned the table: what the record needs of its listing then
-    # (record.Seen; not reported, and not carried back from a Spark task)
-    listed_after: Any = field(default=None, repr=False, compare=False)  # a record.Seen
 
     @property
     def table(self) -> str | None:

@@ -67,7 +67,7 @@ from lancens_cli.service.prune.lease import acquire
 from lancens_cli.service.prune.manifest_upkeep import maintain_manifest
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.quiet import quiet_state, root_stamps
-from lancens_cli.service.prune.record import PruneRecord, Seen, policy_key
+from lancens_cli.service.prune.record import PruneRecord, policy_key
 from lancens_cli.service.prune.record_entries import RecordEntries
 from lancens_cli.service.prune.report import (
     PruneReport,
@@ -267,9 +267,7 @@ def _run_tables(
     for p in planned:
         if isinstance(p, TableResult):
             advance(p.bytes_freed)
-    runner = request.tasks or functools.partial(
-        run_locally, since=decisions.now, plan=decisions.plan_later
-    )
+    runner = request.tasks or functools.partial(run_locally, plan=decisions.plan_later)
     done = iter(
         runner(request.ns, works, request.policy, request.dry_run, request.parallel, advance)
     )
@@ -347,14 +345,10 @@ def run_locally(
     dry_run: bool,
     parallel: int,
     advance: Callable[[int], None],
-    since: datetime | None = None,
     plan: Callable[[tuple[str, str | None]], TableResult | TableWork] | None = None,
 ) -> Iterable[tuple[TableResult, Compaction | None]]:
     """The per-table work in this process, `parallel` tables at a time, in `works`' order
-    (`since`: the moment the plans judged ages by, for the record; `plan`: what plans a
-    `Deferred` table, in the same thread, just before its work)."""
-
-    relist = ns.storage.scheme != "s3"  # on S3 `RecordEntries` may list them all at once
+    (`plan`: what plans a `Deferred` table, in the same thread, just before its work)."""
 
     def one(work: TableWork | Deferred) -> tuple[TableResult, Compaction | None]:
         if isinstance(work, Deferred):
@@ -366,13 +360,7 @@ def run_locally(
                 return made, None
             work = made
         done = run_table(ns, work, policy, dry_run)
-        result = done[0]
-        if result.status == "pruned" and relist:  # listed again here, beside the other work
-            with contextlib.suppress(Exception):  # unlisted: the record lists it later
-                at = datetime.now(UTC)
-                listing = list_table(ns.storage, result.location)
-                result.listed_after = Seen.of(listing, policy, at, since)
-        advance(result.bytes_freed)
+        advance(done[0].bytes_freed)
         return done
 
     return ordered(one, works, parallel)

@@ -35,7 +35,8 @@ from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.protect import TablePlan, manifest_file
 from lancens_cli.service.prune.report import TableResult
 from lancens_cli.store.delete_pace import DeletePace
-from lancens_cli.store.storage import check_relative
+from lancens_cli.store.lance_session import shared_session
+from lancens_cli.store.storage import Storage, check_relative
 from lancens_cli.store.tables import VERSIONS_DIR
 from lancens_cli.store.version_files import version_times
 
@@ -86,9 +87,12 @@ def run_table(
     compaction = None
     try:
         ds = execute_plan(ns, plan, policy, dry_run, result)
+        # the latest version as listed is still the latest unless a dead write's went
+        own = None if plan.unpublished else plan.latest_own_files
         _sweep_unreferenced(
-            ns, plan.location, policy, dry_run, result, work.read_by_clones, ds, plan.data_files
-        )
+            ns, plan.location, policy, dry_run, result, work.read_by_clones, ds,
+            (plan.data_files, own),
+        )  # fmt: skip
         if work.optimize_indexes:
             result.indexes, result.index_versions = optimize_for_prune(
                 ns,
@@ -199,7 +203,7 @@ def execute_plan(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: 
         _drop_unpublished(ns, plan, dry_run, result)
     ds = None
     if any(branch.expire for branch in plan.branches):
-        ds = lance.dataset(ns.storage.uri(plan.location), storage_options=ns.storage.lance_options)
+        ds = _open(ns.storage, plan.location)
         done = expire_branches(ns.storage, plan.location, ds, plan.branches, policy, dry_run)
         for name, removed, stats in done:
             if removed:
@@ -210,7 +214,7 @@ def execute_plan(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: 
             result.status = "would prune" if dry_run else "pruned"
         return ds
     if ds is None:
-        ds = lance.dataset(ns.storage.uri(plan.location), storage_options=ns.storage.lance_options)
+        ds = _open(ns.storage, plan.location)
     result.versions_removed, stats = expire_listed(
         ds,
         plan.expire,
@@ -223,6 +227,13 @@ def execute_plan(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: 
     if result.versions_removed or result.unpublished_removed or result.branch_versions_removed:
         result.status = "would prune" if dry_run else "pruned"
     return ds
+
+
+def _open(storage: Storage, location: str) -> Any:
+    """The table's latest version, through the run's shared session (store/lance_session.py)."""
+    return lance.dataset(
+        storage.uri(location), storage_options=storage.lance_options, session=shared_session()
+    )
 
 
 def _count(result: TableResult, stats: Any) -> None:
@@ -247,7 +258,7 @@ def _sweep_unreferenced(
     result: TableResult,
     read_by_clones: frozenset[str],
     ds: Any = None,
-    listed_data_files: int | None = None,
+    listed: tuple[int | None, int | None] = (None, None),
 ) -> None:
     """Delete files no version references (a killed write's), once older than the grace.
 
@@ -260,11 +271,15 @@ def _sweep_unreferenced(
     age, an in-flight write's too.
     """
     storage = ns.storage
-    if ds is None:
-        ds = lance.dataset(storage.uri(location), storage_options=storage.lance_options)
     # The common case costs nothing more: `data/` held no more files, when the table was
-    # listed, than the latest version has there; else one more listing of `data/` (the
-    # cleanup may just have removed the extra files).
+    # listed, than the latest version has there (`listed`: those two counts, the second read
+    # from the latest manifest as the table was listed, when known); else one more listing
+    # of `data/` (the cleanup may just have removed the extra files).
+    listed_data_files, latest_own_files = listed
+    if None not in listed and listed_data_files <= latest_own_files:
+        return
+    if ds is None:
+        ds = _open(storage, location)
     own = [
         f for fragment in ds.get_fragments() for f in fragment.metadata.files if f.base_id is None
     ]
@@ -315,13 +330,12 @@ def _drop_unpublished(ns: Namespace, plan: TablePlan, dry_run: bool, result: Tab
     Just before each deletion the version must still be the table's newest: a write that
     committed meanwhile is alive, and the tail stays.
     """
-    uri = ns.storage.uri(plan.location)
     sizes = dict(ns.storage.walk_files(f"{plan.location}/{VERSIONS_DIR}"))
     for version in plan.unpublished:
         path = manifest_file(ns.storage, plan.location, version)
         if path is None:
             continue
-        latest = lance.dataset(uri, storage_options=ns.storage.lance_options).latest_version
+        latest = _open(ns.storage, plan.location).latest_version
         expected = plan.unpublished[0] if dry_run else version
         if latest != expected:
             result.notes.append(
