@@ -5,10 +5,10 @@ index and metadata caches. Prune opens each of thousands of tables once or twice
 session saves that set-up (4,000 tables opened and cleaned up in 8 threads: 1.95 s to 1.77 s
 of wall time, 8% less CPU).
 
-Its caches hold nothing (capacity 0): a manifest can be removed and written again under the
-same name (a dead write's version removed, then committed anew by the next write), and a
-cached copy would let a cleanup judge by the manifest that was removed. Only the set-up is
-shared, never what was read.
+Its caches hold nothing (capacity 0): a run over 100,000 tables must not keep what it read of
+each, and a manifest can be removed and written again under the same name (a dead write's
+version removed, then committed anew by the next write), which a cleanup must judge as it is
+now. Only the set-up is shared, never what was read (tests/storage/test_lance_session.py).
 """
 
 from __future__ import annotations
