@@ -23,6 +23,7 @@ from lancens_cli.models import (
     NamespaceDescription,
     Result,
     RootDescription,
+    Streamed,
     TableDescription,
     to_plain,
 )
@@ -52,7 +53,14 @@ JSON_CHUNK = 1 << 16  # characters gathered before a write to the stream
 
 def write_json(plain: Any, stream: TextIO) -> None:
     """One JSON document, written as it is encoded: a report of 100,000 tables never exists
-    as one string, and its lazy parts (`models.Streamed`) are built an item at a time."""
+    as one string, and its lazy parts (`models.Streamed`) are built an item at a time.
+
+    The items of a `Streamed` list of the top level (a report's tables) go one to a line,
+    encoded compact by json's C encoder: indenting them runs in Python, 0.14 s against
+    0.02 s for 4,000 tables, and a line per table is what a reader greps anyway."""
+    if isinstance(plain, dict) and any(isinstance(v, Streamed) for v in plain.values()):
+        _write_with_streamed(plain, stream)
+        return
     pending: list[str] = []
     size = 0
     for chunk in json.JSONEncoder(indent=2, default=str).iterencode(plain):
@@ -63,6 +71,29 @@ def write_json(plain: Any, stream: TextIO) -> None:
             pending, size = [], 0
     pending.append("\n")
     stream.write("".join(pending))
+
+
+def _write_with_streamed(plain: dict[str, Any], stream: TextIO) -> None:
+    """`plain` as `json.dumps(plain, indent=2)` writes it, but for its `Streamed` values."""
+    stream.write("{")
+    for position, (key, value) in enumerate(plain.items()):
+        stream.write(("," if position else "") + "\n  " + json.dumps(str(key)) + ": ")
+        if not isinstance(value, Streamed):
+            stream.write(json.dumps(value, indent=2, default=str).replace("\n", "\n  "))
+            continue
+        stream.write("[")
+        pending: list[str] = []
+        size = 0
+        for index, item in enumerate(value):
+            line = ("," if index else "") + "\n    " + json.dumps(item, default=str)
+            pending.append(line)
+            size += len(line)
+            if size >= JSON_CHUNK:
+                stream.write("".join(pending))
+                pending, size = [], 0
+        pending.append("\n  ]" if len(value) else "]")
+        stream.write("".join(pending))
+    stream.write("\n}\n" if plain else "}\n")
 
 
 def message(text: str) -> None:

@@ -91,7 +91,8 @@ def test_a_failing_item_raises_its_error_and_no_more_are_started():
 
 
 def test_a_streamed_report_prints_what_a_whole_one_does():
-    """`prune --json` writes the tables one at a time: the same document, byte for byte."""
+    """`prune --json` writes the tables one at a time: the same document, each table compact
+    on a line of its own, everything else as `json.dumps(indent=2)` writes it."""
     policy = PrunePolicy()
     report = PruneReport("file:///root", policy, False)
     for i in range(300):
@@ -103,7 +104,14 @@ def test_a_streamed_report_prints_what_a_whole_one_does():
     whole = {**plain, "tables": [t.to_json() for t in report.tables]}
     out = io.StringIO()
     write_json(plain, out)
-    assert out.getvalue() == json.dumps(whole, indent=2, default=str) + "\n"
+    assert json.loads(out.getvalue()) == whole
+    lines = out.getvalue().splitlines()
+    start = lines.index('  "tables": [')
+    tables = [json.loads(line.strip().rstrip(",")) for line in lines[start + 1 : start + 301]]
+    assert tables == whole["tables"] and lines[start + 301] == "  ],"
+    rest = {k: v for k, v in whole.items() if k != "tables"}
+    pretty = json.dumps(rest, indent=2, default=str).splitlines()
+    assert [line for line in lines if not line.startswith("    {")][:4] == pretty[:4]
     assert plain["tables"][5] == report.tables[5].to_json()
     assert len(plain["tables"]) == 300
 
