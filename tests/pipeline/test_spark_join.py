@@ -416,3 +416,17 @@ def test_since_version_joins_only_the_left_rows_appended_since(spark, tmp_path, 
         assert result_rows(result) == expected
     refused = invoke("join", left, right, *ON, "--since-version", "999")
     assert refused.exit_code == 3 and "readable versions" in refused.stderr
+
+
+def test_the_jvm_lancens_starts_reads_arrow_batches_without_per_value_checks(spark):
+    """Spark turns the source's Arrow batches into rows a value at a time; the JVM lancens
+    starts does it without Arrow Java's bounds and null checks, and a user's own Java options
+    still come after ours (the last -D of a name wins)."""
+    from lancens_cli.pipeline.spark_session import ARROW_JAVA_OPTIONS
+
+    conf = spark.sparkContext.getConf()
+    for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+        assert ARROW_JAVA_OPTIONS in conf.get(key)
+    system = spark.sparkContext._jvm.java.lang.System
+    assert system.getProperty("arrow.enable_unsafe_memory_access") == "true"
+    assert system.getProperty("arrow.enable_null_check_for_get") == "false"
