@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -61,6 +62,9 @@ def manifest_flag_names(value: int) -> list[str]:
     return names
 
 
+# A committed transaction file: `<read version>-<uuid>.txn` (a name of another shape is a file
+# Lance is still writing under a staging name, renamed into place when done)
+TRANSACTION_NAME = re.compile(r"\d+-[^/]+\.txn")
 _METADATA_COMMITS = 4  # metadata commits one mutation may land before its rows
 BASE_COLUMNS = ("object_id", "object_type", "location", "metadata", "base_objects")
 INDEXES = (
@@ -379,8 +383,10 @@ class ManifestStore:
                 f"__manifest cannot be read: {self.uri} is not a directory; nothing was changed "
                 "(move it aside if it is not the catalog)"
             )
-        transactions = [
-            name for name, _ in self.storage.walk_files(f"{MANIFEST_TABLE}/_transactions")
+        transactions = [  # not a file Lance is still writing under a staging name (.tmpXYZ)
+            name
+            for name, _ in self.storage.walk_files(f"{MANIFEST_TABLE}/_transactions")
+            if TRANSACTION_NAME.fullmatch(name)
         ]
         if not transactions or self._first_commit_in_flight(transactions):
             return False
@@ -397,13 +403,14 @@ class ManifestStore:
         )
 
     def _first_commit_in_flight(self, transactions: list[str]) -> bool:
-        """Only transaction files of version-0 commits, each younger than a minute."""
+        """Only transaction files of version-0 commits, each younger than a minute (one gone
+        when its time is asked counts as young: a writer is at work)."""
         if not all(name.startswith("0-") for name in transactions):
             return False
         now = datetime.now(UTC)
         for name in transactions:
             changed = self.storage.modified(f"{MANIFEST_TABLE}/_transactions/{name}")
-            if changed is None or now - changed > timedelta(minutes=1):
+            if changed is not None and now - changed > timedelta(minutes=1):
                 return False
         return True
 

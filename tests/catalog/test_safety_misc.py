@@ -185,6 +185,42 @@ def test_deleted_versions_is_unreadable_for_every_command(local_root):
         )  # nothing changed, nothing deleted
 
 
+def test_a_first_commit_caught_while_lance_writes_its_files_is_in_flight_not_damage(
+    local_root, monkeypatch
+):
+    """Lance writes a transaction file under a staging name (`.tmpXYZ`) and renames it into
+    place: a reader listing `_transactions/` of a `__manifest` whose first commit is landing
+    sees that name, or one gone when it asks its time. That is a writer at work, not a
+    damaged catalog (found by two processes racing: `rename` making a root's first commit,
+    `drop` reading it); a committed transaction of long ago with no `_versions/` still is."""
+    from lancens_cli.errors import ManifestError
+    from lancens_cli.service.namespace import Namespace
+    from lancens_cli.store.storage import Storage
+
+    transactions = local_root.local_path / "__manifest" / "_transactions"
+    transactions.mkdir(parents=True)
+    (local_root.local_path / "__manifest" / "data").mkdir()
+    (local_root.local_path / "__manifest" / "data" / "rows.lance").write_bytes(b"rows")
+    (transactions / ".tmpQ1w2e3").write_bytes(b"half a transaction")
+    ns = Namespace.from_properties(local_root.properties)
+    assert ns.manifest.exists() is False
+    real = Storage.walk_files
+
+    def listing(self, rel):
+        found = list(real(self, rel))
+        if rel.endswith("_transactions"):
+            found.append(("0-5f2c.txn", 10))  # listed, renamed away before its time is asked
+        return iter(found)
+
+    monkeypatch.setattr(Storage, "walk_files", listing)
+    assert ns.manifest.exists() is False
+    monkeypatch.undo()
+    (transactions / "0-5f2c.txn").write_bytes(b"txn")
+    os.utime(transactions / "0-5f2c.txn", (1e9, 1e9))
+    with pytest.raises(ManifestError, match="has no _versions/"):
+        ns.manifest.exists()
+
+
 def test_manifest_that_is_a_file_is_unreadable(local_root):
     (local_root.local_path / "__manifest").write_text("not a table")
     for args in (["ls"], ["create", "namespace", "a"], ["check"]):
