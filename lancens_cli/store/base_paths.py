@@ -30,6 +30,7 @@ from lancens_cli.store.protobuf import (
     field_spans,
     has_field,
     read_varint,
+    value_end,
 )
 from lancens_cli.store.storage import Storage
 
@@ -46,24 +47,12 @@ def _fields(data: bytes):
         start = position
         key, position = read_varint(data, position)
         number, wire = key >> 3, key & 7
-        if wire == 0:
-            _, position = read_varint(data, position)
-            payload = b""
-        elif wire == 1:
-            position += 8
-            payload = b""
-        elif wire == 5:
-            position += 4
-            payload = b""
-        elif wire == 2:
-            length, position = read_varint(data, position)
-            payload = data[position : position + length]
-            position += length
-        else:
-            raise ManifestFormatError(f"unsupported protobuf wire type {wire}")
-        if position > len(data):
+        end = value_end(data, position, wire)
+        if end > len(data):
             raise ManifestFormatError("a field runs past the end of the manifest")
-        yield number, wire, data[start:position], payload
+        payload = data[read_varint(data, position)[1] : end] if wire == 2 else b""
+        yield number, wire, data[start:end], payload
+        position = end
 
 
 def _length_field(number: int, payload: bytes) -> bytes:
