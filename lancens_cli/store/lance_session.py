@@ -1,4 +1,5 @@
-"""One Lance session for the datasets a maintenance run opens one after the other.
+"""One Lance session for the datasets a maintenance run opens one after the other, and the
+datasets a run may hold between reading a table and cleaning it up.
 
 Every `lance.dataset()` without a session builds a session of its own: its object store, its
 index and metadata caches. Prune opens each of thousands of tables once or twice; sharing one
@@ -9,6 +10,11 @@ Its caches hold nothing (capacity 0): a run over 100,000 tables must not keep wh
 each, and a manifest can be removed and written again under the same name (a dead write's
 version removed, then committed anew by the next write), which a cleanup must judge as it is
 now. Only the set-up is shared, never what was read (tests/storage/test_lance_session.py).
+
+A dataset opened to read a table's latest manifest can be held for its cleanup
+(`HeldDatasets`): on an object store each open is a listing and a read (money on a real
+bucket), and Lance's cleanup protects every version from the one its handle was opened at on,
+so a handle opened before the plan is as safe as one opened after it.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ import threading
 from typing import Any
 
 import lance
+
+from lancens_cli.store.storage import Storage
 
 _lock = threading.Lock()
 _shared: list[Any] = []  # the session, once made
@@ -28,3 +36,41 @@ def shared_session() -> Any:
         if not _shared:
             _shared.append(lance.Session(index_cache_size_bytes=0, metadata_cache_size_bytes=0))
         return _shared[0]
+
+
+def open_latest(storage: Storage, location: str) -> Any:
+    """A table's latest version, through the shared session."""
+    return lance.dataset(
+        storage.uri(location), storage_options=storage.lance_options, session=shared_session()
+    )
+
+
+def serialized_manifest(ds: Any) -> bytes:
+    """The protobuf of the manifest `ds` was opened at, as Lance read it (no second read)."""
+    return bytes(ds._ds.serialized_manifest())  # pylance has no public spelling of it
+
+
+HANDLE_COST = 16 << 10  # memory of one open dataset besides its manifest (measured: ~10 KiB)
+
+
+class HeldDatasets:
+    """How much memory a run may spend on datasets held from their reading to their cleanup.
+
+    A handle costs its fixed part plus three times its manifest's size (Lance keeps the
+    manifest decoded). Once the budget is spent, tables are read as before (their manifest
+    file alone) and opened again for their cleanup."""
+
+    def __init__(self, max_bytes: int = 256 << 20) -> None:
+        self._left = max_bytes
+        self._lock = threading.Lock()
+
+    def has_room(self) -> bool:
+        return self._left > 0
+
+    def keep(self, manifest_size: int) -> bool:
+        """Charge one handle; False when the budget is spent (the caller lets it go)."""
+        with self._lock:
+            if self._left <= 0:
+                return False
+            self._left -= HANDLE_COST + 3 * manifest_size
+            return True

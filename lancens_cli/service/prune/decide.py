@@ -43,6 +43,7 @@ from lancens_cli.service.prune.table import (
     record_failure,
 )
 from lancens_cli.store.containment import directory_location_problem, row_locations, shown
+from lancens_cli.store.lance_session import HeldDatasets
 from lancens_cli.store.manifest import ManifestSnapshot
 from lancens_cli.store.version_files import UnorderedListing, list_tables
 
@@ -83,13 +84,16 @@ def decide(
     parallel: int = 8,
     record: PruneRecord | None = None,
     deferred: bool = False,
+    hold: bool = False,
 ) -> Decisions:
     """The one decision of what every version keeps or loses (prune and versions call it).
 
     With the last run's `record` (prune only), a table whose listing, pins and clones are as
     recorded and whose time has not come is decided without reading more than its listing:
     nothing to do (see service/prune/record.py). With `deferred` (a local prune), the other
-    tables are left `Deferred`: each is planned by `plan_later` as its work starts."""
+    tables are left `Deferred`: each is planned by `plan_later` as its work starts. With
+    `hold` (tables run in this process), a table's `TableWork` keeps the dataset opened to
+    read it (store/lance_session.py)."""
     snapshot = ns.snapshot()
     every, refused = _accepted(ns, snapshot, _all_tables(ns, snapshot))
     named = _tables_in_scope(ns, snapshot, idents, every)
@@ -98,7 +102,8 @@ def decide(
     labels = partition_labels(snapshot)  # which partition each partition table is (shown)
     del snapshot  # every row of the catalog: not held while the tables are read
     readers = reading_threads(ns, parallel)
-    states, unreadable = _read_states(ns, every, readers, record, now, policy)
+    held = HeldDatasets() if hold else None
+    states, unreadable = _read_states(ns, every, readers, record, now, policy, held)
     dependents, blind = _clone_map(ns, states, unreadable)
     present = {*states, *unreadable}
 
@@ -114,16 +119,7 @@ def decide(
             if state is None:
                 raise unreadable.get(location) or LancensError("the table cannot be read")
             if blind:
-                result.notes.append(
-                    f"no version removed: {', '.join(blind)} does not load (or names a base "
-                    "path that cannot be placed) and may be a shallow "
-                    "clone reading this table"
-                )
-                result.kept = [
-                    {"version": v.version, "reasons": ["clone map incomplete"]}
-                    for v in state.versions
-                ]
-                return result
+                return _kept_blind(result, state, blind)
             clones = dependents.get(location, [])
             if _as_recorded(state, pins, clones, states):
                 result.notes.append(UNCHANGED)
@@ -138,8 +134,12 @@ def decide(
             table_plan = plan_table(state, pins, policy, clone_versions, now, bool(clones))
             states[location] = state.planned()
             published = pins.current.get(location)
-            return TableWork(table_plan, frozenset(read_by_clones), published=published)
+            return TableWork(
+                table_plan, frozenset(read_by_clones), published=published, handle=state.handle
+            )
         except Exception as exc:  # one table's failure must not stop the others
+            if (failed := states.get(location)) is not None:
+                failed.handle = None
             record_failure(ns, result, exc)
         return result
 
@@ -155,6 +155,19 @@ def decide(
         scope, planned, states, manifest_plan, pins, refused, dependents, now,
         plan if deferred else None, labels,
     )  # fmt: skip
+
+
+def _kept_blind(result: TableResult, state: TableState, blind: list[str]) -> TableResult:
+    """A table of a run whose clone map is incomplete: every version stays."""
+    state.handle = None  # nothing will be cleaned up
+    result.notes.append(
+        f"no version removed: {', '.join(blind)} does not load (or names a base path that "
+        "cannot be placed) and may be a shallow clone reading this table"
+    )
+    result.kept = [
+        {"version": v.version, "reasons": ["clone map incomplete"]} for v in state.versions
+    ]
+    return result
 
 
 def reading_threads(ns: Namespace, parallel: int) -> int:
@@ -285,6 +298,7 @@ def _read_states(
     record: PruneRecord | None,
     now: datetime,
     policy: PrunePolicy,
+    held: HeldDatasets | None,
 ) -> tuple[dict[str, TableState], dict[str, LancensError]]:
     states: dict[str, TableState] = {}
     errors: dict[str, LancensError] = {}
@@ -297,7 +311,7 @@ def _read_states(
 
         try:
             state = read_table_state(
-                ns.storage, location, object_id, listing, unchanged, policy=policy, since=now
+                ns.storage, location, object_id, listing, unchanged, policy, now, held
             )
             return location, state, None if state else _NO_VERSIONS
         except Exception as exc:

@@ -38,6 +38,7 @@ from lancens_cli.service.prune.branches import (
 from lancens_cli.service.prune.policy import PrunePolicy, show_duration
 from lancens_cli.service.prune.record import Seen, digest_of
 from lancens_cli.store.base_paths import base_path_strings, own_data_files, split_manifest_file
+from lancens_cli.store.lance_session import HeldDatasets, open_latest, serialized_manifest
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import VERSIONS_DIR, branch_name
 from lancens_cli.store.version_files import TableListing, VersionInfo, list_table, version_times
@@ -138,6 +139,7 @@ class TableState:
     recorded: Any = None  # the last run's record entry when the listing is unchanged
     partial: bool = False  # known from the record alone (no listing): only enough to skip it
     latest_own_files: int | None = None  # data files of the latest manifest in `data/`
+    handle: Any = None  # the dataset opened to read it, held for its cleanup (HeldDatasets)
 
     def __post_init__(self) -> None:
         # most tables have no tags, branches or base paths: one shared empty each, not three
@@ -155,7 +157,7 @@ class TableState:
         """The state once its table is planned: what the record, the clone digests and
         `lancens versions` still read, without the versions (a run over 100,000 tables holds
         every table's state until the end)."""
-        return dataclasses.replace(self, versions=(), branch_states=())
+        return dataclasses.replace(self, versions=(), branch_states=(), handle=None)
 
 
 def read_table_state(
@@ -166,6 +168,7 @@ def read_table_state(
     unchanged: Callable[[TableListing], Any] | None = None,
     policy: PrunePolicy | None = None,
     since: datetime | None = None,
+    held: HeldDatasets | None = None,
 ) -> TableState | None:
     """Versions, tags, branches and base paths of one table; None when the directory holds no
     version (declared, empty, gone: nothing to prune).
@@ -176,7 +179,10 @@ def read_table_state(
     once, to expire. When `unchanged(listing)` gives the last run's record entry (nothing of the
     table changed since), the listing is all that is read: the base paths come from the entry.
     With `policy`, the state keeps what the next record entry needs of the listing (`seen`;
-    `since`: the moment the run judges ages by, see `record.Seen.of`).
+    `since`: the moment the run judges ages by, see `record.Seen.of`). With `held`, a table
+    that is opened with Lance anyway (it has `_refs/`), or that lies on an object store, is
+    opened through the shared session and its dataset kept for its cleanup, when its listing
+    shows a version to expire: on S3 that open is the only read of its latest manifest.
     """
     listed_at = datetime.now(UTC)
     listing = listing or list_table(storage, location)
@@ -194,11 +200,27 @@ def read_table_state(
     tags: dict[str, int] = {}
     branches: dict[str, int] = {}
     has_refs = listing.has_refs
-    latest = None if has_refs else _latest(storage, location, files[versions[-1].version][0])
+    ds = None
+    if (
+        held is not None
+        and policy is not None
+        and (has_refs or not storage.is_local)
+        and held.has_room()
+        and _expires_some(versions, policy, since or listed_at)
+    ):
+        ds = open_latest(storage, location)
+    size = None  # of the manifest `ds` holds, once read
+    if ds is not None and not has_refs:
+        message = serialized_manifest(ds)
+        size, latest = len(message), _parsed(storage, location, message)
+        if latest is not None and ds.version != versions[-1].version:
+            latest = (latest[0], None)  # counted of another version than the listing's
+    else:
+        latest = None if has_refs else _latest(storage, location, files[versions[-1].version][0])
     bases, own_files = latest if latest is not None else (None, None)
     branch_states: list[BranchState] = []
     if bases is None:
-        ds = lance.dataset(storage.uri(location), storage_options=storage.lance_options)
+        ds = ds or open_latest(storage, location)
         bases = _bases_inside(storage, location, ds)
         if ds.version not in files:
             versions.append(VersionInfo(ds.version, datetime.now(UTC)))
@@ -206,10 +228,19 @@ def read_table_state(
         if has_refs:
             tags, branches = _refs(ds)
             branch_states = read_branch_states(storage, location, ds)
+    if ds is not None and held is not None:
+        ds = ds if held.keep(size or len(serialized_manifest(ds))) else None
     return TableState(
         location, object_id, versions, tags, branches, bases, branch_states, listing.data_files,
-        seen, latest_own_files=own_files,
+        seen, latest_own_files=own_files, handle=ds,
     )  # fmt: skip
+
+
+def _expires_some(versions: list[VersionInfo], policy: PrunePolicy, now: datetime) -> bool:
+    """Whether the listing shows a version `plan_table` may let go: beyond the newest
+    `--retain` and older than the window (what keeps it otherwise is known only later)."""
+    cutoff = now - policy.older_than
+    return any(v.timestamp < cutoff for v in versions[: -policy.retain])
 
 
 def untouched_state(location: str, object_id: str | None, entry: Any) -> TableState:
@@ -240,8 +271,16 @@ def _latest(storage: Storage, location: str, manifest_name: str) -> tuple[list[s
     try:
         data = storage.read_bytes(f"{location}/{VERSIONS_DIR}/{manifest_name}")
         message = split_manifest_file(data)[1]
-        paths, own = base_path_strings(message), own_data_files(message)
     except (OSError, ValueError):
+        return None
+    return _parsed(storage, location, message)
+
+
+def _parsed(storage: Storage, location: str, message: bytes) -> tuple[list[str], int] | None:
+    """`_latest`'s two facts from a manifest's protobuf message; None when it does not parse."""
+    try:
+        paths, own = base_path_strings(message), own_data_files(message)
+    except ValueError:
         return None
     return _inside(storage, location, paths), own
 

@@ -193,7 +193,9 @@ def _run(
     stamps = root_stamps(ns.storage, skipped) if recording_root else None
     # plans made as tables run, here; a Spark run ships them all, --compact budgets them first
     deferred = request.tasks is None and not request.compact and not request.optimize_indexes
-    decisions = decide(ns, request.idents, policy, now, request.parallel, record, deferred)
+    # the datasets opened to read tables serve their cleanups here (not on Spark executors)
+    hold = request.tasks is None
+    decisions = decide(ns, request.idents, policy, now, request.parallel, record, deferred, hold)
     report.refused = decisions.refused
     report.labels = decisions.labels
     advance = progress(len(decisions.scope)) if progress else (lambda freed: None)

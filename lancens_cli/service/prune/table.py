@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import lance
-
 from lancens_cli.config import NamespaceConfig
 from lancens_cli.errors import LancensError, lance_message
 from lancens_cli.service.indexes.definitions import IndexDefinition
@@ -35,8 +33,8 @@ from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.protect import TablePlan, manifest_file
 from lancens_cli.service.prune.report import TableResult
 from lancens_cli.store.delete_pace import DeletePace
-from lancens_cli.store.lance_session import shared_session
-from lancens_cli.store.storage import Storage, check_relative
+from lancens_cli.store.lance_session import open_latest
+from lancens_cli.store.storage import check_relative
 from lancens_cli.store.tables import VERSIONS_DIR
 from lancens_cli.store.version_files import version_times
 
@@ -53,6 +51,8 @@ class TableWork:
     published: int | None = None  # the current read_version of a partition table
     optimize_indexes: bool = False
     definitions: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # to build
+    # the dataset the driver opened to read the table, when held for its cleanup (not sent)
+    handle: Any = dataclasses.field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -85,8 +85,9 @@ def run_table(
     plan = work.plan
     result = TableResult(plan.object_id, plan.location)
     compaction = None
+    handle, work.handle = work.handle, None  # held no longer than this table's work
     try:
-        ds = execute_plan(ns, plan, policy, dry_run, result)
+        ds = execute_plan(ns, plan, policy, dry_run, result, handle)
         # the latest version as listed is still the latest unless a dead write's went
         own = None if plan.unpublished else plan.latest_own_files
         _sweep_unreferenced(
@@ -190,8 +191,19 @@ def compaction_from_json(data: dict[str, Any] | None) -> Compaction | None:
     return Compaction(**data) if data else None
 
 
-def execute_plan(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: TableResult) -> Any:
-    """Remove the plan's unpublished and expired versions; the dataset handle used, if any."""
+def execute_plan(
+    ns: Namespace,
+    plan: TablePlan,
+    policy,
+    dry_run: bool,
+    result: TableResult,
+    handle: Any = None,
+) -> Any:
+    """Remove the plan's unpublished and expired versions; the dataset handle used, if any.
+
+    `handle`: the table opened when it was read (before its plan), used instead of opening it
+    again; Lance's cleanup keeps every version from the handle's on. Not after a dead write's
+    versions are dropped: the handle's version may be one of them."""
     result.kept = [{"version": v, "reasons": r} for v, r in plan.protected.items()]
     result.kept += [
         {"version": v, "branch": branch.name, "reasons": r}
@@ -201,9 +213,10 @@ def execute_plan(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: 
     result.notes = plan.notes
     if plan.unpublished:
         _drop_unpublished(ns, plan, dry_run, result)
+        handle = None
     ds = None
     if any(branch.expire for branch in plan.branches):
-        ds = _open(ns.storage, plan.location)
+        ds = handle or open_latest(ns.storage, plan.location)
         done = expire_branches(ns.storage, plan.location, ds, plan.branches, policy, dry_run)
         for name, removed, stats in done:
             if removed:
@@ -214,7 +227,7 @@ def execute_plan(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: 
             result.status = "would prune" if dry_run else "pruned"
         return ds
     if ds is None:
-        ds = _open(ns.storage, plan.location)
+        ds = handle or open_latest(ns.storage, plan.location)
     result.versions_removed, stats = expire_listed(
         ds,
         plan.expire,
@@ -227,13 +240,6 @@ def execute_plan(ns: Namespace, plan: TablePlan, policy, dry_run: bool, result: 
     if result.versions_removed or result.unpublished_removed or result.branch_versions_removed:
         result.status = "would prune" if dry_run else "pruned"
     return ds
-
-
-def _open(storage: Storage, location: str) -> Any:
-    """The table's latest version, through the run's shared session (store/lance_session.py)."""
-    return lance.dataset(
-        storage.uri(location), storage_options=storage.lance_options, session=shared_session()
-    )
 
 
 def _count(result: TableResult, stats: Any) -> None:
@@ -279,7 +285,7 @@ def _sweep_unreferenced(
     if None not in listed and listed_data_files <= latest_own_files:
         return
     if ds is None:
-        ds = _open(storage, location)
+        ds = open_latest(storage, location)
     own = [
         f for fragment in ds.get_fragments() for f in fragment.metadata.files if f.base_id is None
     ]
@@ -335,7 +341,7 @@ def _drop_unpublished(ns: Namespace, plan: TablePlan, dry_run: bool, result: Tab
         path = manifest_file(ns.storage, plan.location, version)
         if path is None:
             continue
-        latest = _open(ns.storage, plan.location).latest_version
+        latest = open_latest(ns.storage, plan.location).latest_version
         expected = plan.unpublished[0] if dry_run else version
         if latest != expected:
             result.notes.append(

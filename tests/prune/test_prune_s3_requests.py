@@ -1,0 +1,130 @@
+"""On S3, what a cold `prune` asks of each table is what Lance's own open and cleanup ask
+(`cleanup_old_versions` in a loop, the peer a user would pick): the latest manifest is read
+once, by the open whose dataset the cleanup then uses (store/lance_session.py
+`HeldDatasets`). And that dataset, opened before the plan, is safe when writers commit
+between the reading and the cleanup: every version from its own on stays whole."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+import lance
+import pyarrow as pa
+import pytest
+from helpers import invoke, s3_client
+from throttled_s3 import ThrottledS3
+
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.prune.policy import PrunePolicy
+from lancens_cli.service.prune.protect import Pins, plan_table, read_table_state
+from lancens_cli.service.prune.report import TableResult
+from lancens_cli.service.prune.table import execute_plan
+from lancens_cli.store.lance_session import HeldDatasets
+
+pytestmark = pytest.mark.s3
+
+TABLES = 6
+VERSIONS = 3
+POLICY = ["--older-than", "1s", "--grace", "1s", "--force", "--yes"]
+_TABLE = re.compile(r"^/?(?:[^/]+/)?ns/(t\d+)/([^/]+)")
+
+
+@pytest.fixture
+def server():
+    server = ThrottledS3()
+    server.start()
+    yield server
+    server.stop()
+
+
+def write_tables(server: ThrottledS3, bucket: str) -> str:
+    """TABLES tables of VERSIONS appends each under s3://bucket/ns; the root."""
+    s3_client(server.endpoint).create_bucket(Bucket=bucket)
+    root = f"s3://{bucket}/ns"
+    for t in range(TABLES):
+        for v in range(VERSIONS):
+            rows = pa.table({"x": [t * 10 + v], "s": [f"row {v}"]})
+            mode = "append" if v else "create"
+            lance.write_dataset(rows, f"{root}/t{t}", mode=mode, storage_options=server.options)
+    return root
+
+
+def per_table(traffic, bucket: str) -> Counter:
+    """The requests that name one table's objects, by method and the directory they ask
+    (deletes left out: Lance batches them as its listings stream in, so their count follows
+    timing, not the work)."""
+    asked: Counter = Counter()
+    for method, path in traffic.asked:
+        found = _TABLE.match(path.removeprefix(f"/{bucket}"))
+        if found and method in ("GET", "HEAD"):
+            asked[(method, found.group(2))] += 1
+    for prefix in traffic.listed:
+        found = _TABLE.match(prefix)
+        if found:
+            asked[("LIST", found.group(2))] += 1
+    return asked
+
+
+def test_a_cold_prune_asks_each_table_what_lances_own_cleanup_asks(server):
+    ours_root, loop_root = write_tables(server, "ours"), write_tables(server, "loop")
+    at_root = ["--root", ours_root, *[f"-s{k}={v}" for k, v in server.options.items()]]
+    for t in range(TABLES):
+        assert invoke(*at_root, "register", f"t{t}", f"t{t}").exit_code == 0
+    time.sleep(1.2)
+    server.calm()
+    result = invoke(*at_root, "--json", "prune", *POLICY)
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)["tables"]
+    assert sorted(len(t["versions_removed"]) for t in report) == [VERSIONS - 1] * TABLES
+    ours = per_table(server.calm(), "ours")
+    for t in range(TABLES):
+        ds = lance.dataset(f"{loop_root}/t{t}", storage_options=server.options)
+        ds.cleanup_old_versions(older_than=timedelta(seconds=1), error_if_tagged_old_versions=False)
+    loop = per_table(server.calm(), "loop")
+    assert loop[("GET", "_versions")] == TABLES * (VERSIONS + 1)  # the peer: open + cleanup
+    assert ours == loop, (ours, loop)
+    for t in range(TABLES):
+        ds = lance.dataset(f"{ours_root}/t{t}", storage_options=server.options)
+        assert ds.to_table().column("x").to_pylist() == [t * 10 + v for v in range(VERSIONS)]
+
+
+def test_the_dataset_held_from_the_reading_keeps_what_writers_commit_before_the_cleanup(server):
+    """Read (and held), then an overwrite and a delete land, then the plan made from the
+    reading runs on the held dataset: the versions planned away go, and every version from
+    the held one on reads as it did."""
+    root = write_tables(server, "held")
+    ns = Namespace.from_properties(
+        {"root": root, **{f"storage.{k}": v for k, v in server.options.items()}}
+    )
+    storage = ns.storage
+    uri = f"{root}/t0"
+    time.sleep(1.2)
+    policy = PrunePolicy(older_than=timedelta(seconds=1), grace=timedelta(seconds=1))
+    now = datetime.now(UTC)
+    state = read_table_state(storage, "t0", None, policy=policy, since=now, held=HeldDatasets())
+    assert state is not None and state.handle is not None
+    assert state.handle.version == VERSIONS
+    lance.write_dataset(
+        pa.table({"x": [7, 8, 9], "s": ["a", "b", "c"]}),
+        uri,
+        mode="overwrite",
+        storage_options=server.options,
+    )
+    lance.dataset(uri, storage_options=server.options).delete("x = 8")
+    readable = {
+        v: lance.dataset(uri, version=v, storage_options=server.options).to_table()
+        for v in range(VERSIONS, VERSIONS + 3)
+    }
+    plan = plan_table(state, Pins(), policy, {}, now)
+    assert plan.expire == list(range(1, VERSIONS))
+    result = TableResult(None, "t0")
+    execute_plan(ns, plan, policy, False, result, state.handle)
+    assert result.versions_removed == list(range(1, VERSIONS))
+    left = [v["version"] for v in lance.dataset(uri, storage_options=server.options).versions()]
+    assert left == list(range(VERSIONS, VERSIONS + 3))
+    for v, table in readable.items():
+        assert lance.dataset(uri, version=v, storage_options=server.options).to_table() == table
