@@ -51,6 +51,7 @@ def serialized_manifest(ds: Any) -> bytes:
 
 
 HANDLE_COST = 16 << 10  # memory of one open dataset besides its manifest (measured: ~10 KiB)
+HELD_BYTES = 256 << 20  # what a run's held datasets may cost in all
 
 
 class HeldDatasets:
@@ -60,8 +61,8 @@ class HeldDatasets:
     manifest decoded). Once the budget is spent, tables are read as before (their manifest
     file alone) and opened again for their cleanup."""
 
-    def __init__(self, max_bytes: int = 256 << 20) -> None:
-        self._left = max_bytes
+    def __init__(self, max_bytes: int | None = None) -> None:
+        self._left = HELD_BYTES if max_bytes is None else max_bytes
         self._lock = threading.Lock()
 
     def has_room(self) -> bool:

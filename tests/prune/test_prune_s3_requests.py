@@ -23,6 +23,7 @@ from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.protect import Pins, plan_table, read_table_state
 from lancens_cli.service.prune.report import TableResult
 from lancens_cli.service.prune.table import execute_plan
+from lancens_cli.store import lance_session
 from lancens_cli.store.lance_session import HeldDatasets
 
 pytestmark = pytest.mark.s3
@@ -128,3 +129,29 @@ def test_the_dataset_held_from_the_reading_keeps_what_writers_commit_before_the_
     assert left == list(range(VERSIONS, VERSIONS + 3))
     for v, table in readable.items():
         assert lance.dataset(uri, version=v, storage_options=server.options).to_table() == table
+
+
+def test_past_the_held_budget_tables_are_read_from_their_manifest_and_opened_again(
+    server, monkeypatch
+):
+    """With room for one dataset, the first table read is held and the others are read as
+    before (their latest manifest file, then a second open for the cleanup): every table is
+    pruned alike, and only the tables read past the budget cost a read more than the loop."""
+    root = write_tables(server, "budget")
+    at_root = ["--root", root, *[f"-s{k}={v}" for k, v in server.options.items()]]
+    for t in range(TABLES):
+        assert invoke(*at_root, "register", f"t{t}", f"t{t}").exit_code == 0
+    time.sleep(1.2)
+    monkeypatch.setattr(lance_session, "HELD_BYTES", 1)
+    server.calm()
+    result = invoke(*at_root, "--json", "prune", *POLICY)
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)["tables"]
+    assert sorted(len(t["versions_removed"]) for t in report) == [VERSIONS - 1] * TABLES
+    asked = per_table(server.calm(), "budget")
+    # the loop reads VERSIONS + 1 manifests a table; one table held, the others read once more
+    assert asked[("GET", "_versions")] == TABLES * (VERSIONS + 1) + TABLES - 1
+    for t in range(TABLES):
+        ds = lance.dataset(f"{root}/t{t}", storage_options=server.options)
+        assert ds.to_table().column("x").to_pylist() == [t * 10 + v for v in range(VERSIONS)]
+        assert [v["version"] for v in ds.versions()] == [VERSIONS]
