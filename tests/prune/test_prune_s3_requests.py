@@ -2,12 +2,16 @@
 (`cleanup_old_versions` in a loop, the peer a user would pick): the latest manifest is read
 once, by the open whose dataset the cleanup then uses (store/lance_session.py
 `HeldDatasets`). And that dataset, opened before the plan, is safe when writers commit
-between the reading and the cleanup: every version from its own on stays whole."""
+between the reading and the cleanup: every version from its own on stays whole, and
+appending processes racing prune runs lose no committed row."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -54,6 +58,15 @@ def write_tables(server: ThrottledS3, bucket: str) -> str:
     return root
 
 
+def registered(server: ThrottledS3, root: str) -> list[str]:
+    """The tables of `write_tables` registered in the root's `__manifest`; the CLI's root
+    arguments."""
+    at_root = ["--root", root, *[f"-s{k}={v}" for k, v in server.options.items()]]
+    for t in range(TABLES):
+        assert invoke(*at_root, "register", f"t{t}", f"t{t}").exit_code == 0
+    return at_root
+
+
 def per_table(traffic, bucket: str) -> Counter:
     """The requests that name one table's objects, by method and the directory they ask
     (deletes left out: Lance batches them as its listings stream in, so their count follows
@@ -72,9 +85,7 @@ def per_table(traffic, bucket: str) -> Counter:
 
 def test_a_cold_prune_asks_each_table_what_lances_own_cleanup_asks(server):
     ours_root, loop_root = write_tables(server, "ours"), write_tables(server, "loop")
-    at_root = ["--root", ours_root, *[f"-s{k}={v}" for k, v in server.options.items()]]
-    for t in range(TABLES):
-        assert invoke(*at_root, "register", f"t{t}", f"t{t}").exit_code == 0
+    at_root = registered(server, ours_root)
     time.sleep(1.2)
     server.calm()
     result = invoke(*at_root, "--json", "prune", *POLICY)
@@ -138,9 +149,7 @@ def test_past_the_held_budget_tables_are_read_from_their_manifest_and_opened_aga
     before (their latest manifest file, then a second open for the cleanup): every table is
     pruned alike, and only the tables read past the budget cost a read more than the loop."""
     root = write_tables(server, "budget")
-    at_root = ["--root", root, *[f"-s{k}={v}" for k, v in server.options.items()]]
-    for t in range(TABLES):
-        assert invoke(*at_root, "register", f"t{t}", f"t{t}").exit_code == 0
+    at_root = registered(server, root)
     time.sleep(1.2)
     monkeypatch.setattr(lance_session, "HELD_BYTES", 1)
     server.calm()
@@ -155,3 +164,68 @@ def test_past_the_held_budget_tables_are_read_from_their_manifest_and_opened_aga
         ds = lance.dataset(f"{root}/t{t}", storage_options=server.options)
         assert ds.to_table().column("x").to_pylist() == [t * 10 + v for v in range(VERSIONS)]
         assert [v["version"] for v in ds.versions()] == [VERSIONS]
+
+
+WRITER = """
+import json, sys, lance, pyarrow as pa
+root, options = sys.argv[1], json.loads(sys.argv[2])
+writer, rounds, tables = map(int, sys.argv[3:])
+for r in range(rounds):
+    for t in range(tables):
+        ids = [1000 * (writer + 1) + 10 * r + t]
+        rows = pa.table({"x": ids, "s": [f"w{writer}"]})
+        lance.write_dataset(rows, f"{root}/t{t}", mode="append", storage_options=options)
+        print(t, ids[0], flush=True)
+"""
+
+
+def test_prunes_and_appending_processes_at_once_lose_no_committed_row(server):
+    """Two processes append to every table while `lancens prune` runs again and again in a
+    third (each run holds the datasets it read until their cleanup): at the end every table
+    holds its first rows and every append that reported success, each once, and every version
+    left reads."""
+    root = write_tables(server, "racing")
+    options = json.dumps(server.options)
+    at_root = registered(server, root)
+    time.sleep(1.2)
+    env = {**os.environ, "LANCE_LOG": "error"}
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, root, options, str(w), "8", str(TABLES)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for w in range(2)
+    ]
+    runs, removed_while_writing = 0, 0
+    while any(w.poll() is None for w in writers) or runs < 2:
+        writing = any(w.poll() is None for w in writers)
+        done = subprocess.run(
+            [sys.executable, "-m", "lancens_cli", *at_root, "--json", "prune", *POLICY],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        removed = json.loads(done.stdout)["totals"]["versions_removed"]
+        removed_while_writing += removed if writing else 0
+        runs += 1
+    assert removed_while_writing > 0  # the runs raced the appends
+    appended: dict[int, list[int]] = {t: [] for t in range(TABLES)}
+    for writer in writers:
+        out, _ = writer.communicate()
+        assert writer.returncode == 0
+        for line in out.splitlines():
+            table, row = map(int, line.split())
+            appended[table].append(row)
+    assert sum(map(len, appended.values())) == 2 * 8 * TABLES
+    for t in range(TABLES):
+        ds = lance.dataset(f"{root}/t{t}", storage_options=server.options)
+        first = [t * 10 + v for v in range(VERSIONS)]
+        assert sorted(ds.to_table().column("x").to_pylist()) == sorted(first + appended[t])
+        for version in ds.versions():
+            old = lance.dataset(
+                f"{root}/t{t}", version=version["version"], storage_options=server.options
+            )
+            assert old.to_table().num_rows <= len(first) + len(appended[t])
