@@ -20,11 +20,13 @@ so a handle opened before the plan is as safe as one opened after it.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
 
 import lance
 
-from lancens_cli.store.storage import Storage
+if TYPE_CHECKING:
+    from lancens_cli.store.storage import Storage
 
 _lock = threading.Lock()
 _shared: list[Any] = []  # the session, once made
@@ -55,18 +57,23 @@ HELD_BYTES = 256 << 20  # what a run's held datasets may cost in all
 
 
 class HeldDatasets:
-    """How much memory a run may spend on datasets held from their reading to their cleanup.
+    """Which tables a run may hold the datasets of, from their reading to their cleanup (the
+    tables it prunes: every table is read, for the clone map), and how much memory it may
+    spend on them.
 
     A handle costs its fixed part plus three times its manifest's size (Lance keeps the
     manifest decoded). Once the budget is spent, tables are read as before (their manifest
-    file alone) and opened again for their cleanup."""
+    file alone) and opened again for their cleanup. Threads reading at once may each take
+    one more handle than the budget left (it is checked before the open, charged after)."""
 
-    def __init__(self, max_bytes: int | None = None) -> None:
+    def __init__(self, tables: Collection[str], max_bytes: int | None = None) -> None:
+        self._tables = tables
         self._left = HELD_BYTES if max_bytes is None else max_bytes
         self._lock = threading.Lock()
 
-    def has_room(self) -> bool:
-        return self._left > 0
+    def wants(self, location: str) -> bool:
+        """Whether a dataset of this table would be held if opened now."""
+        return self._left > 0 and location in self._tables
 
     def keep(self, manifest_size: int) -> bool:
         """Charge one handle; False when the budget is spent (the caller lets it go)."""

@@ -102,9 +102,12 @@ class ObjectStoreFiles:
         if self.scheme != "s3":
             return self.exists(rel)
         bucket, key = self.path(rel).split("/", 1)
-        page = self.remote(
-            self.fs.call_s3, "list_objects_v2", Bucket=bucket, Prefix=key, Delimiter="/"
-        )
+        try:
+            page = self.remote(
+                self.fs.call_s3, "list_objects_v2", Bucket=bucket, Prefix=key, Delimiter="/"
+            )
+        except FileNotFoundError:  # no such bucket, as `exists` answers it
+            return False
         if any(o.get("Key") == key for o in page.get("Contents", [])):
             return True
         if any(p.get("Prefix") == f"{key}/" for p in page.get("CommonPrefixes", [])):

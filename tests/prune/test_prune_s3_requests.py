@@ -104,6 +104,27 @@ def test_a_cold_prune_asks_each_table_what_lances_own_cleanup_asks(server):
         assert ds.to_table().column("x").to_pylist() == [t * 10 + v for v in range(VERSIONS)]
 
 
+def test_a_prune_of_one_table_opens_no_other_with_lance(server):
+    """Every table is read for the clone map, but only the tables in scope are opened (and
+    held): the others cost one read of their latest manifest, no listing of their own."""
+    root = write_tables(server, "scope")
+    at_root = registered(server, root)
+    time.sleep(1.2)
+    server.calm()
+    result = invoke(*at_root, "--json", "prune", "t1", *POLICY)
+    assert result.exit_code == 0, result.stderr
+    assert [t["location"] for t in json.loads(result.stdout)["tables"]] == ["t1"]
+    traffic = server.calm()
+    others = [p for p in traffic.listed if _TABLE.match(p) and not p.startswith("ns/t1/")]
+    assert others == []
+    read = Counter(
+        _TABLE.match(p.removeprefix("/scope")).group(1)
+        for m, p in traffic.asked
+        if m == "GET" and _TABLE.match(p.removeprefix("/scope"))
+    )
+    assert all(read[f"t{t}"] == 1 for t in range(TABLES) if t != 1), read
+
+
 def test_the_dataset_held_from_the_reading_keeps_what_writers_commit_before_the_cleanup(server):
     """Read (and held), then an overwrite and a delete land, then the plan made from the
     reading runs on the held dataset: the versions planned away go, and every version from
@@ -117,7 +138,8 @@ def test_the_dataset_held_from_the_reading_keeps_what_writers_commit_before_the_
     time.sleep(1.2)
     policy = PrunePolicy(older_than=timedelta(seconds=1), grace=timedelta(seconds=1))
     now = datetime.now(UTC)
-    state = read_table_state(storage, "t0", None, policy=policy, since=now, held=HeldDatasets())
+    held = HeldDatasets({"t0"})
+    state = read_table_state(storage, "t0", None, policy=policy, since=now, held=held)
     assert state is not None and state.handle is not None
     assert state.handle.version == VERSIONS
     lance.write_dataset(
@@ -224,8 +246,10 @@ def test_prunes_and_appending_processes_at_once_lose_no_committed_row(server):
         ds = lance.dataset(f"{root}/t{t}", storage_options=server.options)
         first = [t * 10 + v for v in range(VERSIONS)]
         assert sorted(ds.to_table().column("x").to_pylist()) == sorted(first + appended[t])
-        for version in ds.versions():
+        for version in ds.versions():  # each left reads: first rows, appends, once each
             old = lance.dataset(
                 f"{root}/t{t}", version=version["version"], storage_options=server.options
             )
-            assert old.to_table().num_rows <= len(first) + len(appended[t])
+            ids = old.to_table().column("x").to_pylist()
+            assert len(ids) == len(set(ids)) and set(first) <= set(ids)
+            assert set(ids) <= set(first + appended[t])

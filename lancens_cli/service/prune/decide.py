@@ -102,7 +102,7 @@ def decide(
     labels = partition_labels(snapshot)  # which partition each partition table is (shown)
     del snapshot  # every row of the catalog: not held while the tables are read
     readers = reading_threads(ns, parallel)
-    held = HeldDatasets() if hold else None
+    held = HeldDatasets({location for location, _ in scope}) if hold else None
     states, unreadable = _read_states(ns, every, readers, record, now, policy, held)
     dependents, blind = _clone_map(ns, states, unreadable)
     present = {*states, *unreadable}

@@ -180,9 +180,10 @@ def read_table_state(
     table changed since), the listing is all that is read: the base paths come from the entry.
     With `policy`, the state keeps what the next record entry needs of the listing (`seen`;
     `since`: the moment the run judges ages by, see `record.Seen.of`). With `held`, a table
-    that is opened with Lance anyway (it has `_refs/`), or that lies on an object store, is
-    opened through the shared session and its dataset kept for its cleanup, when its listing
-    shows a version to expire: on S3 that open is the only read of its latest manifest.
+    on an object store whose listing shows a version to expire is opened through the shared
+    session, and its dataset kept for its cleanup: that open is then the only read of its
+    latest manifest. A table opened with Lance anyway (it has `_refs/`, or a manifest we do
+    not parse) keeps its dataset too, for its branches' expiry and its sweep.
     """
     listed_at = datetime.now(UTC)
     listing = listing or list_table(storage, location)
@@ -205,10 +206,13 @@ def read_table_state(
         held is not None
         and policy is not None
         and (has_refs or not storage.is_local)
-        and held.has_room()
+        and held.wants(location)
         and _expires_some(versions, policy, since or listed_at)
     ):
-        ds = open_latest(storage, location)
+        try:
+            ds = open_latest(storage, location)
+        except Exception:  # noqa: BLE001 - read as before; its cleanup meets the failure
+            ds = None
     size = None  # of the manifest `ds` holds, once read
     if ds is not None and not has_refs:
         message = serialized_manifest(ds)
@@ -229,7 +233,8 @@ def read_table_state(
             tags, branches = _refs(ds)
             branch_states = read_branch_states(storage, location, ds)
     if ds is not None and held is not None:
-        ds = ds if held.keep(size or len(serialized_manifest(ds))) else None
+        kept = held.wants(location) and held.keep(size or len(serialized_manifest(ds)))
+        ds = ds if kept else None
     return TableState(
         location, object_id, versions, tags, branches, bases, branch_states, listing.data_files,
         seen, latest_own_files=own_files, handle=ds,

@@ -225,7 +225,7 @@ def execute_plan(
     if not plan.expire:
         if result.unpublished_removed or result.branch_versions_removed:
             result.status = "would prune" if dry_run else "pruned"
-        return ds
+        return ds or handle  # (for the sweep)
     if ds is None:
         ds = handle or open_latest(ns.storage, plan.location)
     result.versions_removed, stats = expire_listed(
