@@ -83,16 +83,22 @@ def per_table(traffic, bucket: str) -> Counter:
     return asked
 
 
-def test_a_cold_prune_asks_each_table_what_lances_own_cleanup_asks(server):
-    ours_root, loop_root = write_tables(server, "ours"), write_tables(server, "loop")
-    at_root = registered(server, ours_root)
-    time.sleep(1.2)
+def cold_prune(server: ThrottledS3, at_root: list[str], bucket: str) -> Counter:
+    """A cold prune of every table through the CLI, each losing its old versions; what it
+    asked of each table (`per_table`)."""
     server.calm()
     result = invoke(*at_root, "--json", "prune", *POLICY)
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)["tables"]
     assert sorted(len(t["versions_removed"]) for t in report) == [VERSIONS - 1] * TABLES
-    ours = per_table(server.calm(), "ours")
+    return per_table(server.calm(), bucket)
+
+
+def test_a_cold_prune_asks_each_table_what_lances_own_cleanup_asks(server):
+    ours_root, loop_root = write_tables(server, "ours"), write_tables(server, "loop")
+    at_root = registered(server, ours_root)
+    time.sleep(1.2)
+    ours = cold_prune(server, at_root, "ours")
     for t in range(TABLES):
         ds = lance.dataset(f"{loop_root}/t{t}", storage_options=server.options)
         ds.cleanup_old_versions(older_than=timedelta(seconds=1), error_if_tagged_old_versions=False)
@@ -174,12 +180,7 @@ def test_past_the_held_budget_tables_are_read_from_their_manifest_and_opened_aga
     at_root = registered(server, root)
     time.sleep(1.2)
     monkeypatch.setattr(lance_session, "HELD_BYTES", 1)
-    server.calm()
-    result = invoke(*at_root, "--json", "prune", *POLICY)
-    assert result.exit_code == 0, result.stderr
-    report = json.loads(result.stdout)["tables"]
-    assert sorted(len(t["versions_removed"]) for t in report) == [VERSIONS - 1] * TABLES
-    asked = per_table(server.calm(), "budget")
+    asked = cold_prune(server, at_root, "budget")
     # the loop reads VERSIONS + 1 manifests a table; one table held, the others read once more
     assert asked[("GET", "_versions")] == TABLES * (VERSIONS + 1) + TABLES - 1
     for t in range(TABLES):
