@@ -374,9 +374,7 @@ class ManifestStore:
         `_versions/` is looked for again before damage is reported: a writer may have made its
         first commits (and more) between the two looks.
         """
-        # on an object store one listing request (`exists` asks for the object, then the prefix)
-        versions_there = self.storage.exists if self.storage.is_local else self.storage.entry_exists
-        if versions_there(f"{MANIFEST_TABLE}/_versions"):
+        if self.storage.dir_exists(f"{MANIFEST_TABLE}/_versions"):
             return True
         if not self.storage.exists(MANIFEST_TABLE):
             return False
@@ -392,7 +390,7 @@ class ManifestStore:
         ]
         if not transactions or self._first_commit_in_flight(transactions):
             return False
-        if versions_there(f"{MANIFEST_TABLE}/_versions"):
+        if self.storage.dir_exists(f"{MANIFEST_TABLE}/_versions"):
             return True  # a writer's first commits landed while we looked: not damage
         data = sum(1 for _ in self.storage.walk_files(f"{MANIFEST_TABLE}/data"))
         raise ManifestError(

@@ -115,14 +115,6 @@ def test_a_real_table_is_listed_as_its_own_listing_lists_it(s3_root, s3_options)
     assert found["missing.lance"].versions == {}
 
 
-@pytest.fixture
-def counted():
-    server = ThrottledS3()
-    server.start()
-    yield server
-    server.stop()
-
-
 def tables_of_two_versions(server: ThrottledS3, request, register: bool):
     """TABLES tables of two versions each on the counted server, the older versions past the
     policy's second: registered as in a V2 namespace, or `<name>.lance` directories found by

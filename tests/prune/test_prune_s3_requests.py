@@ -38,14 +38,6 @@ POLICY = ["--older-than", "1s", "--grace", "1s", "--force", "--yes"]
 _TABLE = re.compile(r"^/?(?:[^/]+/)?ns/(t\d+)/([^/]+)")
 
 
-@pytest.fixture
-def server():
-    server = ThrottledS3()
-    server.start()
-    yield server
-    server.stop()
-
-
 def write_tables(server: ThrottledS3, bucket: str) -> str:
     """TABLES tables of VERSIONS appends each under s3://bucket/ns; the root."""
     s3_client(server.endpoint).create_bucket(Bucket=bucket)
@@ -94,33 +86,33 @@ def cold_prune(server: ThrottledS3, at_root: list[str], bucket: str) -> Counter:
     return per_table(server.calm(), bucket)
 
 
-def test_a_cold_prune_asks_each_table_what_lances_own_cleanup_asks(server):
-    ours_root, loop_root = write_tables(server, "ours"), write_tables(server, "loop")
-    at_root = registered(server, ours_root)
+def test_a_cold_prune_asks_each_table_what_lances_own_cleanup_asks(counted):
+    ours_root, loop_root = write_tables(counted, "ours"), write_tables(counted, "loop")
+    at_root = registered(counted, ours_root)
     time.sleep(1.2)
-    ours = cold_prune(server, at_root, "ours")
+    ours = cold_prune(counted, at_root, "ours")
     for t in range(TABLES):
-        ds = lance.dataset(f"{loop_root}/t{t}", storage_options=server.options)
+        ds = lance.dataset(f"{loop_root}/t{t}", storage_options=counted.options)
         ds.cleanup_old_versions(older_than=timedelta(seconds=1), error_if_tagged_old_versions=False)
-    loop = per_table(server.calm(), "loop")
+    loop = per_table(counted.calm(), "loop")
     assert loop[("GET", "_versions")] == TABLES * (VERSIONS + 1)  # the peer: open + cleanup
     assert ours == loop, (ours, loop)
     for t in range(TABLES):
-        ds = lance.dataset(f"{ours_root}/t{t}", storage_options=server.options)
+        ds = lance.dataset(f"{ours_root}/t{t}", storage_options=counted.options)
         assert ds.to_table().column("x").to_pylist() == [t * 10 + v for v in range(VERSIONS)]
 
 
-def test_a_prune_of_one_table_opens_no_other_with_lance(server):
+def test_a_prune_of_one_table_opens_no_other_with_lance(counted):
     """Every table is read for the clone map, but only the tables in scope are opened (and
     held): the others cost one read of their latest manifest, no listing of their own."""
-    root = write_tables(server, "scope")
-    at_root = registered(server, root)
+    root = write_tables(counted, "scope")
+    at_root = registered(counted, root)
     time.sleep(1.2)
-    server.calm()
+    counted.calm()
     result = invoke(*at_root, "--json", "prune", "t1", *POLICY)
     assert result.exit_code == 0, result.stderr
     assert [t["location"] for t in json.loads(result.stdout)["tables"]] == ["t1"]
-    traffic = server.calm()
+    traffic = counted.calm()
     others = [p for p in traffic.listed if _TABLE.match(p) and not p.startswith("ns/t1/")]
     assert others == []
     read = Counter(
@@ -131,13 +123,13 @@ def test_a_prune_of_one_table_opens_no_other_with_lance(server):
     assert all(read[f"t{t}"] == 1 for t in range(TABLES) if t != 1), read
 
 
-def test_the_dataset_held_from_the_reading_keeps_what_writers_commit_before_the_cleanup(server):
+def test_the_dataset_held_from_the_reading_keeps_what_writers_commit_before_the_cleanup(counted):
     """Read (and held), then an overwrite and a delete land, then the plan made from the
     reading runs on the held dataset: the versions planned away go, and every version from
     the held one on reads as it did."""
-    root = write_tables(server, "held")
+    root = write_tables(counted, "held")
     ns = Namespace.from_properties(
-        {"root": root, **{f"storage.{k}": v for k, v in server.options.items()}}
+        {"root": root, **{f"storage.{k}": v for k, v in counted.options.items()}}
     )
     storage = ns.storage
     uri = f"{root}/t0"
@@ -152,11 +144,11 @@ def test_the_dataset_held_from_the_reading_keeps_what_writers_commit_before_the_
         pa.table({"x": [7, 8, 9], "s": ["a", "b", "c"]}),
         uri,
         mode="overwrite",
-        storage_options=server.options,
+        storage_options=counted.options,
     )
-    lance.dataset(uri, storage_options=server.options).delete("x = 8")
+    lance.dataset(uri, storage_options=counted.options).delete("x = 8")
     readable = {
-        v: lance.dataset(uri, version=v, storage_options=server.options).to_table()
+        v: lance.dataset(uri, version=v, storage_options=counted.options).to_table()
         for v in range(VERSIONS, VERSIONS + 3)
     }
     plan = plan_table(state, Pins(), policy, {}, now)
@@ -164,27 +156,27 @@ def test_the_dataset_held_from_the_reading_keeps_what_writers_commit_before_the_
     result = TableResult(None, "t0")
     execute_plan(ns, plan, policy, False, result, state.handle)
     assert result.versions_removed == list(range(1, VERSIONS))
-    left = [v["version"] for v in lance.dataset(uri, storage_options=server.options).versions()]
+    left = [v["version"] for v in lance.dataset(uri, storage_options=counted.options).versions()]
     assert left == list(range(VERSIONS, VERSIONS + 3))
     for v, table in readable.items():
-        assert lance.dataset(uri, version=v, storage_options=server.options).to_table() == table
+        assert lance.dataset(uri, version=v, storage_options=counted.options).to_table() == table
 
 
 def test_past_the_held_budget_tables_are_read_from_their_manifest_and_opened_again(
-    server, monkeypatch
+    counted, monkeypatch
 ):
     """With room for one dataset, the first table read is held and the others are read as
     before (their latest manifest file, then a second open for the cleanup): every table is
     pruned alike, and only the tables read past the budget cost a read more than the loop."""
-    root = write_tables(server, "budget")
-    at_root = registered(server, root)
+    root = write_tables(counted, "budget")
+    at_root = registered(counted, root)
     time.sleep(1.2)
     monkeypatch.setattr(lance_session, "HELD_BYTES", 1)
-    asked = cold_prune(server, at_root, "budget")
+    asked = cold_prune(counted, at_root, "budget")
     # the loop reads VERSIONS + 1 manifests a table; one table held, the others read once more
     assert asked[("GET", "_versions")] == TABLES * (VERSIONS + 1) + TABLES - 1
     for t in range(TABLES):
-        ds = lance.dataset(f"{root}/t{t}", storage_options=server.options)
+        ds = lance.dataset(f"{root}/t{t}", storage_options=counted.options)
         assert ds.to_table().column("x").to_pylist() == [t * 10 + v for v in range(VERSIONS)]
         assert [v["version"] for v in ds.versions()] == [VERSIONS]
 
@@ -202,14 +194,14 @@ for r in range(rounds):
 """
 
 
-def test_prunes_and_appending_processes_at_once_lose_no_committed_row(server):
+def test_prunes_and_appending_processes_at_once_lose_no_committed_row(counted):
     """Two processes append to every table while `lancens prune` runs again and again in a
     third (each run holds the datasets it read until their cleanup): at the end every table
     holds its first rows and every append that reported success, each once, and every version
     left reads."""
-    root = write_tables(server, "racing")
-    options = json.dumps(server.options)
-    at_root = registered(server, root)
+    root = write_tables(counted, "racing")
+    options = json.dumps(counted.options)
+    at_root = registered(counted, root)
     time.sleep(1.2)
     env = {**os.environ, "LANCE_LOG": "error"}
     writers = [
@@ -244,12 +236,12 @@ def test_prunes_and_appending_processes_at_once_lose_no_committed_row(server):
             appended[table].append(row)
     assert sum(map(len, appended.values())) == 2 * 8 * TABLES
     for t in range(TABLES):
-        ds = lance.dataset(f"{root}/t{t}", storage_options=server.options)
+        ds = lance.dataset(f"{root}/t{t}", storage_options=counted.options)
         first = [t * 10 + v for v in range(VERSIONS)]
         assert sorted(ds.to_table().column("x").to_pylist()) == sorted(first + appended[t])
         for version in ds.versions():  # each left reads: first rows, appends, once each
             old = lance.dataset(
-                f"{root}/t{t}", version=version["version"], storage_options=server.options
+                f"{root}/t{t}", version=version["version"], storage_options=counted.options
             )
             ids = old.to_table().column("x").to_pylist()
             assert len(ids) == len(set(ids)) and set(first) <= set(ids)

@@ -202,25 +202,16 @@ def read_table_state(
     branches: dict[str, int] = {}
     has_refs = listing.has_refs
     ds = None
-    if (
-        held is not None
-        and policy is not None
-        and (has_refs or not storage.is_local)
-        and held.wants(location)
-        and _expires_some(versions, policy, since or listed_at)
-    ):
-        try:
-            ds = open_latest(storage, location)
-        except Exception:  # noqa: BLE001 - read as before; its cleanup meets the failure
-            ds = None
-    size = None  # of the manifest `ds` holds, once read
-    if ds is not None and not has_refs:
-        message = serialized_manifest(ds)
-        size, latest = len(message), _parsed(storage, location, message)
+    if held is not None and policy is not None and (has_refs or not storage.is_local):
+        ds = _open_to_hold(storage, location, versions, policy, since or listed_at, held)
+    if has_refs:
+        latest = None  # (Lance reads the refs)
+    elif ds is not None:
+        latest = _parsed(storage, location, serialized_manifest(ds))
         if latest is not None and ds.version != versions[-1].version:
             latest = (latest[0], None)  # counted of another version than the listing's
     else:
-        latest = None if has_refs else _latest(storage, location, files[versions[-1].version][0])
+        latest = _latest(storage, location, files[versions[-1].version][0])
     bases, own_files = latest if latest is not None else (None, None)
     branch_states: list[BranchState] = []
     if bases is None:
@@ -233,12 +224,31 @@ def read_table_state(
             tags, branches = _refs(ds)
             branch_states = read_branch_states(storage, location, ds)
     if ds is not None and held is not None:
-        kept = held.wants(location) and held.keep(size or len(serialized_manifest(ds)))
+        kept = held.wants(location) and held.keep(len(serialized_manifest(ds)))
         ds = ds if kept else None
     return TableState(
         location, object_id, versions, tags, branches, bases, branch_states, listing.data_files,
         seen, latest_own_files=own_files, handle=ds,
     )  # fmt: skip
+
+
+def _open_to_hold(
+    storage: Storage,
+    location: str,
+    versions: list[VersionInfo],
+    policy: PrunePolicy,
+    now: datetime,
+    held: HeldDatasets,
+) -> Any:
+    """The table opened for its cleanup when the run would hold it and its listing shows a
+    version to expire; None otherwise, or when Lance cannot open it (it is then read as
+    before, and its cleanup meets the failure)."""
+    if not (held.wants(location) and _expires_some(versions, policy, now)):
+        return None
+    try:
+        return open_latest(storage, location)
+    except Exception:  # noqa: BLE001 - any failure: read without Lance
+        return None
 
 
 def _expires_some(versions: list[VersionInfo], policy: PrunePolicy, now: datetime) -> bool:
