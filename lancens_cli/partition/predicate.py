@@ -5,6 +5,10 @@ literals) because every construct we accept must be turned into a partition filt
 never drop a matching row; anything else is refused up front with a one-line message.
 Literals are typed against the column's Arrow type so that pruning, the Python evaluator and
 the Lance scan all compare the same values.
+
+sqlglot is imported inside the functions that parse: this module's literal typing serves
+commands that read no predicate (a prune lists partition labels), and sqlglot is a tenth of a
+second of their start.
 """
 
 from __future__ import annotations
@@ -21,11 +25,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pyarrow as pa
 import pyarrow.types as t
-import sqlglot
-from sqlglot import exp
-from sqlglot.dialects.duckdb import DuckDB
-from sqlglot.errors import SqlglotError
-from sqlglot.tokens import Tokenizer
 
 from lancens_cli.errors import InvalidInputError
 
@@ -101,6 +100,7 @@ def _fail(message: str) -> InvalidInputError:
 def lance_dialect() -> Any:
     """Lance's filter SQL (DataFusion's, read as sqlglot's DuckDB dialect reads it), with
     backtick-quoted column names (built once: it is costly)."""
+    from sqlglot.dialects.duckdb import DuckDB
 
     class _Lance(DuckDB):
         class Tokenizer(DuckDB.Tokenizer):
@@ -113,6 +113,9 @@ def parse(text: str, schema: Any) -> Node:
     """The typed AST of a WHERE predicate over `schema`'s top-level columns."""
     if not text or not text.strip():
         raise _fail("the predicate is empty")
+    import sqlglot
+    from sqlglot.errors import SqlglotError
+
     try:
         tree = sqlglot.parse_one(text, read=lance_dialect())
         return PredicateParser(schema).node(tree)
@@ -199,6 +202,8 @@ class PredicateParser:
         self.fields = {f.name: f for f in schema}
 
     def node(self, e: Any) -> Node:
+        from sqlglot import exp
+
         if isinstance(e, exp.Paren):
             return self.node(e.this)
         if isinstance(e, exp.And | exp.Or):
@@ -231,6 +236,8 @@ class PredicateParser:
         return Not(inner)
 
     def comparison(self, e: Any, op: str) -> Comparison:
+        from sqlglot import exp
+
         left, right = e.this, e.expression
         if isinstance(right, exp.Column) and not isinstance(left, exp.Column):
             left, right, op = right, left, FLIP[op]
@@ -248,6 +255,8 @@ class PredicateParser:
         return InList(field.name, tuple(self.literal(v, field) for v in e.expressions))
 
     def column(self, e: Any, context: Any) -> Any:
+        from sqlglot import exp
+
         if not isinstance(e, exp.Column):
             raise _fail(
                 f"the left side of {snippet(context)!r} must be a column, got "
@@ -284,11 +293,15 @@ def _operands(e: Any, kind: type) -> list[Any]:
 
 
 def _comparison_op(e: Any) -> str | None:
+    from sqlglot import exp
+
     table = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
     return table.get(type(e))
 
 
 def _describe(e: Any) -> str:
+    from sqlglot import exp
+
     if isinstance(e, exp.Func):
         return "function call"
     if isinstance(e, exp.Add | exp.Sub | exp.Mul | exp.Div | exp.Mod | exp.IntDiv | exp.DPipe):
@@ -323,6 +336,8 @@ _TIMESTAMP_TYPES = ("TIMESTAMP", "TIMESTAMPNTZ", "TIMESTAMPTZ", "DATETIME")
 
 def literal_kind(e: Any) -> tuple[str, Any]:
     """(kind, raw text or bool) of a SQL literal; kind is number/string/bool/date/timestamp."""
+    from sqlglot import exp
+
     if isinstance(e, exp.Literal):
         return ("string" if e.is_string else "number"), e.this
     if isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal) and not e.this.is_string:
@@ -614,9 +629,18 @@ def _days_in(year: int, month: int) -> int:
 _PLAIN = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
+@functools.cache
+def _keywords() -> frozenset[str]:
+    """sqlglot's keywords (imported when first asked: sqlglot is a tenth of a second's import
+    that commands reading no predicate never pay)."""
+    from sqlglot.tokens import Tokenizer
+
+    return frozenset(Tokenizer.KEYWORDS)
+
+
 def quote_column(name: str) -> str:
     """A column name as Lance filters read it (backticks when not a plain identifier)."""
-    if _PLAIN.match(name) and name.upper() not in Tokenizer.KEYWORDS:
+    if _PLAIN.match(name) and name.upper() not in _keywords():
         return name
     return "`" + name.replace("`", "``") + "`"
 

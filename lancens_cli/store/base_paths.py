@@ -61,13 +61,11 @@ def _length_field(number: int, payload: bytes) -> bytes:
 
 def base_path_strings(manifest: bytes) -> list[str]:
     """The `path` of every base path in a Manifest protobuf."""
-    found = []
-    for number, wire, _raw, payload in _fields(manifest):
-        if number == MANIFEST_BASE_PATHS and wire == 2:
-            for sub, sub_wire, _r, value in _fields(payload):
-                if sub == BASE_PATH_PATH and sub_wire == 2:
-                    found.append(value.decode("utf-8"))
-    return found
+    return [
+        manifest[start:end].decode("utf-8")
+        for entry_start, entry_end in field_spans(manifest, 0, len(manifest), MANIFEST_BASE_PATHS)
+        for start, end in field_spans(manifest, entry_start, entry_end, BASE_PATH_PATH)
+    ]
 
 
 MANIFEST_FRAGMENTS = 2

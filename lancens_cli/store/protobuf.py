@@ -13,6 +13,8 @@ class ManifestFormatError(ValueError):
 
 def read_varint(data: bytes, position: int) -> tuple[int, int]:
     """The varint at `position` and the position after it."""
+    if position < len(data) and data[position] < 0x80:  # one byte: most keys and lengths
+        return data[position], position + 1
     result = shift = 0
     while position < len(data):
         byte = data[position]
@@ -58,12 +60,16 @@ def field_spans(data: bytes, start: int, end: int, number: int) -> list[tuple[in
     `data[start:end]`, without copying any of it (a manifest's fragments are most of it)."""
     spans = []
     position = start
+    wanted = number << 3 | 2
     while position < end:
         key, position = read_varint(data, position)
-        following = value_end(data, position, key & 7)
-        if key == number << 3 | 2:
-            spans.append((read_varint(data, position)[1], following))
-        position = following
+        if key & 7 == 2:
+            length, payload = read_varint(data, position)
+            position = payload + length
+            if key == wanted:
+                spans.append((payload, position))
+        else:
+            position = value_end(data, position, key & 7)
     if position != end:
         raise ManifestFormatError("a field runs past the end of its message")
     return spans

@@ -256,48 +256,56 @@ def _objects(storage: Storage, bucket: str, prefix: str) -> Iterator[dict]:
 def _list_local(top: str) -> TableListing:
     """Every directory below `top` scanned once: each file's name, inode (a file replaced under
     the same name, as Lance's rename-into-place does, is a new inode, whatever the clock's
-    resolution) and time."""
+    resolution) and time. (A prune run lists each table twice: the per-file work is kept to
+    what `scandir` cannot give without a call, the file's time.)"""
     try:
         top_stamp = os.stat(top).st_mtime_ns
-        with os.scandir(top) as entries:
-            top_children = sorted((e.name, e) for e in entries)
+        top_children = _scanned(top)
     except (FileNotFoundError, NotADirectoryError):
         return TableListing({}, False, 0)
     versions: dict[int, tuple[str, datetime]] = {}
-    digest = hashlib.sha256()
-    times: list[datetime] = []
+    lines: list[str] = []  # what the digest takes, in listing order
+    stamps: list[float] = []
     dirs: list[tuple[str, int]] = []
     data = 0
     pending = [("", top_stamp)]
     while pending:
         rel, stamp = pending.pop()
         dirs.append((rel, stamp))
+        prefix = f"{rel}/" if rel else ""
+        in_data = rel == "data" or rel.startswith("data/")
         try:
-            if rel:
-                with os.scandir(os.path.join(top, rel)) as entries:
-                    children = sorted((e.name, e) for e in entries)
-            else:  # the table's own directory, read above
-                children = top_children
-            for name, entry in children:
-                child = f"{rel}/{name}" if rel else name
+            children = _scanned(os.path.join(top, rel)) if rel else top_children
+            for entry in children:
+                name = entry.name
                 if entry.is_dir(follow_symlinks=False):
-                    pending.append((child, entry.stat(follow_symlinks=False).st_mtime_ns))
+                    pending.append((prefix + name, entry.stat(follow_symlinks=False).st_mtime_ns))
                     continue
-                when = datetime.fromtimestamp(entry.stat(follow_symlinks=False).st_mtime, UTC)
-                times.append(when)
-                digest.update(f"{child}\0{entry.inode()}\n".encode())
-                if rel == "data" or rel.startswith("data/"):
+                mtime = entry.stat(follow_symlinks=False).st_mtime
+                stamps.append(mtime)
+                lines.append(f"{prefix}{name}\0{entry.inode()}\n")
+                if in_data:
                     data += 1
                 elif rel == VERSIONS_DIR:
                     version = version_from_manifest_name(name)
                     if version is not None:
-                        versions[version] = (name, when)
+                        versions[version] = (name, datetime.fromtimestamp(mtime, UTC))
         except (FileNotFoundError, NotADirectoryError):
-            digest.update(f"{rel}\0gone\n".encode())  # changed while we listed
-    has_refs = any(name == "_refs" for name, _entry in top_children)
-    return TableListing(
-        versions, has_refs, data, digest.hexdigest(), tuple(times), DirTimes(sorted(dirs))
-    )
+            lines.append(f"{rel}\0gone\n")  # changed while we listed
+    has_refs = any(entry.name == "_refs" for entry in top_children)
+    digest = hashlib.sha256("".join(lines).encode()).hexdigest()
+    times = tuple(datetime.fromtimestamp(mtime, UTC) for mtime in stamps)
+    return TableListing(versions, has_refs, data, digest, times, DirTimes(sorted(dirs)))
+
+
+def _scanned(path: str) -> list[os.DirEntry[str]]:
+    """A directory's entries in name order."""
+    with os.scandir(path) as entries:
+        return sorted(entries, key=_entry_name)
+
+
+def _entry_name(entry: os.DirEntry[str]) -> str:
+    return entry.name
 
 
 def directories_unchanged(top: str, dirs: Iterable[tuple[str, int]]) -> bool:

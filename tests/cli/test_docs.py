@@ -174,6 +174,39 @@ def test_help_does_not_import_heavy_modules(args):
     assert loaded == [], f"`lancens {' '.join(args)}` imported {loaded}"
 
 
+def test_a_prune_with_work_imports_no_predicate_parser_and_no_spark(tmp_path):
+    """A cron prune pays for what it uses: sqlglot (a tenth of a second) is imported by the
+    commands that read a predicate, Spark by those that run on it, never by a local prune."""
+    import lance
+    import pyarrow as pa
+
+    for name in ("a", "b"):
+        for mode in ("create", "append", "append"):
+            lance.write_dataset(pa.table({"x": [1]}), tmp_path / f"{name}.lance", mode=mode)
+    os.utime(tmp_path, None)
+    probe = (
+        "import json, sys, time\n"
+        "time.sleep(1.1)\n"
+        f"sys.argv = ['lancens', '--root', {str(tmp_path)!r}, '--json', 'prune',"
+        " '--older-than', '1s', '--force', '--yes']\n"
+        "from lancens_cli.cli.app import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "sys.stdout.flush()\n"
+        "print('\\n@@' + json.dumps(sorted({m.split('.')[0] for m in sys.modules}"
+        " & {'sqlglot', 'pyspark'})))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=_env(), timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    report, loaded = proc.stdout.rsplit("@@", 1)
+    assert json.loads(report)["totals"]["versions_removed"] == 4
+    assert json.loads(loaded) == []
+
+
 def test_the_architecture_map_names_every_module_of_service_and_store():
     """docs/ARCHITECTURE.md is the map a newcomer reads first: a module added to `service/`
     or `store/` without a word there fails here."""

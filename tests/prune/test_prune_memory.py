@@ -159,6 +159,27 @@ def test_the_result_log_gives_back_every_result_in_order_however_it_is_read(resu
     assert pairs == [(w, len(results)) for w in wanted]
 
 
+def test_the_result_log_writes_blocks_and_reads_back_while_it_grows():
+    """Past a block of lines the log writes them out; a reading started meanwhile gives back
+    what was appended before it, and a new one everything, in order."""
+    from lancens_cli.service.prune.result_log import BLOCK
+
+    log = ResultLog()
+    note = "x" * 500
+    many = BLOCK // 400 * 3  # three blocks and more of lines
+    for i in range(many // 2):
+        log.append(TableResult(f"t{i}", f"t{i}.lance", notes=[note]))
+    early = iter(log)
+    first = next(early)
+    for i in range(many // 2, many):
+        log.append(TableResult(f"t{i}", f"t{i}.lance", notes=[note]))
+    assert log._end > BLOCK  # written out as it grew, not only when read
+    assert [first.location] + [r.location for r in early] == [
+        f"t{i}.lance" for i in range(many // 2)
+    ]
+    assert [r.location for r in log] == [f"t{i}.lance" for i in range(many)]
+
+
 def test_a_prune_run_holds_only_the_results_in_flight(tmp_path, monkeypatch):
     """The tables' results go to the run's `ResultLog` as each table is done, and each table
     is planned as its work starts: whenever a result is written, no more results or plans
@@ -217,13 +238,17 @@ def test_results_stay_in_memory_when_the_temporary_directory_cannot_take_them(
             return real_pwrite(fd, data[: len(data) // 2], offset)
         raise OSError(28, "No space left on device")
 
+    assert [r.to_json() for r in full] == [r.to_json() for r in results[:3]]  # written
     monkeypatch.setattr(os, "pwrite", filling_up)
     for result in results[3:]:
         full.append(result)
+    read_while_full = [r.to_json() for r in full]  # the pending lines are written: they fail
     monkeypatch.setattr(os, "pwrite", real_pwrite)
-    assert len(calls) == 2  # the half line, then the failure: the rest went to memory
-    assert [r.to_json() for r in full] == [r.to_json() for r in results]
-    assert len(full) == 6
+    assert len(calls) == 2  # half the lines, then the failure: all went to memory
+    assert read_while_full == [r.to_json() for r in results]
+    full.append(TableResult("t6", "t6.lance"))
+    assert [r.location for r in full] == [f"t{i}.lance" for i in range(7)]
+    assert len(full) == 7
 
     def no_space(*_args, **_kwargs):
         raise OSError(28, "No space left on device")
