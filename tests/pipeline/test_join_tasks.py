@@ -37,6 +37,10 @@ KEY_TYPES = {
     "int16": (pa.int16(), st.integers(-(2**15), 2**15 - 1)),
     "string": (pa.string(), st.text(max_size=3)),
     "date": (pa.date32(), st.dates()),
+    "large_string": (pa.large_string(), st.text(max_size=3)),
+    "binary": (pa.binary(), st.binary(max_size=3)),
+    "timestamp": (pa.timestamp("us"), st.datetimes()),
+    "float64": (pa.float64(), st.floats(allow_nan=False, width=32)),
 }
 
 
@@ -55,15 +59,27 @@ def two_sides(draw):
     _, values = KEY_TYPES[key_type]
     keys = [None, *draw(st.lists(values, min_size=1, max_size=5))]  # duplicates and NULLs
     left = _table(draw, ["Key.Left", "value"], key_type, draw(st.integers(0, 30)), keys)
-    right = _table(draw, ["KEY r", "Score"], key_type, draw(st.integers(0, 30)), keys)
+    if draw(st.booleans()):  # a dimension table: each key once (and any number of NULLs)
+        unique = draw(st.lists(values, max_size=8, unique=True))
+        nulls = [None] * draw(st.integers(0, 2))
+        order = draw(st.permutations(unique + nulls))
+        right = pa.table(
+            {
+                "KEY r": pa.array(order, KEY_TYPES[key_type][0]),
+                "Score": pa.array([float(i) for i in range(len(order))]),
+            }
+        )
+    else:
+        right = _table(draw, ["KEY r", "Score"], key_type, draw(st.integers(0, 30)), keys)
     return left, right
 
 
 @settings(max_examples=150, deadline=None)
 @given(sides=two_sides(), how=st.sampled_from(["inner", "left"]))
 def test_a_groups_join_equals_duckdbs(sides, how):
-    """Every key type, NULL keys (matching nothing), duplicate keys on both sides, and column
-    names SQL would misread (a dot, capitals, a space)."""
+    """Every key type, NULL keys (matching nothing), duplicate keys on both sides or unique
+    ones on the right (a dimension table), and column names SQL would misread (a dot,
+    capitals, a space)."""
     left, right = sides
     joined = hash_join(left, right, ["Key.Left"], ["KEY r"], how)
     assert joined.column_names == ["Key.Left", "value", "KEY r", "Score"]
