@@ -41,6 +41,9 @@ class LocalFiles:
     def is_dir(self, rel: str) -> bool:
         return os.path.isdir(self.path(rel))
 
+    def dir_exists(self, rel: str) -> bool:
+        return self.exists(rel)
+
     def entry_exists(self, rel: str) -> bool:
         return os.path.lexists(self.path(rel))
 

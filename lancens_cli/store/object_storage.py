@@ -115,6 +115,10 @@ class ObjectStoreFiles:
         # names that only start with it (`key-x`) filled the page: ask the long way
         return bool(page.get("IsTruncated")) and self.exists(rel)
 
+    def dir_exists(self, rel: str) -> bool:
+        """A directory is never an object: one listing (`entry_exists`) answers for it."""
+        return self.entry_exists(rel)
+
     def is_dir(self, rel: str) -> bool:
         """A prefix with objects below it."""
         try:

@@ -151,9 +151,9 @@ class Storage:
         return self._files.entry_exists(rel)
 
     def dir_exists(self, rel: str) -> bool:
-        """Whether the directory `rel` is there: `exists`, in one listing request on S3 (where
-        `exists` asks for an object first, which a directory never is, then lists)."""
-        return self._files.exists(rel) if self.is_local else self._files.entry_exists(rel)
+        """Whether the directory `rel` is there (as `exists` answers it), in one listing request
+        on S3, where `exists` asks for an object first, which a directory never is."""
+        return self._files.dir_exists(rel)
 
     def is_dir(self, rel: str) -> bool:
         """Whether `rel` is a directory (on an object store: a prefix with objects below)."""

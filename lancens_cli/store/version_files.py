@@ -9,6 +9,7 @@ from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any
 
 from lancens_cli.errors import StorageUnavailableError
@@ -301,11 +302,7 @@ def _list_local(top: str) -> TableListing:
 def _scanned(path: str) -> list[os.DirEntry[str]]:
     """A directory's entries in name order."""
     with os.scandir(path) as entries:
-        return sorted(entries, key=_entry_name)
-
-
-def _entry_name(entry: os.DirEntry[str]) -> str:
-    return entry.name
+        return sorted(entries, key=attrgetter("name"))
 
 
 def directories_unchanged(top: str, dirs: Iterable[tuple[str, int]]) -> bool:

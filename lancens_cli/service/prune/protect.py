@@ -201,13 +201,14 @@ def read_table_state(
     tags: dict[str, int] = {}
     branches: dict[str, int] = {}
     has_refs = listing.has_refs
-    ds = None
+    ds, manifest = None, None  # (manifest: the protobuf Lance read for `ds`, once taken)
     if held is not None and policy is not None and (has_refs or not storage.is_local):
         ds = _open_to_hold(storage, location, versions, policy, since or listed_at, held)
     if has_refs:
         latest = None  # (Lance reads the refs)
     elif ds is not None:
-        latest = _parsed(storage, location, serialized_manifest(ds))
+        manifest = serialized_manifest(ds)
+        latest = _parsed(storage, location, manifest)
         if latest is not None and ds.version != versions[-1].version:
             latest = (latest[0], None)  # counted of another version than the listing's
     else:
@@ -224,7 +225,7 @@ def read_table_state(
             tags, branches = _refs(ds)
             branch_states = read_branch_states(storage, location, ds)
     if ds is not None and held is not None:
-        kept = held.wants(location) and held.keep(len(serialized_manifest(ds)))
+        kept = held.wants(location) and held.keep(len(manifest or serialized_manifest(ds)))
         ds = ds if kept else None
     return TableState(
         location, object_id, versions, tags, branches, bases, branch_states, listing.data_files,
