@@ -11,16 +11,20 @@ each, and a manifest can be removed and written again under the same name (a dea
 version removed, then committed anew by the next write), which a cleanup must judge as it is
 now. Only the set-up is shared, never what was read (tests/storage/test_lance_session.py).
 
-A dataset opened to read a table's latest manifest can be held for its cleanup
-(`HeldDatasets`): on an object store each open is a listing and a read (money on a real
-bucket), and Lance's cleanup protects every version from the one its handle was opened at on,
-so a handle opened before the plan is as safe as one opened after it.
+What a run read of a table can be held for its cleanup (`HeldDatasets`): the dataset, when
+the table had to be opened with Lance to be read (tags, branches, a manifest we do not parse),
+else the protobuf of the latest manifest (`HeldManifest`), from which Lance opens the table at
+that version without finding and reading it again: locally a `stat` instead of a listing, a
+read and a parse (4,000 opens: 0.19 s of CPU to 0.11 s); on an object store a HEAD instead of
+a LIST and a GET. Lance's cleanup protects every version from the one its handle is at on, so
+a handle of the version read before the plan is as safe as one opened after it.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import lance
@@ -47,24 +51,61 @@ def open_latest(storage: Storage, location: str) -> Any:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class HeldManifest:
+    """A table's latest manifest as read (its protobuf message), to open the table at it."""
+
+    uri: str
+    options: dict[str, str] | None
+    message: bytes
+
+    def open(self) -> Any:
+        return lance.LanceDataset(
+            self.uri,
+            storage_options=self.options,
+            serialized_manifest=self.message,
+            session=shared_session(),
+        )
+
+
+def held_dataset(handle: Any, storage: Storage, location: str) -> Any:
+    """The dataset to clean a table up with: the one held, the held manifest opened, or (when
+    nothing is held, or the held manifest does not open) the latest version."""
+    if isinstance(handle, HeldManifest):
+        try:
+            return handle.open()
+        except Exception:  # noqa: BLE001 - opened as usual: its failure is the table's
+            return open_latest(storage, location)
+    return handle if handle is not None else open_latest(storage, location)
+
+
 def serialized_manifest(ds: Any) -> bytes:
     """The protobuf of the manifest `ds` was opened at, as Lance read it (no second read)."""
     return bytes(ds._ds.serialized_manifest())  # pylance has no public spelling of it
 
 
 HANDLE_COST = 16 << 10  # memory of one open dataset besides its manifest (measured: ~10 KiB)
-HELD_BYTES = 256 << 20  # what a run's held datasets may cost in all
+MESSAGE_COST = 256  # memory of one held manifest besides its bytes
+HELD_BYTES = 256 << 20  # what a run's held datasets and manifests may cost in all
+
+
+def dataset_cost(manifest_size: int) -> int:
+    """A held dataset: its fixed part and three times its manifest (Lance keeps it decoded)."""
+    return HANDLE_COST + 3 * manifest_size
+
+
+def manifest_cost(message: bytes) -> int:
+    return MESSAGE_COST + len(message)
 
 
 class HeldDatasets:
-    """Which tables a run may hold the datasets of, from their reading to their cleanup (the
-    tables it prunes: every table is read, for the clone map), and how much memory it may
-    spend on them.
+    """Which tables a run may hold the datasets or manifests of, from their reading to their
+    cleanup (the tables it prunes: every table is read, for the clone map), and how much
+    memory it may spend on them (`dataset_cost`, `manifest_cost`).
 
-    A handle costs its fixed part plus three times its manifest's size (Lance keeps the
-    manifest decoded). Once the budget is spent, tables are read as before (their manifest
-    file alone) and opened again for their cleanup. Threads reading at once may each take
-    one more handle than the budget left (it is checked before the open, charged after)."""
+    Once the budget is spent, tables are opened again for their cleanup, as Lance opens
+    them: a listing and a read. Threads reading at once may each take one more handle than
+    the budget left (it is checked before, charged after)."""
 
     def __init__(self, tables: Collection[str], max_bytes: int | None = None) -> None:
         self._tables = tables
@@ -75,10 +116,10 @@ class HeldDatasets:
         """Whether a dataset of this table would be held if opened now."""
         return self._left > 0 and location in self._tables
 
-    def keep(self, manifest_size: int) -> bool:
+    def keep(self, cost: int) -> bool:
         """Charge one handle; False when the budget is spent (the caller lets it go)."""
         with self._lock:
             if self._left <= 0:
                 return False
-            self._left -= HANDLE_COST + 3 * manifest_size
+            self._left -= cost
             return True

@@ -38,7 +38,14 @@ from lancens_cli.service.prune.branches import (
 from lancens_cli.service.prune.policy import PrunePolicy, show_duration
 from lancens_cli.service.prune.record import Seen, digest_of
 from lancens_cli.store.base_paths import base_path_strings, own_data_files, split_manifest_file
-from lancens_cli.store.lance_session import HeldDatasets, open_latest, serialized_manifest
+from lancens_cli.store.lance_session import (
+    HeldDatasets,
+    HeldManifest,
+    dataset_cost,
+    manifest_cost,
+    open_latest,
+    serialized_manifest,
+)
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import VERSIONS_DIR, branch_name
 from lancens_cli.store.version_files import TableListing, VersionInfo, list_table, version_times
@@ -139,7 +146,7 @@ class TableState:
     recorded: Any = None  # the last run's record entry when the listing is unchanged
     partial: bool = False  # known from the record alone (no listing): only enough to skip it
     latest_own_files: int | None = None  # data files of the latest manifest in `data/`
-    handle: Any = None  # the dataset opened to read it, held for its cleanup (HeldDatasets)
+    handle: Any = None  # its dataset or latest manifest, held for its cleanup (HeldDatasets)
 
     def __post_init__(self) -> None:
         # most tables have no tags, branches or base paths: one shared empty each, not three
@@ -180,10 +187,10 @@ def read_table_state(
     table changed since), the listing is all that is read: the base paths come from the entry.
     With `policy`, the state keeps what the next record entry needs of the listing (`seen`;
     `since`: the moment the run judges ages by, see `record.Seen.of`). With `held`, a table
-    on an object store whose listing shows a version to expire is opened through the shared
-    session, and its dataset kept for its cleanup: that open is then the only read of its
-    latest manifest. A table opened with Lance anyway (it has `_refs/`, or a manifest we do
-    not parse) keeps its dataset too, for its branches' expiry and its sweep.
+    whose listing shows a version to expire keeps the protobuf of the latest manifest read,
+    from which its cleanup opens it without Lance reading that manifest again; a table opened
+    with Lance anyway (it has `_refs/`, or a manifest we do not parse) keeps its dataset, for
+    its branches' expiry and its sweep (store/lance_session.py).
     """
     listed_at = datetime.now(UTC)
     listing = listing or list_table(storage, location)
@@ -201,22 +208,13 @@ def read_table_state(
     tags: dict[str, int] = {}
     branches: dict[str, int] = {}
     has_refs = listing.has_refs
-    ds, manifest = None, None  # (manifest: the protobuf Lance read for `ds`, once taken)
-    if held is not None and policy is not None and (has_refs or not storage.is_local):
-        ds = _open_to_hold(storage, location, versions, policy, since or listed_at, held)
-    if has_refs:
-        latest = None  # (Lance reads the refs)
-    elif ds is not None:
-        manifest = serialized_manifest(ds)
-        latest = _parsed(storage, location, manifest)
-        if latest is not None and ds.version != versions[-1].version:
-            latest = (latest[0], None)  # counted of another version than the listing's
-    else:
-        latest = _latest(storage, location, files[versions[-1].version][0])
-    bases, own_files = latest if latest is not None else (None, None)
+    # (Lance reads the refs) the base paths, own data files and message of the latest manifest
+    latest = None if has_refs else _latest(storage, location, files[versions[-1].version][0])
+    bases, own_files, message = latest if latest is not None else (None, None, None)
     branch_states: list[BranchState] = []
+    ds = None
     if bases is None:
-        ds = ds or open_latest(storage, location)
+        ds = open_latest(storage, location)
         bases = _bases_inside(storage, location, ds)
         if ds.version not in files:
             versions.append(VersionInfo(ds.version, datetime.now(UTC)))
@@ -224,32 +222,35 @@ def read_table_state(
         if has_refs:
             tags, branches = _refs(ds)
             branch_states = read_branch_states(storage, location, ds)
-    if ds is not None and held is not None:
-        kept = held.wants(location) and held.keep(len(manifest or serialized_manifest(ds)))
-        ds = ds if kept else None
+    handle = None
+    if held is not None and policy is not None and held.wants(location):
+        handle = _to_hold(storage, location, ds, message, versions, policy, since or listed_at)
+        handle = handle if handle is not None and held.keep(handle[1]) else None
     return TableState(
         location, object_id, versions, tags, branches, bases, branch_states, listing.data_files,
-        seen, latest_own_files=own_files, handle=ds,
+        seen, latest_own_files=own_files, handle=handle[0] if handle is not None else None,
     )  # fmt: skip
 
 
-def _open_to_hold(
+def _to_hold(
     storage: Storage,
     location: str,
+    ds: Any,
+    message: bytes | None,
     versions: list[VersionInfo],
     policy: PrunePolicy,
     now: datetime,
-    held: HeldDatasets,
-) -> Any:
-    """The table opened for its cleanup when the run would hold it and its listing shows a
-    version to expire; None otherwise, or when Lance cannot open it (it is then read as
-    before, and its cleanup meets the failure)."""
-    if not (held.wants(location) and _expires_some(versions, policy, now)):
+) -> tuple[Any, int] | None:
+    """What of the reading to hold for the table's cleanup, with its cost: the dataset when
+    the table was opened to be read; else its latest manifest when the listing shows a
+    version to expire (else the cleanup may never open it)."""
+    if ds is not None:
+        return ds, dataset_cost(len(serialized_manifest(ds)))
+    if message is None or not _expires_some(versions, policy, now):
         return None
-    try:
-        return open_latest(storage, location)
-    except Exception:  # noqa: BLE001 - any failure: read without Lance
-        return None
+    return HeldManifest(storage.uri(location), storage.lance_options, message), manifest_cost(
+        message
+    )
 
 
 def _expires_some(versions: list[VersionInfo], policy: PrunePolicy, now: datetime) -> bool:
@@ -280,25 +281,19 @@ def _refs(ds: Any) -> tuple[dict[str, int], dict[str, int]]:
     return tags, branches
 
 
-def _latest(storage: Storage, location: str, manifest_name: str) -> tuple[list[str], int] | None:
-    """The base paths into the root that the latest manifest names, and how many of its data
-    files lie in the table's own `data/`, read from its protobuf; None when the file does not
-    parse (the caller then asks Lance)."""
+def _latest(
+    storage: Storage, location: str, manifest_name: str
+) -> tuple[list[str], int, bytes] | None:
+    """The base paths into the root that the latest manifest names, how many of its data
+    files lie in the table's own `data/`, and its protobuf message they were read from; None
+    when the file does not parse (the caller then asks Lance)."""
     try:
         data = storage.read_bytes(f"{location}/{VERSIONS_DIR}/{manifest_name}")
         message = split_manifest_file(data)[1]
+        paths, own = base_path_strings(message), own_data_files(message)
     except (OSError, ValueError):
         return None
-    return _parsed(storage, location, message)
-
-
-def _parsed(storage: Storage, location: str, message: bytes) -> tuple[list[str], int] | None:
-    """`_latest`'s two facts from a manifest's protobuf message; None when it does not parse."""
-    try:
-        paths, own = base_path_strings(message), own_data_files(message)
-    except ValueError:
-        return None
-    return _inside(storage, location, paths), own
+    return _inside(storage, location, paths), own, message
 
 
 def fallback_bases(storage: Storage, location: str) -> list[str] | None:

@@ -33,7 +33,7 @@ from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.protect import TablePlan, manifest_file
 from lancens_cli.service.prune.report import TableResult
 from lancens_cli.store.delete_pace import DeletePace
-from lancens_cli.store.lance_session import open_latest
+from lancens_cli.store.lance_session import held_dataset, open_latest
 from lancens_cli.store.storage import check_relative
 from lancens_cli.store.tables import VERSIONS_DIR
 from lancens_cli.store.version_files import version_times
@@ -201,9 +201,10 @@ def execute_plan(
 ) -> Any:
     """Remove the plan's unpublished and expired versions; the dataset handle used, if any.
 
-    `handle`: the table opened when it was read (before its plan), used instead of opening it
-    again; Lance's cleanup keeps every version from the handle's on. Not after a dead write's
-    versions are dropped: the handle's version may be one of them."""
+    `handle`: the table opened when it was read (before its plan), or the latest manifest then
+    read (`HeldManifest`), used instead of opening it again; Lance's cleanup keeps every
+    version from the handle's on. Not after a dead write's versions are dropped: the handle's
+    version may be one of them."""
     result.kept = [{"version": v, "reasons": r} for v, r in plan.protected.items()]
     result.kept += [
         {"version": v, "branch": branch.name, "reasons": r}
@@ -216,7 +217,7 @@ def execute_plan(
         handle = None
     ds = None
     if any(branch.expire for branch in plan.branches):
-        ds = handle or open_latest(ns.storage, plan.location)
+        ds = held_dataset(handle, ns.storage, plan.location)
         done = expire_branches(ns.storage, plan.location, ds, plan.branches, policy, dry_run)
         for name, removed, stats in done:
             if removed:
@@ -227,7 +228,7 @@ def execute_plan(
             result.status = "would prune" if dry_run else "pruned"
         return ds or handle  # (for the sweep)
     if ds is None:
-        ds = handle or open_latest(ns.storage, plan.location)
+        ds = held_dataset(handle, ns.storage, plan.location)
     result.versions_removed, stats = expire_listed(
         ds,
         plan.expire,
@@ -284,8 +285,7 @@ def _sweep_unreferenced(
     listed_data_files, latest_own_files = listed
     if None not in listed and listed_data_files <= latest_own_files:
         return
-    if ds is None:
-        ds = open_latest(storage, location)
+    ds = held_dataset(ds, storage, location)
     own = [
         f for fragment in ds.get_fragments() for f in fragment.metadata.files if f.base_id is None
     ]
