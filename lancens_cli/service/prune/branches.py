@@ -114,8 +114,10 @@ def expire_branches(
     plans: list[BranchPlan],
     policy: PrunePolicy,
     dry_run: bool,
+    judged_at: float | None = None,
 ) -> list[tuple[str, list[int], Any]]:
-    """Run each branch's plan on a handle at its head: (branch, versions removed, Lance stats)."""
+    """Run each branch's plan on a handle at its head: (branch, versions removed, Lance stats);
+    `judged_at` as in `expire_listed`."""
     done = []
     for plan in plans:
         if not plan.expire:
@@ -129,6 +131,7 @@ def expire_branches(
             dry_run,
             lambda d=branch_dir: version_files(storage, d),
             storage.delete_pace,
+            judged_at,
         )
         done.append((plan.name, removed, stats))
     return done

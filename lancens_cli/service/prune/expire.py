@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
+from datetime import timedelta
 from typing import Any
 
 from lancens_cli.service.prune.policy import PrunePolicy
@@ -16,16 +18,23 @@ def expire_listed(
     dry_run: bool,
     still_there: Callable[[], Iterable[int]],
     pace: DeletePace | None = None,
+    judged_at: float | None = None,
 ) -> tuple[list[int], Any]:
     """Expire `versions` of the lineage `handle` is on: (the versions removed, Lance's stats).
 
-    The same `older_than` goes to Lance, which re-checks each version's age by its own clock and
-    keeps a younger one; a dry run asks `explain_cleanup_old_versions` instead and changes
-    nothing. `still_there()` lists the lineage's versions, asked only when Lance kept some.
-    With a `pace` (`--delete-rate-limit`), Lance deletes at the share of the rate it reserves.
+    Lance re-checks each version's age by its own clock and keeps a younger one, against the
+    cutoff the plan judged by (`judged_at`, the run's start, less `--older-than`), not a later
+    one: a version written after the table was read (a table removed and written anew under
+    its path during the run, whose version numbers the plan's may name) is never old enough.
+    A dry run asks `explain_cleanup_old_versions` instead and changes nothing. `still_there()`
+    lists the lineage's versions, asked only when Lance kept some. With a `pace`
+    (`--delete-rate-limit`), Lance deletes at the share of the rate it reserves.
     """
+    older_than = policy.older_than
+    if judged_at is not None:
+        older_than += timedelta(seconds=max(0.0, time.time() - judged_at))
     arguments = {
-        "older_than": policy.older_than,
+        "older_than": older_than,
         "versions": versions,
         "error_if_tagged_old_versions": False,
     }

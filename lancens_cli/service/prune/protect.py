@@ -208,8 +208,9 @@ def read_table_state(
     tags: dict[str, int] = {}
     branches: dict[str, int] = {}
     has_refs = listing.has_refs
-    # (Lance reads the refs) the base paths, own data files and message of the latest manifest
-    latest = None if has_refs else _latest(storage, location, files[versions[-1].version][0])
+    # the latest manifest's base paths, own data files and message (with refs, Lance reads it)
+    newest = f"{location}/{VERSIONS_DIR}/{files[versions[-1].version][0]}"
+    latest = None if has_refs else _latest(storage, location, newest)
     bases, own_files, message = latest if latest is not None else (None, None, None)
     branch_states: list[BranchState] = []
     ds = None
@@ -224,7 +225,8 @@ def read_table_state(
             branch_states = read_branch_states(storage, location, ds)
     handle = None
     if held is not None and policy is not None and held.wants(location):
-        handle = _to_hold(storage, location, ds, message, versions, policy, since or listed_at)
+        now = since or listed_at
+        handle = _to_hold(storage, location, newest, ds, message, versions, policy, now)
         handle = handle if handle is not None and held.keep(handle[1]) else None
     return TableState(
         location, object_id, versions, tags, branches, bases, branch_states, listing.data_files,
@@ -235,6 +237,7 @@ def read_table_state(
 def _to_hold(
     storage: Storage,
     location: str,
+    newest: str,
     ds: Any,
     message: bytes | None,
     versions: list[VersionInfo],
@@ -248,7 +251,8 @@ def _to_hold(
         return ds, dataset_cost(len(serialized_manifest(ds)))
     if message is None or not _expires_some(versions, policy, now):
         return None
-    return HeldManifest(storage.uri(location), storage.lance_options, message), manifest_cost(
+    uri, options = storage.uri(location), storage.lance_options
+    return HeldManifest(uri, options, message, newest, versions[-1].timestamp), manifest_cost(
         message
     )
 
@@ -281,14 +285,12 @@ def _refs(ds: Any) -> tuple[dict[str, int], dict[str, int]]:
     return tags, branches
 
 
-def _latest(
-    storage: Storage, location: str, manifest_name: str
-) -> tuple[list[str], int, bytes] | None:
+def _latest(storage: Storage, location: str, newest: str) -> tuple[list[str], int, bytes] | None:
     """The base paths into the root that the latest manifest names, how many of its data
     files lie in the table's own `data/`, and its protobuf message they were read from; None
     when the file does not parse (the caller then asks Lance)."""
     try:
-        data = storage.read_bytes(f"{location}/{VERSIONS_DIR}/{manifest_name}")
+        data = storage.read_bytes(newest)
         message = split_manifest_file(data)[1]
         paths, own = base_path_strings(message), own_data_files(message)
     except (OSError, ValueError):
@@ -351,6 +353,7 @@ class TablePlan:
     branches: list[BranchPlan] = field(default_factory=list)  # each branch's own old versions
     data_files: int | None = None  # files `data/` held when the table was listed
     latest_own_files: int | None = None  # of them, the latest version's (read as listed)
+    judged_at: float | None = None  # the moment ages were judged by (epoch s): Lance's too
 
 
 def plan_table(
@@ -418,6 +421,7 @@ def plan_table(
         branches,
         state.data_files,
         state.latest_own_files,
+        now.timestamp(),
     )
 
 

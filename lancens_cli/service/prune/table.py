@@ -218,7 +218,9 @@ def execute_plan(
     ds = None
     if any(branch.expire for branch in plan.branches):
         ds = held_dataset(handle, ns.storage, plan.location)
-        done = expire_branches(ns.storage, plan.location, ds, plan.branches, policy, dry_run)
+        done = expire_branches(
+            ns.storage, plan.location, ds, plan.branches, policy, dry_run, plan.judged_at
+        )
         for name, removed, stats in done:
             if removed:
                 result.branch_versions_removed[name] = removed
@@ -236,6 +238,7 @@ def execute_plan(
         dry_run,
         lambda: version_times(ns.storage, plan.location),
         ns.storage.delete_pace,
+        plan.judged_at,
     )
     _count(result, stats)
     if result.versions_removed or result.unpublished_removed or result.branch_versions_removed:
