@@ -265,6 +265,17 @@ def request_kind(environ: dict) -> str:
     return f"{method} {what}"
 
 
+# S3 Standard request prices (us-east-1, USD per 1,000 requests): LIST, PUT, COPY and POST
+# (a DeleteObjects batch is a POST) at one price, GET and HEAD at a twelfth of it; DELETE is free
+PRICE_PER_1000 = {"LIST": 0.005, "PUT": 0.005, "POST": 0.005, "GET": 0.0004, "HEAD": 0.0004}
+
+
+def request_cost(kinds: Counter) -> float:
+    """What the requests counted by `request_kind` cost on S3 Standard, in USD."""
+    price = dict(PRICE_PER_1000, DeleteObjects=PRICE_PER_1000["POST"])
+    return sum(n * price.get(kind.split()[0], 0.0) / 1000 for kind, n in kinds.items())
+
+
 def moto_server(latency_ms: float):
     """A moto S3 server on loopback, answering one request at a time; with `latency_ms`, each
     request waits that long first (a sleep, so concurrent requests wait side by side, as on S3
@@ -414,6 +425,11 @@ def bench_s3(workdir: Path, n: int, n_versions: int, latency_ms: float = 0) -> N
             [kind, f"{kinds['ours'][kind] / n:.2f}", f"{kinds['loop'][kind] / n:.2f}"]
             for kind in sorted(set(kinds["ours"]) | set(kinds["loop"]))
         ],
+    )
+    ours_cost, loop_cost = request_cost(kinds["ours"]), request_cost(kinds["loop"])
+    print(
+        f"cold run, S3 Standard request prices: ${ours_cost * 1e6 / n:.1f} vs "
+        f"${loop_cost * 1e6 / n:.1f} per million tables ({loop_cost / ours_cost:.2f}x)"
     )
     again_ours, _, _, asked_again = counted([*cmd, "--force", "--yes", "--json"])
     again_full, _, _, asked_full = counted([*cmd, "--force", "--full", "--yes", "--json"])
