@@ -415,14 +415,17 @@ class ManifestStore:
         return True
 
     def open_dataset(self) -> Any:
-        """The Lance dataset, or None when the manifest has not been created yet."""
-        if not self.exists():
-            return None
+        """The Lance dataset, or None when the manifest has not been created yet.
+
+        Opened first, and looked for (`exists`) only when that fails: on an object store the
+        look is a listing, and a run opens `__manifest` several times."""
         try:
             return lance.dataset(
                 self.uri, version=self.pinned_version, storage_options=self.storage.lance_options
             )
         except (ValueError, OSError, RuntimeError) as exc:
+            if not self.exists():
+                return None
             if self.pinned_version is not None and "not found" in str(exc).lower():
                 raise TableVersionNotFoundError(
                     f"__manifest version {self.pinned_version} does not exist or was pruned"

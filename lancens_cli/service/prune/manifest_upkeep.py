@@ -36,6 +36,8 @@ def manifest_pins(ns: Namespace, snapshot: ManifestSnapshot, policy, now, parall
     options = ns.storage.lance_options
 
     def read(version: int):
+        if version == snapshot.version:  # the rows at hand: the catalog is not read again
+            return version, _publishing_rows(snapshot)
         ds = lance.dataset(uri, version=version, storage_options=options)
         columns = [c for c in PIN_COLUMNS if c in ds.schema.names]
         if not columns:
@@ -49,6 +51,17 @@ def manifest_pins(ns: Namespace, snapshot: ManifestSnapshot, policy, now, parall
             pins.add_rows(version, rows, current=version == snapshot.version)
     # Versions committed after our snapshot are younger than any window and stay anyway.
     return plan, pins
+
+
+def _publishing_rows(snapshot: ManifestSnapshot) -> list[dict[str, Any]]:
+    """The snapshot's rows that publish a version, tag or branch, as a kept version's `read`
+    gives them (a column the catalog lacks reads None)."""
+    names = ("location", *PIN_COLUMNS)
+    return [
+        dict(zip(names, values, strict=True))
+        for values in snapshot.columns(*names)
+        if any(value is not None for value in values[1:])
+    ]
 
 
 def maintain_manifest(ns: Namespace, indexes: bool) -> list[dict[str, Any]]:
