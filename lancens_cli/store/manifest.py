@@ -418,19 +418,26 @@ class ManifestStore:
         """The Lance dataset, or None when the manifest has not been created yet.
 
         Opened first, and looked for (`exists`) only when that fails: on an object store the
-        look is a listing, and a run opens `__manifest` several times."""
+        look is a listing, and a run opens `__manifest` several times. Found after all (a
+        first commit landed between the open and the look), it is opened once more."""
         try:
-            return lance.dataset(
-                self.uri, version=self.pinned_version, storage_options=self.storage.lance_options
-            )
-        except (ValueError, OSError, RuntimeError) as exc:
+            return self._lance_open()
+        except (ValueError, OSError, RuntimeError):
             if not self.exists():
                 return None
+        try:
+            return self._lance_open()
+        except (ValueError, OSError, RuntimeError) as exc:
             if self.pinned_version is not None and "not found" in str(exc).lower():
                 raise TableVersionNotFoundError(
                     f"__manifest version {self.pinned_version} does not exist or was pruned"
                 ) from None
             raise ManifestError(f"__manifest cannot be read: {lance_message(exc)}") from None
+
+    def _lance_open(self) -> Any:
+        return lance.dataset(
+            self.uri, version=self.pinned_version, storage_options=self.storage.lance_options
+        )
 
     def read(self) -> ManifestSnapshot:
         ds = self.open_dataset()

@@ -221,6 +221,34 @@ def test_a_first_commit_caught_while_lance_writes_its_files_is_in_flight_not_dam
         ns.manifest.exists()
 
 
+def test_a_first_commit_landing_between_the_open_and_the_look_is_read(local_root, monkeypatch):
+    """`__manifest` is opened first and looked for only when that fails: another writer's first
+    commit landing in between makes the look find it, and the catalog is opened again and read
+    (the writer that lost the race for version 1 retries on top of it), never taken for
+    damage."""
+    import lance
+
+    real = lance.dataset
+    landed: list[int | None] = []
+
+    def racing(uri, *args, **kwargs):
+        try:
+            return real(uri, *args, **kwargs)
+        except Exception:
+            if "__manifest" in str(uri) and not landed:
+                landed.append(None)  # (the other writer's own opens pass through)
+                landed[0] = invoke(*local_root.args, "create", "namespace", "b").exit_code
+            raise
+
+    monkeypatch.setattr(lance, "dataset", racing)
+    result = invoke(*local_root.args, "create", "namespace", "a")
+    monkeypatch.undo()
+    assert landed == [0]
+    assert result.exit_code == 0, result.stderr
+    listed = run_cli(*local_root.args, "ls", "--json").json()
+    assert sorted(entry["id"] for entry in listed["entries"]) == ["a", "b"]
+
+
 def test_manifest_that_is_a_file_is_unreadable(local_root):
     (local_root.local_path / "__manifest").write_text("not a table")
     for args in (["ls"], ["create", "namespace", "a"], ["check"]):

@@ -7,6 +7,7 @@ table written anew under the same path between its reading and its cleanup loses
 from __future__ import annotations
 
 import json
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -21,6 +22,7 @@ from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.protect import Pins, plan_table, read_table_state
 from lancens_cli.service.prune.report import TableResult
 from lancens_cli.service.prune.table import execute_plan
+from lancens_cli.store.delete_pace import DeletePace
 from lancens_cli.store.lance_session import HeldDatasets, HeldManifest
 
 POLICY = ["--older-than", "1s", "--grace", "1s", "--force", "--yes"]
@@ -136,3 +138,39 @@ def test_a_table_written_anew_after_its_reading_loses_nothing_to_its_cleanup(kin
     execute_plan(ns, plan, policy, False, result, state.handle)
     assert every_version(uri, options) == readable
     assert not {1, 2} & set(result.versions_removed)
+
+
+def test_a_wait_for_the_delete_rate_does_not_move_the_cutoff(local_root):
+    """Under `--delete-rate-limit` a cleanup may wait for its share of the rate while others
+    hold it; Lance's cutoff is still the plan's (taken once the share is held): a table
+    written anew after the run started keeps every version, however long the wait."""
+    ns = Namespace.from_properties({"root": local_root.uri})
+    uri = f"{local_root.uri}/t.lance"
+    for start in range(4):
+        lance.write_dataset(rows(start * 10, 10), uri, mode="append" if start else "create")
+    time.sleep(1.2)
+    policy = PrunePolicy(older_than=timedelta(seconds=1), grace=timedelta(seconds=1))
+    now = datetime.now(UTC)
+    held = HeldDatasets({"t.lance"})
+    state = read_table_state(ns.storage, "t.lance", None, policy=policy, since=now, held=held)
+    plan = plan_table(state, Pins(), policy, {}, now)
+    assert plan.expire == [1, 2, 3]
+    ns.storage.delete_tree("t.lance")
+    lance.write_dataset(rows(100, 5), uri)
+    lance.write_dataset(rows(105, 5), uri, mode="append")
+    readable = every_version(uri, {})
+    pace = DeletePace(1, 1)  # one object a second, one share: a second cleanup must wait
+    ns.storage.delete_pace = pace
+    holding = threading.Event()
+
+    def other_cleanup() -> None:
+        with pace.lance_share():
+            holding.set()
+            time.sleep(2.5)
+
+    other = threading.Thread(target=other_cleanup)
+    other.start()
+    holding.wait()
+    execute_plan(ns, plan, policy, False, TableResult(None, "t.lance"), state.handle)
+    other.join()
+    assert every_version(uri, {}) == readable

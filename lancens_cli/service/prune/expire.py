@@ -30,22 +30,24 @@ def expire_listed(
     lists the lineage's versions, asked only when Lance kept some. With a `pace`
     (`--delete-rate-limit`), Lance deletes at the share of the rate it reserves.
     """
-    older_than = policy.older_than
-    if judged_at is not None:
-        older_than += timedelta(seconds=max(0.0, time.time() - judged_at))
-    arguments = {
-        "older_than": older_than,
-        "versions": versions,
-        "error_if_tagged_old_versions": False,
-    }
+    arguments: dict[str, Any] = {"versions": versions, "error_if_tagged_old_versions": False}
     if dry_run:
+        arguments["older_than"] = _window(policy, judged_at)
         stats = handle.explain_cleanup_old_versions(**arguments).stats
         return versions[: stats.old_versions], stats
-    with lance_rate(pace) as limit:
+    with lance_rate(pace) as limit:  # (which may wait for a share of the rate)
         if limit is not None:
             arguments["delete_rate_limit"] = limit
+        arguments["older_than"] = _window(policy, judged_at)
         stats = handle.cleanup_old_versions(**arguments)
     if stats.old_versions == len(versions):
         return list(versions), stats
     remaining = set(still_there())
     return [v for v in versions if v not in remaining], stats
+
+
+def _window(policy: PrunePolicy, judged_at: float | None) -> timedelta:
+    """`--older-than` as Lance must take it now for its cutoff to be the plan's."""
+    if judged_at is None:
+        return policy.older_than
+    return policy.older_than + timedelta(seconds=max(0.0, time.time() - judged_at))
