@@ -109,7 +109,7 @@ def test_a_table_written_anew_after_its_reading_loses_nothing_to_its_cleanup(kin
     held manifest still opens, at a version the table no longer has, and a cleanup on it
     would take every version below it. Neither the handle nor the plan's stale version
     numbers take anything: Lance judges ages by the run's start, which the new versions
-    postdate, and locally the held manifest is seen to be gone."""
+    postdate."""
     root: Root = request.getfixturevalue(f"{kind}_root")
     options = root.storage_options
     ns = Namespace.from_properties(

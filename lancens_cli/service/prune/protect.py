@@ -226,7 +226,7 @@ def read_table_state(
     handle = None
     if held is not None and policy is not None and held.wants(location):
         now = since or listed_at
-        handle = _to_hold(storage, location, newest, ds, message, versions, policy, now)
+        handle = _to_hold(storage, location, ds, message, versions, policy, now)
         handle = handle if handle is not None and held.keep(handle[1]) else None
     return TableState(
         location, object_id, versions, tags, branches, bases, branch_states, listing.data_files,
@@ -237,7 +237,6 @@ def read_table_state(
 def _to_hold(
     storage: Storage,
     location: str,
-    newest: str,
     ds: Any,
     message: bytes | None,
     versions: list[VersionInfo],
@@ -251,10 +250,8 @@ def _to_hold(
         return ds, dataset_cost(len(serialized_manifest(ds)))
     if message is None or not _expires_some(versions, policy, now):
         return None
-    uri, options = storage.uri(location), storage.lance_options
-    return HeldManifest(uri, options, message, newest, versions[-1].timestamp), manifest_cost(
-        message
-    )
+    held = HeldManifest(storage.uri(location), storage.lance_options, message)
+    return held, manifest_cost(message)
 
 
 def _expires_some(versions: list[VersionInfo], policy: PrunePolicy, now: datetime) -> bool:
