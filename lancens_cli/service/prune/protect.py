@@ -225,12 +225,11 @@ def read_table_state(
             branch_states = read_branch_states(storage, location, ds)
     handle = None
     if held is not None and policy is not None and held.wants(location):
-        now = since or listed_at
-        handle = _to_hold(storage, location, ds, message, versions, policy, now)
-        handle = handle if handle is not None and held.keep(handle[1]) else None
+        handle = _to_hold(storage, location, ds, message, versions, policy, since or listed_at)
+        handle = handle if handle is not None and held.keep(_cost(handle)) else None
     return TableState(
         location, object_id, versions, tags, branches, bases, branch_states, listing.data_files,
-        seen, latest_own_files=own_files, handle=handle[0] if handle is not None else None,
+        seen, latest_own_files=own_files, handle=handle,
     )  # fmt: skip
 
 
@@ -242,16 +241,22 @@ def _to_hold(
     versions: list[VersionInfo],
     policy: PrunePolicy,
     now: datetime,
-) -> tuple[Any, int] | None:
-    """What of the reading to hold for the table's cleanup, with its cost: the dataset when
-    the table was opened to be read; else its latest manifest when the listing shows a
-    version to expire (else the cleanup may never open it)."""
+) -> Any:
+    """What of the reading to hold for the table's cleanup: the dataset when the table was
+    opened to be read; else its latest manifest when the listing shows a version to expire
+    (else the cleanup may never open it)."""
     if ds is not None:
-        return ds, dataset_cost(len(serialized_manifest(ds)))
+        return ds
     if message is None or not _expires_some(versions, policy, now):
         return None
-    held = HeldManifest(storage.uri(location), storage.lance_options, message)
-    return held, manifest_cost(message)
+    return HeldManifest(storage.uri(location), storage.lance_options, message)
+
+
+def _cost(handle: Any) -> int:
+    """What holding `handle` costs the run's budget."""
+    if isinstance(handle, HeldManifest):
+        return manifest_cost(handle.message)
+    return dataset_cost(len(serialized_manifest(handle)))
 
 
 def _expires_some(versions: list[VersionInfo], policy: PrunePolicy, now: datetime) -> bool:
