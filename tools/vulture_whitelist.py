@@ -8,7 +8,8 @@ framework calls it; vulture reads this file, nothing runs it.
 
 _.list_commands  # click.Group override (cli/app.py)
 _.format_commands  # click.Group override (cli/app.py)
-_.find_spec  # importlib meta path finder protocol (cli/app.py)
+_.find_spec  # importlib meta path finder protocol (pandas_late.py)
+_.__loader__  # read by the import system: a module's loader (pandas_late.py)
 _.__signature__  # read by typer to build a command's options (cli/app.py, cli/common.py)
 _.IDENTIFIERS  # read by sqlglot's tokenizer (partition/predicate.py)
 _.disabled  # read by logging (pipeline/spark_session.py)

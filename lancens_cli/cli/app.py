@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from lancens_cli import interrupt
+from lancens_cli import interrupt, pandas_late
 from lancens_cli.cli import (
     check,
     create,
@@ -60,7 +60,6 @@ class Command:
     name: str
     run: Any  # the command's function, or the Typer app of a command with subcommands
     group: str
-    pandas_free: bool  # never hands data to pandas: importing Lance need not load it
 
 
 _INSPECT = "Inspect"
@@ -71,31 +70,29 @@ _HISTORY = "History"
 
 # The commands in the order a user meets them; `--help` lists them so, group by group.
 COMMANDS: tuple[Command, ...] = (
-    Command("ls", ls.ls, _INSPECT, pandas_free=True),
-    Command("describe", describe.describe, _INSPECT, pandas_free=True),
-    Command("partitions", partitions.partitions, _INSPECT, pandas_free=False),
-    Command("scan", scan.scan, _INSPECT, pandas_free=False),
-    Command("init", init.init, _CHANGE, pandas_free=True),
-    Command("create", create.create_app, _CHANGE, pandas_free=True),
-    Command("rename", rename.rename, _CHANGE, pandas_free=True),
-    Command("drop", drop.drop, _CHANGE, pandas_free=True),
-    Command("register", register.register, _CHANGE, pandas_free=True),
-    Command("deregister", register.deregister, _CHANGE, pandas_free=True),
-    Command("migrate-v1", migrate.migrate_v1, _MAINTAIN, pandas_free=True),
-    Command("check", check.check, _MAINTAIN, pandas_free=True),
-    Command("prune", prune.prune, _MAINTAIN, pandas_free=False),  # Spark Connect needs it
-    Command(
-        "add-partition-spec", partition_spec.add_partition_spec, _PARTITIONED, pandas_free=True
-    ),
-    Command("evolve-schema", evolve_schema.evolve_schema, _PARTITIONED, pandas_free=True),
-    Command("tag-partitions", tag_partitions.tag_partitions, _PARTITIONED, pandas_free=True),
-    Command("write", write.write, _PARTITIONED, pandas_free=True),
-    Command("ingest", ingest.ingest, _PARTITIONED, pandas_free=False),
-    Command("join-plan", join_plan.join_plan, _PARTITIONED, pandas_free=True),
-    Command("join", join.join, _PARTITIONED, pandas_free=False),
-    Command("versions", versions.versions, _HISTORY, pandas_free=True),
-    Command("diff", diff.diff, _HISTORY, pandas_free=True),
-    Command("restore", restore.restore, _HISTORY, pandas_free=True),
+    Command("ls", ls.ls, _INSPECT),
+    Command("describe", describe.describe, _INSPECT),
+    Command("partitions", partitions.partitions, _INSPECT),
+    Command("scan", scan.scan, _INSPECT),
+    Command("init", init.init, _CHANGE),
+    Command("create", create.create_app, _CHANGE),
+    Command("rename", rename.rename, _CHANGE),
+    Command("drop", drop.drop, _CHANGE),
+    Command("register", register.register, _CHANGE),
+    Command("deregister", register.deregister, _CHANGE),
+    Command("migrate-v1", migrate.migrate_v1, _MAINTAIN),
+    Command("check", check.check, _MAINTAIN),
+    Command("prune", prune.prune, _MAINTAIN),
+    Command("add-partition-spec", partition_spec.add_partition_spec, _PARTITIONED),
+    Command("evolve-schema", evolve_schema.evolve_schema, _PARTITIONED),
+    Command("tag-partitions", tag_partitions.tag_partitions, _PARTITIONED),
+    Command("write", write.write, _PARTITIONED),
+    Command("ingest", ingest.ingest, _PARTITIONED),
+    Command("join-plan", join_plan.join_plan, _PARTITIONED),
+    Command("join", join.join, _PARTITIONED),
+    Command("versions", versions.versions, _HISTORY),
+    Command("diff", diff.diff, _HISTORY),
+    Command("restore", restore.restore, _HISTORY),
 )
 
 
@@ -176,37 +173,6 @@ for _command in COMMANDS:
     else:
         add_command(app, _command.name, _command.run, rich_help_panel=_command.group)
 
-# Commands that never hand data to pandas; for them, importing Lance need not load pandas.
-_PANDAS_FREE = frozenset(c.name for c in COMMANDS if c.pandas_free)
-_VALUE_OPTIONS = frozenset(
-    ("--root", "-r", "--storage-option", "-s", "--profile", "-p", "--delimiter", "--commit-retries")
-)
-
-
-def _command_name(argv: list[str]) -> str | None:
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg in _VALUE_OPTIONS:
-            skip = True
-        elif not arg.startswith("-"):
-            return arg
-    return None
-
-
-class _NoPandas:
-    """Import hook that reports pandas as absent.
-
-    pyarrow probes for pandas while Lance imports (about 0.2 s, a third of a cold `ls`); the
-    commands in _PANDAS_FREE never use it, so they tell pyarrow it is not there.
-    """
-
-    def find_spec(self, name, path=None, target=None):
-        if name == "pandas" or name.startswith("pandas."):
-            raise ModuleNotFoundError(f"pandas is not loaded by this command: {name}")
-        return None
-
 
 def main() -> None:
     interrupt.install_for_process()  # Ctrl-C from start-up on: see lancens_cli/interrupt.py
@@ -214,8 +180,7 @@ def main() -> None:
     # Lance logs warnings such as "No existing dataset ... will be created" to stderr; our
     # stderr carries only our own messages unless the user asks for Lance's.
     os.environ.setdefault("LANCE_LOG", "error")
-    if _command_name(sys.argv[1:]) in _PANDAS_FREE and "pandas" not in sys.modules:
-        sys.meta_path.insert(0, _NoPandas())
+    pandas_late.install()  # importing Lance does not load pandas (lancens_cli/pandas_late.py)
     code = _run_app(sys.argv[1:])
     interrupt.exiting()
     sys.exit(code)
