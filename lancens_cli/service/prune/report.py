@@ -6,7 +6,6 @@ opening any table (service/prune/quiet.py) builds the same report as a full one.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +80,44 @@ class TableResult:
         )
 
 
+class ResultTotals:
+    """What the report's totals sum over table results, and the failed ones, kept as each
+    result is added."""
+
+    FIELDS = (
+        "versions_removed",
+        "branch_versions_removed",
+        "unpublished_removed",
+        "unreferenced_removed",
+        "files_removed",
+        "bytes_freed",
+        "versions_protected",
+        "rows_indexed",
+    )
+
+    def __init__(self) -> None:
+        self.counts = dict.fromkeys(self.FIELDS, 0)
+        self.failed: list[TableResult] = []
+
+    def add(self, t: TableResult) -> None:
+        counts = self.counts
+        counts["versions_removed"] += len(t.versions_removed)
+        counts["branch_versions_removed"] += sum(len(v) for v in t.branch_versions_removed.values())
+        counts["unpublished_removed"] += len(t.unpublished_removed)
+        counts["unreferenced_removed"] += t.unreferenced_removed
+        counts["files_removed"] += t.files_removed
+        counts["bytes_freed"] += t.bytes_freed
+        counts["versions_protected"] += len(t.kept)
+        counts["rows_indexed"] += sum(i.get("rows_indexed") or 0 for i in t.indexes)
+        if t.status == "failed":
+            self.failed.append(t)
+
+    def merge(self, other: ResultTotals) -> None:
+        for name, value in other.counts.items():
+            self.counts[name] += value
+        self.failed += other.failed
+
+
 @dataclass
 class DebrisResult:
     code: str
@@ -110,44 +147,31 @@ class PruneReport(Result):
 
     @property
     def failed(self) -> list[TableResult]:
-        return [t for t in self.tables if t.status == "failed"] + (
-            [self.manifest] if self.manifest and self.manifest.status == "failed" else []
-        )
+        manifest = [self.manifest] if self.manifest and self.manifest.status == "failed" else []
+        return self._table_totals().failed + manifest
 
     def totals(self) -> dict[str, int]:
-        """Summed in one pass over the tables (they may be read back from disk: result_log.py)."""
-        counts = dict.fromkeys(
-            (
-                "versions_removed",
-                "branch_versions_removed",
-                "unpublished_removed",
-                "unreferenced_removed",
-                "files_removed",
-                "bytes_freed",
-                "versions_protected",
-                "rows_indexed",
-            ),
-            0,
-        )
-        failed = 0
-        for t in itertools.chain(self.tables, [self.manifest] if self.manifest else []):
-            failed += t.status == "failed"
-            counts["versions_removed"] += len(t.versions_removed)
-            counts["branch_versions_removed"] += sum(
-                len(v) for v in t.branch_versions_removed.values()
-            )
-            counts["unpublished_removed"] += len(t.unpublished_removed)
-            counts["unreferenced_removed"] += t.unreferenced_removed
-            counts["files_removed"] += t.files_removed
-            counts["bytes_freed"] += t.bytes_freed
-            counts["versions_protected"] += len(t.kept)
-            counts["rows_indexed"] += sum(i.get("rows_indexed") or 0 for i in t.indexes)
+        summed = ResultTotals()
+        summed.merge(self._table_totals())
+        if self.manifest is not None:
+            summed.add(self.manifest)
         return {
             "tables": len(self.tables),
-            "tables_failed": failed,
-            **counts,
+            "tables_failed": len(summed.failed),
+            **summed.counts,
             "debris_removed": sum(1 for d in self.debris if d.action == "deleted"),
         }
+
+    def _table_totals(self) -> ResultTotals:
+        """The tables' sums: kept as they came when the tables are a `ResultLog` (read back
+        from disk only to be printed), else summed here."""
+        kept = getattr(self.tables, "totals", None)
+        if isinstance(kept, ResultTotals):
+            return kept
+        summed = ResultTotals()
+        for table in self.tables:
+            summed.add(table)
+        return summed
 
     def _table_json(self, table: TableResult) -> dict[str, Any]:
         plain = table.to_json()

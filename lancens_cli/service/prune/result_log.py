@@ -18,14 +18,15 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO
 
-from lancens_cli.service.prune.report import TableResult
+from lancens_cli.service.prune.report import ResultTotals, TableResult
 
 BLOCK = 1 << 16  # bytes read at a time
 
 
 class ResultLog:
     """An append-only sequence of `TableResult`s in the order appended; every iteration reads
-    them back from the start (iterations may overlap: each keeps its own position)."""
+    them back from the start (iterations may overlap: each keeps its own position). What the
+    report sums over them is kept as they come (`totals`): printing a report reads them once."""
 
     def __init__(self) -> None:
         self._file: IO[bytes] | None = None
@@ -34,6 +35,7 @@ class ResultLog:
         self._pending: list[bytes] = []  # whole lines not yet written, under BLOCK bytes
         self._pending_bytes = 0
         self._count = 0
+        self.totals = ResultTotals()  # the report's sums and failed tables, without a read
         try:  # removed by the system when closed or when the process ends, however it ends
             # unbuffered (lines are gathered in `_pending`), written and read at explicit
             # offsets: a failed write leaves nothing in the file's buffer for a read to flush
@@ -51,6 +53,7 @@ class ResultLog:
         else:
             self._held.append(result)
         self._count += 1
+        self.totals.add(result)
 
     def _flush(self) -> None:
         """The pending lines written; when the temporary directory is full, every result
