@@ -13,11 +13,13 @@ import pytest
 from helpers import Root, invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from prune_namespace import STEP, Scene
+from prune_namespace import STEP, Scene, build
 
+from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune import protect
 from lancens_cli.service.prune.record import RECORD, SETTLE
 from lancens_cli.service.prune.report import UNCHANGED
+from lancens_cli.store.version_files import list_for_plan, list_table
 
 # What happens between two runs: writes, tags made and deleted, branches, clones, a killed
 # append's files, partitioned writes (new `__manifest` versions, pins moved).
@@ -217,3 +219,65 @@ def test_a_version_aging_while_the_run_reads_is_due_for_the_next_run(tmp_path, m
     monkeypatch.setattr(prune_decide, "read_table_state", read)
     second = run(ns, *policy)
     assert removed(second) == {"t.lance": ([1, 2], {}, [], 0)}
+
+
+def test_a_table_listed_only_to_plan_and_kept_whole_is_recorded_and_skipped_next(tmp_path):
+    """A cold run lists a table with a version past the window only as far as planning needs
+    (no digest). When its plan keeps every version (here a shallow clone reads the old one),
+    it is listed whole after its turn, so its record entry is made all the same: the next run
+    skips it, and a write to it brings it back."""
+    root = tmp_path / "ns"
+    root.mkdir()
+    for mode in ("create", "append"):
+        lance.write_dataset(pa.table({"a": [1]}), root / "source.lance", mode=mode)
+    lance.dataset(root / "source.lance", version=1).shallow_clone(str(root / "copy.lance"), 1)
+    ns = Root(str(root), {}, root)
+    time.sleep(1.1)
+    first = run(ns, *POLICY_FLAGS, "--yes")
+    source = next(t for t in first["tables"] if t["location"] == "source.lance")
+    assert source["status"] == "nothing to do" and source["versions_removed"] == []
+    assert 1 in {k["version"] for k in source["protected"]}
+    assert skipped(run(ns, *POLICY_FLAGS, "--yes")) == {"source.lance", "copy.lance"}
+    lance.write_dataset(pa.table({"a": [2]}), root / "source.lance", mode="append")
+    assert "source.lance" not in skipped(run(ns, *POLICY_FLAGS, "--yes"))
+
+
+def test_a_cold_run_records_each_table_as_a_whole_listing_sees_it(tmp_path):
+    """Tables first listed only to plan get the entries a whole listing gives: the digest of
+    each recorded table is that of listing it whole now (nothing changed since the run)."""
+    root = tmp_path / "ns"
+    root.mkdir()
+    for i in range(3):
+        for mode in ("create", "append", "append"):
+            lance.write_dataset(pa.table({"a": [i]}), root / f"t{i}.lance", mode=mode)
+    lance.write_dataset(pa.table({"a": [9]}), root / "young.lance")
+    time.sleep(1.1)
+    first = run(Root(str(root), {}, root), *POLICY_FLAGS, "--yes")
+    assert first["totals"]["versions_removed"] == 6
+    tables = json.loads(gzip.decompress((root / RECORD).read_bytes()))["tables"]
+    storage = Namespace.from_properties({"root": str(root)}).storage
+    whole = {loc: list_table(storage, loc).digest for loc in tables}
+    assert {loc: e["digest"] for loc, e in tables.items()} == whole
+    assert set(whole) == {"t0.lance", "t1.lance", "t2.lance", "young.lance"}
+
+
+def test_a_listing_to_plan_says_what_a_whole_listing_says_of_every_kind_of_table(
+    local_root, tmp_path
+):
+    """Versions with their times, `_refs/`, and the count of data files: the same from
+    `list_for_plan` as from `list_table`, for every table directory of a root with tags, a
+    branch, shallow clones, deletions, a partitioned write that died and a killed append."""
+    build(local_root, tmp_path)
+    tables = sorted({p.parent for p in local_root.local_path.rglob("_versions")})
+    assert len(tables) >= 8
+    storage = Namespace.from_properties({"root": str(local_root.local_path)}).storage
+    for path in tables:
+        whole = list_table(storage, str(path.relative_to(local_root.local_path)))
+        planned = list_for_plan(str(path))
+        assert (planned.versions, planned.has_refs, planned.data_files) == (
+            whole.versions,
+            whole.has_refs,
+            whole.data_files,
+        ), path
+        assert planned.digest == "" and whole.digest
+    assert list_for_plan(str(tmp_path / "nothing-here")).versions == {}

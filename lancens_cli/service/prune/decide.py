@@ -309,9 +309,12 @@ def _read_states(
         def unchanged(listing):
             return record.unchanged(location, listing.digest, now) if record else None
 
+        # a table the record knows is listed whole, to compare with its entry; else, in a run
+        # here, only as far as planning needs when it has a version to expire
+        quick = held is not None and (record is None or location not in record.entries)
         try:
             state = read_table_state(
-                ns.storage, location, object_id, listing, unchanged, policy, now, held
+                ns.storage, location, object_id, listing, unchanged, policy, now, held, quick
             )
             return location, state, None if state else _NO_VERSIONS
         except Exception as exc:

@@ -48,7 +48,13 @@ from lancens_cli.store.lance_session import (
 )
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import VERSIONS_DIR, branch_name
-from lancens_cli.store.version_files import TableListing, VersionInfo, list_table, version_times
+from lancens_cli.store.version_files import (
+    TableListing,
+    VersionInfo,
+    list_for_plan,
+    list_table,
+    version_times,
+)
 
 PIN_COLUMNS = ("read_version", "read_tag", "read_branch")
 
@@ -176,6 +182,7 @@ def read_table_state(
     policy: PrunePolicy | None = None,
     since: datetime | None = None,
     held: HeldDatasets | None = None,
+    quick: bool = False,
 ) -> TableState | None:
     """Versions, tags, branches and base paths of one table; None when the directory holds no
     version (declared, empty, gone: nothing to prune).
@@ -190,16 +197,21 @@ def read_table_state(
     whose listing shows a version to expire keeps the protobuf of the latest manifest read,
     from which its cleanup opens it without Lance reading that manifest again; a table opened
     with Lance anyway (it has `_refs/`, or a manifest we do not parse) keeps its dataset, for
-    its branches' expiry and its sweep (store/lance_session.py).
+    its branches' expiry and its sweep (store/lance_session.py). With `quick` (a local table
+    the record has no entry for), a table with a version to expire is listed only as far as
+    planning needs (`_listed_to_plan`); its record entry then waits for its listing after its
+    work (service/prune/record_entries.py).
     """
     listed_at = datetime.now(UTC)
+    if listing is None and quick and policy is not None and storage.is_local:
+        listing = _listed_to_plan(storage, location, policy, since or listed_at)
     listing = listing or list_table(storage, location)
     files = listing.versions
     if not files:
         return None
-    versions = [VersionInfo(v, when) for v, (_name, when) in sorted(files.items())]
+    versions = _version_infos(listing)
     seen = Seen.of(listing, policy, listed_at, since) if policy is not None else None
-    entry = unchanged(listing) if unchanged is not None else None
+    entry = unchanged(listing) if unchanged is not None and listing.digest else None
     if entry is not None:
         return TableState(
             location, object_id, versions, {}, {}, entry.bases, (), listing.data_files,
@@ -231,6 +243,22 @@ def read_table_state(
         location, object_id, versions, tags, branches, bases, branch_states, listing.data_files,
         seen, latest_own_files=own_files, handle=handle,
     )  # fmt: skip
+
+
+def _listed_to_plan(
+    storage: Storage, location: str, policy: PrunePolicy, now: datetime
+) -> TableListing | None:
+    """The table's listing to plan with (`list_for_plan`) when its listing shows a version to
+    expire and no `_refs/`: its record entry then comes from its listing after its work.
+    Else None: the whole listing is taken, from which its entry comes."""
+    listing = list_for_plan(storage.uri(location))
+    if listing.has_refs or not _expires_some(_version_infos(listing), policy, now):
+        return None
+    return listing
+
+
+def _version_infos(listing: TableListing) -> list[VersionInfo]:
+    return [VersionInfo(v, when) for v, (_name, when) in sorted(listing.versions.items())]
 
 
 def _to_hold(

@@ -35,11 +35,12 @@ if TYPE_CHECKING:
 class RecordEntries:
     """The record's entries for the next run: one per table this run evaluated (a table out
     of scope keeps its old entry; a failed, compacted or half-swept one gets none), made as
-    each table's result comes. A pruned table must be listed again; those wait for `finish`,
-    which lists them once the tables' work is done: locally one after the other (Python work,
-    which the runner's threads would only take turns at while Lance works: 4,000 listings
-    took 2.5 s beside the cleanups, 0.4 s after them), on S3 together when that costs fewer
-    requests. Only their locations wait, not their results."""
+    each table's result comes. A pruned table (or one listed only to plan, with nothing done)
+    must be listed again; those wait for `finish`, which lists them once the tables' work is
+    done: locally one after the other (Python work, which the runner's threads would only take
+    turns at while Lance works: 4,000 listings took 2.5 s beside the cleanups, 0.4 s after
+    them), on S3 together when that costs fewer requests. Only their locations wait, not
+    their results."""
 
     def __init__(self, request: PruneRequest, decisions: Decisions, record: PruneRecord):
         self.request, self.decisions, self.record = request, decisions, record
@@ -52,11 +53,18 @@ class RecordEntries:
     def add(self, result: TableResult, compacted: bool) -> None:
         if compacted:
             return
-        if result.status == "pruned":
+        if result.status == "pruned" or self._listed_to_plan(result):
             if result.unreferenced_removed < UNREFERENCED_BATCH:  # else more may wait
                 self.pruned.append(result.location)
             return
         self._keep(result.location, lambda: _entry_after(self.decisions, result))
+
+    def _listed_to_plan(self, result: TableResult) -> bool:
+        """A table with nothing done that was listed only to plan (its listing has no digest,
+        service/prune/protect.py): its entry needs the listing `finish` takes."""
+        state = self.decisions.states.get(result.location)
+        seen = state.seen if state is not None else None
+        return result.status == "nothing to do" and seen is not None and not seen.digest
 
     def finish(self) -> None:
         pruned, self.pruned = self.pruned, []
