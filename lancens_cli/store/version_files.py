@@ -259,8 +259,8 @@ def _objects(storage: Storage, bucket: str, prefix: str) -> Iterator[dict]:
 def _list_local(top: str) -> TableListing:
     """Every directory below `top` scanned once: each file's name, inode (a file replaced under
     the same name, as Lance's rename-into-place does, is a new inode, whatever the clock's
-    resolution) and time. (A prune run lists each table twice: the per-file work is kept to
-    what `scandir` cannot give without a call, the file's time.)"""
+    resolution) and time. (A prune run lists a table it prunes twice, `list_for_plan` first:
+    the per-file work is kept to what `scandir` cannot give without a call, the file's time.)"""
     try:
         top_stamp = os.stat(top).st_mtime_ns
         top_children = _scanned(top)
