@@ -15,7 +15,7 @@ So, from start-up on (`install()`), an import hook:
   `_pandas_api.compat`, which imports pandas when an earlier look found none). Until then no
   pandas object can exist, so pyarrow's "no pandas" was never a wrong answer: afterwards a
   pandas Series converts as it always does (a Categorical to a dictionary array);
-- does nothing, and removes itself, once pandas is loaded.
+- does nothing once pandas is loaded (and removes itself when it had refused it).
 
 If pyarrow ever lacks that way to look again, pandas is loaded with Lance as before: slower,
 never wrong.
@@ -27,6 +27,7 @@ import importlib.abc
 import importlib.machinery
 import sys
 import threading
+import warnings
 from types import ModuleType
 from typing import Any
 
@@ -82,10 +83,16 @@ class PandasWhenUsed(importlib.abc.MetaPathFinder):
                 return None  # not installed: the usual "No module named pandas"
             self.refused = True
             return importlib.machinery.ModuleSpec(name, _Refused(), origin=real.origin)
-        self._remove()
         if not self.refused:
             return None  # the usual import
-        return self._wrapped(name, path, target, _nothing, _pyarrow_look_again)
+        return self._wrapped(name, path, target, _nothing, self._pandas_loaded)
+
+    def _pandas_loaded(self, loaded: bool) -> None:
+        """pandas, refused while Lance loaded, is loaded now: pyarrow looks again, and the
+        hook's work is done (a look-up without an import, `find_spec`, changes nothing)."""
+        if loaded:
+            _pyarrow_look_again()
+            self._remove()
 
     def _lance_starts(self) -> None:
         self._lance.loading = True
@@ -125,10 +132,14 @@ def _nothing() -> None:
     pass
 
 
-def _pyarrow_look_again(loaded: bool) -> None:
-    """pyarrow, told earlier that pandas is absent, imports it now that it is loaded."""
-    if loaded:
+def _pyarrow_look_again() -> None:
+    """pyarrow, told earlier that pandas is absent, imports it now that it is loaded. A pandas
+    pyarrow refuses (older than it supports) is a warning, as pyarrow's own first look makes
+    it, never a failed `import pandas`."""
+    try:
         sys.modules["pyarrow.lib"]._pandas_api.compat  # noqa: B018 - the property imports it
+    except ImportError as exc:
+        warnings.warn(str(exc), stacklevel=2)
 
 
 def install() -> PandasWhenUsed | None:

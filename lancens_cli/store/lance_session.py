@@ -119,6 +119,10 @@ class HeldDatasets:
         self._left = HELD_BYTES if max_bytes is None else max_bytes
         self._lock = threading.Lock()
 
+    def covers(self, location: str) -> bool:
+        """Whether the table is one of the run's scope (the tables whose work runs here)."""
+        return location in self._tables
+
     def wants(self, location: str) -> bool:
         """Whether a dataset of this table would be held if opened now."""
         return self._left > 0 and location in self._tables

@@ -70,7 +70,8 @@ def test_pandas_loaded_first_is_left_alone():
 
 
 def test_only_the_thread_importing_lance_is_refused_pandas():
-    """Another thread importing pandas meanwhile gets it, and pyarrow learns of it."""
+    """While one thread imports Lance (and is refused pandas), another thread importing pandas
+    gets it, and pyarrow, told "no pandas" by the first, learns of it."""
     seen = _run(
         """
         import json, sys, threading
@@ -78,6 +79,11 @@ def test_only_the_thread_importing_lance_is_refused_pandas():
         hook = pandas_late.install()
         import pyarrow.lib
         hook._lance_starts()  # this thread is importing Lance from here on
+        try:
+            import pandas
+            refused_here = False
+        except ImportError:
+            refused_here = True
         got = {}
         def other():
             import pandas as pd
@@ -86,10 +92,54 @@ def test_only_the_thread_importing_lance_is_refused_pandas():
         thread = threading.Thread(target=other)
         thread.start()
         thread.join()
-        print(json.dumps(got))
+        print(json.dumps({**got, "refused_here": refused_here, "refused": hook.refused}))
         """
     )
-    assert seen == {"kind": "dictionary<values=string, indices=int8, ordered=0>"}
+    assert seen == {
+        "kind": "dictionary<values=string, indices=int8, ordered=0>",
+        "refused_here": True,
+        "refused": True,
+    }
+
+
+def test_a_look_up_of_pandas_after_lance_changes_nothing():
+    """`importlib.util.find_spec("pandas")` (as lancedb and PySpark ask) after Lance, then an
+    import: pyarrow still learns of pandas."""
+    seen = _run(
+        """
+        import importlib.util, json
+        from lancens_cli import pandas_late
+        pandas_late.install()
+        import lance
+        found = importlib.util.find_spec("pandas") is not None
+        import pandas as pd, pyarrow as pa
+        kind = str(pa.array(pd.Series(pd.Categorical(["a"]))).type)
+        print(json.dumps({"found": found, "kind": kind}))
+        """
+    )
+    assert seen == {"found": True, "kind": "dictionary<values=string, indices=int8, ordered=0>"}
+
+
+def test_a_pandas_pyarrow_refuses_is_a_warning_not_a_failed_import(tmp_path):
+    """A pandas older than pyarrow supports imports as without the hook (pyarrow warns)."""
+    fake = tmp_path / "pandas"
+    fake.mkdir()
+    (fake / "__init__.py").write_text('__version__ = "2.0.0"\n')
+    seen = _run(
+        f"""
+        import json, sys, warnings
+        sys.path.insert(0, {str(tmp_path)!r})
+        from lancens_cli import pandas_late
+        pandas_late.install()
+        import lance
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import pandas
+        print(json.dumps({{"version": pandas.__version__,
+                          "warned": any("2.2.2" in str(w.message) for w in caught)}}))
+        """
+    )
+    assert seen == {"version": "2.0.0", "warned": True}
 
 
 def test_the_cli_reads_a_table_through_lance_without_pandas(tmp_path):

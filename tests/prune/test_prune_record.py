@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 import time
 
 import lance
@@ -265,19 +266,75 @@ def test_a_listing_to_plan_says_what_a_whole_listing_says_of_every_kind_of_table
     local_root, tmp_path
 ):
     """Versions with their times, `_refs/`, and the count of data files: the same from
-    `list_for_plan` as from `list_table`, for every table directory of a root with tags, a
-    branch, shallow clones, deletions, a partitioned write that died and a killed append."""
+    `list_for_plan` as from `list_table` (or none, for a table with `_refs/`, which is listed
+    whole), for every table directory of a root with tags, a branch, shallow clones, deletions,
+    a partitioned write that died, a killed append, and `_versions`/`data` that are symlinks
+    to directories outside it (files to both listings: never followed)."""
     build(local_root, tmp_path)
-    tables = sorted({p.parent for p in local_root.local_path.rglob("_versions")})
-    assert len(tables) >= 8
-    storage = Namespace.from_properties({"root": str(local_root.local_path)}).storage
+    root = local_root.local_path
+    for name, linked in (("linked_versions.lance", "_versions"), ("linked_data.lance", "data")):
+        outside = tmp_path / f"outside-{name}"
+        lance.write_dataset(pa.table({"a": [1]}), outside)
+        lance.write_dataset(pa.table({"a": [2]}), outside, mode="append")
+        (root / name).mkdir()
+        for part in ("_versions", "data", "_transactions"):
+            target = root / name / part
+            if part == linked:
+                target.symlink_to(outside / part, target_is_directory=True)
+            else:
+                shutil.copytree(outside / part, target)
+    tables = sorted({p.parent for p in root.rglob("_versions")})
+    assert len(tables) >= 10
+    storage = Namespace.from_properties({"root": str(root)}).storage
+    refs = 0
     for path in tables:
-        whole = list_table(storage, str(path.relative_to(local_root.local_path)))
-        planned = list_for_plan(str(path))
+        whole = list_table(storage, str(path.relative_to(root)))
+        planned = list_for_plan(str(path), lambda versions: True)
+        if planned is None:
+            assert whole.has_refs, path
+            refs += 1
+            continue
         assert (planned.versions, planned.has_refs, planned.data_files) == (
             whole.versions,
             whole.has_refs,
             whole.data_files,
         ), path
         assert planned.digest == "" and whole.digest
-    assert list_for_plan(str(tmp_path / "nothing-here")).versions == {}
+    assert refs >= 1
+    assert list_for_plan(str(root / "linked_versions.lance"), bool) is None  # no versions
+    assert list_for_plan(str(tmp_path / "nothing-here"), bool).versions == {}
+
+
+def test_a_table_whose_versions_are_a_symlink_out_of_the_root_is_never_pruned(tmp_path):
+    """A table directory whose `_versions` links to another table's outside the root has no
+    versions of its own to prune: the other table keeps every version."""
+    root = tmp_path / "ns"
+    root.mkdir()
+    outside = tmp_path / "outside.lance"
+    for mode in ("create", "append", "append"):
+        lance.write_dataset(pa.table({"a": [1]}), outside, mode=mode)
+    (root / "t.lance").mkdir()
+    (root / "t.lance" / "_versions").symlink_to(outside / "_versions", target_is_directory=True)
+    shutil.copytree(outside / "data", root / "t.lance" / "data")
+    time.sleep(1.1)
+    report = run(Root(str(root), {}, root), *POLICY_FLAGS, "--retain", "1", "--yes")
+    assert report["totals"]["versions_removed"] == 0
+    assert [v["version"] for v in lance.dataset(outside).versions()] == [1, 2, 3]
+
+
+def test_a_clone_read_only_for_the_clone_map_is_listed_whole(tmp_path):
+    """`prune a` reads a's shallow clone b for the clone map only: b is listed whole (it gets
+    no entry from a later listing), so a change to b brings a back into the next `prune a`."""
+    root = tmp_path / "ns"
+    root.mkdir()
+    for mode in ("create", "append", "append"):
+        lance.write_dataset(pa.table({"a": [1]}), root / "a.lance", mode=mode)
+    lance.dataset(root / "a.lance", version=1).shallow_clone(str(root / "b.lance"), 1)
+    lance.write_dataset(pa.table({"a": [2]}), root / "b.lance", mode="append")
+    ns = Root(str(root), {}, root)
+    time.sleep(1.1)
+    run(ns, *POLICY_FLAGS, "--yes", "a")
+    assert skipped(run(ns, *POLICY_FLAGS, "--yes", "a")) == {"a.lance"}
+    lance.write_dataset(pa.table({"a": [3]}), root / "b.lance", mode="append")
+    time.sleep(1.1)
+    assert skipped(run(ns, *POLICY_FLAGS, "--yes", "a")) == set()

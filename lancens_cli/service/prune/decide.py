@@ -302,6 +302,7 @@ def _read_states(
 ) -> tuple[dict[str, TableState], dict[str, LancensError]]:
     states: dict[str, TableState] = {}
     errors: dict[str, LancensError] = {}
+    known = record.entries if record is not None else {}
 
     def read(item):
         location, object_id, listing = item
@@ -310,8 +311,9 @@ def _read_states(
             return record.unchanged(location, listing.digest, now) if record else None
 
         # a table the record knows is listed whole, to compare with its entry; else, in a run
-        # here, only as far as planning needs when it has a version to expire
-        quick = held is not None and (record is None or location not in record.entries)
+        # here, a table of its scope only as far as planning needs when it has a version to
+        # expire (one read only for the clone map gets no entry from a later listing)
+        quick = held is not None and held.covers(location) and location not in known
         try:
             state = read_table_state(
                 ns.storage, location, object_id, listing, unchanged, policy, now, held, quick

@@ -121,7 +121,9 @@ def pins_digest(pins: Pins, location: str) -> str:
 def dependents_digest(clones: list[str], states: dict[str, TableState]) -> str:
     """The shallow clones reading a table (their locations), each as its listing showed it."""
     seen = {c: states[c].seen if c in states else None for c in clones}
-    return _shared_digest(sorted((c, s.digest if s else "unlisted") for c, s in seen.items()))
+    # (a clone listed only to plan has no digest: it never matches a recorded one)
+    shown = sorted((c, s.digest if s and s.digest else "unlisted") for c, s in seen.items())
+    return _shared_digest(shown)
 
 
 def _shared_digest(value: Any) -> str:
@@ -209,7 +211,7 @@ def read_table_state(
     files = listing.versions
     if not files:
         return None
-    versions = _version_infos(listing)
+    versions = _version_infos(files)
     seen = Seen.of(listing, policy, listed_at, since) if policy is not None else None
     entry = unchanged(listing) if unchanged is not None and listing.digest else None
     if entry is not None:
@@ -251,14 +253,15 @@ def _listed_to_plan(
     """The table's listing to plan with (`list_for_plan`) when its listing shows a version to
     expire and no `_refs/`: its record entry then comes from its listing after its work.
     Else None: the whole listing is taken, from which its entry comes."""
-    listing = list_for_plan(storage.uri(location))
-    if listing.has_refs or not _expires_some(_version_infos(listing), policy, now):
-        return None
-    return listing
+
+    def expires(files: dict[int, tuple[str, datetime]]) -> bool:
+        return bool(files) and _expires_some(_version_infos(files), policy, now)
+
+    return list_for_plan(storage.uri(location), expires)
 
 
-def _version_infos(listing: TableListing) -> list[VersionInfo]:
-    return [VersionInfo(v, when) for v, (_name, when) in sorted(listing.versions.items())]
+def _version_infos(files: dict[int, tuple[str, datetime]]) -> list[VersionInfo]:
+    return [VersionInfo(v, when) for v, (_name, when) in sorted(files.items())]
 
 
 def _to_hold(
