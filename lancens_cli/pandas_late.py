@@ -28,6 +28,7 @@ import importlib.machinery
 import sys
 import threading
 import warnings
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -45,7 +46,9 @@ class _Refused(importlib.abc.Loader):
 class _Around(importlib.abc.Loader):
     """The real loader of a module, with a step before and after its code runs."""
 
-    def __init__(self, loader: Any, before: Any, after: Any) -> None:
+    def __init__(
+        self, loader: Any, before: Callable[[], None], after: Callable[[bool], None]
+    ) -> None:
         self._loader, self._before, self._after = loader, before, after
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
@@ -100,7 +103,14 @@ class PandasWhenUsed(importlib.abc.MetaPathFinder):
     def _lance_ends(self, _loaded: bool) -> None:
         self._lance.loading = False
 
-    def _wrapped(self, name: str, path: Any, target: Any, before: Any, after: Any) -> Any:
+    def _wrapped(
+        self,
+        name: str,
+        path: Any,
+        target: Any,
+        before: Callable[[], None],
+        after: Callable[[bool], None],
+    ) -> Any:
         spec = self._real_spec(name, path, target)
         if spec is None or spec.loader is None:
             return spec

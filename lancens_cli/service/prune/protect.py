@@ -200,9 +200,9 @@ def read_table_state(
     from which its cleanup opens it without Lance reading that manifest again; a table opened
     with Lance anyway (it has `_refs/`, or a manifest we do not parse) keeps its dataset, for
     its branches' expiry and its sweep (store/lance_session.py). With `quick` (a local table
-    the record has no entry for), a table with a version to expire is listed only as far as
-    planning needs (`_listed_to_plan`); its record entry then waits for its listing after its
-    work (service/prune/record_entries.py).
+    of the run's scope the record has no entry for), a table with a version to expire is
+    listed only as far as planning needs (`_listed_to_plan`); its record entry then waits for
+    its listing after its work (service/prune/record_entries.py).
     """
     listed_at = datetime.now(UTC)
     if listing is None and quick and policy is not None and storage.is_local:
@@ -255,7 +255,7 @@ def _listed_to_plan(
     Else None: the whole listing is taken, from which its entry comes."""
 
     def expires(files: dict[int, tuple[str, datetime]]) -> bool:
-        return bool(files) and _expires_some(_version_infos(files), policy, now)
+        return _expires_some(_version_infos(files), policy, now)
 
     return list_for_plan(storage.uri(location), expires)
 

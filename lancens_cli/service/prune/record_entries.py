@@ -53,13 +53,13 @@ class RecordEntries:
     def add(self, result: TableResult, compacted: bool) -> None:
         if compacted:
             return
-        if result.status == "pruned" or self._listed_to_plan(result):
+        if result.status == "pruned" or self._waits_for_listing(result):
             if result.unreferenced_removed < UNREFERENCED_BATCH:  # else more may wait
                 self.pruned.append(result.location)
             return
         self._keep(result.location, lambda: _entry_after(self.decisions, result))
 
-    def _listed_to_plan(self, result: TableResult) -> bool:
+    def _waits_for_listing(self, result: TableResult) -> bool:
         """A table with nothing done that was listed only to plan (its listing has no digest,
         service/prune/protect.py): its entry needs the listing `finish` takes."""
         state = self.decisions.states.get(result.location)
