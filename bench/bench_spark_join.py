@@ -262,11 +262,13 @@ def _wrap_task_hooks(tasks, times: dict[str, float]):
 
     def timed(phase, func):
         def call(*args, **kwargs):
-            t0 = clock.perf_counter()
+            t0, c0 = clock.perf_counter(), clock.process_time()
             try:
                 return func(*args, **kwargs)
             finally:
                 times[phase] = times.get(phase, 0.0) + clock.perf_counter() - t0
+                cpu = f"{phase} cpu"
+                times[cpu] = times.get(cpu, 0.0) + clock.process_time() - c0
 
         return call
 
@@ -296,6 +298,7 @@ def timed_task_function(real, log: str):
                 "batches": 0,
                 "rows": 0,
                 "start": clock.time(),
+                "cpu": clock.process_time(),
             }
             undo = _wrap_task_hooks(tasks, times)
             produced = iter(run(batches))
@@ -315,6 +318,7 @@ def timed_task_function(real, log: str):
             finally:
                 undo()
                 times["end"] = clock.time()
+                times["cpu"] = clock.process_time() - times["cpu"]
                 with open(log, "a") as out:
                     out.write(json.dumps(times) + "\n")
 
@@ -345,15 +349,18 @@ def one_timed_job(spark, job_module, plan, log: Path) -> dict[str, float]:
         job = plan()
         t1 = time.perf_counter()
         df = job.dataframe(spark)
+        jvm_before = jvm_cpu(spark)
         t2, w2 = time.perf_counter(), time.time()
         df.write.format("noop").mode("overwrite").save()
         t3, w3 = time.perf_counter(), time.time()
+        jvm_after = jvm_cpu(spark)
     finally:
         cls.groups_work = real_groups_work
         job_module.task_function = real_task_function
     tasks = [json.loads(line) for line in log.read_text().splitlines()]
     phases = {
         "total": t3 - t0,
+        "action": t3 - t2,
         "plan": t1 - t0,
         "pin": pin[0],
         "dataframe": t2 - t1 - pin[0],
@@ -363,10 +370,45 @@ def one_timed_job(spark, job_module, plan, log: Path) -> dict[str, float]:
         "count": len(tasks),
         "batches": sum(t["batches"] for t in tasks),
     }
-    for key in ("read", "join", "produce", "handoff", "handoff cpu"):
+    for key in ("read", "join", "produce", "handoff", "handoff cpu", "read cpu", "join cpu"):
         phases[key] = sum(t.get(key, 0.0) for t in tasks)
     phases["batches out"] = phases.pop("produce") - phases["read"] - phases["join"]
+    phases["python cpu"] = sum(t["cpu"] for t in tasks)
+    for group in [*JVM_THREADS, "jvm other"]:
+        phases[group] = jvm_after.get(group, 0.0) - jvm_before.get(group, 0.0)
     return phases
+
+
+# the JVM's threads by what they do: (label, name prefixes as Linux shows them, 15 characters)
+JVM_THREADS = {
+    "jvm tasks": ("Executor task",),
+    "jvm jit": ("C1 CompilerThre", "C2 CompilerThre"),
+    "jvm gc": ("GC Thread", "G1 ", "VM Thread"),
+}
+
+
+def jvm_cpu(spark) -> dict[str, float]:
+    """CPU seconds each group of JVM_THREADS (and "jvm other") has used so far, read from
+    Linux's /proc for the local JVM; empty where that cannot be read."""
+    try:
+        pid = spark.sparkContext._gateway.proc.pid
+        tick = os.sysconf("SC_CLK_TCK")
+        threads = list(Path(f"/proc/{pid}/task").iterdir())
+    except (AttributeError, OSError, ValueError):
+        return {}
+    used: dict[str, float] = {}
+    for thread in threads:
+        try:
+            stat = (thread / "stat").read_text()
+        except OSError:
+            continue  # the thread ended
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        group = next(
+            (g for g, prefixes in JVM_THREADS.items() if name.startswith(prefixes)), "jvm other"
+        )
+        used[group] = used.get(group, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return used
 
 
 def where_time_goes(spark, job_module, plan, log: Path, repeat: int) -> None:
@@ -391,6 +433,34 @@ def where_time_goes(spark, job_module, plan, log: Path, repeat: int) -> None:
         ["action: after the last task ends (collecting)", f"{m['after tasks']:.3f} s", ""],
     ]
     print_table(["phase", "wall", f"summed over {n} tasks"], rows)
+    cpu_by_consumer(m, n)
+
+
+def cpu_by_consumer(m: dict[str, float], tasks: int) -> None:
+    """Who used the cores during the action: the tasks' Python workers (all their threads,
+    Lance's and DataFusion's included) and the JVM's threads by kind. The wall times above
+    count a task's time off the cores too; these do not."""
+    if "jvm tasks" not in m or not m["python cpu"]:
+        return
+    python, jvm = m["python cpu"], sum(m[g] for g in [*JVM_THREADS, "jvm other"])
+    rest = python - m["read cpu"] - m["join cpu"] - m["handoff cpu"]
+    cores = os.cpu_count() or 1
+    print(
+        f"CPU during the action ({m['action']:.3f} s on {cores} cores, "
+        f"{m['action'] * cores:.2f} core-seconds): {python + jvm:.3f} s"
+    )
+    rows = [
+        [f"Python workers of the {tasks} tasks", f"{python:.3f} s"],
+        ["  read_side (Lance)", f"{m['read cpu']:.3f} s"],
+        ["  hash_join (DataFusion)", f"{m['join cpu']:.3f} s"],
+        ["  Arrow IPC to the JVM", f"{m['handoff cpu']:.3f} s"],
+        ["  the rest (batches, the worker's own loop)", f"{rest:.3f} s"],
+        ["JVM: task threads (rows of the Arrow batches, the noop sink)", f"{m['jvm tasks']:.3f} s"],
+        ["JVM: JIT compilers", f"{m['jvm jit']:.3f} s"],
+        ["JVM: garbage collector", f"{m['jvm gc']:.3f} s"],
+        ["JVM: the rest (scheduler, RPC, gateway)", f"{m['jvm other']:.3f} s"],
+    ]
+    print_table(["who", "CPU"], rows)
 
 
 if __name__ == "__main__":

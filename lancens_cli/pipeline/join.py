@@ -137,9 +137,16 @@ class JoinJob:
 
     @property
     def schema(self) -> Any:
+        """The joined rows' schema. Every column may hold NULLs (a partition table written
+        before a column was added reads it as NULL) but an inner join's keys: a NULL key
+        matches nothing. Saying so spares Spark a null test per key and row when it turns the
+        tasks' Arrow batches into rows."""
         left = _nullable(self.plan.left.layout.schema, self.left_read)
         right = _nullable(self.plan.right.layout.schema, self.right_read)
         fields = {f.name: f for f in [*left, *right]}
+        if self.how == "inner":
+            for key in [*self.left_keys, *self.right_keys]:
+                fields[key] = fields[key].with_nullable(False)
         return pa.schema([fields[c.name] for c in self.columns])
 
     def side_schema(self, side: str) -> Any:

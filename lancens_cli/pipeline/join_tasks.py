@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import heapq
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -161,22 +162,41 @@ def hash_join(left: Any, right: Any, left_keys: list[str], right_keys: list[str]
     `Table.join` takes. Columns go in under positional names and come out under their own, so
     no name is ever read as SQL (a `.` or capitals would be).
     """
-    from datafusion import SessionConfig, SessionContext
-
     left_names, right_names = left.column_names, right.column_names
     left = left.rename_columns([f"l{i}" for i in range(len(left_names))])
     right = right.rename_columns([f"r{i}" for i in range(len(right_names))])
-    context = SessionContext(SessionConfig().with_target_partitions(1).with_batch_size(BATCH_ROWS))
-    joined = context.from_arrow(left).join(
-        context.from_arrow(right),
-        how="inner" if how == "inner" else "left",
-        left_on=[f"l{left_names.index(k)}" for k in left_keys],
-        right_on=[f"r{right_names.index(k)}" for k in right_keys],
-        coalesce_duplicate_keys=False,
-    )
-    table = joined.to_arrow_table()
+    context = _join_context()
+    try:
+        joined = context.from_arrow(left, name=_LEFT).join(
+            context.from_arrow(right, name=_RIGHT),
+            how="inner" if how == "inner" else "left",
+            left_on=[f"l{left_names.index(k)}" for k in left_keys],
+            right_on=[f"r{right_names.index(k)}" for k in right_keys],
+            coalesce_duplicate_keys=False,
+        )
+        table = joined.to_arrow_table()
+    finally:  # the context outlives this join: it must not keep the sides' rows
+        for name in (_LEFT, _RIGHT):
+            if context.table_exist(name):
+                context.deregister_table(name)
     order = [*left.column_names, *right.column_names]
     return table.select(order).rename_columns([*left_names, *right_names])
+
+
+_LEFT, _RIGHT = "lancens_left", "lancens_right"
+_CONTEXTS = threading.local()
+
+
+def _join_context() -> Any:
+    """This thread's DataFusion context, made once: making one costs about 3 ms, a tenth of
+    joining a group of 600,000 x 125,000 rows, and a task joins its groups one by one."""
+    context = getattr(_CONTEXTS, "context", None)
+    if context is None:
+        from datafusion import SessionConfig, SessionContext
+
+        config = SessionConfig().with_target_partitions(1).with_batch_size(BATCH_ROWS)
+        context = _CONTEXTS.context = SessionContext(config)
+    return context
 
 
 def _align_keys(left: Any, right: Any, left_keys: list[str], right_keys: list[str]) -> Any:

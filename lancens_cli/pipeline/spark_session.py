@@ -4,10 +4,11 @@ One place decides how lancens talks to Spark: local mode (`local[*]`) unless a m
 (flag, `LANCENS_SPARK_MASTER`, a profile's `spark` table) or a Spark Connect server (`--remote`,
 `SPARK_REMOTE` as PySpark reads it, a profile's `spark.remote`), the session time zone UTC, the UI
 and the console progress bar off, Spark's own logging quiet unless `--debug`, Python workers on the
-running interpreter, and the `lancens` data source registered (or left to a command that
-registers it only when it uses it). A session already running in this process (tests, a user's
-notebook) is reused rather than started twice. A local driver that runs no rows itself (the
-`scheduler_only()` of `ingest` of Parquet and ORC) starts with C1 compilation only.
+running interpreter (reached over Unix domain sockets in local mode), and the `lancens` data
+source registered (or left to a command that registers it only when it uses it). A session
+already running in this process (tests, a user's notebook) is reused rather than started twice.
+A local driver that runs no rows itself (the `scheduler_only()` of `ingest` of Parquet and ORC)
+starts with C1 compilation only.
 
 Nothing Lance-native runs here: PySpark forks its Python workers from a daemon, and Lance is not
 fork-safe, so Lance is imported only inside the functions that tasks call. pyspark is imported
@@ -17,15 +18,18 @@ how to install it.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import contextvars
 import logging
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import uuid
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -64,6 +68,16 @@ _SCHEDULER_ONLY = contextvars.ContextVar("lancens_scheduler_only", default=False
 ARROW_JAVA_OPTIONS = (
     "-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false"
 )
+
+
+# Spark talks to its Python workers over loopback TCP, where a task's first input reaches its
+# worker about 40 ms late (the JVM's small writes wait for the worker's delayed acknowledgement);
+# over a Unix domain socket it does not. A local session uses one, in a directory only this user
+# can enter (Spark's sockets take no password).
+UNIX_SOCKETS = "spark.python.unix.domain.socket.enabled"
+SOCKET_DIR = "spark.python.unix.domain.socket.dir"
+_SOCKET_PATH_MAX = 100  # Linux allows 107 bytes, macOS 103
+_socket_dirs: list[str] = []
 
 
 class SparkSetupError(InvalidInputError):
@@ -201,6 +215,30 @@ def _prepare_environment(settings: SparkSettings) -> None:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
+def worker_socket_conf(settings: SparkSettings) -> dict[str, str]:
+    """Unix domain sockets between a local JVM and its Python workers (see UNIX_SOCKETS).
+
+    Not for a cluster (the directory is on this machine only), not where the user configured
+    sockets themselves, and not where a socket's path in the directory would be too long."""
+    if not settings.master.startswith("local") or not hasattr(socket, "AF_UNIX"):
+        return {}
+    if UNIX_SOCKETS in settings.conf or SOCKET_DIR in settings.conf:
+        return {}
+    directory = _socket_dir()
+    longest = os.path.join(directory, f".{uuid.uuid4()}.sock")  # the name Spark gives one
+    if len(longest.encode()) > _SOCKET_PATH_MAX:
+        return {}
+    return {UNIX_SOCKETS: "true", SOCKET_DIR: directory}
+
+
+def _socket_dir() -> str:
+    """A directory of this process's own (mode 0700), removed when the process exits."""
+    if not _socket_dirs:
+        _socket_dirs.append(tempfile.mkdtemp(prefix="lancens-sockets-"))
+        atexit.register(shutil.rmtree, _socket_dirs[0], ignore_errors=True)
+    return _socket_dirs[0]
+
+
 @contextlib.contextmanager
 def scheduler_only() -> Iterator[None]:
     """A local JVM started inside runs no rows itself: start it with SCHEDULER_JAVA_OPTIONS
@@ -244,7 +282,7 @@ def spark_session(settings: SparkSettings, *, data_source: bool = True) -> Any:
     _prepare_environment(settings)
     builder = SparkSession.builder.master(settings.master).appName("lancens")
     options = _java_options(settings.debug)
-    conf = {**BASE_CONF, **settings.conf, **FIXED_CONF}
+    conf = {**BASE_CONF, **worker_socket_conf(settings), **settings.conf, **FIXED_CONF}
     for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
         conf[key] = f"{ARROW_JAVA_OPTIONS} {conf.get(key, '')}".strip()
     if _SCHEDULER_ONLY.get() and settings.master.startswith("local"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -95,3 +96,23 @@ def test_a_groups_join_equals_duckdbs(sides, how):
 
 def _multiset(table) -> list[str]:
     return sorted(repr(tuple(row.values())) for row in table.to_pylist())
+
+
+def test_the_reused_join_context_keeps_no_rows_and_survives_a_failed_join():
+    """Each thread keeps one DataFusion context for all its groups' joins: it must hold none
+    of a join's rows afterwards, and a join that fails must not break the next one."""
+    from lancens_cli.pipeline.join_tasks import _join_context
+
+    left = pa.table({"k": [1, 2, 3], "v": ["a", "b", "c"]})
+    right = pa.table({"k": [2, 3, 4], "w": [20.0, 30.0, 40.0]})
+    assert hash_join(left, right, ["k"], ["k"], "inner").num_rows == 2
+    context = _join_context()
+    assert not context.table_exist("lancens_left") and not context.table_exist("lancens_right")
+
+    mismatched = pa.table({"k": [[1], [2]], "w": [1.0, 2.0]})  # a list key DataFusion refuses
+    with pytest.raises(Exception, match="DataFusion"):  # after both sides were registered
+        hash_join(left, mismatched, ["k"], ["k"], "inner")
+    assert not context.table_exist("lancens_left") and not context.table_exist("lancens_right")
+    joined = hash_join(left, right, ["k"], ["k"], "left")
+    assert sorted(joined.column("w").to_pylist(), key=str) == [20.0, 30.0, None]
+    assert _join_context() is context

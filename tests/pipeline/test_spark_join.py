@@ -430,3 +430,32 @@ def test_the_jvm_lancens_starts_reads_arrow_batches_without_per_value_checks(spa
     system = spark.sparkContext._jvm.java.lang.System
     assert system.getProperty("arrow.enable_unsafe_memory_access") == "true"
     assert system.getProperty("arrow.enable_null_check_for_get") == "false"
+
+
+@pytest.mark.parametrize("how", ["inner", "left"])
+def test_an_inner_joins_keys_are_declared_never_null(spark, bucketed, how):
+    """The rows of an inner join never hold a NULL key (a NULL key matches nothing), and the
+    schema Spark gets says so, which spares it a null test per key and row; every other
+    column, and a left join's keys, may be NULL. The data has NULL keys on the left."""
+    from lancens_cli.pipeline import join as job_module
+    from lancens_cli.service.join.plan import parse_on
+    from lancens_cli.service.namespace import Namespace
+
+    left, right, orders, customers = bucketed
+    job = job_module.plan_job(
+        Namespace.from_properties({"root": left}),
+        Namespace.from_properties({"root": right}),
+        [parse_on("l.customer_id = r.customer_id")],
+        how,
+        None,
+    )
+    df = job.dataframe(spark)
+
+    declared = {f.name: f.nullable for f in df.schema.fields}
+    keys = {"l_customer_id", "r_customer_id"}
+    assert declared == {name: how == "left" or name not in keys for name in declared}
+    rows = df.collect()
+    expected = brute_join(orders, customers, ["customer_id"], ["customer_id"], how)
+    assert len(rows) == len(expected)
+    left_keys = [r["l_customer_id"] for r in rows]
+    assert (None in left_keys) == (how == "left")
