@@ -29,7 +29,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import uuid
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -77,6 +76,7 @@ ARROW_JAVA_OPTIONS = (
 UNIX_SOCKETS = "spark.python.unix.domain.socket.enabled"
 SOCKET_DIR = "spark.python.unix.domain.socket.dir"
 _SOCKET_PATH_MAX = 100  # Linux allows 107 bytes, macOS 103
+_SOCKET_NAME = "/.01234567-89ab-cdef-0123-456789abcdef.sock"  # the shape of the names Spark gives
 _socket_dirs: list[str] = []
 
 
@@ -225,8 +225,7 @@ def worker_socket_conf(settings: SparkSettings) -> dict[str, str]:
     if UNIX_SOCKETS in settings.conf or SOCKET_DIR in settings.conf:
         return {}
     directory = _socket_dir()
-    longest = os.path.join(directory, f".{uuid.uuid4()}.sock")  # the name Spark gives one
-    if len(longest.encode()) > _SOCKET_PATH_MAX:
+    if len(os.fsencode(directory)) + len(_SOCKET_NAME) > _SOCKET_PATH_MAX:
         return {}
     return {UNIX_SOCKETS: "true", SOCKET_DIR: directory}
 
