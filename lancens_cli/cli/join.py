@@ -128,6 +128,7 @@ def join(
     job = _plan(
         left_root, right_root, on, how, columns, where, version_as_of, timestamp_as_of, since
     )
+    job.keys_never_null = to is None  # files: every column nullable, as Spark writes a join
     started = time.monotonic()
     spark = spark_session(master, conf, remote)
     _quiet_analysis_log()

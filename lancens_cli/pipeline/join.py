@@ -130,6 +130,8 @@ class JoinJob:
     # an incremental join (`--since-version`): only the left side's new rows are read
     left_since: Any = None  # service/history/incremental.Since
     tasks: int = 0  # how many Spark tasks run the groups (set when the DataFrame is built)
+    # an inner join's keys declared never NULL (see `schema`); off for rows written to files
+    keys_never_null: bool = True
 
     @property
     def spj(self) -> bool:
@@ -140,11 +142,12 @@ class JoinJob:
         """The joined rows' schema. Every column may hold NULLs (a partition table written
         before a column was added reads it as NULL) but an inner join's keys: a NULL key
         matches nothing. Saying so spares Spark a null test per key and row when it turns the
-        tasks' Arrow batches into rows."""
+        tasks' Arrow batches into rows; files keep the keys nullable (`keys_never_null`), as
+        Spark's own joins write them, so their schema never depends on how the join ran."""
         left = _nullable(self.plan.left.layout.schema, self.left_read)
         right = _nullable(self.plan.right.layout.schema, self.right_read)
         fields = {f.name: f for f in [*left, *right]}
-        if self.how == "inner":
+        if self.how == "inner" and self.keys_never_null:
             for key in [*self.left_keys, *self.right_keys]:
                 fields[key] = fields[key].with_nullable(False)
         return pa.schema([fields[c.name] for c in self.columns])

@@ -75,9 +75,11 @@ ARROW_JAVA_OPTIONS = (
 # can enter (Spark's sockets take no password).
 UNIX_SOCKETS = "spark.python.unix.domain.socket.enabled"
 SOCKET_DIR = "spark.python.unix.domain.socket.dir"
-_SOCKET_PATH_MAX = 100  # Linux allows 107 bytes, macOS 103
-_SOCKET_NAME = "/.01234567-89ab-cdef-0123-456789abcdef.sock"  # the shape of the names Spark gives
-_socket_dirs: list[str] = []
+SOCKET_PATH_MAX = 103  # bytes in a socket's path: macOS allows 103, Linux 107
+# What a socket's path adds to the temporary directory's: ours, then a name as Spark gives it.
+_SOCKET_DIR_PREFIX = "lancens-sockets-"
+_SOCKET_TAIL = len(f"/{_SOCKET_DIR_PREFIX}12345678/.01234567-89ab-cdef-0123-456789abcdef.sock")
+_socket_dirs: list[str] = []  # this process's directory once made ("" when none could be)
 
 
 class SparkSetupError(InvalidInputError):
@@ -218,24 +220,36 @@ def _prepare_environment(settings: SparkSettings) -> None:
 def worker_socket_conf(settings: SparkSettings) -> dict[str, str]:
     """Unix domain sockets between a local JVM and its Python workers (see UNIX_SOCKETS).
 
-    Not for a cluster (the directory is on this machine only), not where the user configured
-    sockets themselves, and not where a socket's path in the directory would be too long."""
+    Not for a cluster (the directory is on this machine only), nor where the user turned them
+    off or named a directory (`--conf`, a profile). A user who only turned them on gets the
+    private directory too: Spark's default, the shared temporary directory, would leave the
+    sockets to the umask."""
     if not settings.master.startswith("local") or not hasattr(socket, "AF_UNIX"):
         return {}
-    if UNIX_SOCKETS in settings.conf or SOCKET_DIR in settings.conf:
+    if settings.conf.get(UNIX_SOCKETS, "true").strip().lower() != "true":
+        return {}
+    if SOCKET_DIR in settings.conf:
         return {}
     directory = _socket_dir()
-    if len(os.fsencode(directory)) + len(_SOCKET_NAME) > _SOCKET_PATH_MAX:
-        return {}
-    return {UNIX_SOCKETS: "true", SOCKET_DIR: directory}
+    return {UNIX_SOCKETS: "true", SOCKET_DIR: directory} if directory else {}
 
 
-def _socket_dir() -> str:
-    """A directory of this process's own (mode 0700), removed when the process exits."""
+def _socket_dir() -> str | None:
+    """This process's directory for the sockets (mode 0700, removed at exit), in the temporary
+    directory or, where that is too deep for a socket's path (macOS's is), in /tmp; None when
+    neither will do."""
     if not _socket_dirs:
-        _socket_dirs.append(tempfile.mkdtemp(prefix="lancens-sockets-"))
-        atexit.register(shutil.rmtree, _socket_dirs[0], ignore_errors=True)
-    return _socket_dirs[0]
+        made = ""
+        for base in (tempfile.gettempdir(), "/tmp"):
+            base = os.path.abspath(base)
+            if len(os.fsencode(base)) + _SOCKET_TAIL > SOCKET_PATH_MAX:
+                continue
+            with contextlib.suppress(OSError):
+                made = tempfile.mkdtemp(prefix=_SOCKET_DIR_PREFIX, dir=base)
+                atexit.register(shutil.rmtree, made, ignore_errors=True)
+                break
+        _socket_dirs.append(made)
+    return _socket_dirs[0] or None
 
 
 @contextlib.contextmanager

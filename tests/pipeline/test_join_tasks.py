@@ -98,21 +98,41 @@ def _multiset(table) -> list[str]:
     return sorted(repr(tuple(row.values())) for row in table.to_pylist())
 
 
-def test_the_reused_join_context_keeps_no_rows_and_survives_a_failed_join():
+def _tables_held(context) -> set[str]:
+    catalog = context.catalog()
+    return {table for schema in catalog.names() for table in catalog.schema(schema).names()}
+
+
+def test_the_reused_join_context_keeps_no_rows_and_survives_a_failed_join(monkeypatch):
     """Each thread keeps one DataFusion context for all its groups' joins: it must hold none
-    of a join's rows afterwards, and a join that fails must not break the next one."""
+    of a join's rows afterwards, and a join that fails, at any step, must not break the next."""
     from lancens_cli.pipeline.join_tasks import _join_context
 
     left = pa.table({"k": [1, 2, 3], "v": ["a", "b", "c"]})
     right = pa.table({"k": [2, 3, 4], "w": [20.0, 30.0, 40.0]})
     assert hash_join(left, right, ["k"], ["k"], "inner").num_rows == 2
     context = _join_context()
-    assert not context.table_exist("lancens_left") and not context.table_exist("lancens_right")
+    assert _tables_held(context) == set()
 
     mismatched = pa.table({"k": [[1], [2]], "w": [1.0, 2.0]})  # a list key DataFusion refuses
     with pytest.raises(Exception, match="DataFusion"):  # after both sides were registered
         hash_join(left, mismatched, ["k"], ["k"], "inner")
-    assert not context.table_exist("lancens_left") and not context.table_exist("lancens_right")
+    assert _tables_held(context) == set()
+
+    real, calls = context.from_arrow, []
+
+    def right_side_fails(data, name=None):  # the left side registered, the right one not
+        calls.append(name)
+        if len(calls) == 2:
+            raise MemoryError("the right side did not fit")
+        return real(data, name=name)
+
+    monkeypatch.setattr(context, "from_arrow", right_side_fails)
+    with pytest.raises(MemoryError):
+        hash_join(left, right, ["k"], ["k"], "inner")
+    monkeypatch.undo()
+    assert len(calls) == 2 and _tables_held(context) == set()
+
     joined = hash_join(left, right, ["k"], ["k"], "left")
     assert sorted(joined.column("w").to_pylist(), key=str) == [20.0, 30.0, None]
     assert _join_context() is context

@@ -158,6 +158,29 @@ def test_to_writes_files_and_never_over_existing_ones(spark, bucketed, tmp_path)
     )
 
 
+def test_an_inner_join_written_to_files_keeps_every_column_nullable(spark, bucketed, tmp_path):
+    """Files get the schema Spark's own join of the same data writes (every column OPTIONAL
+    in Parquet), whichever way the join ran: the keys' never-NULL declaration is for the rows
+    Spark takes in memory only."""
+    left, right, orders, customers = bucketed
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+
+    done = run_join(left, right, *ON, "--to", str(ours))
+
+    assert done["storage_partitioned"] is True
+    l_frame = spark.createDataFrame(orders.to_pandas()).alias("l")
+    r_frame = spark.createDataFrame(customers.to_pandas()).alias("r")
+    joined = l_frame.join(r_frame, l_frame["customer_id"] == r_frame["customer_id"], "inner")
+    joined.select(l_frame["customer_id"].alias("l_customer_id")).write.parquet(str(theirs))
+    written = pq.read_schema(next(ours.glob("*.parquet")))
+    spark_own = pq.read_schema(next(theirs.glob("*.parquet")))
+    assert spark_own.field("l_customer_id").nullable
+    assert all(field.nullable for field in written), written
+    assert done["rows"] == len(
+        brute_join(orders, customers, ["customer_id"], ["customer_id"], "inner")
+    )
+
+
 def events(n: int, seed: int, other: str) -> pa.Table:
     rng = random.Random(seed)
     start = dt.datetime(2023, 1, 1)

@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from lancens_cli.pipeline import spark_session as session_module
 from lancens_cli.pipeline.spark_session import (
     SOCKET_DIR,
+    SOCKET_PATH_MAX,
     UNIX_SOCKETS,
     SparkSettings,
     worker_socket_conf,
@@ -38,8 +40,11 @@ def test_a_local_sessions_workers_listen_in_a_directory_only_its_user_enters(spa
     rows = spark.range(0, 6, 1, 2).mapInArrow(double, "id long").collect()
 
     assert sorted(r.id for r in rows) == [0, 2, 4, 6, 8, 10]
-    # the Python worker daemon that ran the tasks listens there, not on a TCP port
-    assert [p for p in directory.iterdir() if stat.S_ISSOCK(p.lstat().st_mode)]
+    # the Python worker daemon that ran the tasks listens there, not on a TCP port (beside the
+    # driver's accumulator server, which listens there from the session's start)
+    accumulators = Path(spark.sparkContext._accumulatorServer.server_address)
+    sockets = {p for p in directory.iterdir() if stat.S_ISSOCK(p.lstat().st_mode)}
+    assert sockets - {accumulators}
 
 
 def test_a_cluster_or_the_users_own_choice_keeps_spark_s_default():
@@ -48,24 +53,44 @@ def test_a_cluster_or_the_users_own_choice_keeps_spark_s_default():
         assert worker_socket_conf(SparkSettings(conf=dict(chosen))) == {}
     local = worker_socket_conf(SparkSettings(master="local[2]"))
     assert local[UNIX_SOCKETS] == "true" and Path(local[SOCKET_DIR]).is_dir()
+    # turned on without a directory: still ours, not the shared temporary directory
+    only_on = worker_socket_conf(SparkSettings(conf={UNIX_SOCKETS: "true"}))
+    assert only_on == local
 
 
-def test_a_directory_whose_socket_paths_would_be_too_long_keeps_tcp(monkeypatch, tmp_path):
-    deep = tmp_path / ("d" * 60)
+def test_a_temporary_directory_too_deep_for_a_socket_falls_back_to_tmp(monkeypatch, tmp_path):
+    deep = tmp_path / ("d" * 60)  # as deep as macOS's /var/folders/.../T/ and more
     deep.mkdir()
-    monkeypatch.setattr(session_module, "_socket_dirs", [str(deep)])
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    monkeypatch.setattr(session_module, "_socket_dirs", [])
+
+    chosen = Path(worker_socket_conf(SparkSettings(master="local[*]"))[SOCKET_DIR])
+
+    assert chosen.parent == Path("/tmp") and not list(deep.iterdir())
+    longest = f"{chosen}/.01234567-89ab-cdef-0123-456789abcdef.sock"
+    assert len(longest.encode()) <= SOCKET_PATH_MAX
+
+
+def test_where_no_directory_is_short_enough_the_session_keeps_tcp(monkeypatch):
+    monkeypatch.setattr(session_module, "_socket_dirs", [])
+    monkeypatch.setattr(session_module, "SOCKET_PATH_MAX", 20)
 
     assert worker_socket_conf(SparkSettings(master="local[*]")) == {}
 
 
-def test_the_socket_directory_goes_when_the_process_ends():
+def test_the_socket_directory_is_private_and_goes_when_the_process_ends():
     code = (
+        "import os, stat\n"
         "from lancens_cli.pipeline.spark_session import SparkSettings, worker_socket_conf\n"
-        "print(worker_socket_conf(SparkSettings())['spark.python.unix.domain.socket.dir'])"
+        "d = worker_socket_conf(SparkSettings())['spark.python.unix.domain.socket.dir']\n"
+        "print(d, os.path.isdir(d), oct(stat.S_IMODE(os.stat(d).st_mode)), os.stat(d).st_uid)"
     )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
     )
-    directory = Path(done.stdout.strip())
-    assert directory.name.startswith("lancens-sockets-")
-    assert not directory.exists()
+    assert done.returncode == 0, done.stderr
+    path, existed, mode, owner = done.stdout.split()
+    assert (existed, mode, int(owner)) == ("True", "0o700", os.getuid())
+    assert Path(path).name.startswith("lancens-sockets-")
+    assert not Path(path).exists()
