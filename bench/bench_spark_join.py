@@ -37,7 +37,12 @@ times to a file in the work directory), `read_side` (the Lance reads of a group'
 `hash_join`, the rest of making the batches, and the hand-off (the time the task waits while
 Spark takes each Arrow batch: the worker's CPU writing Arrow IPC, and the rest, the wait while
 the JVM turns the batch into rows); and the action's time before the first task starts (scheduling,
-Python workers) and after the last one ends (collecting the results, ending the job). Exits 0.
+Python workers) and after the last one ends (collecting the results, ending the job). Wall times
+of tasks that share the cores also count the time a task waited for one, so last comes who used
+the cores during the action, in CPU seconds: the tasks' Python workers by phase (their process
+time, Lance's and DataFusion's threads included) and the JVM's threads by kind (task threads,
+which turn the Arrow batches into rows; JIT compilers; garbage collector; the rest), read from
+Linux's /proc. Exits 0.
 """
 
 from __future__ import annotations
