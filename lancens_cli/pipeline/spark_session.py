@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import contextvars
+import functools
 import logging
 import os
 import re
@@ -79,7 +80,6 @@ SOCKET_PATH_MAX = 103  # bytes in a socket's path: macOS allows 103, Linux 107
 # What a socket's path adds to the temporary directory's: ours, then a name as Spark gives it.
 _SOCKET_DIR_PREFIX = "lancens-sockets-"
 _SOCKET_TAIL = len(f"/{_SOCKET_DIR_PREFIX}12345678/.01234567-89ab-cdef-0123-456789abcdef.sock")
-_socket_dirs: list[str] = []  # this process's directory once made ("" when none could be)
 
 
 class SparkSetupError(InvalidInputError):
@@ -234,22 +234,20 @@ def worker_socket_conf(settings: SparkSettings) -> dict[str, str]:
     return {UNIX_SOCKETS: "true", SOCKET_DIR: directory} if directory else {}
 
 
+@functools.cache  # one directory a process
 def _socket_dir() -> str | None:
     """This process's directory for the sockets (mode 0700, removed at exit), in the temporary
     directory or, where that is too deep for a socket's path (macOS's is), in /tmp; None when
     neither will do."""
-    if not _socket_dirs:
-        made = ""
-        for base in (tempfile.gettempdir(), "/tmp"):
-            base = os.path.abspath(base)
-            if len(os.fsencode(base)) + _SOCKET_TAIL > SOCKET_PATH_MAX:
-                continue
-            with contextlib.suppress(OSError):
-                made = tempfile.mkdtemp(prefix=_SOCKET_DIR_PREFIX, dir=base)
-                atexit.register(shutil.rmtree, made, ignore_errors=True)
-                break
-        _socket_dirs.append(made)
-    return _socket_dirs[0] or None
+    for base in (tempfile.gettempdir(), "/tmp"):
+        base = os.path.abspath(base)
+        if len(os.fsencode(base)) + _SOCKET_TAIL > SOCKET_PATH_MAX:
+            continue
+        with contextlib.suppress(OSError):
+            made = tempfile.mkdtemp(prefix=_SOCKET_DIR_PREFIX, dir=base)
+            atexit.register(shutil.rmtree, made, ignore_errors=True)
+            return made
+    return None
 
 
 @contextlib.contextmanager

@@ -125,7 +125,7 @@ class HeldDatasets:
 
     def wants(self, location: str) -> bool:
         """Whether a dataset of this table would be held if opened now."""
-        return self._left > 0 and location in self._tables
+        return self._left > 0 and self.covers(location)
 
     def keep(self, cost: int) -> bool:
         """Charge one handle; False when the budget is spent (the caller lets it go)."""

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import subprocess
@@ -58,11 +59,17 @@ def test_a_cluster_or_the_users_own_choice_keeps_spark_s_default():
     assert only_on == local
 
 
+def _fresh_socket_dir(monkeypatch) -> None:
+    """A test's own choice of directory, undone after it (the session's stays as it was)."""
+    fresh = functools.cache(session_module._socket_dir.__wrapped__)
+    monkeypatch.setattr(session_module, "_socket_dir", fresh)
+
+
 def test_a_temporary_directory_too_deep_for_a_socket_falls_back_to_tmp(monkeypatch, tmp_path):
     deep = tmp_path / ("d" * 60)  # as deep as macOS's /var/folders/.../T/ and more
     deep.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(deep))
-    monkeypatch.setattr(session_module, "_socket_dirs", [])
+    _fresh_socket_dir(monkeypatch)
 
     chosen = Path(worker_socket_conf(SparkSettings(master="local[*]"))[SOCKET_DIR])
 
@@ -72,7 +79,7 @@ def test_a_temporary_directory_too_deep_for_a_socket_falls_back_to_tmp(monkeypat
 
 
 def test_where_no_directory_is_short_enough_the_session_keeps_tcp(monkeypatch):
-    monkeypatch.setattr(session_module, "_socket_dirs", [])
+    _fresh_socket_dir(monkeypatch)
     monkeypatch.setattr(session_module, "SOCKET_PATH_MAX", 20)
 
     assert worker_socket_conf(SparkSettings(master="local[*]")) == {}
