@@ -33,7 +33,7 @@ SourceFile = Annotated[
 ]
 SourceFormat = Annotated[
     str | None,
-    typer.Option("--format", help="Format of --from: parquet, csv, jsonl, lance."),
+    typer.Option("--format", help="Format of --from: parquet, arrow, csv, jsonl, lance."),
 ]
 Branch = Annotated[
     str | None,

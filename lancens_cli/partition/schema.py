@@ -35,8 +35,8 @@ def _field_id(field: Any) -> int | None:
     return value
 
 
-def _children(field: Any) -> list[Any]:
-    kind = field.type
+def _arrow_children(kind: Any) -> list[Any]:
+    """Every child field Arrow gives a nested type (a map's key and item, not its entries)."""
     if t.is_struct(kind):
         return list(kind)
     if t.is_list(kind) or t.is_large_list(kind) or t.is_fixed_size_list(kind):
@@ -46,19 +46,93 @@ def _children(field: Any) -> list[Any]:
     return []
 
 
-def _with_children(field: Any, children: list[Any]) -> Any:
+def _rebuilt(kind: Any, children: list[Any]) -> Any:
+    """`kind` with `children` in place of `_arrow_children(kind)`."""
+    if t.is_struct(kind):
+        return pa.struct(children)
+    if t.is_large_list(kind):
+        return pa.large_list(children[0])
+    if t.is_fixed_size_list(kind):
+        return pa.list_(children[0], kind.list_size)
+    if t.is_list(kind):
+        return pa.list_(children[0])
+    if t.is_map(kind):
+        return pa.map_(children[0], children[1])
+    return kind
+
+
+def _numbers_children(kind: Any) -> bool:
+    """Whether Lance gives a nested type's children field ids of their own: a fixed-size list
+    of numbers (a vector) is one field to Lance; one of structs is not (lance-core's schema)."""
+    if t.is_fixed_size_list(kind):
+        return t.is_struct(kind.value_type)
+    return bool(_arrow_children(kind))
+
+
+def named_children(field: Any) -> list[Any]:
+    """Every child of `field`, named as this module names them in paths: a list's element is
+    `item` whatever its name, and a map's one child is its `entries` struct of `key` and
+    `value`. pyarrow keeps no field for the entries, so their id is the one before the key's
+    (Lance numbers the entries, then the key, then the value)."""
     kind = field.type
     if t.is_struct(kind):
-        return field.with_type(pa.struct(children))
-    if t.is_large_list(kind):
-        return field.with_type(pa.large_list(children[0]))
-    if t.is_fixed_size_list(kind):
-        return field.with_type(pa.list_(children[0], kind.list_size))
-    if t.is_list(kind):
-        return field.with_type(pa.list_(children[0]))
+        return list(kind)
     if t.is_map(kind):
-        return field.with_type(pa.map_(children[0], children[1]))
-    return field
+        key = kind.key_field.with_name("key")
+        value = kind.item_field.with_name("value")
+        key_id = _field_id(key)
+        entries_id = {FIELD_ID_KEY: str(key_id - 1)} if key_id is not None else None
+        return [pa.field("entries", pa.struct([key, value]), nullable=False, metadata=entries_id)]
+    return [c.with_name("item") for c in _arrow_children(kind)]
+
+
+def _children(field: Any) -> list[Any]:
+    """The children of `field` that Lance numbers, in its order (`named_children`)."""
+    return named_children(field) if _numbers_children(field.type) else []
+
+
+def _with_children(field: Any, children: list[Any]) -> Any:
+    """`field` with `children` (as `named_children` gives them) in place of its own, under
+    their own names: Lance appends only to a table whose list elements are named alike."""
+    kind = field.type
+    own = _arrow_children(kind)
+    if t.is_map(kind):
+        key, value = children[0].type
+        return field.with_type(pa.map_(key.with_name(own[0].name), value.with_name(own[1].name)))
+    if not t.is_struct(kind):
+        children = [children[0].with_name(own[0].name)]
+    return field.with_type(_rebuilt(kind, children))
+
+
+def _without_ids(kind: Any) -> Any:
+    """`kind` with no field id on any child (what Lance does not number carries none)."""
+    children = _arrow_children(kind)
+    if not children:
+        return kind
+    bare = []
+    for child in children:
+        metadata = {k: v for k, v in (child.metadata or {}).items() if k != FIELD_ID_KEY.encode()}
+        bare.append(child.with_type(_without_ids(child.type)).with_metadata(metadata or None))
+    return _rebuilt(kind, bare)
+
+
+def canonical_type(kind: Any) -> Any:
+    """`kind` as Lance keeps it, for comparing types by type: a list's element is `item` (its
+    name is the writer's: Parquet says `element`), a vector's element `item` and nullable (Lance
+    keeps it so), a map's children `key` and `value`; field metadata dropped."""
+    children = [pa.field(c.name, canonical_type(c.type), c.nullable) for c in _arrow_children(kind)]
+    if t.is_fixed_size_list(kind):
+        children = [pa.field("item", children[0].type)]
+    elif t.is_list(kind) or t.is_large_list(kind):
+        children = [children[0].with_name("item")]
+    elif t.is_map(kind):
+        children = [children[0].with_name("key"), children[1].with_name("value")]
+    return _rebuilt(kind, children) if children else kind
+
+
+def type_text(kind: Any) -> str:
+    """What a column's type is compared by (`canonical_type`), as text."""
+    return str(canonical_type(kind))
 
 
 def nested_fields(fields: list[Any]) -> list[Any]:
@@ -85,15 +159,20 @@ def field_ids_by_path(schema: Any) -> dict[str, int]:
 
 
 def lance_ids_by_path(lance_schema: Any) -> dict[str, int]:
-    """The field id Lance gave every field of a table, by dotted path."""
+    """The field id Lance gave every field of a table, by dotted path, its children named as
+    `_children` names them (a list's element is `item` whatever the writer called it)."""
     found: dict[str, int] = {}
 
-    def visit(fields: list[Any], prefix: str) -> None:
-        for f in fields:
-            found[prefix + f.name()] = f.id()
-            visit(f.children(), f"{prefix}{f.name()}.")
+    def visit(fields: list[Any], names: list[str], prefix: str) -> None:
+        for f, name in zip(fields, names, strict=True):
+            found[prefix + name] = f.id()
+            children = f.children()
+            if children:
+                named = [c.name for c in _children(f.to_arrow())]
+                visit(children, named, f"{prefix}{name}.")
 
-    visit(lance_schema.fields(), "")
+    top = lance_schema.fields()
+    visit(top, [f.name() for f in top], "")
     return found
 
 
@@ -198,7 +277,9 @@ def with_field_ids(schema: Any) -> Any:
             next_id += 1
         field = field.with_metadata(metadata)
         children = [number(c) for c in _children(field)]
-        return _with_children(field, children) if children else field
+        if not children:  # a vector's element is part of the vector's one field
+            return field.with_type(_without_ids(field.type))
+        return _with_children(field, children)
 
     return pa.schema([number(f) for f in schema], metadata=schema.metadata)
 

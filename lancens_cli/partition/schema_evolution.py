@@ -26,6 +26,7 @@ from lancens_cli.partition.schema import (
     nested_fields,
     schema_from_text,
     schema_to_text,
+    type_text,
 )
 from lancens_cli.partition.spec import PartitionSpec, damage_of
 from lancens_cli.schema_json import TIME_UNITS, TYPE_NAMES, type_from_json, type_to_json
@@ -279,8 +280,9 @@ def history_text(history: list[Any]) -> str:
 
 
 def shape(schema: Any) -> list[tuple[str, str]]:
-    """What a table's schema is compared by: column names and types, in order."""
-    return [(f.name, str(f.type)) for f in schema]
+    """What a table's schema is compared by: column names and types, in order (a list's
+    element by its type, not its name: decision 27 in docs/decisions.md)."""
+    return [(f.name, type_text(f.type)) for f in schema]
 
 
 def generation_of(table_schema: Any, schema: Any, history: list[Any]) -> Any | None:

@@ -1,4 +1,5 @@
-"""Where a namespace schema comes from: a JSON Arrow schema file, a Parquet file or a table.
+"""Where a namespace schema comes from: a JSON Arrow schema file, a Parquet or Arrow IPC file,
+or a table.
 
 Reading Parquet footers and Lance tables is storage work; the command line only names the path.
 """
@@ -14,11 +15,12 @@ import pyarrow.parquet as pq
 
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.schema_json import load_schema_file
-from lancens_cli.store.sources import require_exists
+from lancens_cli.store.sources import format_of_name, open_arrow, require_exists
 
 
 def load_schema_source(path: str) -> Any:
-    """An Arrow schema from a JSON Arrow schema file, a Parquet file or a Lance table."""
+    """An Arrow schema from a JSON Arrow schema file, a Parquet or Arrow IPC file, or a Lance
+    table."""
     require_exists(path, "--schema FILE")
     if os.path.isdir(path):
         try:
@@ -32,5 +34,9 @@ def load_schema_source(path: str) -> Any:
             raise InvalidInputError(
                 f"--schema {path}: not a readable Parquet file: {exc}"
             ) from None
-
+    if format_of_name(path) == "arrow":
+        try:
+            return open_arrow(path).schema
+        except (OSError, pa.ArrowException) as exc:
+            raise InvalidInputError(f"--schema {path}: not a readable Arrow file: {exc}") from None
     return load_schema_file(path)

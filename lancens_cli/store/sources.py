@@ -1,7 +1,8 @@
-"""Reading the data of `create table --from FILE`: Parquet, CSV, JSON lines or a Lance dataset.
+"""Reading the data of `create table --from FILE`: Parquet, an Arrow IPC file (Feather v2) or
+stream, CSV, JSON lines or a Lance dataset.
 
-Parquet, CSV and Lance sources are streamed as record batches, so a large file is never held in
-memory whole.
+Parquet, Arrow, CSV and Lance sources are streamed as record batches, so a large file is never
+held in memory whole.
 """
 
 from __future__ import annotations
@@ -17,10 +18,14 @@ import pyarrow.parquet as pq
 
 from lancens_cli.errors import InvalidInputError, lance_message
 
-FORMATS = ("parquet", "csv", "jsonl", "lance")
+FORMATS = ("parquet", "arrow", "csv", "jsonl", "lance")
 _EXTENSIONS = {
     ".parquet": "parquet",
     ".pq": "parquet",
+    ".arrow": "arrow",
+    ".arrows": "arrow",
+    ".feather": "arrow",
+    ".ipc": "arrow",
     ".csv": "csv",
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
@@ -34,12 +39,18 @@ def detect_format(path: str) -> str:
         if os.path.isdir(os.path.join(path, "_versions")):
             return "lance"
         raise InvalidInputError(f"{path} is a directory but not a Lance dataset")
-    extension = os.path.splitext(path)[1].lower()
-    if extension in _EXTENSIONS and extension != ".lance":
-        return _EXTENSIONS[extension]
+    fmt = format_of_name(path)
+    if fmt is not None:
+        return fmt
     raise InvalidInputError(
         f"cannot tell the format of {path} from its name; use --format ({', '.join(FORMATS)})"
     )
+
+
+def format_of_name(path: str) -> str | None:
+    """The format a file's extension names (None: none, or a directory's `.lance`)."""
+    extension = os.path.splitext(path)[1].lower()
+    return _EXTENSIONS[extension] if extension != ".lance" and extension in _EXTENSIONS else None
 
 
 def require_exists(path: str, option: str) -> None:
@@ -59,6 +70,8 @@ def open_source(path: str, fmt: str | None = None, option: str = "--from FILE") 
         if fmt == "parquet":
             parquet = pq.ParquetFile(path)
             return pa.RecordBatchReader.from_batches(parquet.schema_arrow, parquet.iter_batches())
+        if fmt == "arrow":
+            return open_arrow(path)
         if fmt == "csv":
             return pcsv.open_csv(path)
         if fmt == "jsonl":
@@ -68,3 +81,15 @@ def open_source(path: str, fmt: str | None = None, option: str = "--from FILE") 
         return lance.dataset(path).scanner().to_reader()
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError, ValueError) as exc:
         raise InvalidInputError(f"cannot read {path} as {fmt}: {lance_message(exc)}") from None
+
+
+def open_arrow(path: str) -> Any:
+    """A reader over an Arrow IPC file (what Feather v2 and `pa.ipc.new_file` write), or an
+    IPC stream (`pa.ipc.new_stream`): the two are told apart by the file's first bytes."""
+    with open(path, "rb") as handle:
+        is_file = handle.read(6) == b"ARROW1"
+    if not is_file:
+        return pa.ipc.open_stream(pa.memory_map(path))
+    ipc = pa.ipc.open_file(pa.memory_map(path))
+    batches = (ipc.get_batch(i) for i in range(ipc.num_record_batches))
+    return pa.RecordBatchReader.from_batches(ipc.schema, batches)

@@ -23,7 +23,11 @@ from lancens_cli.partition.spec import TIME_TRANSFORMS, PartitionSpec
 from lancens_cli.partition.transforms import apply_field
 from lancens_cli.service.catalog.manifest_rows import partition_namespace_row
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioned.evolve_schema import check_table_schemas
+from lancens_cli.service.partitioned.evolve_schema import (
+    check_table_schemas,
+    published_table_schemas,
+)
+from lancens_cli.service.partitioned.field_numbering import check_numbering, fix_numbering
 from lancens_cli.service.partitioned.layout import (
     PartitionLayout,
     layout_of,
@@ -86,7 +90,9 @@ def check_partitions(ns: Namespace, snapshot: ManifestSnapshot, report: Any) -> 
         _check_inheritance(snapshot, layout, report)
         _check_zoned_time_values(ns, snapshot, layout, report)
 
-    check_table_schemas(ns.storage, snapshot, layout, report)
+    tables = published_table_schemas(ns.storage, snapshot, layout)
+    unlike_lance = check_numbering(snapshot, layout, tables, report)
+    check_table_schemas(snapshot, layout, tables, report, compare_ids=not unlike_lance)
 
 
 def _check_inheritance(snapshot: ManifestSnapshot, layout: PartitionLayout, report: Any) -> None:
@@ -157,6 +163,7 @@ def _check_zoned_time_values(
 
 
 def fix_partitions(ns: Namespace, report: Any) -> None:
+    fix_numbering(ns, report)
     findings = [f for f in report.findings if f.fixable and f.code in FIXABLE]
     if not findings:
         return

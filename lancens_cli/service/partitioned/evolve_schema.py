@@ -394,36 +394,59 @@ def field_types_by_id(schema: Any) -> dict[int, Any]:
     return {ids[f.name]: f.type for f in schema if f.name in ids}
 
 
+@dataclass(frozen=True)
+class TableSchema:
+    """A published partition table's Arrow schema and the field ids Lance gave it, by path."""
+
+    row: dict[str, Any]
+    schema: Any
+    ids: dict[str, int]
+
+
+def published_table_schemas(
+    storage: Storage, snapshot: ManifestSnapshot, layout: PartitionLayout
+) -> list[TableSchema]:
+    """Every published partition table's schema (`check` reads each table once for all its
+    schema checks). A refused row is `bad_location`, reported from the row alone
+    (store/containment.py); a table that cannot be read, by the table checks."""
+    verdicts = row_locations(storage, snapshot)
+    rows = [r for r in partition_tables(snapshot, layout) if not verdicts.problem(r["object_id"])]
+
+    def table_schema(row: dict[str, Any]) -> TableSchema | None:
+        try:
+            dataset = open_published(storage, row)
+        except InvalidTableStateError:
+            return None
+        return TableSchema(row, dataset.schema, lance_ids_by_path(dataset.lance_schema))
+
+    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
+        return [found for found in pool.map(table_schema, rows) if found is not None]
+
+
 def check_table_schemas(
-    storage: Storage, snapshot: ManifestSnapshot, layout: PartitionLayout, report: Any
+    snapshot: ManifestSnapshot,
+    layout: PartitionLayout,
+    tables: list[TableSchema],
+    report: Any,
+    *,
+    compare_ids: bool = True,
 ) -> None:
     """`check`: a published partition table whose columns are not the namespace schema's.
 
     A table of an earlier generation (an evolution killed before its publish) is still read
-    through the schema; one of no generation was changed by another tool.
+    through the schema; one of no generation was changed by another tool. `compare_ids` off:
+    the namespace schema itself is numbered unlike Lance (`field_numbering.py` says so once).
     """
     history = history_from_metadata(snapshot.metadata)
-    verdicts = row_locations(storage, snapshot)
-    # a refused row is `bad_location`, reported from the row alone (store/containment.py)
-    rows = [r for r in partition_tables(snapshot, layout) if not verdicts.problem(r["object_id"])]
-
-    def table_schema(row: dict[str, Any]) -> Any:
-        try:
-            dataset = open_published(storage, row)
-            return dataset.schema, lance_ids_by_path(dataset.lance_schema)
-        except InvalidTableStateError:
-            return None, {}  # the table checks report an unreadable table
-
     ever: dict[int, str] = {}
     for generation in [*history, layout.schema]:  # the current names last: they win
         ever |= {fid: path for path, fid in field_ids_by_path(generation).items()}
     widened = widened_ids(layout.schema, history)
-    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
-        schemas = list(pool.map(table_schema, rows))
-    for row, (schema, ids) in zip(rows, schemas, strict=True):
-        if schema is not None and shape(schema) == shape(layout.schema):
-            _check_field_ids(row, ids, ever, widened, report)
-        if schema is None or shape(schema) == shape(layout.schema):
+    for table in tables:
+        row, schema = table.row, table.schema
+        if shape(schema) == shape(layout.schema):
+            if compare_ids:
+                _check_field_ids(row, table.ids, ever, widened, report)
             continue
         known = generation_of(schema, layout.schema, history) is not None
         columns = ", ".join(f"{n} {t}" for n, t in shape(schema))
