@@ -27,6 +27,7 @@ from lancens_cli.partition.schema import (
     schema_from_text,
     schema_to_text,
     type_text,
+    with_field_ids,
 )
 from lancens_cli.partition.spec import PartitionSpec, damage_of
 from lancens_cli.schema_json import TIME_UNITS, TYPE_NAMES, type_from_json, type_to_json
@@ -47,7 +48,7 @@ class Change:
             return f"rename {self.name} -> {self.value}"
         if self.kind == "drop":
             return f"drop {self.name}"
-        return f"{self.kind} {self.name} {type_to_json(self.value)['type']}"
+        return f"{self.kind} {self.name} {type_words(self.value)}"
 
 
 @dataclass
@@ -65,14 +66,37 @@ class Evolution:
 # --- parsing the command line -----------------------------------------------------------------
 
 
+# `--add` / `--widen` type names beyond the JSON Arrow schema's: a vector, a list
+NESTED_TYPE_NAMES = ("fixed_size_list:TYPE:N", "list:TYPE", "large_list:TYPE")
+
+
 def _type(text: str, where: str) -> Any:
+    head, _, rest = text.strip().partition(":")
     try:
+        if head.lower() == "fixed_size_list":
+            inner, _, size = rest.rpartition(":")
+            if not size.strip().isdigit() or int(size) < 1:
+                raise InvalidInputError("a vector needs a positive length")
+            return pa.list_(_type(inner, where), int(size))
+        if head.lower() in ("list", "large_list") and rest:
+            maker = pa.list_ if head.lower() == "list" else pa.large_list
+            return maker(_type(rest, where))
         return type_from_json({"type": text.strip()})
     except InvalidInputError:
         raise InvalidInputError(
-            f"{where}: unknown type {text.strip()!r} (valid types: {', '.join(TYPE_NAMES)}; "
-            f"UNIT is {', '.join(TIME_UNITS)})"
+            f"{where}: unknown type {text.strip()!r} (valid types: "
+            f"{', '.join((*TYPE_NAMES, *NESTED_TYPE_NAMES))}; UNIT is {', '.join(TIME_UNITS)}; "
+            "e.g. fixed_size_list:float32:768 for an embedding)"
         ) from None
+
+
+def type_words(kind: Any) -> str:
+    """A type as `--add` spells it (`fixed_size_list:float32:768`)."""
+    if t.is_fixed_size_list(kind):
+        return f"fixed_size_list:{type_words(kind.value_type)}:{kind.list_size}"
+    if t.is_list(kind) or t.is_large_list(kind):
+        return f"{'large_list' if t.is_large_list(kind) else 'list'}:{type_words(kind.value_type)}"
+    return type_to_json(kind)["type"]
 
 
 def parse_changes(
@@ -243,9 +267,11 @@ def evolve(
                         f"--add {change.name}: the namespace schema has a column "
                         f"{change.name!r} already ({fields[at].type})"
                     )
-            else:
-                fields.append(_with_id(pa.field(change.name, change.value), next_id))
-                next_id += 1
+            else:  # a list's element takes the id after it (partition/schema.py)
+                added = _with_id(pa.field(change.name, change.value), next_id)
+                added = with_field_ids(pa.schema([added])).field(0)
+                fields.append(added)
+                next_id += len(nested_fields([added]))
         result.outcomes.append((change, outcome))
     result.schema = pa.schema(fields, metadata=schema.metadata)
     return result

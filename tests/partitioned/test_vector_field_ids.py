@@ -327,3 +327,49 @@ def test_check_says_why_it_cannot_renumber_when_the_tables_disagree(tmp_path):
     )
     assert finding["fixable"] is False and "the partition tables disagree" in finding["message"]
     assert ns.snapshot().version == version  # nothing changed
+
+
+def test_evolve_schema_around_vectors_keeps_every_tables_ids_lances(tmp_path):
+    """Adds (a second embedding, a list), a rename and a drop around the vector, then a write
+    creating a new partition table: every table's Lance ids are the namespace's."""
+    root, args, _ = vector_namespace(tmp_path)
+    changes = [
+        ["--add", "emb2 fixed_size_list:float32:4", "--add", "labels list:utf8"],
+        ["--rename", "emb=embedding", "--drop", "tags"],
+        ["--drop", "score", "--add", "note int32"],
+    ]
+    for change in changes:
+        result = invoke(*args, "evolve-schema", *change)
+        assert result.exit_code == 0, result.stderr
+    n = 6
+    rows = (
+        vector_rows(n)
+        .drop_columns(["tags", "score"])
+        .rename_columns(["id", "embedding", "city", "s", "m"])
+    )
+    rows = rows.set_column(2, "city", pa.array(["Rome"] * n))
+    vectors = pa.array(np.arange(n * 4, dtype="float32"))
+    rows = rows.append_column("emb2", pa.FixedSizeListArray.from_arrays(vectors, 4))
+    rows = rows.append_column("labels", pa.array([["a", "b"]] * n))
+    rows = rows.append_column("note", pa.array(range(n), pa.int32()))
+    pq.write_table(rows, tmp_path / "more.parquet")
+    result = invoke(*args, "write", "--from", str(tmp_path / "more.parquet"))
+    assert result.exit_code == 0, result.stderr
+    ns, tables = published_tables(root)
+    wanted = field_ids_by_path(layout_of(ns.snapshot()).schema)
+    assert "emb2.item" not in wanted and wanted["labels.item"] == wanted["labels"] + 1
+    assert len(tables) == 4
+    for _, ds in tables:
+        assert lance_ids_by_path(ds.lance_schema) == wanted
+    (rome,) = [ds for row, ds in tables if row["partition_field_city"] == "Rome"]
+    assert rome.to_table(columns=["emb2"]).column("emb2").to_pylist()[1] == [4.0, 5.0, 6.0, 7.0]
+    assert invoke(*args, "check").exit_code == 0
+
+
+def test_an_unknown_vector_type_is_refused_in_words_before_anything_changes(tmp_path):
+    root, args, _ = vector_namespace(tmp_path)
+    version = Namespace.from_properties({"root": str(root)}).snapshot().version
+    result = invoke(*args, "evolve-schema", "--add", "e fixed_size_list:float32:0")
+    assert result.exit_code == 2
+    assert "fixed_size_list:float32:768" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert Namespace.from_properties({"root": str(root)}).snapshot().version == version
