@@ -15,7 +15,7 @@ from lancens_cli.cli.dry_run import note_location_pattern
 from lancens_cli.cli.options import DryRun, ExistOk, Property, SourceFile, SourceFormat
 from lancens_cli.cli.output import message
 from lancens_cli.cli.session import session
-from lancens_cli.cli.views import summary_of
+from lancens_cli.cli.views import summary_of, warnings_of
 from lancens_cli.config import parse_key_values
 from lancens_cli.errors import InvalidInputError
 
@@ -139,6 +139,10 @@ def create_index(
     next prune --optimize-indexes). Tables published by a tag or a branch are left alone and
     listed. A column the table or namespace lacks, or a type that does not fit it: exit 2,
     nothing built.
+
+    ivf_pq and ivf_hnsw_pq train on 256 vectors at least: a partition table with fewer is left
+    without the index and listed (a warning; exit 0), and prune --optimize-indexes builds it
+    once the table has enough; one table named alone with fewer: exit 2, nothing built.
     """
     from lancens_cli.service.indexes.build import create_index as create
     from lancens_cli.service.indexes.definitions import definition
@@ -161,6 +165,8 @@ def create_index(
     )
     session().emit(result)
     message(summary_of(result))
+    for warning in warnings_of(result):  # left undone, not failed: the exit stays 0
+        message(f"warning: {warning}")
 
 
 add_command(create_app, "namespace", create_namespace)

@@ -6,7 +6,7 @@ or Lance.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,8 +14,11 @@ from lancens_cli.cli.common import confirm_destruction
 from lancens_cli.cli.options import DryRun, Yes
 from lancens_cli.cli.output import message
 from lancens_cli.cli.session import session
-from lancens_cli.cli.views import summary_of
+from lancens_cli.cli.views import summary_of, warnings_of
 from lancens_cli.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from lancens_cli.service.history.restore import RestoreResult
 
 
 def restore(
@@ -52,7 +55,9 @@ def restore(
     published (the partitions N did not have are no longer published; their tables stay on
     disk). Specs and the schema stay as they are now. A table: Lance's restore of its version
     N. A partition table is refused: restore its namespace. A write that lands while the
-    restore runs is restored over, and the result says so.
+    restore runs is restored over, and the result says so. A restored partition table has
+    the indexes its restored version had: the namespace's index definitions it lacks are
+    named (a warning), with the command that builds them (prune --optimize-indexes).
     """
     _check_words(to_version, to_timestamp)
     from lancens_cli.service.history.restore import (
@@ -69,8 +74,7 @@ def restore(
         target = session().ident(ident)
         planned = plan_table_restore(ns, target, to_version, to_timestamp, session().delimiter)
     if dry_run or planned.restored_to == planned.planned_on:
-        session().emit(planned)
-        message(summary_of(planned))
+        _emit(planned)
         return
     confirm_destruction(
         f"restore {planned.target} to version {planned.restored_to} "
@@ -85,8 +89,15 @@ def restore(
         result = restore_namespace(ns, planned)
     else:
         result = restore_table(ns, session().ident(ident), planned)
+    _emit(result)
+
+
+def _emit(result: RestoreResult) -> None:
+    """The result, its summary and its warnings (indexes the restored tables lack)."""
     session().emit(result)
     message(summary_of(result))
+    for warning in warnings_of(result):
+        message(f"warning: {warning}")
 
 
 def _check_words(to_version: str | None, to_timestamp: str | None) -> None:

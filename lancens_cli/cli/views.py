@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lancens_cli.models import Identifier, json_value
-from lancens_cli.words import human_time, plural
+from lancens_cli.words import human_time, noun, plural
 
 Rows = list[list[Any]]
 
@@ -43,6 +43,7 @@ class View:
 
 _VIEWS: dict[str, Callable[[Any], View]] = {}
 _SUMMARIES: dict[str, Callable[[Any], str]] = {}
+_WARNINGS: dict[str, Callable[[Any], list[str]]] = {}
 
 
 def _key(cls: type) -> str:
@@ -67,6 +68,16 @@ def summary_of(result: Any) -> str:
     raise KeyError(f"no summary for {_key(type(result))}")
 
 
+def warnings_of(result: Any) -> list[str]:
+    """The lines a command writes to stderr as `warning: ...` after its summary: what it left
+    undone that is no failure (none for most results)."""
+    for cls in type(result).__mro__:
+        said = _WARNINGS.get(_key(cls))
+        if said is not None:
+            return said(result)
+    return []
+
+
 def _view(qualified: str) -> Callable[[Callable[[Any], View]], Callable[[Any], View]]:
     def register(func: Callable[[Any], View]) -> Callable[[Any], View]:
         _VIEWS[qualified] = func
@@ -81,6 +92,20 @@ def _summary(qualified: str) -> Callable[[Callable[[Any], str]], Callable[[Any],
         return func
 
     return register
+
+
+def _warning(qualified: str) -> Callable[[Callable[[Any], list[str]]], Callable[[Any], list[str]]]:
+    def register(func: Callable[[Any], list[str]]) -> Callable[[Any], list[str]]:
+        _WARNINGS[qualified] = func
+        return func
+
+    return register
+
+
+def _labels_text(labels: list[str], shown: int = 5) -> str:
+    """Partitions by their values, the first `shown` of them and how many more."""
+    text = "; ".join(labels[:shown])
+    return text + (f"; {len(labels) - shown} more" if len(labels) > shown else "")
 
 
 def _would(dry_run: bool) -> str:
@@ -570,8 +595,16 @@ def _restore(r: Any) -> View:
         ]
         for c in r.changes
     ]
+    if r.unindexed:  # last, so the columns before keep their places in a pipe
+        header.append("lacking_indexes")
+        for row, c in zip(rows, r.changes, strict=True):
+            row.append(", ".join(_lacked_text(i) for i in c.lacking_indexes))
     _with_partitions(header, rows, [c.label for c in r.changes], at=1)
     return View(header, rows, title, after=after, optional=("location", "table"))
+
+
+def _lacked_text(lacked: Any) -> str:
+    return f"{lacked.name} (too few rows)" if lacked.too_few else lacked.name
 
 
 @_summary("lancens_cli.service.history.restore.RestoreResult")
@@ -589,6 +622,26 @@ def _restore_summary(r: Any) -> str:
     return (
         f"restored {r.target} to version {r.restored_to} as version {r.new_version} ({what}){over}"
     )
+
+
+@_warning("lancens_cli.service.history.restore.RestoreResult")
+def _restore_warnings(r: Any) -> list[str]:
+    """The restored partition tables left without an index of the namespace, and the fix."""
+    if not r.unindexed:
+        return []
+    names = sorted({i.name for c in r.unindexed for i in c.lacking_indexes})
+    left = "would leave" if r.dry_run else "left"
+    it = "it" if len(names) == 1 else "them"
+    text = (
+        f"restore {left} {plural(len(r.unindexed), 'partition table')} without the namespace's "
+        f"{noun(len(names), 'index', 'indexes')} {', '.join(names)} "
+        f"({_labels_text([c.label.text() for c in r.unindexed if c.label is not None])})"
+    )
+    if r.index_remedy is None:
+        return [
+            text + f": too few rows to train {it} yet; prune --optimize-indexes builds {it} later"
+        ]
+    return [text + f": {'then ' if r.dry_run else ''}run {r.index_remedy} (see the notes)"]
 
 
 def _published_text(p: Any) -> str:
@@ -684,10 +737,14 @@ def _created_index(r: Any) -> View:
 
 @_summary("lancens_cli.service.indexes.build.CreatedIndex")
 def _created_index_summary(r: Any) -> str:
-    built = [t for t in r.tables if t.version_after is not None or (r.dry_run and not t.note)]
-    left = len(r.tables) - len(built)
     verb = "would build" if r.dry_run else "built"
-    text = f"index {r.index.name}: {verb} on {plural(len(built), 'table')}"
+    built = sum(1 for t in r.tables if t.status == verb)
+    short = len(r.too_few)
+    left = len(r.tables) - built - short
+    text = f"index {r.index.name}: {verb} on {plural(built, 'table')}"
+    if short:
+        left_without = "would be left" if r.dry_run else "left"
+        text += f", {plural(short, 'table')} {left_without} without it (too few rows)"
     if left:
         text += f", {plural(left, 'table')} left alone (see notes)"
     if r.manifest_version is not None:
@@ -695,3 +752,23 @@ def _created_index_summary(r: Any) -> str:
     if r.stored:
         text += "; kept as the namespace's definition"
     return text
+
+
+@_warning("lancens_cli.service.indexes.build.CreatedIndex")
+def _created_index_warnings(r: Any) -> list[str]:
+    """The partition tables left without the index: too few vectors to train it yet."""
+    if not r.too_few:
+        return []
+    from lancens_cli.service.indexes.definitions import training_vectors
+
+    shown = _labels_text(
+        [f"{t.label.text() if t.label else t.table}: {t.rows} rows" for t in r.too_few]
+    )
+    keeps = "would keep" if r.dry_run else "keeps"
+    return [
+        f"index {r.index.name} {'would not be' if r.dry_run else 'not'} built on "
+        f"{plural(len(r.too_few), 'partition table')} with too few vectors for "
+        f"{r.index.type.lower()} to train ({shown}); the namespace {keeps} the definition and "
+        "prune --optimize-indexes builds it there once a table has "
+        f"{training_vectors(r.index)} vectors"
+    ]

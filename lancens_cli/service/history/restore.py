@@ -16,6 +16,12 @@ Everything is checked before anything is written: N must still be readable, and 
 table version N published (prune may have removed one). The commit is compare-and-swap: a write
 that lands between the plan and the commit is restored over, and the result names its
 versions; a write that lands after the restore lands on the restored state.
+
+The namespace's index definitions stay as they are now too, but a restored table is N's
+version again, with the indexes N's version had: one built since is missing. The restore does
+not build it (a vector index trains for minutes on a large table, and a restore is what an
+operator runs in a hurry); the result names each restored table that lacks one and the command
+that builds it, `prune --optimize-indexes`, which publishes what it builds in one commit.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE, Identifier, Result
 from lancens_cli.partition.rows import partition_rows
 from lancens_cli.partition.schema_evolution import history_from_metadata, shape
 from lancens_cli.service.history.transactions import operation_of
+from lancens_cli.service.indexes.build import too_few_vectors
+from lancens_cli.service.indexes.definitions import IndexDefinition, readable_definitions
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.branch import ref_of
 from lancens_cli.service.partitioned.evolve_schema import Brought, bring_table
@@ -46,10 +54,11 @@ from lancens_cli.service.partitioned.naming import label_of
 from lancens_cli.service.partitioned.republish import mark_partitioned_writer
 from lancens_cli.service.partitioned.sizes import TableSize, version_size
 from lancens_cli.store.commit import retry_on_conflict
+from lancens_cli.store.inspect import index_summaries
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.tables import open_published, open_table
 from lancens_cli.store.version_pick import pick_version, version_history
-from lancens_cli.words import utc_iso
+from lancens_cli.words import noun, plural, utc_iso
 
 SCHEMA_NOTE = (
     "specs and the namespace schema stay as they are now; the restored partition tables are "
@@ -58,6 +67,22 @@ SCHEMA_NOTE = (
 
 # The words of a partition's change, in the order a result lists them.
 REPUBLISHED, MOVED, UNPUBLISHED = "republished", "moved", "unpublished"
+
+# What builds the index definitions a restored partition table lacks (and publishes them)
+INDEX_REMEDY = "lancens prune --optimize-indexes --yes"
+SHOWN_LABELS = 5  # partitions a note names before it counts the rest
+
+
+@dataclass(frozen=True)
+class LackedIndex:
+    """A namespace index definition the version a restore publishes lacks, and why prune
+    would not build it yet (too few vectors to train it), if so."""
+
+    name: str
+    too_few: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "too_few_rows": self.too_few}
 
 
 @dataclass
@@ -78,6 +103,8 @@ class RestoredPartition:
     brought_from: int | None = None  # N's read_version, when a version built on it is published
     # where `before` is read: the row published now (`location` is N's, or now's when N lacks it)
     location_before: str | None = None
+    # the namespace's index definitions the published version lacks (tables on main)
+    lacking_indexes: list[LackedIndex] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -91,6 +118,7 @@ class RestoredPartition:
             "rows_after": self.rows_after,
             "to_current_schema": self.behind,
             "brought_from": self.brought_from,
+            "lacking_indexes": [i.to_json() for i in self.lacking_indexes],
         }
 
 
@@ -109,6 +137,14 @@ class RestoreResult(Result):
     rows_before: int | None = None  # a table: its rows now, and at the restored version
     rows_after: int | None = None
     notes: list[str] = field(default_factory=list)
+    # the command that builds the index definitions restored tables lack (None: none lack one
+    # it could build now)
+    index_remedy: str | None = None
+
+    @property
+    def unindexed(self) -> list[RestoredPartition]:
+        """The restored partition tables that lack one of the namespace's indexes."""
+        return [c for c in self.changes if c.lacking_indexes]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -123,6 +159,7 @@ class RestoreResult(Result):
             "rows_before": self.rows_before,
             "rows_after": self.rows_after,
             "notes": self.notes,
+            "index_remedy": self.index_remedy,
         }
 
 
@@ -147,12 +184,17 @@ def plan_namespace_restore(
     assert layout is not None
     equivalent = _already_restored(ns, now, past)
     changes = _tables(_changes(now, past, equivalent))
-    _require_readable(ns, changes, target, layout.schema)
+    _require_readable(ns, changes, target, layout.schema, readable_definitions(now.metadata))
     result = RestoreResult(
         MANIFEST_TABLE, target, _manifest_time(ns, target), now.version, dry_run=True
     )
     result.changes = changes
     result.notes.append(SCHEMA_NOTE)
+    note = _index_note(changes)
+    if note is not None:
+        result.notes.append(note)
+        buildable = any(not i.too_few for c in changes for i in c.lacking_indexes)
+        result.index_remedy = INDEX_REMEDY if buildable else None
     behind = [c for c in changes if c.behind]
     if behind:
         result.notes.append(
@@ -215,6 +257,7 @@ def restore_namespace(ns: Namespace, planned: RestoreResult) -> RestoreResult:
     base = landed.get("base", planned.planned_on)
     result.restored_over = [v for v in range(planned.planned_on + 1, base + 1) if v not in guards]
     result.notes = list(planned.notes)
+    result.index_remedy = planned.index_remedy
     if result.restored_over:
         result.notes.append(
             f"__manifest version(s) {_span(result.restored_over)} landed while the restore "
@@ -371,10 +414,15 @@ def _ref(row: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _require_readable(
-    ns: Namespace, changes: list[RestoredPartition], target: int, schema: Any
+    ns: Namespace,
+    changes: list[RestoredPartition],
+    target: int,
+    schema: Any,
+    definitions: list[IndexDefinition],
 ) -> None:
-    """Every table version the restore publishes opens (and has its rows counted); so does
-    every one it moves away from, for the rows before."""
+    """Every table version the restore publishes opens (and has its rows counted, and the
+    index `definitions` it lacks found); so does every one it moves away from, for the rows
+    before."""
     for change in changes:
         if change.after is not None:
             row = {"location": change.location, **change.after}
@@ -382,6 +430,8 @@ def _require_readable(
                 dataset = open_published(ns.storage, row)
                 change.rows_after = version_size(dataset).rows
                 change.behind = shape(dataset.schema) != shape(schema)
+                if not change.after.get("read_tag") and not change.after.get("read_branch"):
+                    change.lacking_indexes = _lacking(dataset, definitions)
             except RefusedError as exc:  # a location leading outside the root: never "pruned"
                 raise RefusedError(
                     f"__manifest version {target} cannot be restored: it publishes "
@@ -395,6 +445,46 @@ def _require_readable(
                 ) from None
         if change.before is not None:
             change.rows_before = _rows(ns, {"location": change.location_before, **change.before})
+
+
+def _lacking(dataset: Any, definitions: list[IndexDefinition]) -> list[LackedIndex]:
+    """The `definitions` a table version lacks (so does the version a restore makes of it: a
+    `Restore` carries its indexes), each with why prune would not build it yet, if so. Tables
+    on a tag or a branch are left out: `create index` and prune leave them alone too."""
+    if not definitions:
+        return []
+    try:
+        have = {i["name"] for i in index_summaries(dataset)}
+    except Exception:  # noqa: BLE001 - indexes Lance cannot list: nothing said, nothing refused
+        return []
+    return [
+        LackedIndex(d.name, too_few_vectors(dataset, d)) for d in definitions if d.name not in have
+    ]
+
+
+def _index_note(changes: list[RestoredPartition]) -> str | None:
+    """The words for the index definitions restored tables lack, and what builds them."""
+    lacking = [c for c in changes if c.lacking_indexes]
+    if not lacking:
+        return None
+    names = sorted({i.name for c in lacking for i in c.lacking_indexes})
+    one = len(names) == 1
+    text = (
+        f"the namespace's {noun(len(names), 'index', 'indexes')} {', '.join(names)} "
+        f"{'is' if one else 'are'} missing on {plural(len(lacking), 'restored partition table')}"
+        f" (the versions restored do not have {'it' if one else 'them'}): {INDEX_REMEDY} "
+        f"builds and publishes {'it' if one else 'them'}"
+    )
+    short = [(c, i) for c in lacking for i in c.lacking_indexes if i.too_few]
+    if short:
+        shown = "; ".join(f"{_label(c)}: {i.name}, {i.too_few}" for c, i in short[:SHOWN_LABELS])
+        more = f"; {len(short) - SHOWN_LABELS} more" if len(short) > SHOWN_LABELS else ""
+        text += f"; a table with too few rows gets it once it has enough ({shown}{more})"
+    return text
+
+
+def _label(change: RestoredPartition) -> str:
+    return change.label.text() if change.label is not None else change.object_id
 
 
 def _rows(ns: Namespace, row: dict[str, Any]) -> int | None:
@@ -414,6 +504,7 @@ def _with_sizes(
         seen = known.get((change.object_id, str(change.before)))
         if seen is not None:
             change.rows_before, change.rows_after = seen.rows_before, seen.rows_after
+            change.lacking_indexes = seen.lacking_indexes
     return done
 
 

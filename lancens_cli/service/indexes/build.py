@@ -9,10 +9,17 @@ definition (service/partitioned/republish.py: a table moved only while `__manife
 publishes the version its index was built on). Lance rebases an index commit over a writer's
 concurrent append; a build that did not land on exactly the next version holds that writer's
 unpublished rows, so it is never published (it expires like any unpublished version).
+
+A product-quantized index (ivf_pq, ivf_hnsw_pq) needs 256 vectors to train: on fewer, Lance
+does not refuse, it commits an index that holds no rows. So such a build is never made: one
+table named alone is refused (exit 2), a partition table is left without it and listed as
+`too few rows` (the definition stays the namespace's: `prune --optimize-indexes` builds it once
+the table has enough), and a new partition table's first write leaves it to prune too.
 """
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,29 +27,43 @@ from typing import Any
 import lance
 
 from lancens_cli.errors import InvalidInputError, lance_message
-from lancens_cli.models import Identifier, Result
-from lancens_cli.partition.rows import partition_table_rows
+from lancens_cli.models import KIND_TABLE, Identifier, Result
+from lancens_cli.partition.predicate import quote_column
+from lancens_cli.partition.rows import partition_rows
 from lancens_cli.service.indexes.definitions import (
     INDEXES_KEY,
     IndexDefinition,
     definitions_of,
     definitions_text,
     require_fits,
+    training_vectors,
     with_definition,
 )
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.branch import ref_of
+from lancens_cli.service.partitioned.label import PartitionLabel
 from lancens_cli.service.partitioned.layout import layout_of
+from lancens_cli.service.partitioned.naming import label_of
 from lancens_cli.service.partitioned.republish import Republish, republish
 from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.tables import open_published
+from lancens_cli.words import plural
+
+# Lance's vector index statistics carry every centroid unless told not to (a warning says so)
+os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
 
 BUILDERS = 4  # partition tables indexed at once (Lance's index builds use every core)
 WRITER_WON = "not published: a writer committed to the table meanwhile; prune builds it later"
 IN_FLIGHT = (
     "a write is in flight (an unpublished version); prune --optimize-indexes builds it later"
 )
+TOO_FEW_LATER = (
+    "not built: {why}; prune --optimize-indexes builds it once the table has {needed} vectors"
+)
+# What `IndexedTable.status` says: the index is on the table (published), would be (dry run),
+# was not built for too few vectors, or the table was left alone for another reason (its note)
+BUILT, WOULD_BUILD, TOO_FEW_ROWS, LEFT_ALONE = "built", "would build", "too few rows", "left alone"
 
 
 @dataclass
@@ -55,13 +76,29 @@ class IndexedTable:
     version_after: int | None = None
     published: bool | None = None  # partition tables: whether __manifest now reads it
     note: str | None = None
+    status: str = LEFT_ALONE  # BUILT, WOULD_BUILD, TOO_FEW_ROWS or LEFT_ALONE (see the note)
+    rows: int | None = None  # the rows of the version the index went (or would go) on
+    label: PartitionLabel | None = None  # which partition (partition tables)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            **(self.label.json_fields() if self.label is not None else {}),
+            "location": self.location,
+            "status": self.status,
+            "rows": self.rows,
+            "version_before": self.version_before,
+            "version_after": self.version_after,
+            "published": self.published,
+            "note": self.note,
+        }
 
 
 @dataclass
 class CreatedIndex(Result):
     """What `create index` did: the index, each table it went to, the tables it left alone
-    (published by a tag or a branch, or a write in flight) and the `__manifest` version that
-    publishes them (partitioned roots)."""
+    (published by a tag or a branch, a write in flight, too few vectors to train it) and the
+    `__manifest` version that publishes them (partitioned roots)."""
 
     index: IndexDefinition
     target: str
@@ -77,8 +114,13 @@ class CreatedIndex(Result):
             "dry_run": self.dry_run,
             "definition_stored": self.stored,
             "manifest_version": self.manifest_version,
-            "tables": [t.__dict__ for t in self.tables],
+            "tables": [t.to_json() for t in self.tables],
         }
+
+    @property
+    def too_few(self) -> list[IndexedTable]:
+        """The tables left without the index: too few vectors to train it (yet)."""
+        return [t for t in self.tables if t.status == TOO_FEW_ROWS]
 
 
 def build_one(ds: Any, index: IndexDefinition) -> None:
@@ -105,12 +147,67 @@ def build_chain(ds: Any, indexes: list[IndexDefinition], exact: bool) -> int | N
     return ds.version
 
 
+def too_few_vectors(ds: Any, index: IndexDefinition) -> str | None:
+    """Why `index` built on `ds` would hold none of its rows, in words (`10 rows, fewer than
+    the 256 vectors ivf_pq trains on`), or None. Lance builds such an index without a word."""
+    needed = training_vectors(index)
+    if needed is None:
+        return None
+    rows = ds.count_rows()
+    vectors = rows if rows < needed else _vectors(ds, index.column, needed)
+    if vectors >= needed:
+        return None
+    counted = plural(rows, "row")
+    if vectors < rows:
+        counted += f" but {plural(vectors, 'vector')} (the rest are null)"
+    return f"{counted}, fewer than the {needed} vectors {index.type.lower()} trains on"
+
+
+def _vectors(ds: Any, column: str, cap: int) -> int:
+    """The non-null values of `column`, counted up to `cap` (the scan stops there); none in a
+    version of an earlier schema generation that lacks the column."""
+    if column not in ds.schema.names:
+        return 0
+    found = ds.scanner(
+        columns=[], with_row_id=True, filter=f"{quote_column(column)} IS NOT NULL", limit=cap
+    )
+    return found.to_table().num_rows
+
+
+def _require_enough(ds: Any, index: IndexDefinition, shown: str) -> None:
+    """One table named alone must have the vectors its index trains on (else exit 2)."""
+    why = too_few_vectors(ds, index)
+    if why is not None:
+        raise InvalidInputError(
+            f"table {shown} has {why}: the index would hold none of its rows; build it once "
+            f"the table has {training_vectors(index)} vectors, or use --type ivf_flat or ivf_sq"
+        )
+
+
+def _trained(ds: Any, index: IndexDefinition, rows: int | None) -> str | None:
+    """A note when Lance trained fewer IVF partitions than asked (a small table: it trains
+    at most one a vector, one per 256 for a product quantizer); the index holds every row."""
+    asked = index.params.get("num_partitions")
+    if not index.is_vector or asked is None:
+        return None
+    try:
+        trained = ds.stats.index_stats(index.name)["indices"][0]["num_partitions"]
+    except Exception:  # noqa: BLE001 - statistics Lance cannot give: nothing to say
+        return None
+    if not isinstance(trained, int) or trained >= asked:
+        return None
+    return f"trained {trained} of the {asked} IVF partitions asked ({plural(rows or 0, 'row')})"
+
+
 def first_indexes(ds: Any, indexes: list[IndexDefinition]) -> int:
     """A new partition table (only its writer knows it) gets the namespace's indexes before
     it is published; the version holding them. One that cannot be built now (a column of an
-    earlier schema generation, a failed training) is left to `prune --optimize-indexes`."""
+    earlier schema generation, too few vectors, a failed training) is left to
+    `prune --optimize-indexes`."""
     for index in indexes:
         try:
+            if too_few_vectors(ds, index) is not None:
+                continue  # it would hold no rows: prune builds it once the table has enough
             build_chain(ds, [index], exact=False)
         except Exception:  # noqa: BLE001 - an index never fails a write: prune builds it
             continue
@@ -143,18 +240,23 @@ def create_index(
         published = open_published(ns.storage, ref.row)
         _require_new(published, index, replace, shown)
         require_fits(index, published.schema, f"table {shown}")
+        _require_enough(published, index, shown)
         result = CreatedIndex(index, shown, dry_run=dry_run)
         done = _build_published(ns, ref.row, index, replace, dry_run)
+        done.table = shown  # as the command was given it, not the object id
         result.tables.append(done)
         _publish(ns, result, {ident.object_id: done}, None)
         return result
     ds = lance.dataset(ns.storage.uri(ref.location), storage_options=ns.storage.lance_options)
     _require_new(ds, index, replace, shown)
     require_fits(index, ds.schema, f"table {shown}")
-    table = IndexedTable(shown, ref.location, ds.version)
+    _require_enough(ds, index, shown)
+    table = IndexedTable(shown, ref.location, ds.version, status=WOULD_BUILD)
+    table.rows = ds.count_rows()
     if not dry_run:
         build_one(ds, index)
-        table.version_after = ds.version
+        table.version_after, table.status = ds.version, BUILT
+        table.note = _trained(ds, index, table.rows)
     return CreatedIndex(index, shown, [table], dry_run)
 
 
@@ -183,14 +285,15 @@ def _on_partitions(
     with_definition(definitions_of(snapshot.metadata), index, replace)  # checked before building
     verdicts = row_locations(ns.storage, snapshot)
     result = CreatedIndex(index, "(every partition table)", dry_run=dry_run)
-    rows, done = [], {}
-    for row in partition_table_rows(snapshot.rows, layout.specs):
-        label = row["object_id"]
-        problem = verdicts.problem(label)
+    rows, labels, done = [], {}, {}
+    for part in partition_rows(snapshot.rows, layout.specs, KIND_TABLE):
+        row, object_id = part.row, part.object_id
+        labels[object_id] = label_of(part.spec, row)
+        problem = verdicts.problem(object_id)
         version, branch, tag = ref_of(row)
         if problem is not None or branch is not None or tag is not None or version is None:
             why = problem.reason if problem else "published by a tag or a branch: left alone"
-            result.tables.append(IndexedTable(label, row["location"], None, note=why))
+            result.tables.append(IndexedTable(object_id, row["location"], None, note=why))
         else:
             rows.append(row)
     with ThreadPoolExecutor(max_workers=BUILDERS) as pool:
@@ -198,6 +301,8 @@ def _on_partitions(
         for row, table in zip(rows, built, strict=True):
             result.tables.append(table)
             done[row["object_id"]] = table
+    for table in result.tables:
+        table.label = labels[table.table]
 
     def store(current: ManifestSnapshot, edit: ManifestEdit) -> None:
         kept = with_definition(definitions_of(current.metadata), index, True)
@@ -223,14 +328,20 @@ def _build_published(
             return table
         _require_new(ds, index, replace, row["object_id"])
         require_fits(index, ds.schema, "the partition table")
+        table.rows = ds.count_rows()
+        why = too_few_vectors(ds, index)
+        if why is not None:
+            table.status = TOO_FEW_ROWS
+            table.note = TOO_FEW_LATER.format(why=why, needed=training_vectors(index))
+            return table
         if dry_run:
+            table.status = WOULD_BUILD
             return table
         after = build_chain(ds, [index], exact=True)
     except Exception as exc:  # noqa: BLE001 - one table's failure is its note; the rest publish
         table.note = f"not built: {lance_message(exc)}"
         return table
-    if after is None:
-        table.note = WRITER_WON
+    table.note = WRITER_WON if after is None else _trained(ds, index, table.rows)
     table.version_after = after
     table.published = False if after is not None else None
     return table
@@ -250,5 +361,6 @@ def _publish(ns: Namespace, result: CreatedIndex, done: dict[str, IndexedTable],
     for object_id, table in done.items():
         if table.version_after is not None:
             table.published = object_id in published.moved
+            table.status = BUILT if table.published else LEFT_ALONE
             if not table.published:
                 table.note = "not published: the partition was written meanwhile; prune builds it"

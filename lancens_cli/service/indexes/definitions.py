@@ -28,6 +28,11 @@ LIST_TYPES = ("LABEL_LIST",)
 VECTOR_TYPES = ("IVF_PQ", "IVF_FLAT", "IVF_SQ", "IVF_HNSW_SQ", "IVF_HNSW_PQ", "IVF_HNSW_FLAT")
 ALIASES = {"FTS": "INVERTED"}
 METRICS = ("l2", "cosine", "dot", "hamming")
+# A product quantizer's codebook has 256 centroids per sub-vector: Lance trains it only on at
+# least that many non-null vectors, and on fewer commits an index that holds no rows (every
+# query scans them). IVF partitions alone train on any number (fewer than asked: one a vector).
+PQ_TYPES = ("IVF_PQ", "IVF_HNSW_PQ")
+PQ_TRAINING_VECTORS = 256
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,11 @@ class IndexDefinition:
         return cls(
             str(data["name"]), str(data["column"]), str(data["type"]), dict(data.get("params", {}))
         )
+
+
+def training_vectors(index: IndexDefinition) -> int | None:
+    """The non-null vectors a table needs for `index` to hold its rows (None: any number)."""
+    return PQ_TRAINING_VECTORS if index.type in PQ_TYPES else None
 
 
 def index_type(text: str) -> str:

@@ -16,7 +16,6 @@ would write the optimised index where the clone cannot read it (as with compacti
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -24,15 +23,17 @@ import lance
 
 from lancens_cli.errors import CatalogDamagedError, LancensError, lance_message
 from lancens_cli.partition.rows import partition_table_rows
-from lancens_cli.service.indexes.build import build_chain
-from lancens_cli.service.indexes.definitions import IndexDefinition, definitions_of
+from lancens_cli.service.indexes.build import build_chain, too_few_vectors
+from lancens_cli.service.indexes.definitions import (
+    PQ_TRAINING_VECTORS,
+    IndexDefinition,
+    definitions_of,
+    training_vectors,
+)
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.compact import borrowed_indexes
 from lancens_cli.store.inspect import index_summaries
 from lancens_cli.store.tables import open_published
-
-# Lance's vector index statistics carry every centroid unless told not to (a warning says so)
-os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
 
 CURRENT = "current"
 BORROWED = (
@@ -41,10 +42,13 @@ BORROWED = (
 )
 IN_FLIGHT = "indexes not optimised: a write is in flight (version {latest}); the next run will"
 WRITER_WON = "indexes not published: a writer committed to the table meanwhile; the next run will"
-# A vector index built on fewer rows than its quantizer trains on (PQ: 256) holds no rows;
-# Lance's optimisation then adds none, so it is trained again once the table has enough
-TRAINING_ROWS = 256
+# A vector index built on fewer rows than its quantizer trains on (PQ: 256) holds no rows
+# (an earlier lancens, or another writer, built it); Lance's optimisation then adds none, so it
+# is trained again once the table has enough. A missing one is not built until then.
+TRAINING_ROWS = PQ_TRAINING_VECTORS
 TOO_FEW = "index {names} holds no rows (too few rows to train); trained once the table has {rows}"
+NOT_YET = "index {name} not built: {why}; built once the table has {needed} vectors"
+TOO_FEW_ROWS = "too few rows"
 
 
 def _statistics(ds: Any, name: str) -> dict[str, Any]:
@@ -97,6 +101,7 @@ def optimize_table(
     states = index_states(ds)
     have = {s["name"] for s in states}
     missing = [d for d in definitions if d.name not in have]
+    short = _too_few(ds, missing, notes)
     empty = {s["name"] for s in states if s["unindexed_rows"] and not s["indexed_rows"]}
     stale = [s["name"] for s in states if s["unindexed_rows"] and s["name"] not in empty]
     retrain = sorted(empty) if empty and ds.count_rows() >= TRAINING_ROWS else []
@@ -105,14 +110,16 @@ def optimize_table(
     entries = [{**s, "rows_indexed": 0, "action": CURRENT} for s in states]
     entries += [
         {"name": d.name, "type": d.type, "columns": [d.column], "unindexed_rows": None}
-        | {"indexed_rows": 0, "rows_indexed": 0, "action": "missing"}
+        | {"indexed_rows": 0, "rows_indexed": 0}
+        | {"action": TOO_FEW_ROWS if d.name in short else "missing"}
         for d in missing
     ]
     for e in entries:
         if e["name"] in empty and e["name"] not in retrain:
-            e["action"] = "too few rows"
+            e["action"] = TOO_FEW_ROWS
         elif e["name"] in (*stale, *retrain):
             e["action"] = "unindexed rows"
+    missing = [d for d in missing if d.name not in short]
     if not missing and not stale and not retrain:
         return entries, None
     borrowed = borrowed_indexes(ds)
@@ -120,7 +127,7 @@ def optimize_table(
         notes.append(BORROWED.format(names=", ".join(borrowed)))
         return entries, None
     if dry_run:
-        shown = {"missing": "would build", CURRENT: CURRENT}
+        shown = {"missing": "would build", CURRENT: CURRENT, TOO_FEW_ROWS: TOO_FEW_ROWS}
         for e in entries:
             e["action"] = shown.get(e["action"], "would optimize")
         return entries, None
@@ -139,11 +146,23 @@ def optimize_table(
     return entries, ds.version
 
 
+def _too_few(ds: Any, missing: list[IndexDefinition], notes: list[str]) -> set[str]:
+    """The missing definitions `ds` has too few vectors for, each named in `notes`: built now,
+    each would hold no rows, so they wait for the rows."""
+    short = set()
+    for d in missing:
+        why = too_few_vectors(ds, d)
+        if why is not None:
+            short.add(d.name)
+            notes.append(NOT_YET.format(name=d.name, why=why, needed=training_vectors(d)))
+    return short
+
+
 def _after(ds: Any, entries: list[dict[str, Any]]) -> None:
     """What each entry's work indexed, from Lance's statistics after it."""
     rows = ds.count_rows()
     for e in entries:
-        if e["action"] in (CURRENT, "too few rows"):
+        if e["action"] in (CURRENT, TOO_FEW_ROWS):
             continue
         left = unindexed_rows(ds, e["name"])
         was = rows if e["action"] == "missing" else e["unindexed_rows"] or 0
@@ -195,7 +214,8 @@ def optimize_for_prune(
 
 def namespace_indexes(ns: Namespace, snapshot: Any, layout: Any) -> list[dict[str, Any]]:
     """`describe` of a partitioned root: each index definition, and how many published
-    partition tables lack it or miss rows in it (each read at the version it publishes)."""
+    partition tables lack it (of them, how many have too few vectors to train it yet) or miss
+    rows in it (each read at the version it publishes)."""
     try:
         definitions = definitions_of(snapshot.metadata)
     except CatalogDamagedError as exc:
@@ -204,25 +224,31 @@ def namespace_indexes(ns: Namespace, snapshot: Any, layout: Any) -> list[dict[st
         return []
     rows = partition_table_rows(snapshot.rows, layout.specs)
 
-    def states(row: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    def states(row: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], set[str]] | None:
+        """Each index's state by name, and the lacking definitions it has too few vectors for."""
         try:
-            return {s["name"]: s for s in index_states(open_published(ns.storage, row))}
+            ds = open_published(ns.storage, row)
+            found = {s["name"]: s for s in index_states(ds)}
+            lacking = [d for d in definitions if d.name not in found]
+            return found, {d.name for d in lacking if too_few_vectors(ds, d) is not None}
         except Exception:  # noqa: BLE001 - unreadable: counted apart (describe says so)
             return None
 
     with ThreadPoolExecutor(max_workers=8) as pool:
-        found = list(pool.map(states, rows))
+        read = list(pool.map(states, rows))
+    found = [f for f in read if f is not None]
     shown = []
     for d in definitions:
-        have = [f[d.name] for f in found if f is not None and d.name in f]
+        have = [f[d.name] for f, _ in found if d.name in f]
         shown.append(
             {
                 **d.to_json(),
                 "partition_tables": len(rows),
-                "lacking": sum(1 for f in found if f is not None and d.name not in f),
+                "lacking": sum(1 for f, _ in found if d.name not in f),
+                "too_few_rows": sum(1 for _, short in found if d.name in short),
                 "missing_rows": sum(1 for s in have if s["unindexed_rows"]),
                 "unindexed_rows": sum(s["unindexed_rows"] or 0 for s in have),
-                "unreadable": sum(1 for f in found if f is None),
+                "unreadable": len(read) - len(found),
             }
         )
     return shown
