@@ -35,7 +35,7 @@ from lancens_cli.errors import (
     lance_message,
 )
 from lancens_cli.models import Identifier, Result
-from lancens_cli.partition.rows import partition_table_rows
+from lancens_cli.partition.rows import dotted, partition_table_rows
 from lancens_cli.partition.schema import (
     GAP_PREFIX,
     field_ids_by_path,
@@ -370,7 +370,7 @@ def _check_field_ids(
     )
     report.add(
         "partition_field_ids_differ",
-        row["object_id"],
+        dotted(row["object_id"]),
         row["location"],
         f"field ids are reused ({shown}): a reader matching columns by field id reads the "
         "wrong column. Rewrite its rows: `lancens scan --to DIR` (a read without --where), "
@@ -452,7 +452,7 @@ def check_table_schemas(
         columns = ", ".join(f"{n} {t}" for n, t in shape(schema))
         report.add(
             "partition_schema_behind" if known else "partition_schema_differs",
-            row["object_id"],
+            dotted(row["object_id"]),
             row["location"],
             f"partition table columns ({columns}) are not the namespace schema's; "
             + (
