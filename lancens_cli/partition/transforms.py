@@ -145,7 +145,7 @@ def _time_part(part: str, array: pa.Array) -> pa.Array:
 # follows (daylight saving time every year, say); Arrow's time zone library reads the list
 # but not the rule, so from 2038 on it keeps the last listed offset (standard time all summer
 # in New York). DataFusion's time zone database lists transitions up to 2099 and keeps the
-# last offset after that. The derived expression is what DataFusion says (DESIGN 20), so the
+# last offset after that. The derived expression is what DataFusion says (decision 20), so the
 # instants between the two ends are converted by the zone's rules (Python's zoneinfo), and
 # from 2100 on both libraries keep the same last offset.
 _LISTED_UNTIL = dt.datetime(2038, 1, 1, tzinfo=dt.UTC)

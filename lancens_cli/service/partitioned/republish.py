@@ -46,7 +46,7 @@ class Republished:
 
 def mark_partitioned_writer(snapshot: ManifestSnapshot, edit: ManifestEdit) -> None:
     """A namespace another tool laid out as the spec says gets our writer guard with our first
-    commit that publishes partition tables (DESIGN 21)."""
+    commit that publishes partition tables (decision 21)."""
     if not snapshot.writer_flags & PARTITIONED_WRITER_FLAG:
         edit.set_metadata({WRITER_FLAGS_KEY: str(snapshot.writer_flags | PARTITIONED_WRITER_FLAG)})
 

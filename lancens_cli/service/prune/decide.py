@@ -1,5 +1,5 @@
 """The one decision of what every version of every table keeps, and why: `prune` carries
-it out, `versions` shows it (DESIGN 18). It reads `__manifest` (what each kept version
+it out, `versions` shows it (decision 18). It reads `__manifest` (what each kept version
 publishes), every table's versions, tags, branches and base paths (which tables are shallow
 clones of which), and plans each table (service/prune/protect.py), or leaves a table `Deferred`
 to be planned when its work starts.

@@ -354,7 +354,7 @@ def _bases_inside(storage: Storage, location: str, ds: Any) -> list[str]:
 
 
 # A base path that cannot be placed (relative to whatever directory the reader runs in): the
-# table may read any table of the root, so a run that meets one removes no version (DESIGN 17).
+# table may read any table of the root, so a run that meets one removes no version (decision 17).
 UNPLACEABLE_BASE = "<a base path that cannot be placed>"
 
 
