@@ -568,12 +568,14 @@ def _partition_counter(schema: Any, spec: Any) -> Any:
         import pyarrow as pa
 
         from lancens_cli.pipeline.task_failures import carried
-        from lancens_cli.pipeline.write_task import encode_value
+        from lancens_cli.pipeline.write_task import check_list_sizes, encode_value
         from lancens_cli.service.partitioned.write import conform, split_by_partition
 
         try:
             for batch in batches:
-                table = conform(pa.Table.from_batches([batch]), schema)
+                table = pa.Table.from_batches([batch])
+                check_list_sizes(table, schema)
+                table = conform(table, schema)
                 touches = split_by_partition(table, spec, schema)
                 keys = [json.dumps([encode_value(v) for v in t.values]) for t in touches]
                 rows = [t.rows.num_rows for t in touches]

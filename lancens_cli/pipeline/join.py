@@ -11,6 +11,10 @@ When the layouts are not compatible (join-plan's reasons), or a left join would 
 partition in several right spec versions, the job says why and runs an ordinary Spark join of
 both sides, each read one partition table per task.
 
+Columns reach Spark in the Arrow types it takes (`spark_arrow_type`): a fixed-size list (a
+vector) as a list of the same values, as `scan` gives it; a type Spark has nothing for (unsigned
+integers) is refused before Spark starts.
+
 Output column names: a column whose name occurs on one side only keeps its name; a name that
 occurs on both sides becomes `l_<name>` and `r_<name>`. `--columns` picks output names, and
 `l.<col>` / `r.<col>` name a side's source column whatever its output name.
@@ -27,6 +31,7 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.types as t
 
 from lancens_cli.errors import InvalidInputError, TableAlreadyExistsError
 from lancens_cli.models import Result
@@ -106,9 +111,55 @@ def _side_json(ns: Namespace, pairs: list[tuple[str, str]]) -> dict[str, Any]:
     }
 
 
-def _nullable(schema: Any, pairs: list[tuple[str, str]]) -> Any:
+def _nullable(schema: Any, pairs: list[tuple[str, str]], side: str) -> Any:
+    """The columns read, under their output names, nullable, in the types Spark takes."""
     by_name = {f.name: f for f in schema}
-    return pa.schema([pa.field(out, by_name[src].type, nullable=True) for src, out in pairs])
+    return pa.schema(
+        [
+            pa.field(out, spark_arrow_type(by_name[src].type, f"{side}.{src}"), nullable=True)
+            for src, out in pairs
+        ]
+    )
+
+
+def spark_arrow_type(kind: Any, column: str) -> Any:
+    """`kind` if Spark takes Arrow columns of it, else the type Spark's Arrow conversion gives it,
+    which the tasks cast their columns to (as `scan` does): a fixed-size list (a vector) becomes a
+    list of the same values, Spark having no fixed-size list. A type Spark has nothing for is
+    refused here, in one line, before Spark starts."""
+    from pyspark.sql.pandas.types import from_arrow_type, to_arrow_type
+
+    try:
+        spark = to_arrow_type(from_arrow_type(kind, prefer_timestamp_ntz=True), timezone="UTC")
+    except Exception:  # noqa: BLE001 - pyspark's own words are a stack of types
+        raise InvalidInputError(
+            f"column {column!r} has type {kind}, which Spark cannot take; leave it out of the "
+            "join's columns (--columns, and no --where)"
+        ) from None
+    return kind if _taken_alike(kind, spark) else spark
+
+
+def _taken_alike(kind: Any, spark: Any) -> bool:
+    """Whether Spark takes Arrow columns of `kind` as it takes its own `spark` type: a timestamp's
+    zone, a list's item name and large strings or binaries change nothing it reads."""
+    if t.is_timestamp(kind) and t.is_timestamp(spark):
+        return kind.unit == spark.unit
+    if (t.is_large_string(kind) and t.is_string(spark)) or (
+        t.is_large_binary(kind) and t.is_binary(spark)
+    ):
+        return True
+    if t.is_list(kind) and t.is_list(spark):
+        return _taken_alike(kind.value_type, spark.value_type)
+    if t.is_struct(kind) and t.is_struct(spark):
+        return kind.num_fields == spark.num_fields and all(
+            a.name == b.name and _taken_alike(a.type, b.type)
+            for a, b in zip(kind, spark, strict=True)
+        )
+    if t.is_map(kind) and t.is_map(spark):
+        return _taken_alike(kind.key_type, spark.key_type) and _taken_alike(
+            kind.item_type, spark.item_type
+        )
+    return kind == spark
 
 
 @dataclass
@@ -144,8 +195,7 @@ class JoinJob:
         matches nothing. Saying so spares Spark a null test per key and row when it turns the
         tasks' Arrow batches into rows; files keep the keys nullable (`keys_never_null`), as
         Spark's own joins write them, so their schema never depends on how the join ran."""
-        left = _nullable(self.plan.left.layout.schema, self.left_read)
-        right = _nullable(self.plan.right.layout.schema, self.right_read)
+        left, right = self.side_schema("l"), self.side_schema("r")
         fields = {f.name: f for f in [*left, *right]}
         if self.how == "inner" and self.keys_never_null:
             for key in [*self.left_keys, *self.right_keys]:
@@ -154,7 +204,17 @@ class JoinJob:
 
     def side_schema(self, side: str) -> Any:
         s = self.plan.left if side == "l" else self.plan.right
-        return _nullable(s.layout.schema, self.left_read if side == "l" else self.right_read)
+        return _nullable(s.layout.schema, self.left_read if side == "l" else self.right_read, side)
+
+    def check_spark_types(self) -> None:
+        """Refuse a column Spark cannot take now, in the driver, before Spark starts. Planning
+        needs no pyspark: without it, the Spark step says how to install it."""
+        try:
+            import pyspark  # noqa: F401
+        except ImportError:
+            return
+        self.side_schema("l")
+        self.side_schema("r")
 
     # --- pinning versions in the driver -------------------------------------------------
     def pinned(self, label: str, table: PartitionTable) -> dict[str, Any]:
@@ -347,6 +407,7 @@ def plan_job(
         read("r", right_keys),
     )
     job.fallback_reasons = _fallback_reasons(plan, how)
+    job.check_spark_types()
     if since is not None:
         from lancens_cli.service.history.incremental import since_versions
 

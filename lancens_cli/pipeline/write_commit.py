@@ -238,6 +238,14 @@ def check_columns(spark_schema: StructType, target: Any) -> None:
 
 
 def _kind(arrow_type: Any) -> str:
+    """What a column's values are, as far as the write tells types apart: an input column goes
+    into a target column of the same kind, cast by `conform`. Lists of every layout are one
+    kind (Spark has only `array`; a fixed-size list, a vector, arrives as one), compared by
+    their values' kind; structs by their fields."""
+    if t.is_list(arrow_type) or t.is_large_list(arrow_type) or t.is_fixed_size_list(arrow_type):
+        return f"list<{_kind(arrow_type.value_type)}>"
+    if t.is_struct(arrow_type):
+        return f"struct<{', '.join(f'{f.name}: {_kind(f.type)}' for f in arrow_type)}>"
     checks = (
         ("integer", t.is_integer),
         ("number", t.is_floating),

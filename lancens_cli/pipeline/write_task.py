@@ -37,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.types as t
 
+from lancens_cli.errors import InvalidInputError
 from lancens_cli.partition.rows import NAME_ALPHABET, NAME_LENGTH, child_id
 from lancens_cli.pipeline.task_failures import carried
 from lancens_cli.store.containment import JOBS_DIR  # the write jobs' logs, below the root
@@ -174,7 +175,59 @@ def _table(plan: WritePlan, chunk: list[Any]) -> Any:
     from lancens_cli.service.partitioned.write import conform
 
     table = spark_times(pa.Table.from_batches(chunk), plan.schema, session_zone())
+    check_list_sizes(table, plan.schema)
     return conform(table, plan.schema)
+
+
+def check_list_sizes(table: Any, target: Any) -> None:
+    """Refuse in one line a list that a fixed-size list column (a vector) of `target` cannot
+    take. Spark has no fixed-size list: a vector reaches the task as a list, and `conform`'s cast
+    makes it the target's vector again, but Arrow's own refusal names no column and no sizes."""
+    kinds = {f.name: f.type for f in target}
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        want = kinds.get(name)
+        if want is not None and want != column.type and _holds_fixed_lists(want):
+            for chunk in column.chunks:
+                _check_sizes(chunk, want, name)
+
+
+def _listed(kind: Any) -> bool:
+    return t.is_list(kind) or t.is_large_list(kind) or t.is_fixed_size_list(kind)
+
+
+def _holds_fixed_lists(kind: Any) -> bool:
+    """Whether a column of this type needs its lists' sizes checked (most columns do not)."""
+    if t.is_fixed_size_list(kind):
+        return True
+    if _listed(kind):
+        return _holds_fixed_lists(kind.value_type)
+    if t.is_struct(kind):
+        return any(_holds_fixed_lists(f.type) for f in kind)
+    return False
+
+
+def _check_sizes(array: Any, want: Any, path: str) -> None:
+    """`array`'s lists (at any depth of lists and structs) against `want`'s fixed sizes."""
+    kind = array.type
+    if t.is_struct(want) and t.is_struct(kind):
+        children = array.flatten()  # a NULL struct's children read as NULL
+        for f in want:
+            index = kind.get_field_index(f.name)
+            if index >= 0 and _holds_fixed_lists(f.type):
+                _check_sizes(children[index], f.type, f"{path}.{f.name}")
+        return
+    if not _listed(kind) or not _listed(want):
+        return  # not a list: the kinds were checked before the job, `conform` casts or refuses
+    if t.is_fixed_size_list(want) and kind != want:
+        sizes = pc.list_value_length(array)
+        other = sizes.filter(pc.not_equal(sizes, want.list_size))  # NULL lists drop out
+        if len(other):
+            raise InvalidInputError(
+                f"column {path!r} takes vectors of {want.list_size} values; a row of the input "
+                f"holds {other[0].as_py()}"
+            )
+    if _holds_fixed_lists(want.value_type):
+        _check_sizes(array.flatten(), want.value_type, f"{path}[]")
 
 
 def session_zone() -> str:
