@@ -258,6 +258,8 @@ def _index_definitions(definitions: list[dict[str, Any]]) -> list[tuple[str, Any
             pairs.append(("indexes", f"damaged: {d['error']}"))
             continue
         short = f"{d['lacking']} of {d['partition_tables']} partition tables lack it"
+        if d.get("too_few_rows"):
+            short += f" ({d['too_few_rows']} with too few vectors to train it yet)"
         short += f", {d['missing_rows']} miss rows ({d['unindexed_rows']:,} unindexed)"
         if d["unreadable"]:
             short += f", {d['unreadable']} unreadable"

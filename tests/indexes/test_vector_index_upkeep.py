@@ -217,3 +217,15 @@ def test_a_new_small_partition_gets_no_empty_index_at_its_first_write(cities, tm
     assert published(root, pune).describe_indices() == []
     state = definition_state(root)
     assert (state["lacking"], state["too_few_rows"]) == (3, 3)
+
+
+def test_describe_on_a_terminal_counts_the_tables_too_small_for_the_index(cities):
+    import terminal
+
+    ok(cities, "create", "index", *INDEX)
+    code, stdout, stderr = terminal.on_terminal(
+        *cities.args, "describe", stream="stdout", columns=140
+    )
+    assert code == 0, stderr
+    shown = " ".join(terminal.shown(stdout).split())
+    assert "2 of 3 partition tables lack it (2 with too few vectors to train it yet)" in shown
