@@ -14,7 +14,7 @@ from lancens_cli.cli.common import confirm_destruction
 from lancens_cli.cli.options import DryRun, Yes
 from lancens_cli.cli.output import message
 from lancens_cli.cli.session import session
-from lancens_cli.cli.views import summary_of, warnings_of
+from lancens_cli.cli.views import restore_question, summary_of, warnings_of
 from lancens_cli.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -61,6 +61,7 @@ def restore(
     """
     _check_words(to_version, to_timestamp)
     from lancens_cli.service.history.restore import (
+        NOTHING_TO_RESTORE,
         plan_namespace_restore,
         plan_table_restore,
         restore_namespace,
@@ -69,22 +70,16 @@ def restore(
 
     ns = session().namespace
     if ident is None:
-        planned = plan_namespace_restore(ns, to_version, to_timestamp)
+        planned = plan_namespace_restore(ns, to_version, to_timestamp, dry_run)
     else:
         target = session().ident(ident)
-        planned = plan_table_restore(ns, target, to_version, to_timestamp, session().delimiter)
-    if dry_run or planned.restored_to == planned.planned_on:
+        planned = plan_table_restore(
+            ns, target, to_version, to_timestamp, session().delimiter, dry_run
+        )
+    if dry_run or planned.status == NOTHING_TO_RESTORE:  # a rerun asks nothing: exit 0
         _emit(planned)
         return
-    confirm_destruction(
-        f"restore {planned.target} to version {planned.restored_to} "
-        f"(now {planned.planned_on}; {len(planned.changes)} partition(s) change)"
-        if ident is None
-        else f"restore {planned.target} to version {planned.restored_to} "
-        f"(now {planned.planned_on})",
-        yes,
-        harm="change what readers see",
-    )
+    confirm_destruction(restore_question(planned), yes, harm="change what readers see")
     if ident is None:
         result = restore_namespace(ns, planned)
     else:

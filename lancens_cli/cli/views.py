@@ -574,7 +574,9 @@ _RESTORE_VERBS = {"republished": "republish", "moved": "move", "unpublished": "u
 @_view("lancens_cli.service.history.restore.RestoreResult")
 def _restore(r: Any) -> View:
     state = "dry run: nothing changed" if r.dry_run else f"new version {r.new_version}"
-    if not r.dry_run and r.new_version is None:
+    if r.status == "nothing to restore":
+        state = "nothing to restore"
+    elif not r.dry_run and r.new_version is None:
         state = "nothing changed"
     title = f"restore {r.target} to version {r.restored_to} (was {r.planned_on}): {state}"
     after = tuple(r.notes)
@@ -588,7 +590,7 @@ def _restore(r: Any) -> View:
             f"would {_RESTORE_VERBS[c.action]}" if r.dry_run else c.action,
             c.object_id,
             _ref_text(c.before),
-            _ref_text(c.after),
+            _restored_ref_text(c),
             c.rows_before,
             c.rows_after,
             c.location,
@@ -603,24 +605,63 @@ def _restore(r: Any) -> View:
     return View(header, rows, title, after=after, optional=("location", "table"))
 
 
+def _restored_ref_text(change: Any) -> str:
+    """What a restore publishes for a partition: `v1`, or a version of its own built on N's
+    (`v3 (made from v1)`; a dry run, before its number exists: `new version (made from v1)`)."""
+    if change.brought_from is None or change.after is None:
+        return _ref_text(change.after)
+    made = f"(made from v{change.brought_from})"
+    if change.after.get("read_version") is None:
+        return f"new version {made}"
+    return f"{_ref_text(change.after)} {made}"
+
+
 def _lacked_text(lacked: Any) -> str:
     return f"{lacked.name} (too few rows)" if lacked.too_few else lacked.name
 
 
+def _rows_text(rows: int | None) -> str:
+    """A row count as a person reads it: `1,200 rows` (`? rows`: could not be counted)."""
+    return "? rows" if rows is None else f"{rows:,} {noun(rows, 'row')}"
+
+
+def _restore_what(r: Any) -> str:
+    """The partitions (or the table) a restore changes and their rows, before and after."""
+    was = "now" if r.new_version is None else "before"
+    rows = f"{_rows_text(r.rows_before)} {was} -> {_rows_text(r.rows_after)}"
+    if r.target != "__manifest":
+        return rows
+    return f"{plural(len(r.changes), 'partition')}, {rows}"
+
+
+def restore_question(r: Any) -> str:
+    """What the y/N prompt (and the refusal off a terminal) asks before a restore."""
+    return f"restore {r.target} to version {r.restored_to}: {_restore_what(r)}"
+
+
 @_summary("lancens_cli.service.history.restore.RestoreResult")
 def _restore_summary(r: Any) -> str:
-    if r.restored_to == r.planned_on:
-        return f"nothing to restore: {r.target} version {r.restored_to} is already the newest"
-    what = (
-        plural(len(r.changes), "partition") + " changed"
-        if r.target == "__manifest"
-        else f"rows {r.rows_before} -> {r.rows_after}"
-    )
+    if r.status == "nothing to restore":
+        if r.restored_to == r.planned_on:
+            why = f"{r.target} version {r.restored_to} is already the newest"
+        elif r.target == "__manifest":
+            why = f"__manifest version {r.planned_on} already publishes what version "
+            why += f"{r.restored_to} published"
+        else:
+            why = f"{r.target}'s newest version {r.planned_on} already holds version "
+            why += f"{r.restored_to}'s data"
+        return f"nothing to restore: {why}"
+    made = sum(1 for c in r.changes if c.brought_from is not None)
+    own = ""
+    if made:
+        verb = "would get" if r.new_version is None else "got"
+        own = f"; {made} {verb} a new table version made from the restored one"
     if r.new_version is None:
-        return f"would restore {r.target} to version {r.restored_to} ({what})"
+        return f"would restore {r.target} to version {r.restored_to} ({_restore_what(r)}{own})"
     over = f"; restored over version(s) {r.restored_over}" if r.restored_over else ""
     return (
-        f"restored {r.target} to version {r.restored_to} as version {r.new_version} ({what}){over}"
+        f"restored {r.target} to version {r.restored_to} as version {r.new_version} "
+        f"({_restore_what(r)}{own}){over}"
     )
 
 
@@ -737,6 +778,8 @@ def _created_index(r: Any) -> View:
 
 @_summary("lancens_cli.service.indexes.build.CreatedIndex")
 def _created_index_summary(r: Any) -> str:
+    if r.status == "nothing to do":
+        return _index_defined_summary(r)
     verb = "would build" if r.dry_run else "built"
     built = sum(1 for t in r.tables if t.status == verb)
     short = len(r.too_few)
@@ -751,6 +794,25 @@ def _created_index_summary(r: Any) -> str:
         text += f"; published in __manifest v{r.manifest_version}"
     if r.stored:
         text += "; kept as the namespace's definition"
+    return text
+
+
+def _index_defined_summary(r: Any) -> str:
+    """The same definition again: nothing to do, and the partition tables that lack it."""
+    from lancens_cli.service.indexes.build import OPTIMIZE_REMEDY
+
+    index = r.index
+    params = "".join(f", {k}={v}" for k, v in sorted(index.params.items()))
+    text = (
+        f"index {index.name} ({index.type.lower()} on {index.column}{params}) is already the "
+        "namespace's definition: nothing to do"
+    )
+    if r.lacking:
+        short = f", {r.lacking_too_few} with too few rows yet" if r.lacking_too_few else ""
+        text += (
+            f"; {plural(r.lacking, 'partition table')} {'lacks' if r.lacking == 1 else 'lack'} "
+            f"it{short}: {OPTIMIZE_REMEDY} builds it there"
+        )
     return text
 
 

@@ -229,7 +229,8 @@ def test_a_namespace_of_embeddings_through_every_command(spark, tmp_path, kind, 
 
     # restore to before the last write: its rows are gone, the rest reads as before
     kept = [r for r in m.rows() if r["id"] < 3000]
-    m.ok("restore", "--to-version", str(before_more), "--yes")
+    restored = json.loads(m.ok("restore", "--to-version", str(before_more), "--yes", "--json"))
+    assert restored["changes"] and not any(c["to_current_schema"] for c in restored["changes"])
     m.healthy("restore")
     assert [r["id"] for r in m.rows()] == [r["id"] for r in kept]
     assert [r["emb"] for r in m.rows()] == [r["emb"] for r in kept]

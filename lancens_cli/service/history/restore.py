@@ -67,6 +67,10 @@ SCHEMA_NOTE = (
 
 # The words of a partition's change, in the order a result lists them.
 REPUBLISHED, MOVED, UNPUBLISHED = "republished", "moved", "unpublished"
+# What `RestoreResult.status` says: a restore committed, would commit (a dry run, or the plan a
+# real run follows), or has nothing to do (N is the newest, or what is read now already holds
+# N's rows: a rerun)
+RESTORED, WOULD_RESTORE, NOTHING_TO_RESTORE = "restored", "would restore", "nothing to restore"
 
 # What builds the index definitions a restored partition table lacks (and publishes them)
 INDEX_REMEDY = "lancens prune --optimize-indexes --yes"
@@ -103,6 +107,10 @@ class RestoredPartition:
     brought_from: int | None = None  # N's read_version, when a version built on it is published
     # where `before` is read: the row published now (`location` is N's, or now's when N lacks it)
     location_before: str | None = None
+    # the plan gives the table a version of its own built on N's (`brought_from`): a later
+    # version came after N's, or N's is of an earlier schema generation. Before it is made its
+    # number is unknown, so a dry run's `after` says `read_version: None`
+    will_make_version: bool = False
     # the namespace's index definitions the published version lacks (tables on main)
     lacking_indexes: list[LackedIndex] = field(default_factory=list)
 
@@ -118,6 +126,7 @@ class RestoredPartition:
             "rows_after": self.rows_after,
             "to_current_schema": self.behind,
             "brought_from": self.brought_from,
+            "will_make_version": self.will_make_version,
             "lacking_indexes": [i.to_json() for i in self.lacking_indexes],
         }
 
@@ -131,10 +140,13 @@ class RestoreResult(Result):
     restored_to_time: str | None
     planned_on: int  # the newest version when the restore was planned
     dry_run: bool
+    status: str = WOULD_RESTORE  # RESTORED, WOULD_RESTORE or NOTHING_TO_RESTORE
     new_version: int | None = None  # the version the restore committed (None: not committed)
     restored_over: list[int] = field(default_factory=list)  # versions that landed meanwhile
     changes: list[RestoredPartition] = field(default_factory=list)
-    rows_before: int | None = None  # a table: its rows now, and at the restored version
+    # a table: its rows now, and at the restored version; a partitioned root: the rows of the
+    # partitions that change, summed (None: one of them could not be counted)
+    rows_before: int | None = None
     rows_after: int | None = None
     notes: list[str] = field(default_factory=list)
     # the command that builds the index definitions restored tables lack (None: none lack one
@@ -153,6 +165,7 @@ class RestoreResult(Result):
             "restored_to_time": self.restored_to_time,
             "planned_on": self.planned_on,
             "dry_run": self.dry_run,
+            "status": self.status,
             "new_version": self.new_version,
             "restored_over": self.restored_over,
             "changes": [c.to_json() for c in self.changes],
@@ -167,9 +180,13 @@ class RestoreResult(Result):
 
 
 def plan_namespace_restore(
-    ns: Namespace, version: str | int | None, timestamp: str | None
+    ns: Namespace, version: str | int | None, timestamp: str | None, dry_run: bool = True
 ) -> RestoreResult:
-    """What restoring the partitioned root to a `__manifest` version changes, checked whole."""
+    """What restoring the partitioned root to a `__manifest` version changes, checked whole:
+    what the real run will publish (a table that gets a version of its own names the version
+    it is built on), or that there is nothing to restore. `dry_run`: whether it is shown as a
+    dry run's answer (else it is the plan of the run that follows, or its answer when there is
+    nothing to do)."""
     ns.require_root()
     now = ns.snapshot()
     if layout_of(now) is None:
@@ -183,12 +200,17 @@ def plan_namespace_restore(
     layout = layout_of(now)
     assert layout is not None
     equivalent = _already_restored(ns, now, past)
-    changes = _tables(_changes(now, past, equivalent))
+    every = _changes(now, past, equivalent)
+    changes = _tables(every)
     _require_readable(ns, changes, target, layout.schema, readable_definitions(now.metadata))
+    for change in changes:
+        _plan_own_version(change)
     result = RestoreResult(
-        MANIFEST_TABLE, target, _manifest_time(ns, target), now.version, dry_run=True
+        MANIFEST_TABLE, target, _manifest_time(ns, target), now.version, dry_run=dry_run
     )
+    result.status = WOULD_RESTORE if every else NOTHING_TO_RESTORE
     result.changes = changes
+    result.rows_before, result.rows_after = _totals(changes)
     result.notes.append(SCHEMA_NOTE)
     note = _index_note(changes)
     if note is not None:
@@ -204,7 +226,38 @@ def plan_namespace_restore(
         )
     if target == now.version:
         result.notes.append(f"version {target} is already the newest: nothing to restore")
+    elif not every:
+        result.notes.append(
+            f"__manifest version {now.version} already publishes what version {target} "
+            "published (a restore to it already ran): nothing to restore"
+        )
     return result
+
+
+def _plan_own_version(change: RestoredPartition) -> None:
+    """What the real run publishes for a table that gets a version of its own: built on N's
+    version (`brought_from`), at a number only its commit gives (`after.read_version` None)."""
+    if change.will_make_version and change.after is not None:
+        change.brought_from = change.after["read_version"]
+        change.after = {**change.after, "read_version": None}
+
+
+def _planned_base(change: RestoredPartition) -> int | None:
+    """The version N published for the table: the one its own version is built on."""
+    if change.will_make_version:
+        return change.brought_from
+    return change.after["read_version"] if change.after is not None else None
+
+
+def _totals(changes: list[RestoredPartition]) -> tuple[int | None, int | None]:
+    """The rows of the partitions that change, before and after (a side a partition is not
+    published on counts 0; None when a published table could not be counted)."""
+    before = [c.rows_before for c in changes if c.before is not None]
+    after = [c.rows_after for c in changes if c.after is not None]
+    return (
+        None if None in before else sum(n or 0 for n in before),
+        None if None in after else sum(n or 0 for n in after),
+    )
 
 
 def restore_namespace(ns: Namespace, planned: RestoreResult) -> RestoreResult:
@@ -247,6 +300,7 @@ def restore_namespace(ns: Namespace, planned: RestoreResult) -> RestoreResult:
         planned.target, target, planned.restored_to_time, planned.planned_on, dry_run=False
     )
     result.new_version = committed
+    result.status = RESTORED if committed is not None else NOTHING_TO_RESTORE
     result.changes = _with_sizes(planned.changes, _tables(landed.get("changes", [])))
     behind = {c.object_id for c in planned.changes if c.behind}
     for change in result.changes:
@@ -254,6 +308,7 @@ def restore_namespace(ns: Namespace, planned: RestoreResult) -> RestoreResult:
         if base is not None and published != base:
             change.brought_from = base
             change.behind = change.behind or change.object_id in behind
+    result.rows_before, result.rows_after = _totals(result.changes)
     base = landed.get("base", planned.planned_on)
     result.restored_over = [v for v in range(planned.planned_on + 1, base + 1) if v not in guards]
     result.notes = list(planned.notes)
@@ -294,7 +349,7 @@ def _bring(ns: Namespace, restored: list[RestoredPartition]) -> dict[str, tuple[
     brought = {}
     for change in restored:
         assert change.after is not None
-        base = change.after["read_version"]
+        base = _planned_base(change)
         if base is None or change.after.get("read_tag") is not None:
             continue  # a tag (or the latest) is read as it is: no write of ours goes there
         if change.after.get("read_branch"):
@@ -331,10 +386,28 @@ _ROW_CHANGES = frozenset(("Append", "Delete", "Update", "Overwrite", "Rewrite"))
 
 
 def _made_from(ns: Namespace, row: dict[str, Any], version: int, base: int) -> bool:
-    """Whether table version `version` holds version `base`'s rows: a `Restore` of `base`,
-    then only steps that change no row (today's schema)."""
+    """Whether the published table version `version` already holds version `base`'s rows
+    (the rule `holds_rows_of` states), today's schema steps after them allowed."""
     try:
         dataset = open_table(ns.storage, row["location"])
+    except (LancensError, OSError, ValueError, RuntimeError):
+        return False
+    return holds_rows_of(dataset, version, base, schema_steps=True)
+
+
+def holds_rows_of(dataset: Any, version: int, base: int, *, schema_steps: bool) -> bool:
+    """The one rule of a rerun, for a table and a partitioned root alike: table version
+    `version` already holds version `base`'s data, so restoring `base` again would only add a
+    version. It does when it is `base`, when it has `base`'s fragments and schema (a `Restore`
+    of `base`), or, with `schema_steps`, when it is a `Restore` of `base` followed only by
+    steps that change no row (the steps to today's schema a namespace restore takes)."""
+    if version == base:
+        return True
+    try:
+        if _same_data(dataset.checkout_version(version), dataset.checkout_version(base)):
+            return True
+        if not schema_steps:
+            return False
         for number in range(version, max(base, version - 8), -1):
             operation = operation_of(dataset, number)
             name = type(operation).__name__ if operation is not None else ""
@@ -345,6 +418,15 @@ def _made_from(ns: Namespace, row: dict[str, Any], version: int, base: int) -> b
     except (LancensError, OSError, ValueError, RuntimeError):
         return False
     return False
+
+
+def _same_data(one: Any, other: Any) -> bool:
+    """Whether two versions of a table read the same: the same fragments (ids, data and
+    deletion files, as a `Restore` copies them) and the same schema. Two manifests read."""
+    fragments = [f.metadata.to_json() for f in one.get_fragments()]
+    if fragments != [f.metadata.to_json() for f in other.get_fragments()]:
+        return False
+    return bool(one.schema.equals(other.schema, check_metadata=True))
 
 
 def _published_row(row: dict[str, Any], brought: dict[str, tuple[int, int]]) -> dict[str, Any]:
@@ -432,6 +514,7 @@ def _require_readable(
                 change.behind = shape(dataset.schema) != shape(schema)
                 if not change.after.get("read_tag") and not change.after.get("read_branch"):
                     change.lacking_indexes = _lacking(dataset, definitions)
+                    change.will_make_version = _makes_version(dataset, change)
             except RefusedError as exc:  # a location leading outside the root: never "pruned"
                 raise RefusedError(
                     f"__manifest version {target} cannot be restored: it publishes "
@@ -445,6 +528,16 @@ def _require_readable(
                 ) from None
         if change.before is not None:
             change.rows_before = _rows(ns, {"location": change.location_before, **change.before})
+
+
+def _makes_version(dataset: Any, change: RestoredPartition) -> bool:
+    """Whether `_bring` gives the table on main a version of its own: a later version came
+    after the one N published (Lance's `Restore` of it first), or that one is of an earlier
+    schema generation (the steps to today's schema)."""
+    assert change.after is not None
+    if change.after.get("read_version") is None:
+        return False  # N published "the latest": read as it is
+    return change.behind or dataset.latest_version != change.after["read_version"]
 
 
 def _lacking(dataset: Any, definitions: list[IndexDefinition]) -> list[LackedIndex]:
@@ -505,6 +598,7 @@ def _with_sizes(
         if seen is not None:
             change.rows_before, change.rows_after = seen.rows_before, seen.rows_after
             change.lacking_indexes = seen.lacking_indexes
+            change.will_make_version = seen.will_make_version
     return done
 
 
@@ -555,8 +649,10 @@ def plan_table_restore(
     version: str | int | None,
     timestamp: str | None,
     delimiter: str = ".",
+    dry_run: bool = True,
 ) -> RestoreResult:
-    """What restoring one table to a version of its own changes, checked whole."""
+    """What restoring one table to a version of its own changes, checked whole, or that there
+    is nothing to restore (`holds_rows_of`: the newest version already holds its data)."""
     ns.require_root()
     snapshot = ns.snapshot()
     ref = ns.require_table(ident, snapshot)
@@ -575,13 +671,21 @@ def plan_table_restore(
         target,
         _version_time(dataset, target),
         dataset.version,
-        dry_run=True,
+        dry_run=dry_run,
     )
     result.rows_before = version_size(dataset).rows
     result.rows_after = version_size(dataset.checkout_version(target)).rows
     if target == dataset.version:
+        result.status = NOTHING_TO_RESTORE
         result.notes.append(f"version {target} is already the newest: nothing to restore")
-    result.notes.append("the versions after it stay readable by time travel")
+    elif holds_rows_of(dataset, dataset.version, target, schema_steps=False):
+        result.status = NOTHING_TO_RESTORE
+        result.notes.append(
+            f"version {dataset.version}, the newest, already holds version {target}'s data "
+            "(a restore of it): nothing to restore"
+        )
+    else:
+        result.notes.append("the versions after it stay readable by time travel")
     return result
 
 
@@ -597,8 +701,10 @@ def restore_table(ns: Namespace, ident: Identifier, planned: RestoreResult) -> R
         planned.rows_after,
         list(planned.notes),
     )
-    if planned.restored_to == planned.planned_on:
+    if planned.status == NOTHING_TO_RESTORE:
+        result.status = NOTHING_TO_RESTORE
         return result
+    result.status = RESTORED
     seen: dict[str, int] = {}
 
     def attempt() -> int | None:

@@ -64,6 +64,10 @@ TOO_FEW_LATER = (
 # What `IndexedTable.status` says: the index is on the table (published), would be (dry run),
 # was not built for too few vectors, or the table was left alone for another reason (its note)
 BUILT, WOULD_BUILD, TOO_FEW_ROWS, LEFT_ALONE = "built", "would build", "too few rows", "left alone"
+# What `CreatedIndex.status` says besides BUILT and WOULD_BUILD: the namespace already defines
+# exactly this index, so nothing is built (tables that lack it are prune's work)
+NOTHING_TO_DO = "nothing to do"
+OPTIMIZE_REMEDY = "lancens prune --optimize-indexes --yes"
 
 
 @dataclass
@@ -106,15 +110,23 @@ class CreatedIndex(Result):
     dry_run: bool = False
     manifest_version: int | None = None
     stored: bool = False  # the definition is in the namespace's properties
+    status: str = BUILT  # BUILT, WOULD_BUILD or NOTHING_TO_DO (the same definition again)
+    # NOTHING_TO_DO: the published partition tables on main that lack the index, and of them
+    # those with too few vectors to train it yet (prune --optimize-indexes builds it there)
+    lacking: int | None = None
+    lacking_too_few: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "index": self.index.to_json(),
             "target": self.target,
+            "status": self.status,
             "dry_run": self.dry_run,
             "definition_stored": self.stored,
             "manifest_version": self.manifest_version,
             "tables": [t.to_json() for t in self.tables],
+            "lacking": self.lacking,
+            "lacking_too_few_rows": self.lacking_too_few,
         }
 
     @property
@@ -229,6 +241,7 @@ def create_index(
     snapshot = ns.snapshot()
     if ident.is_root:
         result = _on_partitions(ns, snapshot, index, replace, dry_run)
+        result.status = _status(result)
         for table in result.tables:  # as every command takes an id (`--delimiter`)
             table.table = Identifier.from_object_id(table.table).display(delimiter)
         return result
@@ -246,6 +259,7 @@ def create_index(
         done.table = shown  # as the command was given it, not the object id
         result.tables.append(done)
         _publish(ns, result, {ident.object_id: done}, None)
+        result.status = WOULD_BUILD if dry_run else BUILT
         return result
     ds = lance.dataset(ns.storage.uri(ref.location), storage_options=ns.storage.lance_options)
     _require_new(ds, index, replace, shown)
@@ -257,7 +271,14 @@ def create_index(
         build_one(ds, index)
         table.version_after, table.status = ds.version, BUILT
         table.note = _trained(ds, index, table.rows)
-    return CreatedIndex(index, shown, [table], dry_run)
+    return CreatedIndex(index, shown, [table], dry_run, status=WOULD_BUILD if dry_run else BUILT)
+
+
+def _status(result: CreatedIndex) -> str:
+    """A namespace-wide result's status: nothing to do stays; else built or would build."""
+    if result.status == NOTHING_TO_DO:
+        return NOTHING_TO_DO
+    return WOULD_BUILD if result.dry_run else BUILT
 
 
 def _require_new(ds: Any, index: IndexDefinition, replace: bool, shown: str) -> None:
@@ -282,6 +303,9 @@ def _on_partitions(
         )
     ns.require_writable(snapshot)
     require_fits(index, layout.schema, "the namespace schema")
+    stored = _stored_as(definitions_of(snapshot.metadata), index, replace)
+    if stored:  # the same definition again: as add-partition-spec with the same spec
+        return _already_defined(ns, snapshot, layout, index, dry_run)
     with_definition(definitions_of(snapshot.metadata), index, replace)  # checked before building
     verdicts = row_locations(ns.storage, snapshot)
     result = CreatedIndex(index, "(every partition table)", dry_run=dry_run)
@@ -311,6 +335,80 @@ def _on_partitions(
     _publish(ns, result, done, None if dry_run else store)
     result.stored = not dry_run
     return result
+
+
+def _stored_as(current: list[IndexDefinition], index: IndexDefinition, replace: bool) -> bool:
+    """Whether the namespace already defines exactly `index` (without `--replace`: nothing to
+    build). Another definition under its name is refused in one line naming the difference,
+    before anything is read or built."""
+    same = next((d for d in current if d.name == index.name), None)
+    if same is None or replace:
+        return False
+    if same == index:
+        return True
+    raise InvalidInputError(
+        f"the namespace already defines an index named {index.name!r} as {_spelled(same)}; "
+        f"this one differs in {_difference(same, index)}; pass --replace to redefine it"
+    )
+
+
+def _spelled(index: IndexDefinition) -> str:
+    """An index definition as the user wrote it: `ivf_pq on vec (num_partitions=2)`."""
+    params = ", ".join(f"{k}={v}" for k, v in sorted(index.params.items()))
+    return f"{index.type.lower()} on {index.column}" + (f" ({params})" if params else "")
+
+
+def _difference(stored: IndexDefinition, new: IndexDefinition) -> str:
+    """What differs between two definitions of one name: `type: btree -> bitmap`."""
+    said = []
+    if stored.column != new.column:
+        said.append(f"column: {stored.column} -> {new.column}")
+    if stored.type != new.type:
+        said.append(f"type: {stored.type.lower()} -> {new.type.lower()}")
+    for key in sorted(stored.params.keys() | new.params.keys()):
+        was, now = stored.params.get(key, "default"), new.params.get(key, "default")
+        if was != now:
+            said.append(f"{key}: {was} -> {now}")
+    return ", ".join(said)
+
+
+def _already_defined(
+    ns: Namespace, snapshot: ManifestSnapshot, layout: Any, index: IndexDefinition, dry_run: bool
+) -> CreatedIndex:
+    """The answer to the same definition again: nothing built, no commit; how many partition
+    tables lack the index (prune --optimize-indexes builds it there), from their manifests."""
+    result = CreatedIndex(index, "(every partition table)", dry_run=dry_run, stored=True)
+    result.status = NOTHING_TO_DO
+    verdicts = row_locations(ns.storage, snapshot)
+    rows = [
+        part.row
+        for part in partition_rows(snapshot.rows, layout.specs, KIND_TABLE)
+        if verdicts.problem(part.object_id) is None and _on_main(part.row)
+    ]
+    with ThreadPoolExecutor(max_workers=BUILDERS * 2) as pool:
+        found = [f for f in pool.map(lambda row: _lacks(ns, row, index), rows) if f is not None]
+    result.lacking = sum(1 for lacks, _ in found if lacks)
+    result.lacking_too_few = sum(1 for _, short in found if short)
+    return result
+
+
+def _on_main(row: dict[str, Any]) -> bool:
+    """Whether a partition table is published on main at a version (the tables the index goes
+    to; a tag's or a branch's are left alone)."""
+    version, branch, tag = ref_of(row)
+    return version is not None and branch is None and tag is None
+
+
+def _lacks(ns: Namespace, row: dict[str, Any], index: IndexDefinition) -> tuple[bool, bool] | None:
+    """Whether the published version lacks the index, and has too few vectors to train it;
+    None when it cannot be read (describe and check say why)."""
+    try:
+        ds = open_published(ns.storage, row)
+        if any(i.name == index.name for i in ds.describe_indices()):
+            return False, False
+        return True, too_few_vectors(ds, index) is not None
+    except Exception:  # noqa: BLE001 - a count for the answer's words, never a refusal
+        return None
 
 
 def _build_published(

@@ -15,12 +15,23 @@ from lancens_cli.service.prune.policy import PrunePolicy
 UNCHANGED = "unchanged since the last prune, with nothing aging into the policy: skipped"
 NOT_A_TABLE = "not a Lance table with versions (declared, empty or gone)"
 
+# What a table's `status` says, one true word for what the run did to it, the first that
+# holds: versions or files removed; compacted; indexes built or brought current
+# (--optimize-indexes); nothing at all. `failed` and `gone` (dropped meanwhile) replace them.
+NOTHING_TO_DO = "nothing to do"
+PRUNED, WOULD_PRUNE = "pruned", "would prune"
+COMPACTED, WOULD_COMPACT = "compacted", "would compact"
+INDEXES_OPTIMIZED, WOULD_OPTIMIZE_INDEXES = "indexes optimized", "would optimize indexes"
+# the index actions (service/indexes/optimize.py) of work done, and of work a dry run would do
+_INDEX_WORK = frozenset(("built", "optimized"))
+_INDEX_WORK_PLANNED = frozenset(("would build", "would optimize"))
+
 
 @dataclass(slots=True)
 class TableResult:
     object_id: str | None
     location: str
-    status: str = "nothing to do"
+    status: str = NOTHING_TO_DO
     versions_removed: list[int] = field(default_factory=list)
     branch_versions_removed: dict[str, list[int]] = field(default_factory=dict)
     unpublished_removed: list[int] = field(default_factory=list)
@@ -78,6 +89,18 @@ class TableResult:
             list(data.get("indexes") or []),
             data.get("index_versions"),
         )
+
+
+def settle_status(result: TableResult, compacted: bool, dry_run: bool) -> None:
+    """A table the run removed nothing from says what else it did: compacted, or its indexes
+    built or brought current; `nothing to do` stays only when nothing at all was done."""
+    if result.status != NOTHING_TO_DO:
+        return
+    actions = {i.get("action") for i in result.indexes}
+    if compacted:
+        result.status = WOULD_COMPACT if dry_run else COMPACTED
+    elif actions & (_INDEX_WORK_PLANNED if dry_run else _INDEX_WORK):
+        result.status = WOULD_OPTIMIZE_INDEXES if dry_run else INDEXES_OPTIMIZED
 
 
 class ResultTotals:

@@ -31,7 +31,7 @@ from lancens_cli.service.prune.compact import Compaction, compact_table
 from lancens_cli.service.prune.expire import expire_listed
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.protect import TablePlan, manifest_file
-from lancens_cli.service.prune.report import TableResult
+from lancens_cli.service.prune.report import TableResult, settle_status
 from lancens_cli.store.delete_pace import DeletePace
 from lancens_cli.store.lance_session import held_dataset, open_latest
 from lancens_cli.store.storage import check_relative
@@ -105,6 +105,7 @@ def run_table(
             )
         if work.compact:
             compaction = _compact(ns, work, result, dry_run)
+        settle_status(result, compaction is not None, dry_run)
     except Exception as exc:  # one table's failure must not stop the others
         record_failure(ns, result, exc)
     return result, compaction
