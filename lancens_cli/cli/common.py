@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import os
 import select
 import sys
@@ -24,24 +25,74 @@ from lancens_cli import interrupt
 from lancens_cli.cli.options import pop_session_values, session_parameters
 from lancens_cli.cli.output import emit_error, scrub
 from lancens_cli.cli.session import session
+from lancens_cli.config import is_secret_key
 from lancens_cli.errors import ExitCode, LancensError, RefusedError, describe_exception
 from lancens_cli.errors import LancensError as Base
+from lancens_cli.store.commit_record import CommitOrigin, committing_as
 
 
 def add_command(typer_app: typer.Typer, name: str, func: Callable, **kwargs: Any) -> None:
     """Register `func` as command `name` of `typer_app`, with the session's options added."""
     signature = inspect.signature(func, eval_str=True)
+    group = typer_app.info.name
+    command = name if group in (None, "lancens") else f"{group} {name}"  # `create index`
+    flags = _flags(signature)
 
     @functools.wraps(func)
     def wrapper(*args: Any, **values: Any) -> Any:
         session().merge(**pop_session_values(values))
-        return run(lambda: func(*args, **values))
+        origin = CommitOrigin(command, recorded_options(values, flags))
+        return run(lambda: _as(origin, lambda: func(*args, **values)))
 
     params = list(signature.parameters.values())
     wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=[*params, *session_parameters()]
     )
     typer_app.command(name, **kwargs)(wrapper)
+
+
+def _flags(signature: inspect.Signature) -> dict[str, str]:
+    """Each parameter's name on the command line: its long flag, or an argument's metavar."""
+    flags = {}
+    for parameter in signature.parameters.values():
+        for info in getattr(parameter.annotation, "__metadata__", ()):
+            if isinstance(info, typer.models.OptionInfo):
+                decls = [d for d in (info.default, *(info.param_decls or ())) if _is_flag(d)]
+                longs = [d for d in decls if d.startswith("--")]
+                flags[parameter.name] = (longs or decls or [parameter.name])[0]
+            elif isinstance(info, typer.models.ArgumentInfo):
+                flags[parameter.name] = (info.metavar or parameter.name.upper()).rstrip(".")
+    return flags
+
+
+def _is_flag(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith("-")
+
+
+def recorded_options(values: dict[str, Any], flags: dict[str, str]) -> dict[str, Any]:
+    """A command's options as its commits record them, by their names on the command line
+    (`--type`): those given, secrets masked (a `--conf` of a secret key keeps its key only)."""
+    recorded: dict[str, Any] = {}
+    for name, value in values.items():
+        if value is None or value is False or value == [] or value == ():
+            continue
+        if isinstance(value, list | tuple):
+            value = [_masked(str(v), is_secret_key) for v in value]
+        elif not isinstance(value, bool | int | float):
+            value = _masked(str(value), is_secret_key)
+        recorded[flags.get(name, name)] = value
+    secrets = session().secrets()
+    return json.loads(scrub(json.dumps(recorded), secrets)) if secrets else recorded
+
+
+def _masked(text: str, is_secret: Callable[[str], bool]) -> str:
+    key, sep, _ = text.partition("=")
+    return f"{key}=****" if sep and is_secret(key) else text
+
+
+def _as(origin: CommitOrigin, body: Callable[[], Any]) -> Any:
+    with committing_as(origin):
+        return body()
 
 
 def confirm_destruction(what: str, yes: bool, harm: str = "destroy data") -> None:

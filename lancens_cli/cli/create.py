@@ -19,7 +19,9 @@ from lancens_cli.cli.views import summary_of, warnings_of
 from lancens_cli.config import parse_key_values
 from lancens_cli.errors import InvalidInputError
 
-create_app = typer.Typer(help="Create a namespace, a table or an index.", no_args_is_help=True)
+create_app = typer.Typer(
+    name="create", help="Create a namespace, a table or an index.", no_args_is_help=True
+)
 
 
 def _properties(pairs: list[str] | None) -> dict[str, str]:

@@ -21,11 +21,11 @@ import pyarrow as pa
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.partition.schema import (
     FIELD_ID_KEY,
-    _children,
-    _field_id,
-    _with_children,
-    _without_ids,
+    field_id_of,
+    lance_children,
     named_children,
+    with_children,
+    without_ids,
 )
 from lancens_cli.partition.spec import PartitionSpec
 
@@ -34,7 +34,7 @@ def structure(field: Any, path: str = "") -> list[tuple[str, Any]]:
     """The fields Lance numbers in `field`, depth-first, with their paths below it (`""` for
     the field itself, `.entries.key` for a map's key)."""
     out = [(path, field)]
-    for child in _children(field):
+    for child in lance_children(field):
         out += structure(child, f"{path}.{child.name}")
     return out
 
@@ -51,7 +51,7 @@ def numbering_faults(schema: Any) -> list[str]:
     for top in schema:
         numbered = {rel for rel, _ in structure(top)}
         for rel, f in structure(top):
-            fid = _field_id(f)
+            fid = field_id_of(f)
             path = top.name + rel
             if fid is None:
                 faults.append(f"{path} has no id (Lance numbers it)")
@@ -60,9 +60,9 @@ def numbering_faults(schema: Any) -> list[str]:
             else:
                 seen[fid] = path
         faults += [
-            f"{top.name}{rel} has id {_field_id(f)} (Lance gives a vector's elements none)"
+            f"{top.name}{rel} has id {field_id_of(f)} (Lance gives a vector's elements none)"
             for rel, f in _all_fields(top)
-            if rel not in numbered and _field_id(f) is not None
+            if rel not in numbered and field_id_of(f) is not None
         ]
     return faults
 
@@ -104,8 +104,8 @@ def renumbered(
     for top in schema:
         for rel, f in structure(top):
             ids[(_top_id(top), rel)] = target[top.name + rel]
-            if _field_id(f) != target[top.name + rel]:
-                moved[top.name + rel] = (_field_id(f), target[top.name + rel])
+            if field_id_of(f) != target[top.name + rel]:
+                moved[top.name + rel] = (field_id_of(f), target[top.name + rel])
     fresh = iter(range(max(new_ids, default=-1) + 1, 1 << 31))
 
     def id_of(key: tuple[int, str]) -> int:
@@ -136,7 +136,7 @@ def renumbered(
 
 
 def _top_id(field: Any) -> int:
-    fid = _field_id(field)
+    fid = field_id_of(field)
     if fid is None:
         raise InvalidInputError(f"schema: field {field.name!r} has no {FIELD_ID_KEY}")
     return fid
@@ -146,7 +146,7 @@ def _numbered(field: Any, id_at: Callable[[str], int], rel: str = "") -> Any:
     """`field` with `id_at(path)` as the id of itself and of each field Lance numbers in it."""
     metadata = {**(field.metadata or {}), FIELD_ID_KEY.encode(): str(id_at(rel)).encode()}
     field = field.with_metadata(metadata)
-    children = [_numbered(c, id_at, f"{rel}.{c.name}") for c in _children(field)]
+    children = [_numbered(c, id_at, f"{rel}.{c.name}") for c in lance_children(field)]
     if not children:
-        return field.with_type(_without_ids(field.type))
-    return _with_children(field, children)
+        return field.with_type(without_ids(field.type))
+    return with_children(field, children)

@@ -20,7 +20,7 @@ from lancens_cli.schema_json import schema_from_json, schema_to_json
 FIELD_ID_KEY = "lance:field_id"
 
 
-def _field_id(field: Any) -> int | None:
+def field_id_of(field: Any) -> int | None:
     raw = (field.metadata or {}).get(FIELD_ID_KEY.encode())
     if raw is None:
         return None
@@ -80,18 +80,18 @@ def named_children(field: Any) -> list[Any]:
     if t.is_map(kind):
         key = kind.key_field.with_name("key")
         value = kind.item_field.with_name("value")
-        key_id = _field_id(key)
+        key_id = field_id_of(key)
         entries_id = {FIELD_ID_KEY: str(key_id - 1)} if key_id is not None else None
         return [pa.field("entries", pa.struct([key, value]), nullable=False, metadata=entries_id)]
     return [c.with_name("item") for c in _arrow_children(kind)]
 
 
-def _children(field: Any) -> list[Any]:
+def lance_children(field: Any) -> list[Any]:
     """The children of `field` that Lance numbers, in its order (`named_children`)."""
     return named_children(field) if _numbers_children(field.type) else []
 
 
-def _with_children(field: Any, children: list[Any]) -> Any:
+def with_children(field: Any, children: list[Any]) -> Any:
     """`field` with `children` (as `named_children` gives them) in place of its own, under
     their own names: Lance appends only to a table whose list elements are named alike."""
     kind = field.type
@@ -104,7 +104,7 @@ def _with_children(field: Any, children: list[Any]) -> Any:
     return field.with_type(_rebuilt(kind, children))
 
 
-def _without_ids(kind: Any) -> Any:
+def without_ids(kind: Any) -> Any:
     """`kind` with no field id on any child (what Lance does not number carries none)."""
     children = _arrow_children(kind)
     if not children:
@@ -112,7 +112,7 @@ def _without_ids(kind: Any) -> Any:
     bare = []
     for child in children:
         metadata = {k: v for k, v in (child.metadata or {}).items() if k != FIELD_ID_KEY.encode()}
-        bare.append(child.with_type(_without_ids(child.type)).with_metadata(metadata or None))
+        bare.append(child.with_type(without_ids(child.type)).with_metadata(metadata or None))
     return _rebuilt(kind, bare)
 
 
@@ -139,7 +139,7 @@ def nested_fields(fields: list[Any]) -> list[Any]:
     out = []
     for f in fields:
         out.append(f)
-        out += nested_fields(_children(f))
+        out += nested_fields(lance_children(f))
     return out
 
 
@@ -149,10 +149,10 @@ def field_ids_by_path(schema: Any) -> dict[str, int]:
 
     def visit(fields: list[Any], prefix: str) -> None:
         for f in fields:
-            fid = _field_id(f)
+            fid = field_id_of(f)
             if fid is not None:
                 found[prefix + f.name] = fid
-            visit(_children(f), f"{prefix}{f.name}.")
+            visit(lance_children(f), f"{prefix}{f.name}.")
 
     visit(list(schema), "")
     return found
@@ -160,7 +160,7 @@ def field_ids_by_path(schema: Any) -> dict[str, int]:
 
 def lance_ids_by_path(lance_schema: Any) -> dict[str, int]:
     """The field id Lance gave every field of a table, by dotted path, its children named as
-    `_children` names them (a list's element is `item` whatever the writer called it)."""
+    `lance_children` names them (a list's element is `item` whatever the writer called it)."""
     found: dict[str, int] = {}
 
     def visit(fields: list[Any], names: list[str], prefix: str) -> None:
@@ -168,7 +168,7 @@ def lance_ids_by_path(lance_schema: Any) -> dict[str, int]:
             found[prefix + name] = f.id()
             children = f.children()
             if children:
-                named = [c.name for c in _children(f.to_arrow())]
+                named = [c.name for c in lance_children(f.to_arrow())]
                 visit(children, named, f"{prefix}{name}.")
 
     top = lance_schema.fields()
@@ -200,7 +200,7 @@ def field_id_padding(schema: Any, highest: int = -1) -> tuple[Any, list[str]]:
             padded.append(pa.field(gaps[-1], pa.int8()))
 
     for f in schema:
-        ids = [_field_id(x) for x in nested_fields([f])]
+        ids = [field_id_of(x) for x in nested_fields([f])]
         if None in ids or ids != list(range(ids[0], ids[0] + len(ids))) or ids[0] < next_id:
             return schema, []
         pad(ids[0])
@@ -234,7 +234,7 @@ def renumbered_fragments(fragments: list[Any], schema: Any, padded: Any) -> list
         def visit(items: list[Any], prefix: str) -> None:
             for f in items:
                 paths.append(prefix + f.name)
-                visit(_children(f), f"{prefix}{f.name}.")
+                visit(lance_children(f), f"{prefix}{f.name}.")
 
         visit(fields, "")
         return {path: n for n, path in enumerate(paths)}
@@ -264,7 +264,7 @@ def renumbered_fragments(fragments: list[Any], schema: Any, padded: Any) -> list
 
 def with_field_ids(schema: Any) -> Any:
     """The schema with a `lance:field_id` on every field; ids already there are kept."""
-    used = [i for i in (_field_id(f) for f in nested_fields(list(schema))) if i is not None]
+    used = [i for i in (field_id_of(f) for f in nested_fields(list(schema))) if i is not None]
     if len(used) != len(set(used)):
         raise InvalidInputError(f"schema: {FIELD_ID_KEY} values must be unique")
     next_id = max(used, default=-1) + 1
@@ -276,10 +276,10 @@ def with_field_ids(schema: Any) -> Any:
             metadata[FIELD_ID_KEY.encode()] = str(next_id).encode()
             next_id += 1
         field = field.with_metadata(metadata)
-        children = [number(c) for c in _children(field)]
+        children = [number(c) for c in lance_children(field)]
         if not children:  # a vector's element is part of the vector's one field
-            return field.with_type(_without_ids(field.type))
-        return _with_children(field, children)
+            return field.with_type(without_ids(field.type))
+        return with_children(field, children)
 
     return pa.schema([number(f) for f in schema], metadata=schema.metadata)
 
@@ -288,7 +288,7 @@ def top_level_ids(schema: Any) -> dict[int, Any]:
     """Top-level fields by their id (partition sources are top-level columns)."""
     out = {}
     for f in schema:
-        fid = _field_id(f)
+        fid = field_id_of(f)
         if fid is None:
             raise InvalidInputError(f"schema: field {f.name!r} has no {FIELD_ID_KEY}")
         out[fid] = f

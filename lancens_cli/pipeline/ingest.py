@@ -32,6 +32,7 @@ from lancens_cli.models import Result
 from lancens_cli.pipeline import register
 from lancens_cli.pipeline.spark_session import is_connect, require_pyspark, scheduler_only
 from lancens_cli.pipeline.task_failures import spark_errors
+from lancens_cli.store.commit_record import current_origin
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -451,6 +452,9 @@ def _report_file(
     handle, report_path = tempfile.mkstemp(prefix="lancens-ingest-", suffix=".json")
     os.close(handle)
     options = {"root": ns.config.root, "report": report_path, "delimiter": delimiter}
+    origin = current_origin()
+    if origin is not None:  # the commit, in Spark's process, records the command
+        options["origin"] = json.dumps(origin.__dict__, default=str)
     options.update({f"storage.{k}": v for k, v in ns.config.storage_options.items()})
     if branch is not None:
         options["branch"] = branch

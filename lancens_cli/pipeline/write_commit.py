@@ -53,6 +53,7 @@ from lancens_cli.pipeline.write_task import (
     job_logged_entries,
     run_task,
 )
+from lancens_cli.store.commit_record import CommitOrigin, committing_as
 from lancens_cli.store.containment import row_locations
 
 if TYPE_CHECKING:
@@ -63,7 +64,8 @@ if TYPE_CHECKING:
     from lancens_cli.store.manifest import ManifestSnapshot
     from lancens_cli.store.storage import Storage
 
-WRITE_OPTIONS = frozenset(("report", "branch"))
+# `origin`: the command a write belongs to (`ingest`), for the record its commit leaves
+WRITE_OPTIONS = frozenset(("report", "branch", "origin"))
 
 
 @dataclass
@@ -90,10 +92,11 @@ class LancensWriter(DataSourceArrowWriter):
     def commit(self, messages: list[Any]) -> None:
         entries = _entries(messages)
         try:
-            if self.plan.spec is None:
-                report = _commit_plain(self.opts, self.plan, entries)
-            else:
-                report = _commit_partitioned(self.opts, self.plan, entries)
+            with committing_as(self._origin()):
+                if self.plan.spec is None:
+                    report = _commit_plain(self.opts, self.plan, entries)
+                else:
+                    report = _commit_partitioned(self.opts, self.plan, entries)
         except BaseException as exc:
             _clean_up(self.plan, entries)
             raise carried(exc) from None
@@ -105,6 +108,17 @@ class LancensWriter(DataSourceArrowWriter):
                     json.dump(report, handle)
             except OSError:
                 pass  # committed all the same; only the summary is lost
+
+    def _origin(self) -> CommitOrigin:
+        """What the commit records: the command that started the job (Spark commits in a
+        process of its own, so the command hands itself over as an option), or a Spark job's
+        own write."""
+        given = self.opts.extra.get("origin")
+        if given:
+            document = json.loads(given)
+            return CommitOrigin(document["operation"], document.get("options", {}))
+        mode = "overwrite" if self.plan.overwrite else "append"
+        return CommitOrigin("spark write", {"mode": mode})
 
     def abort(self, messages: list[Any]) -> None:
         from lancens_cli.service.namespace import Namespace

@@ -35,6 +35,7 @@ from lancens_cli.errors import (
 )
 from lancens_cli.models import MANIFEST_TABLE, OBJECT_ID_DELIMITER
 from lancens_cli.store.commit import COMMIT_ERRORS, backoff, is_conflict
+from lancens_cli.store.commit_record import CommitChanges, changes_of, transaction_properties
 from lancens_cli.store.inspect import index_summaries
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.version_pick import pick_version, version_history
@@ -247,6 +248,11 @@ class ManifestEdit:
         self._added: dict[str, dict[str, Any]] = {}
         self._columns: list[Any] = []
         self.metadata_updates: dict[str, str] = {}
+        # data rows the commit publishes and unpublishes, when the command knows them; and the
+        # operation, when the command's own name says less (prune's compaction)
+        self.rows_added: int | None = None
+        self.rows_removed: int | None = None
+        self.operation: str | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -292,6 +298,16 @@ class ManifestEdit:
             raise KeyError(object_id)
         self.remove(object_id)
         self._added[object_id] = {**current, **changes}
+
+    def changes(self, metadata: bool = False) -> CommitChanges:
+        """What this edit changes, as the commit records it (`metadata`: the metadata commit
+        that goes before the rows)."""
+        if metadata:
+            return changes_of({}, {}, list(self.metadata_updates), (None, None))
+        touched = self._removed | (set(self._added) & set(self.snapshot._ids()))
+        before = {i: row for i in touched if (row := self.snapshot.get(i)) is not None}
+        rows = (self.rows_added, self.rows_removed)
+        return changes_of(before, self._added, [], rows)
 
     def build(self) -> Any:
         table = self.snapshot.table
@@ -496,7 +512,7 @@ class ManifestStore:
             require_writable(snapshot)
             if metadata_last and edit.metadata_updates and not edit.is_empty:
                 # the rows first; the next round plans again and finds only the metadata
-                if self._try_commit(snapshot, edit.build(), message):
+                if self._try_commit(snapshot, edit.build(), message, edit):
                     interrupt.mark_durable()
                     if self.build_indexes:
                         self.create_indexes()
@@ -514,7 +530,7 @@ class ManifestStore:
                     if landed > _METADATA_COMMITS:
                         raise ManifestError("__manifest metadata keeps changing; giving up")
                     continue
-            elif self._try_commit(snapshot, edit.build(), message):
+            elif self._try_commit(snapshot, edit.build(), message, edit):
                 interrupt.mark_durable()
                 if self.build_indexes:
                     self.create_indexes()
@@ -528,9 +544,14 @@ class ManifestStore:
         )
 
     def _try_commit(
-        self, snapshot: ManifestSnapshot, table: Any, message: str | None = None
+        self,
+        snapshot: ManifestSnapshot,
+        table: Any,
+        message: str | None = None,
+        edit: ManifestEdit | None = None,
     ) -> bool:
-        """Commit at exactly snapshot.version + 1; False when another writer got there first."""
+        """Commit at exactly snapshot.version + 1; False when another writer got there first.
+        The transaction records the command and what `edit` changes (store/commit_record.py)."""
         options = self.storage.lance_options
         try:
             fragments = lance.fragment.write_fragments(
@@ -543,16 +564,16 @@ class ManifestStore:
             )
         except (OSError, ValueError, RuntimeError) as exc:
             raise ManifestError(f"__manifest cannot be written: {lance_message(exc)}") from None
-        operation = lance.LanceOperation.Overwrite(table.schema, fragments)
+        changes = edit.changes() if edit is not None else CommitChanges()
+        transaction = lance.Transaction(
+            read_version=snapshot.version,
+            operation=lance.LanceOperation.Overwrite(table.schema, fragments),
+            transaction_properties=transaction_properties(
+                changes, message, edit.operation if edit is not None else None
+            ),
+        )
         try:
-            lance.LanceDataset.commit(
-                self.uri,
-                operation,
-                read_version=snapshot.version or None,
-                max_retries=0,
-                storage_options=options,
-                commit_message=message,
-            )
+            lance.LanceDataset.commit(self.uri, transaction, max_retries=0, storage_options=options)
             return True
         except COMMIT_ERRORS as exc:
             self._remove_staged(fragments)
@@ -574,11 +595,11 @@ class ManifestStore:
         operation = lance.LanceOperation.UpdateConfig(
             table_metadata_updates=lance.LanceOperation.UpdateMap(edit.metadata_updates, False)
         )
+        properties = transaction_properties(edit.changes(metadata=True), None, edit.operation)
         try:
             lance.LanceDataset.commit(
                 self.uri,
-                operation,
-                read_version=snapshot.version,
+                lance.Transaction(snapshot.version, operation, transaction_properties=properties),
                 max_retries=0,
                 storage_options=self.storage.lance_options,
             )

@@ -39,7 +39,7 @@ VULTURE_ARGS = [
     "--min-confidence",
     "60",
     "--ignore-decorators",
-    "@_view,@_summary",  # cli/views.py registers views by decorator
+    "@_view,@_summary,@_warning",  # cli/views.py registers views by decorator
 ]
 
 

@@ -667,6 +667,7 @@ def publish_touches(layout: PartitionLayout, spec: PartitionSpec, touches: list[
                 stale.append(touch)
         if stale:
             raise Rebase(stale, from_manifest=True)
+        edit.rows_added = sum(touch.row_count for touch in touches)  # the commit's record
         for touch in touches:
             if touch.created:
                 _add_partition_rows(snapshot, edit, spec, touch)
