@@ -73,6 +73,7 @@ from lancens_cli.store.tables import (
     open_table,
     table_state,
     uncommitted_write,
+    unpublished_record,
     v2_location_object_id,
 )
 from lancens_cli.store.verify import verify_table
@@ -328,6 +329,8 @@ def _check_rows(
                 advance()
 
 
+ABANDONED_CODE = "abandoned_table_write"
+UNPUBLISHED_CODE = "unpublished_partition_table"  # a restore's: store/tables.py's marker
 UNCOMMITTED_WRITE = "data files of a table write that never committed a version"
 UNPUBLISHED_PARTITION = (
     "a partition table a write created but never published (it died before its __manifest commit)"
@@ -380,11 +383,23 @@ def check_uncommitted_root_tables(
         report.add(code, name, location, message, fixable=fixable)
 
 
-def _abandoned(ns: Namespace, location: str, grace: timedelta, what: str) -> tuple:
-    """An `abandoned_table_write` finding: fixable only once older than the grace."""
+def _abandoned(
+    ns: Namespace, location: str, grace: timedelta, what: str, code: str = ABANDONED_CODE
+) -> tuple:
+    """An `abandoned_table_write` (or `unpublished_partition_table`) finding: fixable only
+    once older than the grace."""
     expired = _expired(ns, location, grace)
     message = what + ("" if expired else f" (younger than {grace}; may be a write in flight)")
-    return "abandoned_table_write", message, expired
+    return code, message, expired
+
+
+def _unpublished_words(record: dict) -> str:
+    """What a restore's marker says: which restore stopped publishing the table, when."""
+    return (
+        f"a partition table the restore to __manifest version {record.get('restored_to')} "
+        f"(made version {record.get('manifest_version')}, at {record.get('at')}) stopped "
+        "publishing"
+    )
 
 
 def _interrupted_rename(ns: Namespace, row: dict, properties: dict[str, str]) -> str:
@@ -420,9 +435,15 @@ def _referenced(snapshot: ManifestSnapshot) -> set[str]:
 
 
 def check_orphans(
-    ns: Namespace, snapshot: ManifestSnapshot, report, delimiter, grace: timedelta
+    ns: Namespace,
+    snapshot: ManifestSnapshot,
+    report,
+    delimiter,
+    grace: timedelta,
+    kept_versions: set[int] | None = None,
 ) -> None:
-    """Table directories nothing references."""
+    """Table directories nothing references. `kept_versions`: the `__manifest` versions a
+    prune keeps; a partition table only the others publish is named before it goes."""
     referenced = _referenced(snapshot)
     spec_namespaces = _spec_namespaces(snapshot)
     history: list[set[str]] = []  # read once, and only when a partition table is unpublished
@@ -451,13 +472,30 @@ def check_orphans(
         unpublished = (
             not v1_hidden and bool(object_id) and top_namespace(object_id) in spec_namespaces
         )
+        restored = unpublished_record(ns.storage, entry.name) if unpublished else None
         if unpublished and snapshot.exists:
             if not history:
                 history.append(ns.manifest.published_in_history())
-            if entry.name in history[0]:
+                if kept_versions is not None:  # prune: what its kept versions publish
+                    history.append(ns.manifest.published_in_history(kept_versions))
+            if entry.name in history[-1]:
                 continue  # unpublished by a restore: time travel still reads it
+            if entry.name in history[0]:  # read only by versions this prune expires
+                report.add(
+                    UNPUBLISHED_CODE,
+                    name,
+                    entry.name,
+                    f"{_unpublished_words(restored)}; only __manifest versions this prune "
+                    "expires publish it: the next prune deletes it",
+                )
+                continue
         children = ns.storage.list_dir(entry.name)
         empty = not children and not v1_hidden  # what a SIGKILL inside `delete_tree` leaves
+        if restored is not None:
+            message = f"{_unpublished_words(restored)}; no readable __manifest version publishes it"
+            code, message, fixable = _abandoned(ns, entry.name, grace, message, UNPUBLISHED_CODE)
+            report.add(code, name, entry.name, message, fixable=fixable)
+            continue
         if unpublished or empty or uncommitted_write(ns.storage, entry.name, children) is not None:
             what = (
                 UNPUBLISHED_PARTITION
@@ -682,7 +720,7 @@ def _apply_fixes(ns: Namespace, report: CheckReport, grace: timedelta) -> None:
             if finding.fixed:
                 finding.message += "; registered"
     for finding in report.findings:
-        if finding.fixable and finding.code == "abandoned_table_write":
+        if finding.fixable and finding.code in (ABANDONED_CODE, UNPUBLISHED_CODE):
             if not _expired(ns, finding.location, grace):
                 finding.message += "; written to meanwhile, so kept"
                 continue

@@ -6,6 +6,7 @@ existence checks say so, while loading it fails with an error that says it is no
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Iterator
 from typing import Any
@@ -36,6 +37,9 @@ from lancens_cli.store.storage import DirEntry, Storage
 V1_SUFFIX = ".lance"
 RESERVED_MARKER = ".lance-reserved"
 DEREGISTERED_MARKER = ".lance-deregistered"
+# In a partition table a restore stopped publishing: which restore, so that once no readable
+# `__manifest` version publishes it, `check` and `prune` say what happened, not "a dead write"
+UNPUBLISHED_MARKER = ".lancens-unpublished"
 HASH_PLACEHOLDER = "<hash>"  # a V2 directory's random prefix, before it is drawn
 
 
@@ -112,6 +116,19 @@ def is_deregistered(storage: Storage, location: str) -> bool:
     """The marker `drop --keep-data` and deregister leave. Anything of that name counts, as
     the reference counts it (it lists the table's directory): a file, a directory, a link."""
     return storage.entry_exists(f"{location}/{DEREGISTERED_MARKER}")
+
+
+def write_unpublished_marker(storage: Storage, location: str, record: dict[str, Any]) -> None:
+    storage.write_text(f"{location}/{UNPUBLISHED_MARKER}", json.dumps(record, sort_keys=True))
+
+
+def unpublished_record(storage: Storage, location: str) -> dict[str, Any] | None:
+    """What `write_unpublished_marker` left, or None (none, or not ours to read)."""
+    try:
+        record = json.loads(storage.read_bytes(f"{location}/{UNPUBLISHED_MARKER}"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def write_reserved_marker(storage: Storage, location: str) -> None:

@@ -26,7 +26,10 @@ that builds it, `prune --optimize-indexes`, which publishes what it builds in on
 
 from __future__ import annotations
 
+import contextlib
+import warnings
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import lance
@@ -56,7 +59,7 @@ from lancens_cli.service.partitioned.sizes import TableSize, version_size
 from lancens_cli.store.commit import retry_on_conflict
 from lancens_cli.store.inspect import index_summaries
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
-from lancens_cli.store.tables import open_published, open_table
+from lancens_cli.store.tables import open_published, open_table, write_unpublished_marker
 from lancens_cli.store.version_pick import pick_version, version_history
 from lancens_cli.words import noun, plural, utc_iso
 
@@ -296,6 +299,8 @@ def restore_namespace(ns: Namespace, planned: RestoreResult) -> RestoreResult:
         return snapshot.version + 1
 
     committed = ns.manifest.mutate(plan, message=f"lancens restore to version {target}")
+    if committed is not None:
+        _mark_unpublished(ns, landed.get("changes", []), target, committed)
     result = RestoreResult(
         planned.target, target, planned.restored_to_time, planned.planned_on, dry_run=False
     )
@@ -319,6 +324,20 @@ def restore_namespace(ns: Namespace, planned: RestoreResult) -> RestoreResult:
             "was planned and are restored over too; they stay readable by time travel"
         )
     return result
+
+
+def _mark_unpublished(
+    ns: Namespace, changes: list[RestoredPartition], target: int, committed: int
+) -> None:
+    """A marker in each partition table the restore stopped publishing: once the versions
+    that still publish it expire, `check` and `prune` say a restore unpublished it (not a dead
+    write). Words only: a marker that could not be written changes nothing else."""
+    now = utc_iso(datetime.now(UTC))
+    record = {"restored_to": target, "manifest_version": committed, "at": now}
+    for change in changes:
+        if change.action == UNPUBLISHED and change.location:
+            with contextlib.suppress(OSError):
+                write_unpublished_marker(ns.storage, change.location, record)
 
 
 def _guard_landed(asked: ManifestSnapshot | None, snapshot: ManifestSnapshot) -> bool:
@@ -398,9 +417,11 @@ def _made_from(ns: Namespace, row: dict[str, Any], version: int, base: int) -> b
 def holds_rows_of(dataset: Any, version: int, base: int, *, schema_steps: bool) -> bool:
     """The one rule of a rerun, for a table and a partitioned root alike: table version
     `version` already holds version `base`'s data, so restoring `base` again would only add a
-    version. It does when it is `base`, when it has `base`'s fragments and schema (a `Restore`
-    of `base`), or, with `schema_steps`, when it is a `Restore` of `base` followed only by
-    steps that change no row (the steps to today's schema a namespace restore takes)."""
+    version. It does when it is `base`, when it is what a `Restore` of `base` makes (its
+    fragments, schema and indexes), or, with `schema_steps`, when it is a `Restore` of `base`
+    followed only by steps that change no row (the steps to today's schema a namespace restore
+    takes). An index built since `base` is a difference: the restore gives N's indexes back,
+    as the README's "Undo a bad write" says."""
     if version == base:
         return True
     try:
@@ -421,12 +442,21 @@ def holds_rows_of(dataset: Any, version: int, base: int, *, schema_steps: bool) 
 
 
 def _same_data(one: Any, other: Any) -> bool:
-    """Whether two versions of a table read the same: the same fragments (ids, data and
-    deletion files, as a `Restore` copies them) and the same schema. Two manifests read."""
+    """Whether two versions of a table are alike as a `Restore` copies one: the same fragments
+    (ids, data and deletion files), schema and indexes. Two manifests read."""
     fragments = [f.metadata.to_json() for f in one.get_fragments()]
     if fragments != [f.metadata.to_json() for f in other.get_fragments()]:
         return False
-    return bool(one.schema.equals(other.schema, check_metadata=True))
+    if not one.schema.equals(other.schema, check_metadata=True):
+        return False
+    return _index_ids(one) == _index_ids(other)
+
+
+def _index_ids(dataset: Any) -> list[tuple[str, str]]:
+    """Each index segment of a version by name and uuid (a `Restore` keeps both)."""
+    with warnings.catch_warnings():  # list_indices names each segment's uuid
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return sorted((str(i["name"]), str(i["uuid"])) for i in dataset.list_indices())
 
 
 def _published_row(row: dict[str, Any], brought: dict[str, tuple[int, int]]) -> dict[str, Any]:

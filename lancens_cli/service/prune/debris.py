@@ -12,17 +12,29 @@ from lancens_cli.service.prune.report import (
     DebrisResult,
 )
 
-DEBRIS_CODES = ("abandoned_table_write", "staged_manifest_file", "abandoned_job_log")
+DEBRIS_CODES = (
+    "abandoned_table_write",
+    "unpublished_partition_table",  # a restore's, once no readable version publishes it
+    "staged_manifest_file",
+    "abandoned_job_log",
+)
 
 
 def remove_debris(
-    ns: Namespace, policy: PrunePolicy, dry_run: bool, delimiter: str, committed: set[str]
+    ns: Namespace,
+    policy: PrunePolicy,
+    dry_run: bool,
+    delimiter: str,
+    committed: set[str],
+    kept_versions: set[int] | None = None,
 ):
     """`check`'s findings about debris: deleted past the grace; orphan tables only reported.
-    `committed`: the tables this run read versions of (no write of theirs is asked about)."""
+    `committed`: the tables this run read versions of (no write of theirs is asked about);
+    `kept_versions`: the `__manifest` versions the run keeps (a partition table a restore
+    unpublished that only the others publish is named: the next run deletes it)."""
     findings = check_module.CheckReport(ns.storage.root_uri, "")
     snapshot = ns.snapshot()
-    check_module.check_orphans(ns, snapshot, findings, delimiter, policy.grace)
+    check_module.check_orphans(ns, snapshot, findings, delimiter, policy.grace, kept_versions)
     check_module.check_uncommitted_root_tables(ns, snapshot, findings, policy.grace, committed)
     check_module.check_job_logs(ns, findings, policy.grace)
     if snapshot.exists:
@@ -32,7 +44,7 @@ def remove_debris(
         if finding.code in DEBRIS_CODES and finding.fixable:
             action = "would delete" if dry_run else "deleted"
             if not dry_run:
-                if finding.code == "abandoned_table_write" or ns.storage.is_dir(finding.location):
+                if finding.code in DEBRIS_CODES[:2] or ns.storage.is_dir(finding.location):
                     ns.storage.delete_tree(finding.location)
                 else:
                     ns.storage.delete_file(finding.location)

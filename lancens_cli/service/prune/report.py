@@ -16,10 +16,10 @@ UNCHANGED = "unchanged since the last prune, with nothing aging into the policy:
 NOT_A_TABLE = "not a Lance table with versions (declared, empty or gone)"
 
 # What a table's `status` says, one true word for what the run did to it, the first that
-# holds: versions or files removed; compacted; indexes built or brought current
-# (--optimize-indexes); nothing at all. `failed` and `gone` (dropped meanwhile) replace them.
+# holds: versions or files removed (`pruned`, `would prune`: service/prune/table.py);
+# compacted; indexes built or brought current (--optimize-indexes); nothing at all. `failed`
+# and `gone` (dropped meanwhile) replace them.
 NOTHING_TO_DO = "nothing to do"
-PRUNED, WOULD_PRUNE = "pruned", "would prune"
 COMPACTED, WOULD_COMPACT = "compacted", "would compact"
 INDEXES_OPTIMIZED, WOULD_OPTIMIZE_INDEXES = "indexes optimized", "would optimize indexes"
 # the index actions (service/indexes/optimize.py) of work done, and of work a dry run would do

@@ -233,7 +233,9 @@ def _root_work(
     (`committed`: the tables the run read versions of)."""
     ns, policy, dry_run = request.ns, request.policy, request.dry_run
     if request.whole_root:
-        report.debris = remove_debris(ns, policy, dry_run, request.delimiter, committed)
+        plan = decisions.manifest_plan
+        kept = set(plan.protected) if plan is not None else None
+        report.debris = remove_debris(ns, policy, dry_run, request.delimiter, committed, kept)
     if decisions.manifest_plan is not None and request.whole_root:
         report.manifest = TableResult(None, MANIFEST_TABLE)
         try:
