@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`lancens ingest` as a user times it: whole processes against a user's own Spark job.
 
-    python bench/bench_spark_ingest.py [--rows 8000000 2000000] [--runs 3] [--workdir DIR] [--keep]
+    python bench/bench_spark_ingest.py [--rows 8000000 2000000] [--runs 3] [--vector-dim N]
+        [--workdir DIR] [--keep]
     python bench/bench_spark_ingest.py --in-process [--rows 1000000 | --large]
 
 Whole processes (the default), each starting its own JVM, both on `local[2]`:
@@ -15,8 +16,9 @@ The two run interleaved, `--runs` rounds after one warm-up round; medians. A run
 the launch until the process exits (what `time` in a shell prints); the JVM a lancens process
 started may linger a little after it, so the time until its last descendant has gone is printed
 too. Input: one seeded Parquet file per `--rows` (6 columns: id int64, event_date date32 over
-2024-2025, customer_id int64, country utf8 of 8, amount float64, note utf8), row groups of
-131,072 rows.
+2024-2025, customer_id int64, country utf8 of 8, amount float64, note utf8; with
+`--vector-dim N` an `embedding` fixed_size_list<float32>[N] too, which Spark reads as an array
+and lancens writes back as a vector), row groups of 131,072 rows.
 
 Then one more run of each, untimed, says where their seconds go: the lancens process runs
 under a probe (this script with `--probe`: real timers around the functions of the command,
@@ -52,7 +54,9 @@ MONTH_SPEC = ["--field", "country", "--field", "month(event_date) as event_month
 MASTER = "local[2]"
 
 
-def make_input(path: Path, rows: int) -> None:
+def make_input(path: Path, rows: int, vector_dim: int = 0) -> None:
+    """`rows` seeded rows; with `vector_dim`, an `embedding` column of float32 vectors too
+    (`fixed_size_list<float>[vector_dim]`, as lancedb and pyarrow write embeddings)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -77,6 +81,10 @@ def make_input(path: Path, rows: int) -> None:
                 ),
             }
         )
+        if vector_dim:
+            values = pa.array(rng.standard_normal(n * vector_dim, dtype=np.float32))
+            vectors = pa.FixedSizeListArray.from_arrays(values, vector_dim)
+            table = table.append_column("embedding", vectors)
         if writer is None:
             writer = pq.ParquetWriter(path, table.schema)
         writer.write_table(table, row_group_size=131_072)
@@ -645,10 +653,14 @@ def whole_processes(args: argparse.Namespace) -> None:
     print(f"lancens: {' '.join(lancens_cmd())}; user job: spark-submit; {load_average()}")
     summary = []
     for rows in args.rows:
-        data = workdir / f"data-{rows}.parquet"
+        dim = args.vector_dim
+        data = workdir / (f"data-{rows}-v{dim}.parquet" if dim else f"data-{rows}.parquet")
         if not data.exists():
-            make_input(data, rows)
-        print(f"\n{rows:,} rows ({mb(data.stat().st_size)}), country x month: 96 partitions")
+            make_input(data, rows, dim)
+        vectors = f", a {dim}-float vector a row" if dim else ""
+        print(
+            f"\n{rows:,} rows ({mb(data.stat().st_size)}{vectors}), country x month: 96 partitions"
+        )
         found = compare(workdir, data, rows, args.runs)
         ours = statistics.median(e for e, _ in found["lancens"])
         theirs = statistics.median(e for e, _ in found["user job"])
@@ -682,6 +694,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[8_000_000, 2_000_000])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--vector-dim", type=int, default=0, help="add an embedding column of N float32 values"
+    )
     parser.add_argument("--no-phases", action="store_true", help="skip the probed runs")
     parser.add_argument("--in-process", action="store_true", help="the one-session comparison")
     parser.add_argument("--large", action="store_true", help="--in-process with 10,000,000 rows")

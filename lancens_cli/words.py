@@ -1,8 +1,9 @@
 """Words for the text a person reads: counts, sizes and times.
 
 `plural` / `noun` say a count as words ("1 object", "2 directories", never "object(s)");
-`human_bytes` and `human_time` give sizes in binary units and timestamps as dates (`utc_iso` is
-the same moment as results keep it in JSON: full precision, UTC, `+00:00`). Every layer
+`human_bytes` gives sizes in binary units; `utc_iso` is a moment as every output shows it, text
+and JSON alike (full precision, UTC, `Z`), and `human_time` the same text from an ISO string, so
+a time printed anywhere names, given back, the moment it was printed from. Every layer
 that writes text uses them: command messages, progress bars and terminal tables (cli/,
 describe_view.py), the summaries and error messages built in service/ and pipeline/, and config
 errors (config.py). Results in `--json` keep their plain numbers.
@@ -37,20 +38,21 @@ def human_bytes(size: float) -> str:
 
 
 def utc_iso(when: datetime) -> str:
-    """A moment as JSON results keep it: ISO 8601 in UTC, full precision, with its offset
-    ("2026-11-27T09:38:08.123456+00:00"). A naive datetime is local time (what pylance's
-    `versions()` gives)."""
-    return when.astimezone(UTC).isoformat()
+    """A moment as every output shows it, text and JSON: ISO 8601 in UTC to the microsecond,
+    with `Z` ("2026-11-27T09:38:08.123456Z"). Always six digits: Lance's commit times are
+    microseconds, and a time cut shorter names an earlier moment than the version's own (given
+    back to `--to-timestamp`, the version before). A naive datetime is local time (what
+    pylance's `versions()` gives)."""
+    return when.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def human_time(iso: str | None) -> str:
-    """An ISO timestamp as text output shows it: UTC to the second, "2026-11-27T09:38:08Z"
-    (one without an offset is taken as UTC)."""
+    """An ISO timestamp as text output shows it: `utc_iso`'s form, "2026-11-27T09:38:08.123456Z"
+    (one without an offset is taken as UTC); "-" for none."""
     if not iso:
         return "-"
     try:
         when = datetime.fromisoformat(iso)
     except ValueError:
         return iso
-    when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return utc_iso(when.replace(tzinfo=UTC) if when.tzinfo is None else when)

@@ -216,7 +216,9 @@ def _base_path(base: dict[str, Any]) -> str:
 def _versions_table(versions: list[dict[str, Any]]):
     table = Table(title_justify="left", expand=False)
     for column in ("version", "date", "rows", "fragments", "deleted rows"):
-        table.add_column(column, justify="left" if column == "date" else "right")
+        whole = column in ("version", "date")  # copied into --to-version / --to-timestamp
+        justify = "left" if column == "date" else "right"
+        table.add_column(column, justify=justify, no_wrap=whole, overflow="fold")
     for v in versions:
         table.add_row(
             str(v["version"]),

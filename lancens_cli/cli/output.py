@@ -167,34 +167,11 @@ def plain_lines(result: Any) -> list[str]:
 
 def _emit_rich(result: Any, stream: TextIO) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     console = Console(file=stream, no_color=not use_color(stream), highlight=False)
     shown = view_of(result)
     if shown is not None:
-        styles = shown.styles or [None] * len(shown.rows)
-        sized = {shown.columns.index(c) for c in shown.sizes}
-        texts = []
-        for row in shown.rows:
-            cells = [
-                human_bytes(v) if i in sized and isinstance(v, int) else v
-                for i, v in enumerate(row)
-            ]
-            texts.append([_cell(v) if v is not None else "" for v in cells])
-        keep, left_out = _fit(shown, texts, console.width)
-        table = Table(title=shown.title, title_justify="left")
-        for i in keep:  # a long cell wraps, a long word folds: a value is never cut to "…"
-            table.add_column(shown.columns[i], overflow="fold", no_wrap=False)
-        for row, style in zip(texts, styles, strict=True):
-            table.add_row(*(row[i] for i in keep), style=style)
-        console.print(table)
-        for line in shown.after:
-            console.print(line)
-        if left_out:
-            message(
-                f"columns left out for width: {', '.join(left_out)} "
-                "(a wider terminal, a pipe or --json shows them)"
-            )
+        _emit_view(console, shown)
         return
     if isinstance(result, (RootDescription, NamespaceDescription, TableDescription)):
         from lancens_cli.cli.describe_view import render
@@ -204,22 +181,145 @@ def _emit_rich(result: Any, stream: TextIO) -> None:
     console.print(to_plain(result))
 
 
-def _fit(shown: View, texts: list[list[str]], width: int) -> tuple[list[int], list[str]]:
-    """The columns a terminal `width` wide shows: every one when the table's widest rows fit,
-    else without the view's optional columns, least important first, until they do (what still
-    does not fit wraps). The indexes of the columns shown, and the names left out."""
-    from rich.cells import cell_len
+def _emit_view(console: Any, shown: View) -> None:
+    """A view on a terminal: a table whose columns of ids, locations, times and versions never
+    break across lines (`View.keeps_whole`) while prose wraps; where even without the optional
+    columns those values cannot stand side by side, each row as a block of `column: value`
+    lines (as psql's expanded display), every column kept."""
+    from rich.table import Table
 
-    widths = [
-        max([cell_len(name), *(cell_len(row[i]) for row in texts)])
+    styles = shown.styles or [None] * len(shown.rows)
+    sized = {shown.columns.index(c) for c in shown.sizes}
+    texts = []
+    for row in shown.rows:
+        cells = [
+            human_bytes(v) if i in sized and isinstance(v, int) else v for i, v in enumerate(row)
+        ]
+        texts.append([_cell(v) if v is not None else "" for v in cells])
+    present = _present(shown, texts)
+    keep, left_out = _fit(shown, texts, console.width, present)
+    widths = _widths(shown, texts, keep, console.width)
+    if widths is None:
+        _emit_records(console, shown, texts, styles, present)
+    else:
+        table = Table(title=shown.title, title_justify="left")
+        for i in keep:  # a long cell wraps, a long word folds: a value is never cut to "…"
+            whole = shown.keeps_whole(shown.columns[i])
+            table.add_column(shown.columns[i], overflow="fold", no_wrap=whole, width=widths.get(i))
+        for row, style in zip(texts, styles, strict=True):
+            table.add_row(*(row[i] for i in keep), style=style)
+        console.print(table)
+    for line in shown.after:
+        console.print(line)
+    if left_out and widths is not None:
+        message(
+            f"columns left out for width: {', '.join(left_out)} "
+            "(a wider terminal, a pipe or --json shows them)"
+        )
+
+
+def _present(shown: View, texts: list[list[str]]) -> list[int]:
+    """The columns a terminal shows at all: not a `sparse` one that no row has a value in."""
+    return [
+        i
         for i, name in enumerate(shown.columns)
+        if name not in shown.sparse or any(row[i] not in ("", "-") for row in texts)
     ]
-    keep = list(range(len(shown.columns)))
+
+
+def _fit(
+    shown: View, texts: list[list[str]], width: int, present: list[int]
+) -> tuple[list[int], list[str]]:
+    """The columns a terminal `width` wide shows: every one `present` when they fit, else
+    without the view's optional columns, least important first, until they do. Fitting: every
+    value to keep whole at its full width, and prose at least PROSE_WIDTH wide (what is longer
+    wraps). The indexes of the columns shown, and the names left out."""
+    full = _full_widths(shown, texts)
+    keep = list(present)
     left_out: list[str] = []
     for name in shown.optional:
-        if sum(widths[i] + 3 for i in keep) + 1 <= width:  # padding and a rule each, one edge
+        needed = sum(_narrowest(shown, texts, full, i, PROSE_WIDTH) for i in keep)
+        if needed + 3 * len(keep) + 1 <= width:  # padding and a rule each, one edge
             break
         if name in shown.columns and shown.columns.index(name) in keep:
             keep.remove(shown.columns.index(name))
             left_out.append(name)
     return keep, left_out
+
+
+PROSE_WIDTH = 20  # prose narrower than this reads badly: optional columns go first
+PROSE_WORD = 20  # a word of prose longer than this may fold; a shorter one never does
+
+
+def _widths(
+    shown: View, texts: list[list[str]], keep: list[int], width: int
+) -> dict[int, int] | None:
+    """Each shown column's width in a table `width` wide: {} when every value fits on one line;
+    else the values to keep whole at their full width and the prose columns sharing the rest,
+    none narrower than its longest word. None: even so the table does not fit (rich would
+    then fold ids and times to make it)."""
+    full = _full_widths(shown, texts)
+    room = width - 3 * len(keep) - 1  # padding and a rule each, one edge
+    if sum(full[i] for i in keep) <= room:
+        return {}
+    least = {i: _narrowest(shown, texts, full, i, 0) for i in keep}
+    spare = room - sum(least.values())
+    if spare < 0:
+        return None
+    widths = dict(least)
+    wants = sorted(keep, key=lambda i: full[i] - least[i])  # the modest first: a short cell
+    for n, i in enumerate(wants):  # ("1.9 KiB") gets its whole width before prose its share
+        share = min(full[i] - least[i], spare // (len(wants) - n))
+        widths[i] += share
+        spare -= share
+    return widths
+
+
+def _full_widths(shown: View, texts: list[list[str]]) -> list[int]:
+    """Each column's width with no cell wrapped: its header or its longest cell."""
+    from rich.cells import cell_len
+
+    return [
+        max([cell_len(name), *(cell_len(row[i]) for row in texts)])
+        for i, name in enumerate(shown.columns)
+    ]
+
+
+def _narrowest(shown: View, texts: list[list[str]], full: list[int], i: int, prose: int) -> int:
+    """The narrowest column `i` may get: a value to keep whole, its full width; prose, its
+    longest word (header too, at most PROSE_WORD) and at least `prose` (its full width when
+    less)."""
+    from rich.cells import cell_len
+
+    if shown.keeps_whole(shown.columns[i]):
+        return full[i]
+    words = [shown.columns[i], *(row[i] for row in texts)]
+    longest = max((cell_len(word) for text in words for word in text.split()), default=1)
+    return min(full[i], max(1, prose, min(longest, PROSE_WORD)))
+
+
+def _emit_records(
+    console: Any,
+    shown: View,
+    texts: list[list[str]],
+    styles: list[str | None],
+    present: list[int],
+) -> None:
+    """Each row as `column: value` lines, a blank line between rows: a value too long to follow
+    its name on one line starts a line of its own, so only what is wider than the terminal
+    itself folds."""
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    if shown.title:
+        console.print(Text(shown.title))
+    for number, (row, style) in enumerate(zip(texts, styles, strict=True)):
+        if number:
+            console.print()
+        for i in present:
+            name, value = shown.columns[i], row[i]
+            if cell_len(name) + 2 + cell_len(value) <= console.width or not value:
+                console.print(Text(f"{name}: {value}", style=style or ""), overflow="fold")
+            else:
+                console.print(Text(f"{name}:", style=style or ""))
+                console.print(Text(value, style=style or ""), overflow="fold")

@@ -30,7 +30,10 @@ class View:
     (None: plain) and lines printed after the table. `sizes` names the columns of byte counts:
     a terminal shows them in binary units (`words.human_bytes`), a pipe as integers. `optional`
     names the columns a terminal too narrow for the table leaves out, least important first
-    (a pipe and --json keep every column)."""
+    (a pipe and --json keep every column). `sparse` names the columns a terminal leaves out when
+    no row has a value there (a partition on a root that has none, a message): a pipe keeps
+    them, `-` in each row, so its columns never depend on the data and `cut -f` keeps working.
+    A terminal never breaks a value a person copies across lines (`keeps_whole`)."""
 
     columns: list[str]
     rows: Rows
@@ -39,6 +42,32 @@ class View:
     after: tuple[str, ...] = ()
     sizes: tuple[str, ...] = ()
     optional: tuple[str, ...] = ()
+    sparse: tuple[str, ...] = ()
+
+    def keeps_whole(self, column: str) -> bool:
+        """Whether the column holds values pasted into other commands (ids, locations, times,
+        versions): a terminal shows each on one line, where prose wraps."""
+        return column in WHOLE_VALUES
+
+
+# The columns of ids, locations, times and versions, in every view: text to copy, never broken.
+WHOLE_VALUES = frozenset(
+    {
+        "id",
+        "table",
+        "object",
+        "target",
+        "location",
+        "timestamp",
+        "version",
+        "read_version",
+        "version_before",
+        "version_after",
+        "restored_to",
+        "new_version",
+        "manifest_version",
+    }
+)
 
 
 _VIEWS: dict[str, Callable[[Any], View]] = {}
@@ -152,11 +181,7 @@ def _check(r: Any) -> View:
     header = ["status", "code", "object", "location", "message"]
     _with_partitions(header, rows, [r.labels.get(f.object) for f in r.findings], at=3)
     state = "healthy" if r.healthy else plural(r.open_findings, "problem")
-    return View(
-        header,
-        rows,
-        f"check {r.scope or '(root)'}: {state}",
-    )
+    return View(header, rows, f"check {r.scope or '(root)'}: {state}", sparse=("partition",))
 
 
 @_view("lancens_cli.service.catalog.migrate.MigrationReport")
@@ -170,7 +195,10 @@ def _migration(r: Any) -> View:
 
 @_view("lancens_cli.service.versions.TableVersions")
 def _table_versions(r: Any) -> View:
-    header = ["version", "timestamp", "rows", "size", "tags", "branches", "fate", "why"]
+    # __manifest's rows are catalog rows (tables and namespaces), not data rows
+    counted = "catalog rows" if r.table == "__manifest" else "rows"
+    header = ["version", "timestamp", counted, "size", "tags", "branches", "message"]
+    header += ["operation", "changes", "options", "fate", "why"]
     rows = [
         [
             v.version,
@@ -179,17 +207,49 @@ def _table_versions(r: Any) -> View:
             v.bytes,
             ", ".join(v.tags),
             ", ".join(v.branches),
+            v.message or None,  # __manifest: what a version that is no write did (a restore)
+            v.operation,  # __manifest: the command that made it, as its commit recorded
+            _changes_words(v.changes) or None,
+            _options_words(v.options) or None,
             v.fate,
             "; ".join(v.reasons),
         ]
         for v in r.versions
     ]
-    if any(v.message for v in r.versions):  # __manifest: what a restore's version did
-        header.insert(6, "message")
-        for row, v in zip(rows, r.versions, strict=True):
-            row.insert(6, v.message or "")
     title = "versions" + (f" of partition {r.label.text()}" if r.label is not None else "")
-    return View(header, rows, title, sizes=("size",), optional=("size", "branches", "tags"))
+    optional = ("size", "branches", "tags", counted, "message", "options", "changes")
+    sparse = ("message", "operation", "changes", "options")
+    return View(header, rows, title, sizes=("size",), optional=optional, sparse=sparse)
+
+
+_CHANGE_WORDS = (
+    ("tables_added", "+{} tables"),
+    ("tables_removed", "-{} tables"),
+    ("tables_republished", "{} republished"),
+    ("namespaces_added", "+{} namespaces"),
+    ("namespaces_removed", "-{} namespaces"),
+    ("rows_added", "+{} rows"),
+    ("rows_removed", "-{} rows"),
+)
+
+
+def _changes_words(changes: dict[str, Any]) -> str:
+    """A commit's recorded changes as a line: `+4 tables, +1,200 rows`, `set schema`."""
+    words = [form.format(f"{changes[key]:,}") for key, form in _CHANGE_WORDS if key in changes]
+    if changes.get("metadata_keys"):
+        words.append("set " + ", ".join(changes["metadata_keys"]))
+    return ", ".join(words)
+
+
+def _options_words(options: dict[str, Any]) -> str:
+    """A command's recorded options as it was typed: `--column id --type btree`."""
+    words = []
+    for flag, value in options.items():
+        values = value if isinstance(value, list) else [value]
+        for one in values:
+            shown = "" if one is True else f" {one}"
+            words.append(f"{flag}{shown}" if flag.startswith("-") else str(one))
+    return " ".join(words)
 
 
 @_view("lancens_cli.service.versions.NamespaceVersions")
@@ -208,16 +268,17 @@ def _namespace_versions(r: Any) -> View:
     ]
     _with_partitions(header, rows, [t.label for t in r.tables])
     optional = ("location", "reclaimable")
-    return View(header, rows, "versions", sizes=("reclaimable",), optional=optional)
+    sparse = ("partition",)
+    return View(header, rows, "versions", sizes=("reclaimable",), optional=optional, sparse=sparse)
 
 
 def _with_partitions(header: list[str], rows: Rows, labels: list[Any], at: int = 1) -> None:
-    """A `partition` column at `at` (after the table's id), where any row is a partition
-    table's: its values as `ls` shows them."""
-    if any(label is not None for label in labels):
-        header.insert(at, "partition")
-        for row, label in zip(rows, labels, strict=True):
-            row.insert(at, label.text() if label is not None else None)
+    """A `partition` column at `at` (after the table's id): a partition table's values as `ls`
+    shows them, None for any other row. Always there, whether or not a row is a partition
+    table's (the view marks it `sparse`): a pipe's columns never move after a first write."""
+    header.insert(at, "partition")
+    for row, label in zip(rows, labels, strict=True):
+        row.insert(at, label.text() if label is not None else None)
 
 
 @_view("lancens_cli.service.prune.report.PruneReport")
@@ -255,7 +316,8 @@ def _prune(r: Any, brief: bool = False) -> View:
     hidden = f"{plural(idle, 'table')} with nothing to do not shown (--verbose lists them)"
     after = (hidden,) if idle else ()
     optional = ("kept", "location", "files", "bytes", "partition")
-    return View(header, rows, prune_title(r), after=after, optional=optional)
+    sparse = ("partition",)
+    return View(header, rows, prune_title(r), after=after, optional=optional, sparse=sparse)
 
 
 @_view("lancens_cli.cli.prune.PruneOnTerminal")
@@ -265,13 +327,14 @@ def _prune_brief(r: Any) -> View:
 
 def _prune_work(t: Any, removed: int) -> bool:
     """Whether a prune table row has something to say: removed or would remove versions or
-    files, or failed. `nothing to do` and `gone` (dropped meanwhile) have not."""
+    files, compacted, worked on indexes, or failed. `nothing to do` and `gone` (dropped
+    meanwhile) have not."""
     return bool(
         removed
         or t.files_removed
         or t.unreferenced_removed
         or t.error
-        or t.status == "failed"
+        or t.status not in ("nothing to do", "gone")
         or _index_work(t)
     )
 
@@ -597,12 +660,13 @@ def _restore(r: Any) -> View:
         ]
         for c in r.changes
     ]
-    if r.unindexed:  # last, so the columns before keep their places in a pipe
-        header.append("lacking_indexes")
-        for row, c in zip(rows, r.changes, strict=True):
-            row.append(", ".join(_lacked_text(i) for i in c.lacking_indexes))
+    header.append("lacking_indexes")  # always, `-` when none: a pipe's columns never move
+    for row, c in zip(rows, r.changes, strict=True):
+        row.append(", ".join(_lacked_text(i) for i in c.lacking_indexes) or None)
     _with_partitions(header, rows, [c.label for c in r.changes], at=1)
-    return View(header, rows, title, after=after, optional=("location", "table"))
+    optional = ("location", "table")
+    sparse = ("lacking_indexes", "partition")
+    return View(header, rows, title, after=after, optional=optional, sparse=sparse)
 
 
 def _restored_ref_text(change: Any) -> str:
@@ -722,7 +786,7 @@ def _partition_diff(r: Any) -> View:
         for p in r.partitions
     ]
     title = (
-        f"diff of __manifest versions {r.from_version} -> {r.to_version}: "
+        f"diff of __manifest versions {_versions_between(r)}: "
         f"{len(r.added)} added, {len(r.removed)} removed, {len(r.changed)} changed, "
         f"{r.untouched} untouched"
     )
@@ -756,8 +820,17 @@ def _table_diff(r: Any) -> View:
         for c in r.versions
     ]
     of = f"partition {r.label.text()}" if r.label is not None else r.table
-    title = f"diff of {of} versions {r.from_version} -> {r.to_version}"
+    title = f"diff of {of} versions {_versions_between(r)}"
     return View(header, rows, title, sizes=("size",), optional=("size", "timestamp"))
+
+
+def _versions_between(r: Any) -> str:
+    """`4 (2026-11-27T02:55:01.123456Z) -> 7 (...)`: the versions a diff compares, each with its
+    commit time, whole, as `--from-timestamp` / `--to-timestamp` take it back."""
+    return (
+        f"{r.from_version} ({human_time(r.from_timestamp)}) -> "
+        f"{r.to_version} ({human_time(r.to_timestamp)})"
+    )
 
 
 # --- indexes ------------------------------------------------------------------------------------
@@ -773,7 +846,10 @@ def _created_index(r: Any) -> View:
     index = r.index
     params = ", ".join(f"{k}={v}" for k, v in sorted(index.params.items()))
     title = f"index {index.name}: {index.type.lower()} on {index.column}"
-    return View(header, rows, title + (f" ({params})" if params else ""), optional=("location",))
+    title += (f" ({params})" if params else "") + (
+        ": nothing to do" if r.status == "nothing to do" else ""
+    )
+    return View(header, rows, title, optional=("location",))
 
 
 @_summary("lancens_cli.service.indexes.build.CreatedIndex")

@@ -446,7 +446,7 @@ def check_orphans(
     prune keeps; a partition table only the others publish is named before it goes."""
     referenced = _referenced(snapshot)
     spec_namespaces = _spec_namespaces(snapshot)
-    history: list[set[str]] = []  # read once, and only when a partition table is unpublished
+    history = _PublishedHistory(ns, kept_versions)
     for entry in ns.storage.list_dir():
         if not entry.is_dir or entry.name in referenced or entry.name == MANIFEST_TABLE:
             continue
@@ -472,30 +472,14 @@ def check_orphans(
         unpublished = (
             not v1_hidden and bool(object_id) and top_namespace(object_id) in spec_namespaces
         )
-        restored = unpublished_record(ns.storage, entry.name) if unpublished else None
-        if unpublished and snapshot.exists:
-            if not history:
-                history.append(ns.manifest.published_in_history())
-                if kept_versions is not None:  # prune: what its kept versions publish
-                    history.append(ns.manifest.published_in_history(kept_versions))
-            if entry.name in history[-1]:
-                continue  # unpublished by a restore: time travel still reads it
-            if entry.name in history[0]:  # read only by versions this prune expires
-                report.add(
-                    UNPUBLISHED_CODE,
-                    name,
-                    entry.name,
-                    f"{_unpublished_words(restored)}; only __manifest versions this prune "
-                    "expires publish it: the next prune deletes it",
-                )
-                continue
+        if (
+            unpublished
+            and snapshot.exists
+            and _unpublished_partition(ns, history, entry.name, name, grace, report)
+        ):
+            continue
         children = ns.storage.list_dir(entry.name)
         empty = not children and not v1_hidden  # what a SIGKILL inside `delete_tree` leaves
-        if restored is not None:
-            message = f"{_unpublished_words(restored)}; no readable __manifest version publishes it"
-            code, message, fixable = _abandoned(ns, entry.name, grace, message, UNPUBLISHED_CODE)
-            report.add(code, name, entry.name, message, fixable=fixable)
-            continue
         if unpublished or empty or uncommitted_write(ns.storage, entry.name, children) is not None:
             what = (
                 UNPUBLISHED_PARTITION
@@ -530,6 +514,55 @@ def check_orphans(
             ),
             fixable=registrable,
         )
+
+
+class _PublishedHistory:
+    """The table locations readable `__manifest` versions publish (and those a prune keeps),
+    read once, and only when a partition table is unpublished."""
+
+    def __init__(self, ns: Namespace, kept_versions: set[int] | None) -> None:
+        self._ns, self._kept_versions = ns, kept_versions
+        self._all: set[str] | None = None
+        self._kept: set[str] | None = None
+
+    def all(self) -> set[str]:
+        if self._all is None:
+            self._all = self._ns.manifest.published_in_history()
+        return self._all
+
+    def kept(self) -> set[str]:
+        if self._kept_versions is None:
+            return self.all()
+        if self._kept is None:
+            self._kept = self._ns.manifest.published_in_history(self._kept_versions)
+        return self._kept
+
+
+def _unpublished_partition(
+    ns: Namespace, history: _PublishedHistory, location: str, name, grace: timedelta, report
+) -> bool:
+    """A partition table no row publishes now: nothing to say while time travel reads it;
+    named when only versions a prune expires publish it, or when a restore's marker says the
+    restore stopped publishing it. False: none of these (a dead write's, said by the caller)."""
+    if location in history.kept():
+        return True
+    restored = unpublished_record(ns.storage, location)
+    if location in history.all():
+        words = _unpublished_words(restored) if restored else UNPUBLISHED_PARTITION
+        report.add(
+            UNPUBLISHED_CODE,
+            name,
+            location,
+            f"{words}; only __manifest versions this prune expires publish it: the next prune "
+            "deletes it",
+        )
+        return True
+    if restored is None:
+        return False
+    message = f"{_unpublished_words(restored)}; no readable __manifest version publishes it"
+    code, message, fixable = _abandoned(ns, location, grace, message, UNPUBLISHED_CODE)
+    report.add(code, name, location, message, fixable=fixable)
+    return True
 
 
 def _spec_namespaces(snapshot: ManifestSnapshot) -> set[str]:

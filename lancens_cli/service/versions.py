@@ -3,6 +3,10 @@
 The answer comes from the decision `prune` itself makes (`service.prune.decide.decide`) under
 the same policy (`--older-than`, `--retain`, `--grace`, `--force`, the profile's settings):
 what this command says expires is exactly what `prune` then removes. Nothing is changed here.
+
+A version's time is Lance's commit time (`store/version_pick.commit_time`), the time
+`restore --to-timestamp`, `diff --from-timestamp` and `--timestamp-as-of` compare with: the time
+shown for a version names that version when given back.
 """
 
 from __future__ import annotations
@@ -15,15 +19,14 @@ import lance
 
 from lancens_cli.errors import TableNotFoundError
 from lancens_cli.models import MANIFEST_TABLE, Identifier, Result
+from lancens_cli.service.history.transactions import VersionStats, operation_word, version_stats
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.decide import Decisions, decide
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.protect import expiry_reasons
 from lancens_cli.service.prune.table import TableResult, TableWork
-from lancens_cli.store.version_files import version_times
+from lancens_cli.store.commit_record import record_of
 from lancens_cli.words import utc_iso
-
-COMMIT_MESSAGE_KEY = "__lance_commit_message"  # where Lance keeps a commit's message
 
 
 @dataclass
@@ -39,6 +42,11 @@ class VersionLine:
     fate: str  # "kept" or "expires"
     reasons: list[str]
     message: str | None = None  # the commit's message: what a version that is no write did
+    # what made the version: the command a `__manifest` commit recorded (store/commit_record.py)
+    # or, unrecorded, Lance's operation in words; its recorded changes and options
+    operation: str | None = None
+    changes: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -61,10 +69,17 @@ class TableVersions(Result):
             **(self.label.json_fields() if self.label is not None else {}),
             "location": self.location,
             "policy": self.policy.to_json(),
-            "versions": [v.to_json() for v in self.versions],
+            "versions": [self._line_json(v) for v in self.versions],
             "expiring": [v.version for v in self.versions if v.fate == "expires"],
             "notes": self.notes,
         }
+
+    def _line_json(self, line: VersionLine) -> dict[str, Any]:
+        """A version's JSON; `__manifest`'s rows are catalog rows, and named so."""
+        document = line.to_json()
+        if self.table == MANIFEST_TABLE:
+            document["catalog_rows"] = document.pop("rows")
+        return document
 
 
 @dataclass
@@ -130,7 +145,7 @@ def table_versions(
             raise TableNotFoundError("__manifest does not exist yet")
         report = TableVersions(MANIFEST_TABLE, MANIFEST_TABLE, policy)
         report.versions = _lines(ns, MANIFEST_TABLE, plan.protected, plan.expire, {}, {})
-        _with_messages(ns, report.versions)
+        _with_records(ns, report.versions)
         _expiring_because(report, policy)
         _publishing(decisions, report)
         return report
@@ -232,21 +247,14 @@ def _by_version(refs: dict[str, int]) -> dict[int, list[str]]:
     return found
 
 
-def _sizes(ns: Namespace, location: str) -> dict[int, tuple[int | None, int | None]]:
-    """version -> (rows, bytes of its files) from the versions' own statistics (cheap)."""
+def _stats(ns: Namespace, location: str) -> dict[int, VersionStats]:
+    """version -> its commit time, rows and bytes, from one `versions()` read (each manifest's
+    own statistics; no data file). The time is not the `_versions/` file's modification time:
+    that one can fall before the commit and names the version before."""
     try:
         ds = lance.dataset(ns.storage.uri(location), storage_options=ns.storage.lance_options)
-        found = {}
-        for info in ds.versions():
-            metadata = info.get("metadata") or {}
-            rows = metadata.get("total_rows")
-            size = metadata.get("total_files_size")
-            found[int(info["version"])] = (
-                int(rows) if rows is not None else None,
-                int(size) if size is not None else None,
-            )
-        return found
-    except Exception:  # noqa: BLE001 - sizes are a courtesy: a table that does not load has none
+        return version_stats(ds)
+    except Exception:  # noqa: BLE001 - a courtesy: a table that does not load shows none
         return {}
 
 
@@ -258,18 +266,16 @@ def _lines(
     tags: dict[int, list[str]],
     branches: dict[int, list[str]],
 ) -> list[VersionLine]:
-    times = version_times(ns.storage, location)
-    sizes = _sizes(ns, location)
+    stats = _stats(ns, location)
     lines = []
     for version in sorted({*protected, *expire}):
-        when = times.get(version)
-        rows, size = sizes.get(version, (None, None))
+        known = stats.get(version)
         lines.append(
             VersionLine(
                 version,
-                utc_iso(when) if when else None,
-                rows,
-                size,
+                utc_iso(known.timestamp) if known else None,
+                known.rows if known else None,
+                known.bytes if known else None,
                 sorted(tags.get(version, [])),
                 sorted(branches.get(version, [])),
                 "kept" if version in protected else "expires",
@@ -279,8 +285,10 @@ def _lines(
     return lines
 
 
-def _with_messages(ns: Namespace, lines: list[VersionLine]) -> None:
-    """Each `__manifest` version's commit message (a restore names itself in one)."""
+def _with_records(ns: Namespace, lines: list[VersionLine]) -> None:
+    """What made each `__manifest` version, as `DESCRIBE HISTORY` says it: the command its
+    commit recorded, with its options and changes; Lance's operation where none is recorded
+    (another writer, an older lancens)."""
     dataset = ns.manifest.open_dataset()
     if dataset is None:
         return
@@ -288,9 +296,15 @@ def _with_messages(ns: Namespace, lines: list[VersionLine]) -> None:
         try:
             transaction = dataset.read_transaction(line.version)
         except (OSError, ValueError, RuntimeError):
-            continue  # a version whose transaction file is gone has no message to show
-        properties = getattr(transaction, "transaction_properties", None) or {}
-        line.message = properties.get(COMMIT_MESSAGE_KEY)
+            continue  # a version whose transaction file is gone has nothing more to show
+        if transaction is None:
+            continue
+        record = record_of(getattr(transaction, "transaction_properties", None))
+        line.message = record.message
+        line.operation = record.operation or (
+            f"{operation_word(type(transaction.operation).__name__)} (not recorded)"
+        )
+        line.changes, line.options = record.changes, record.options
 
 
 def _expiring_because(report: TableVersions, policy: PrunePolicy) -> None:

@@ -4,6 +4,13 @@ the newest committed at or before a time (`--timestamp-as-of T` / `--to-timestam
 One rule for `__manifest` (time travel, restore, diff of a namespace) and for any table
 (restore and diff of one table): a version must still be readable, a time without an offset is
 UTC, and a version that is not there names the readable ones (exit 3).
+
+A version's time is Lance's commit time, the `timestamp` of its manifest as `ds.versions()`
+gives it (`commit_time`), and nothing else: every command that prints a version's time prints
+this one (`words.utc_iso`, to the microsecond), so the time printed for version N, given back,
+names N. (A file's modification time is not it: it can fall before the commit, and names the
+version before.) Versions committed within one microsecond cannot be told apart by time: a time
+names the newest of them.
 """
 
 from __future__ import annotations
@@ -12,13 +19,20 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lancens_cli.errors import InvalidInputError, TableVersionNotFoundError
+from lancens_cli.words import utc_iso
+
+
+def commit_time(entry: dict[str, Any]) -> datetime:
+    """The commit time, in UTC, of one entry of `ds.versions()`: the one time of a version that
+    every command shows and every timestamp option is compared with.
+
+    Lance gives naive local times, as `datetime.astimezone` reads them."""
+    return entry["timestamp"].astimezone(UTC)
 
 
 def version_history(dataset: Any) -> list[tuple[int, datetime]]:
-    """(version, commit time in UTC) of every readable version of a Lance dataset, oldest first.
-
-    Lance gives naive local times, as `datetime.astimezone` reads them."""
-    return sorted((int(v["version"]), v["timestamp"].astimezone(UTC)) for v in dataset.versions())
+    """(version, commit time in UTC) of every readable version of a Lance dataset, oldest first."""
+    return sorted((int(v["version"]), commit_time(v)) for v in dataset.versions())
 
 
 def pick_version(
@@ -47,7 +61,7 @@ def pick_version(
     moment = parse_moment(timestamp)
     before = [number for number, when in history if when <= moment]
     if not before:
-        first = history[0][1].isoformat(timespec="seconds")
+        first = utc_iso(history[0][1])  # whole: given back, it names that version
         raise TableVersionNotFoundError(
             f"no {what} version was committed at or before {moment.isoformat()} (the oldest "
             f"readable, version {history[0][0]}, is from {first}); {span}"

@@ -13,7 +13,7 @@ from helpers import run_cli
 
 from lancens_cli.cli.describe_view import type_children
 
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
 
 
 def nested_table() -> pa.Table:
@@ -120,7 +120,7 @@ def test_piped_output_is_unchanged(root):
     versions = run_cli(*root.args, "describe", "a.t", "--versions").stdout
     (line,) = [x for x in versions.splitlines() if x.startswith("versions\t")]
     assert re.fullmatch(
-        r'versions\t\[\{"version":1,"timestamp":"\d{4}-\d\d-\d\dT[\d:.]+\+00:00","rows":100,'
+        r'versions\t\[\{"version":1,"timestamp":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z","rows":100,'
         r'"fragments":1,"deleted_rows":0\}\]',
         line,
     )
@@ -188,7 +188,7 @@ def test_terminal_view_of_a_table(root):
     assert f"{size / 1024:.1f} KiB" in shown  # a size a person reads, not bytes
     assert str(size) not in shown
     (row,) = [line for line in shown.splitlines() if _DATE.search(line)]  # the version table
-    assert re.search(r"│\s+1 │ \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ │\s+100 │", row)
+    assert re.search(r"│\s+1 │ \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z │\s+100 │", row)
     assert "details." not in shown and "feature_flags" not in shown
     assert "reader features" in shown and "property team" in shown
     lines = shown.splitlines()

@@ -136,3 +136,32 @@ def test_an_ingest_records_the_command_and_a_users_spark_job_its_own_write(spark
     (job,) = new_versions(root, before)
     assert job.operation == "spark write" and job.options == {"mode": "append"}
     assert job.changes["rows_added"] == 4
+
+
+def test_versions_of_the_catalog_read_as_a_history_of_commands(root, tmp_path):
+    """`versions __manifest` as `DESCRIBE HISTORY`: each version's command, its options and
+    what it changed, in JSON and in a pipe; `rows` there are catalog rows, and say so."""
+    args = ("--root", str(root))
+    assert invoke(*args, "write", "--from", str(tmp_path / "rows.parquet")).exit_code == 0
+    assert invoke(*args, "create", "index", "--column", "id", "--type", "btree").exit_code == 0
+    ds = lance.dataset(str(root / "__manifest"))
+    ds.update_metadata({"another": "writer"})
+    shown = invoke(*args, "versions", "__manifest", "--json").json()["versions"]
+    operations = [v["operation"] for v in shown]
+    assert operations == [
+        "add-partition-spec",
+        "add-partition-spec",
+        "write",
+        "create index",
+        "create index",
+        "update config (not recorded)",
+    ]
+    write = shown[2]
+    assert write["changes"] == {"namespaces_added": 2, "rows_added": 10, "tables_added": 2}
+    assert write["options"] == {"--from": str(tmp_path / "rows.parquet")}
+    assert "catalog_rows" in write and "rows" not in write
+    piped = invoke(*args, "versions", "__manifest").stdout.splitlines()
+    assert len({len(line.split("\t")) for line in piped}) == 1
+    fields = piped[2].split("\t")
+    assert "write" in fields and "+2 tables, +2 namespaces, +10 rows" in fields
+    assert f"--from {tmp_path / 'rows.parquet'}" in fields

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC
 from typing import Any
 
 from lancens_cli.errors import InvalidInputError, LancensError, TableNotFoundError
@@ -40,7 +39,7 @@ from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import ManifestSnapshot
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import branch_name, open_published, open_table
-from lancens_cli.store.version_pick import parse_version, pick_version
+from lancens_cli.store.version_pick import parse_version, pick_version, version_history
 from lancens_cli.words import utc_iso
 
 _WORKERS_LOCAL, _WORKERS_REMOTE = 4, 16
@@ -251,10 +250,7 @@ def _root_diff(
     given_to = to_version is not None or to_timestamp is not None
     b = ns.manifest.resolve_version(to_version, to_timestamp) if given_to else current.version
     _later(a, b, "__manifest")
-    times = {
-        int(v["version"]): utc_iso(v["timestamp"].astimezone(UTC))
-        for v in ns.manifest.open_dataset().versions()
-    }
+    times = {n: utc_iso(when) for n, when in version_history(ns.manifest.open_dataset())}
     before = ns.manifest.pinned(a).read()
     after = current if b == current.version else ns.manifest.pinned(b).read()
     layout_a, layout_b = _layout(before), _layout(after)

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import lance
 
 from lancens_cli.service.partitioned.sizes import version_size
+from lancens_cli.store.version_pick import commit_time
 from lancens_cli.words import utc_iso
 
 _READ_ERRORS = (OSError, ValueError, RuntimeError)
@@ -80,7 +81,7 @@ def version_stats(dataset: Any) -> dict[int, VersionStats]:
         metadata = info.get("metadata") or {}
         rows, size = metadata.get("total_rows"), metadata.get("total_files_size")
         found[int(info["version"])] = VersionStats(
-            info["timestamp"].astimezone(UTC),
+            commit_time(info),
             int(rows) if rows is not None else None,
             int(size) if size is not None else None,
         )
