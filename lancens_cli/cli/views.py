@@ -483,6 +483,22 @@ def _partition_write(r: Any) -> View:
     return View(header, rows, "partitions to write" if r.dry_run else "partitions written")
 
 
+@_summary("lancens_cli.service.partitioned.write.PartitionWrite")
+def _partition_write_summary(r: Any) -> str:
+    """What `write` did, with the `__manifest` version it made: a pipeline's checkpoint."""
+    created = sum(1 for t in r.partitions if t.created)
+    branch = r.partitions[0].branch if r.partitions else None
+    what = (
+        f"{plural(r.rows, 'row')} into {plural(len(r.partitions), 'partition')} of "
+        f"spec v{r.spec_id} ({created} new)" + (f" on branch {branch}" if branch else "")
+    )
+    if r.dry_run:
+        return f"dry run: would write {what}; nothing changed"
+    if not r.partitions:
+        return f"wrote {what}; nothing to publish"
+    return f"wrote {what}, __manifest version {r.manifest_version}"
+
+
 # --- join-plan and the Spark commands ---------------------------------------------------------
 
 
@@ -651,7 +667,7 @@ def _restore(r: Any) -> View:
     rows = [
         [
             f"would {_RESTORE_VERBS[c.action]}" if r.dry_run else c.action,
-            c.object_id,
+            Identifier.from_object_id(c.object_id).display(),  # as every output names tables
             _ref_text(c.before),
             _restored_ref_text(c),
             c.rows_before,

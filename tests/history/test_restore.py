@@ -108,12 +108,12 @@ def test_restore_to_every_version_and_back_publishes_exactly_that_version(histor
         newest = manifest_versions(root)[-1]
         now = published(root)
         assert contents(now) == contents(expected[target]), target
-        brought = {c["table"]: c for c in result["changes"] if c["brought_from"] is not None}
+        brought = {c["object_id"]: c for c in result["changes"] if c["brought_from"] is not None}
         for oid, (_, ref, _) in now.items():
             if oid in brought:  # a version of its own at N's rows (and today's schema)
                 assert brought[oid]["brought_from"] == expected[target][oid][1][0]
                 assert ref[0] > brought[oid]["brought_from"]
-            elif oid in {c["table"] for c in result["changes"]}:
+            elif oid in {c["object_id"] for c in result["changes"]}:
                 assert ref == expected[target][oid][1], (target, oid)
             else:  # untouched: what it published already held N's rows (an earlier restore)
                 assert ref == was[oid][1], (target, oid)
@@ -123,7 +123,7 @@ def test_restore_to_every_version_and_back_publishes_exactly_that_version(histor
         else:
             assert result["new_version"] == newest == before + 1
             assert commit_message(root, newest) == f"{RESTORE_MESSAGE}{target}"
-        changed = {c["table"] for c in result["changes"]}
+        changed = {c["object_id"] for c in result["changes"]}
         assert changed == {oid for oid in now.keys() | was.keys() if now.get(oid) != was.get(oid)}
         healthy(root)
     for version, state in expected.items():  # the history in between stays readable
@@ -139,7 +139,7 @@ def test_restore_result_says_what_changed_with_rows_before_and_after(history):
     dry = ok(root, "restore", "--to-version", str(target), "--dry-run", "--json").json()
     assert tree_snapshot(root.local_path) == before  # a dry run changes nothing
     assert dry["dry_run"] is True and dry["new_version"] is None
-    by_table = {c["table"]: c for c in dry["changes"]}
+    by_table = {c["object_id"]: c for c in dry["changes"]}
     for object_id in now.keys() | then.keys():
         if now.get(object_id) == then.get(object_id):
             assert object_id not in by_table

@@ -251,7 +251,7 @@ def test_on_s3_a_restore_publishes_exactly_the_versions_rows_and_keeps_the_histo
         )
         for oid, r in rows_then.items()
     }
-    unpublished = {c["table"] for c in result["changes"] if c["action"] == "unpublished"}
+    unpublished = {c["object_id"] for c in result["changes"] if c["action"] == "unpublished"}
     assert unpublished == set(history[latest]) - set(rows_then)
     healthy(root)
     for version, state in history.items():  # the history in between stays readable
@@ -381,7 +381,7 @@ def test_a_write_between_the_plan_and_the_commit_is_restored_over_and_named(
     # the writers' versions stay readable by time travel, with their rows
     assert set(range(8000, 8007)) <= set(all_ids(published(root, writes[0])))
     assert set(range(9000, 9005)) <= set(all_ids(published(root, writes[1])))
-    changed = {c["table"]: c["action"] for c in result["changes"]}
+    changed = {c["object_id"]: c["action"] for c in result["changes"]}
     brazil = set(table_rows(root, writes[1])) - set(table_rows(root, writes[0]))
     assert brazil and all(changed[oid] == "unpublished" for oid in brazil)
     healthy(root)
@@ -452,7 +452,7 @@ def test_a_restore_to_before_an_evolution_reads_its_rows_under_todays_schema(loc
     brought = [c for c in result["changes"] if c["to_current_schema"]]
     assert brought
     for change in brought:  # a version built on the target's, which stays as it was
-        assert change["brought_from"] == history[target][change["table"]][1][0]
+        assert change["brought_from"] == history[target][change["object_id"]][1][0]
     assert rows_published(root) == expected  # every row, NULL score, renamed, widened
     assert contents(published(root)) == contents(history[target])
     assert result["new_version"] == before + 1
@@ -818,7 +818,7 @@ def test_a_restore_away_from_a_row_leading_outside_never_opens_it(outside_world)
     cat = local(root)
     result = watched_restore(base, root, "--to-version", str(good), "--yes", "--json")
     assert result.exit_code == 0, result.stderr
-    change = next(c for c in json.loads(result.stdout)["changes"] if c["table"] == object_id)
+    change = next(c for c in json.loads(result.stdout)["changes"] if c["object_id"] == object_id)
     assert change["before"] is not None and change["rows_before"] is None  # not opened
     assert table_rows(cat) == table_rows(cat, good)
     healthy(cat)

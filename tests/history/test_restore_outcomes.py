@@ -37,7 +37,7 @@ def rewritten(partitioned, files):
 
 
 def _changes(result: dict) -> dict[str, dict]:
-    return {c["table"]: c for c in result["changes"]}
+    return {c["object_id"]: c for c in result["changes"]}
 
 
 def test_a_dry_run_reports_what_the_real_run_publishes(rewritten):
@@ -67,8 +67,8 @@ def test_a_dry_run_reports_what_the_real_run_publishes(rewritten):
     # piped text: the dry run's `after` says a new version, the real run's its number
     lines = piped.stdout.strip().splitlines()
     assert len(lines) == len(planned)
-    for table, change in planned.items():
-        (line,) = [line for line in lines if f"\t{table}\t" in line]
+    for change in planned.values():
+        (line,) = [line for line in lines if f"\t{change['table']}\t" in line]  # dotted
         assert f"\tnew version (made from v{change['brought_from']})\t" in line
     assert "latest" not in piped.stdout
     count = len(planned)

@@ -65,3 +65,26 @@ def test_a_partition_a_restore_unpublished_is_named_before_and_after_it_goes(tmp
     assert [d["action"] for d in debris(second)] == ["deleted"]
     assert not (root / gone["location"]).exists()
     assert invoke(*args, "check").exit_code == 0
+
+
+def test_restore_names_tables_as_every_other_output_does(tmp_path):
+    """One id form: `v1.abc.dataset` in text and JSON (`object_id` keeps the raw form)."""
+    root = tmp_path / "ns"
+    root.mkdir()
+    args = ("--root", str(root))
+    pq.write_table(pa.table({"id": [0], "city": ["Oslo"]}), tmp_path / "schema.parquet")
+    spec = ("add-partition-spec", "--schema", str(tmp_path / "schema.parquet"), "--field", "city")
+    assert invoke(*args, *spec).exit_code == 0
+    write(args, tmp_path / "a.parquet", ["Oslo"])
+    good = lance.dataset(str(root / "__manifest")).version
+    write(args, tmp_path / "b.parquet", ["Oslo", "Lima"])
+    restore = ("restore", "--to-version", str(good), "--yes")
+    (change,) = [
+        c
+        for c in invoke(*args, *restore, "--dry-run", "--json").json()["changes"]
+        if c["action"] == "unpublished"
+    ]
+    assert change["table"] == change["object_id"].replace("$", ".")
+    piped = invoke(*args, *restore).stdout
+    tables = [line.split("\t")[2] for line in piped.splitlines()]  # action, partition, table
+    assert change["table"] in tables and not any("$" in t for t in tables)

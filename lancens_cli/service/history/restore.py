@@ -120,7 +120,8 @@ class RestoredPartition:
     def to_json(self) -> dict[str, Any]:
         return {
             "action": self.action,
-            "table": self.object_id,
+            "table": Identifier.from_object_id(self.object_id).display(),  # as outputs name it
+            "object_id": self.object_id,
             **(self.label.json_fields() if self.label is not None else {}),
             "location": self.location,
             "before": self.before,
