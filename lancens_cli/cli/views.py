@@ -801,16 +801,26 @@ def _partition_diff(r: Any) -> View:
         ]
         for p in r.partitions
     ]
+    # the catalog's own changes as rows of the same columns (a pipe shows them too): the spec
+    # versions added, and the schema's fields (`table` holds the field's name)
+    for added in r.spec_versions_added:
+        fields = ", ".join(added["fields"])
+        rows.append(
+            ["spec added", None, f"v{added['spec_version']}", *[None] * 4, fields, None, None]
+        )
+    for c in r.schema_changes:
+        before = getattr(c, "before", None) if c.change not in ("added", "removed") else None
+        after = getattr(c, "after", None) if c.change not in ("added", "removed") else None
+        text = _schema_change_text(c)
+        rows.append(
+            [f"schema {c.change}", None, None, before, after, None, None, text, c.name, None]
+        )
     title = (
         f"diff of __manifest versions {_versions_between(r)}: "
         f"{len(r.added)} added, {len(r.removed)} removed, {len(r.changed)} changed, "
         f"{r.untouched} untouched"
     )
-    after = tuple(
-        f"spec v{s['spec_version']} added: {', '.join(s['fields'])}" for s in r.spec_versions_added
-    )
-    after += tuple(f"schema: {_schema_change_text(c)}" for c in r.schema_changes)
-    return View(header, rows, title, after=after, optional=("location", "table", "spec"))
+    return View(header, rows, title, optional=("location", "table", "spec"))
 
 
 def _schema_change_text(c: Any) -> str:

@@ -350,13 +350,18 @@ def test_every_pair_of_manifest_versions_matches_time_travel_reads(tmp_path):
     by_version = ok(root, "diff", "--from-version", str(a), "--to-version", str(b), "--json")
     assert by_time.json() == by_version.json()
 
-    # piped: one line per partition listed, first the change
-    piped = ok(root, "diff", "--from-version", str(first)).stdout.splitlines()
+    # piped: one line per partition listed, first the change; then the catalog's own changes
+    # (spec versions, schema fields) in the same columns
+    lines = ok(root, "diff", "--from-version", str(first)).stdout.splitlines()
+    piped = [line for line in lines if not line.startswith(("spec ", "schema "))]
     listed = [e for k in ("added", "removed", "changed") for e in latest[k]]
     assert len(piped) == len(listed) and len(piped) > 1
     assert [line.split("\t")[0] for line in piped] == [
         k for k in ("added", "removed", "changed") for _ in latest[k]
     ]
+    catalog = lines[len(piped) :]
+    assert len(catalog) == len(latest["spec_versions_added"]) + len(latest["schema_changes"])
+    assert {len(line.split("\t")) for line in lines} == {len(lines[0].split("\t"))}
 
     # a partition table's own versions, by ID and by --partition
     us = next(e for e in latest["added"] if e["partition"] == {"country": "US"})
