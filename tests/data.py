@@ -51,6 +51,27 @@ def country_rows(start: int, n: int = 5) -> pa.Table:
     )
 
 
+VECTOR_DIM = 8
+
+
+def city_vectors(start: int, sizes: dict[str, int], seed: int = 0) -> pa.Table:
+    """Rows from id `start`, `sizes[city]` of each city, an embedding (`fixed_size_list` of
+    VECTOR_DIM float32) last: partitions of very different sizes for vector index tests."""
+    import numpy as np
+
+    cities = [city for city, n in sizes.items() for _ in range(n)]
+    vectors = np.random.default_rng(seed + start).standard_normal(len(cities) * VECTOR_DIM)
+    return pa.table(
+        {
+            "id": pa.array(range(start, start + len(cities)), pa.int64()),
+            "city": cities,
+            "emb": pa.FixedSizeListArray.from_arrays(
+                pa.array(vectors.astype("float32")), VECTOR_DIM
+            ),
+        }
+    )
+
+
 def numbered(n: int = 10) -> pa.Table:
     """A plain table: x = 0..n-1 and s = "v<x>"."""
     return pa.table({"x": list(range(n)), "s": [f"v{i}" for i in range(n)]})

@@ -177,3 +177,27 @@ def published_rows(root: Root):
         ds = lance.dataset(str(root.local_path / row["location"]), version=row["read_version"])
         parts.append(ds.to_table())
     return pa.concat_tables(parts) if parts else pa.table({})
+
+
+def restored_history_root(folder: Path, *, write_after: bool = False) -> Root:
+    """A root partitioned by SPEC1 written three times and restored to `__manifest` version 3
+    (a fourth write after it with `write_after`), with a plain table `t`: a history for the
+    tests that read what history commands print."""
+    import pyarrow.parquet as pq
+    from data import events
+
+    made = Root(str(folder / "ns"), {}, folder / "ns")
+    made.local_path.mkdir()
+
+    def parquet(name: str, table) -> str:
+        pq.write_table(table, folder / name)
+        return str(folder / name)
+
+    ok(made, "add-partition-spec", "--schema", parquet("s.parquet", events(1)), *SPEC1)
+    for n in range(3):
+        ok(made, "write", "--from", parquet(f"w{n}.parquet", events(20, seed=n, start=100 * n)))
+    ok(made, "restore", "--to-version", "3", "--yes")
+    if write_after:
+        ok(made, "write", "--from", parquet("w9.parquet", events(10, seed=9, start=900)))
+    ok(made, "create", "table", "t", "--from", parquet("t.parquet", events(30)))
+    return made

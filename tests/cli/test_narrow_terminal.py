@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import re
 
-import pyarrow.parquet as pq
 import pytest
 import terminal
-from data import events
-from helpers import SPEC1, Root, ok
+from helpers import Root, ok, restored_history_root
 
 COLUMNS = 60
 TOKEN = re.compile(r"[\w.$:=/+-]+")  # the characters of ids, locations and times
@@ -24,20 +22,7 @@ TOKEN = re.compile(r"[\w.$:=/+-]+")  # the characters of ids, locations and time
 def root(tmp_path_factory) -> Root:
     """A root partitioned by year and country (partition table ids of 44 characters), written
     three times and restored once, with a plain table `t`. Built once: the tests only read it."""
-    tmp = tmp_path_factory.mktemp("narrow")
-    made = Root(str(tmp / "ns"), {}, tmp / "ns")
-    made.local_path.mkdir()
-
-    def parquet(name: str, table) -> str:
-        pq.write_table(table, tmp / name)
-        return str(tmp / name)
-
-    ok(made, "add-partition-spec", "--schema", parquet("s.parquet", events(1)), *SPEC1)
-    for n in range(3):
-        ok(made, "write", "--from", parquet(f"w{n}.parquet", events(20, seed=n, start=100 * n)))
-    ok(made, "restore", "--to-version", "3", "--yes")
-    ok(made, "create", "table", "t", "--from", parquet("t.parquet", events(30)))
-    return made
+    return restored_history_root(tmp_path_factory.mktemp("narrow"))
 
 
 def _values(root: Root) -> set[str]:

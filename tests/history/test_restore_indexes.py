@@ -14,24 +14,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from data import VECTOR_DIM, city_vectors
 from helpers import cli, manifest, ok, partition_tables, tree_snapshot
 
-DIM = 8
+DIM = VECTOR_DIM
 INDEX = ("--column", "emb", "--type", "ivf_pq", "--num-partitions", "2", "--num-sub-vectors", "2")
 REMEDY = "lancens prune --optimize-indexes --yes"
-
-
-def rows(start: int, sizes: dict[str, int]) -> pa.Table:
-    """Rows from id `start`, `sizes[city]` of each city, the vector column last."""
-    cities = [city for city, n in sizes.items() for _ in range(n)]
-    vectors = np.random.default_rng(start).standard_normal(len(cities) * DIM)
-    return pa.table(
-        {
-            "id": pa.array(range(start, start + len(cities)), pa.int64()),
-            "city": cities,
-            "emb": pa.FixedSizeListArray.from_arrays(pa.array(vectors.astype("float32")), DIM),
-        }
-    )
 
 
 def write(root, path, table: pa.Table) -> int:
@@ -44,11 +32,11 @@ def write(root, path, table: pa.Table) -> int:
 def setup(root, tmp_path, sizes: dict[str, int]) -> int:
     """A namespace partitioned by city, a first write (its `__manifest` version returned),
     the index on every partition table, then a bad write."""
-    pq.write_table(rows(0, sizes), tmp_path / "schema.parquet")
+    pq.write_table(city_vectors(0, sizes), tmp_path / "schema.parquet")
     ok(root, "add-partition-spec", "--schema", str(tmp_path / "schema.parquet"), "--field", "city")
-    good = write(root, tmp_path / "first.parquet", rows(0, sizes))
+    good = write(root, tmp_path / "first.parquet", city_vectors(0, sizes))
     ok(root, "create", "index", *INDEX)
-    write(root, tmp_path / "bad.parquet", rows(10_000, dict.fromkeys(sizes, 40)))
+    write(root, tmp_path / "bad.parquet", city_vectors(10_000, dict.fromkeys(sizes, 40)))
     return good
 
 

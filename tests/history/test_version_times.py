@@ -15,11 +15,10 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import lance
-import pyarrow.parquet as pq
 import pytest
 import terminal
 from data import events
-from helpers import SPEC1, Root, cli, ok
+from helpers import Root, cli, ok, restored_history_root
 
 from lancens_cli.store.version_pick import parse_moment, pick_version
 from lancens_cli.words import utc_iso
@@ -33,19 +32,7 @@ def root(tmp_path_factory) -> Root:
     """A partitioned root with writes and a restore (its `__manifest` versions), and a plain
     table `t` with appends and a restore of its own. Built once: the tests only read it."""
     tmp = tmp_path_factory.mktemp("version_times")
-    made = Root(str(tmp / "ns"), {}, tmp / "ns")
-    made.local_path.mkdir()
-
-    def parquet(name: str, table) -> str:
-        pq.write_table(table, tmp / name)
-        return str(tmp / name)
-
-    ok(made, "add-partition-spec", "--schema", parquet("s.parquet", events(1)), *SPEC1)
-    for n in range(3):
-        ok(made, "write", "--from", parquet(f"w{n}.parquet", events(20, seed=n, start=100 * n)))
-    ok(made, "restore", "--to-version", "3", "--yes")
-    ok(made, "write", "--from", parquet("w9.parquet", events(10, seed=9, start=900)))
-    ok(made, "create", "table", "t", "--from", parquet("t.parquet", events(30)))
+    made = restored_history_root(tmp, write_after=True)
     location = ok(made, "describe", "t", "--json").json()["location"]
     for n in range(2):
         lance.write_dataset(

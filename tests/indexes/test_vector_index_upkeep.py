@@ -18,24 +18,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from data import VECTOR_DIM, city_vectors
 from helpers import cli, ok, partition_tables, tree_snapshot
 
-DIM = 8
+DIM = VECTOR_DIM
 SIZES = {"Oslo": 300, "Lima": 10, "Nuuk": 3}  # one partition PQ can train on, two it cannot
 INDEX = ("--column", "emb", "--type", "ivf_pq", "--num-partitions", "4", "--num-sub-vectors", "2")
-
-
-def rows(start: int, sizes: dict[str, int], seed: int = 0) -> pa.Table:
-    """Rows from id `start`, `sizes[city]` of each city, the vector column last."""
-    cities = [city for city, n in sizes.items() for _ in range(n)]
-    vectors = np.random.default_rng(seed + start).standard_normal(len(cities) * DIM)
-    return pa.table(
-        {
-            "id": pa.array(range(start, start + len(cities)), pa.int64()),
-            "city": cities,
-            "emb": pa.FixedSizeListArray.from_arrays(pa.array(vectors.astype("float32")), DIM),
-        }
-    )
 
 
 def write(root, path, table: pa.Table) -> None:
@@ -46,7 +34,7 @@ def write(root, path, table: pa.Table) -> None:
 @pytest.fixture
 def cities(local_root, tmp_path):
     """A namespace partitioned by city: Oslo 300 rows, Lima 10, Nuuk 3."""
-    first = rows(0, SIZES)
+    first = city_vectors(0, SIZES)
     pq.write_table(first, tmp_path / "first.parquet")
     ok(
         local_root,
@@ -190,7 +178,7 @@ def test_prune_builds_it_once_the_tables_have_enough_rows(cities, tmp_path):
     assert definition_state(root)["lacking"] == 2
 
     # a write that gives them enough rows does not build it (only a new table's first does)
-    write(root, tmp_path / "more.parquet", rows(1000, {"Lima": 250, "Nuuk": 260}))
+    write(root, tmp_path / "more.parquet", city_vectors(1000, {"Lima": 250, "Nuuk": 260}))
     state = definition_state(root)
     assert (state["lacking"], state["too_few_rows"]) == (2, 0)
     assert all(published(root, r).count_rows() >= 256 for r in tables_by_city(root).values())
@@ -212,7 +200,7 @@ def test_prune_builds_it_once_the_tables_have_enough_rows(cities, tmp_path):
 def test_a_new_small_partition_gets_no_empty_index_at_its_first_write(cities, tmp_path):
     root = cities
     ok(root, "create", "index", *INDEX)
-    write(root, tmp_path / "new.parquet", rows(2000, {"Pune": 5, "Oslo": 20}))
+    write(root, tmp_path / "new.parquet", city_vectors(2000, {"Pune": 5, "Oslo": 20}))
     pune = tables_by_city(root)["Pune"]
     assert published(root, pune).describe_indices() == []
     state = definition_state(root)
