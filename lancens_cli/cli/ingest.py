@@ -6,11 +6,11 @@ pyarrow or Lance.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from lancens_cli.cli.options import Branch, Conf, DryRun, Master, Remote
+from lancens_cli.cli.options import AllowMissingColumns, Branch, Conf, DryRun, Master, Remote
 from lancens_cli.cli.output import message
 from lancens_cli.cli.progress import spark_progress
 from lancens_cli.cli.session import session
@@ -48,21 +48,28 @@ def ingest(
     ] = "append",
     dry_run: DryRun = False,
     branch: Branch = None,
+    allow_missing_columns: AllowMissingColumns = False,
     master: Master = None,
     remote: Remote = None,
     conf: Conf = None,
 ) -> None:
     """Read files with Spark and write them into the partitioned namespace at the root (or a
     table): tasks write each partition's fragments, the driver publishes them all in one
-    __manifest commit. A failed job publishes nothing."""
+    __manifest commit. A failed job publishes nothing. Namespace columns the input lacks are
+    filled with NULL (and named); a partition source column is refused unless
+    --allow-missing-columns, as `write` does, before Spark starts."""
     from lancens_cli.pipeline.ingest import ingest as run
 
     ident = session().ident(into) if into is not None else None
-    if not session().json:
-        message("ingest: starting Spark")
+
+    def start(watch: Any) -> Any:
+        if not session().json:
+            message("ingest: starting Spark")
+        return watch(spark_session(master, conf, remote, data_source=False))
+
     with spark_progress("ingest") as watch:
         result = run(
-            lambda: watch(spark_session(master, conf, remote, data_source=False)),
+            lambda: start(watch),
             session().namespace,
             sources,
             fmt=fmt,
@@ -72,6 +79,9 @@ def ingest(
             delimiter=session().delimiter,
             debug=session().debug,
             branch=branch,
+            allow_missing_columns=allow_missing_columns,
         )
     session().emit(result)
+    if result.filled_with_null:
+        message(f"ingest: the input lacks {', '.join(result.filled_with_null)}: filled with NULL")
     message(f"{summary_of(result)} (Spark start {result.spark_start_seconds:.1f} s)")

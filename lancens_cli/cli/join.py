@@ -50,8 +50,8 @@ JoinWhere = Annotated[
         "--where",
         "-w",
         metavar="SQL",
-        help="Spark SQL condition over any output column, applied to the joined rows "
-        "before --columns picks what is shown.",
+        help="Spark SQL condition over any output column (or l.<col> / r.<col>), applied to "
+        "the joined rows before --columns picks what is shown.",
     ),
 ]
 JoinTo = Annotated[
@@ -109,8 +109,9 @@ def join(
 
     A column name found on both sides is output as l_<name> and r_<name>; other columns keep
     their names. Prints rows (--limit), a --count, or writes files (--to). Exit codes: 2 for a
-    bad --on, --how, --columns or a root that is not a partitioned namespace; 3 when a root does
-    not exist; 4 when --to exists.
+    bad --on, --how, --columns, --where or a root that is not a partitioned namespace, and for
+    an incremental join that cannot be told as appends (all found before Spark starts); 3 when
+    a root or the --since-version does not exist; 4 when --to exists.
     """
 
     from lancens_cli.pipeline import join as job_module
@@ -125,7 +126,7 @@ def join(
     since = None
     if since_version is not None or since_timestamp is not None:
         since = (None if since_version is None else str(since_version), since_timestamp)
-    job = _plan(
+    job, where = _plan(
         left_root, right_root, on, how, columns, where, version_as_of, timestamp_as_of, since
     )
     job.keys_never_null = to is None  # files: every column nullable, as Spark writes a join
@@ -166,9 +167,11 @@ def _plan(
     version_as_of: int | None,
     timestamp_as_of: str | None,
     since: tuple[str | None, str | None] | None = None,
-) -> Any:
-    """The join job, planned and pinned in the driver before Spark starts."""
+) -> tuple[Any, str | None]:
+    """The join job, planned and pinned in the driver, and `--where` as Spark is to read it:
+    whatever is wrong with them is refused before Spark starts."""
     from lancens_cli.pipeline import join as job_module
+    from lancens_cli.service.history.incremental import FLAG_NAMES
     from lancens_cli.service.join.plan import parse_on
 
     keys = [parse_on(text) for text in on]
@@ -177,11 +180,20 @@ def _plan(
     right = session().namespace_at(right_root).as_of(version_as_of, timestamp_as_of)
     left = left.as_of(version_as_of, timestamp_as_of)
     job = job_module.plan_job(
-        left, right, keys, how, wanted, filtered=where is not None, since=since
+        left,
+        right,
+        keys,
+        how,
+        wanted,
+        filtered=where is not None,
+        since=since,
+        since_names=FLAG_NAMES,
     )
+    checked = job_module.checked_where(where, job)
+    job.pin()
     if not job.spj and not session().json:
         message(f"join: no storage-partitioned join ({job.fallback_reasons[0]}); shuffling")
-    return job
+    return job, checked
 
 
 def _quiet_analysis_log() -> None:

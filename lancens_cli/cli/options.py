@@ -44,6 +44,14 @@ Branch = Annotated[
         "publish read_branch; main stays as it is.",
     ),
 ]
+AllowMissingColumns = Annotated[
+    bool,
+    typer.Option(
+        "--allow-missing-columns",
+        help="Write an input that lacks a column a partition field takes its value from "
+        "(the column is NULL in every row); refused without it.",
+    ),
+]
 Property = Annotated[
     list[str] | None,
     typer.Option("--property", metavar="KEY=VALUE", help="A property to store. Repeatable."),
@@ -86,8 +94,8 @@ SinceVersion = Annotated[
         "--since-version",
         metavar="A",
         min=0,
-        help="Only the rows appended after __manifest version A (exclusive) up to the version "
-        "read (an incremental read).",
+        help="Only the rows appended after __manifest version A (exclusive; 0: from the start) "
+        "up to the version read (an incremental read).",
     ),
 ]
 SinceTimestamp = Annotated[

@@ -14,15 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lancens_cli.cli.options import (
-    Conf,
-    Master,
-    Remote,
-    SinceTimestamp,
-    SinceVersion,
-    TimestampAsOf,
-    VersionAsOf,
-)
+from lancens_cli.cli.options import Conf, Master, Remote, TimestampAsOf, VersionAsOf
 from lancens_cli.cli.output import message, plain_row
 from lancens_cli.cli.progress import spark_progress
 from lancens_cli.cli.session import session
@@ -66,6 +58,26 @@ ScanTo = Annotated[
     typer.Option("--to", metavar="PATH", help="Write the rows as files with Spark."),
 ]
 ScanFormat = Annotated[str, typer.Option("--format", help="Format of --to: parquet, csv or json.")]
+# `--since-version` / `--since-timestamp` as `join` takes them, and for one table (ID) its own
+ScanSinceVersion = Annotated[
+    int | None,
+    typer.Option(
+        "--since-version",
+        metavar="A",
+        min=0,
+        help="Only the rows appended after __manifest version A (with ID: the table's version "
+        "A), exclusive (0: from the start), up to the version read (an incremental read).",
+    ),
+]
+ScanSinceTimestamp = Annotated[
+    str | None,
+    typer.Option(
+        "--since-timestamp",
+        metavar="TS",
+        help="Only the rows appended after the newest __manifest version (with ID: table "
+        "version) committed at or before TS (ISO 8601; UTC without an offset).",
+    ),
+]
 ScanExplain = Annotated[
     bool,
     typer.Option(
@@ -87,8 +99,8 @@ def scan(
     explain: ScanExplain = False,
     version_as_of: VersionAsOf = None,
     timestamp_as_of: TimestampAsOf = None,
-    since_version: SinceVersion = None,
-    since_timestamp: SinceTimestamp = None,
+    since_version: ScanSinceVersion = None,
+    since_timestamp: ScanSinceTimestamp = None,
     master: Master = None,
     remote: Remote = None,
     conf: Conf = None,
@@ -98,11 +110,12 @@ def scan(
 
     A read resolves __manifest once and reads every partition table at the version it
     publishes, so it sees each write whole or not at all. With --since-version (or
-    --since-timestamp) only the rows appended after that version are read, each once; what
-    cannot be told as appends (a delete, an overwrite, a restore) is refused in words.
+    --since-timestamp) only the rows appended after that version are read, each once (with ID:
+    after that version of the table; 0: every row); what cannot be told as appends (a delete,
+    an overwrite, a restore) is refused in words, before Spark starts.
     """
 
-    from lancens_cli.pipeline.scan import ScanRequest, request_condition, run_scan
+    from lancens_cli.pipeline.scan import ScanRequest, check_request, run_scan
     from lancens_cli.pipeline.spark_session import runs_on
 
     asked = ScanRequest(
@@ -122,7 +135,7 @@ def scan(
         since_timestamp=since_timestamp,
     )
     request = _checked(asked, columns)
-    request_condition(request)  # a bad --where or column is exit 2 before Spark starts
+    check_request(request)  # a bad --where, or an incremental read refused: before Spark starts
     started = time.monotonic()
     message("scan: starting Spark")
     # while files are written, a bar of Spark tasks (on a terminal only)

@@ -10,11 +10,11 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.options import Branch, DryRun, SourceFile, SourceFormat
+from lancens_cli.cli.options import AllowMissingColumns, Branch, DryRun, SourceFile, SourceFormat
 from lancens_cli.cli.output import message
 from lancens_cli.cli.progress import progress_bar
 from lancens_cli.cli.session import session
-from lancens_cli.words import plural
+from lancens_cli.cli.views import summary_of
 
 
 def write(
@@ -26,14 +26,7 @@ def write(
     fmt: SourceFormat = None,
     branch: Branch = None,
     dry_run: DryRun = False,
-    allow_missing_columns: Annotated[
-        bool,
-        typer.Option(
-            "--allow-missing-columns",
-            help="Write an input that lacks a column a partition field takes its value from "
-            "(the column is NULL in every row); refused without it.",
-        ),
-    ] = False,
+    allow_missing_columns: AllowMissingColumns = False,
 ) -> None:
     """Write rows into a partitioned namespace under its current partition spec.
 
@@ -62,11 +55,4 @@ def write(
     session().emit(result)
     if result.filled_with_null:
         message(f"write: the input lacks {', '.join(result.filled_with_null)}: filled with NULL")
-    created = sum(1 for t in result.partitions if t.created)
-    message(
-        ("dry run: would write " if dry_run else "")
-        + f"{plural(result.rows, 'row')} into {plural(len(result.partitions), 'partition')} of "
-        f"spec v{result.spec_id} ({created} new)"
-        + (f" on branch {branch}" if branch else "")
-        + ("; nothing changed" if dry_run else ", one __manifest commit")
-    )
+    message(summary_of(result))

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from lancens_cli import interrupt
 from lancens_cli.pipeline.files_source import conform_batch, open_source
 from lancens_cli.pipeline.spark_session import is_connect, task_slots
 
@@ -133,6 +134,7 @@ def write_row_groups(spark: SparkSession, writer: LancensWriter, files: RowGroup
         units = files.units()
         if units:
             messages = _run_tasks(spark, writer, files, units)
+        interrupt.checkpoint()  # a Ctrl-C once the tasks are done: abort, publish nothing
     except BaseException:
         writer.abort(messages)
         raise

@@ -5,9 +5,11 @@ and `gs://` ones are listed on the driver and read by the tasks with pyarrow
 (`files_source.py`), because Spark's Hadoop connectors are not part of a pip install. The
 DataFrame is then written through the `lancens` data source: tasks write fragments, the driver
 publishes them in one `__manifest` commit. What can be refused before the job (missing sources,
-unknown columns, types of another kind, missing non-nullable columns) is refused before it
-starts; what only the rows show (NULLs in a non-nullable column, unparseable values) fails the
-job, which then publishes nothing and removes the files its tasks wrote.
+unknown columns, types of another kind, missing non-nullable columns, a missing column a
+partition field takes its value from: `check_input`, the rule `write` follows) is refused before
+it starts, and before Spark starts wherever the columns are known without it (Parquet and ORC
+footers, CSV headers); what only the rows show (NULLs in a non-nullable column, unparseable
+values) fails the job, which then publishes nothing and removes the files its tasks wrote.
 
 pyspark, pyarrow and our modules that load them or Lance are imported inside functions, so that
 `lancens_cli.pipeline.ingest` imports without Spark for the CLI; `_partition_counter`'s function,
@@ -62,6 +64,16 @@ class Sources:
     base: str | None = None  # `s3://bucket` for remote sources
 
 
+@dataclass(frozen=True)
+class IngestTarget:
+    """What the rows go into: the partitioned root ("partitioned") or a table, its Arrow schema
+    (None: a table the job creates) and, on a partitioned root, the current partition spec."""
+
+    name: str
+    schema: Any
+    spec: Any = None
+
+
 @dataclass
 class IngestResult(Result):
     sources: list[str]
@@ -75,6 +87,7 @@ class IngestResult(Result):
     seconds: float = 0.0
     spark_start_seconds: float = 0.0
     dry_run: bool = False
+    filled_with_null: list[str] = field(default_factory=list)  # columns the input lacked
 
     @property
     def created(self) -> int:
@@ -94,6 +107,7 @@ class IngestResult(Result):
             "seconds": round(self.seconds, 3),
             "spark_start_seconds": round(self.spark_start_seconds, 3),
             "dry_run": self.dry_run,
+            "filled_with_null": self.filled_with_null,
             "partitions": self.partitions,
         }
 
@@ -220,6 +234,23 @@ def _csv_frame(spark: SparkSession, paths: list[str], target: Any) -> Any:
     """Files grouped by header, each group read with its own column order, then united by
     name. Spark checks every file's header against the names it is given (enforceSchema
     off), so a file whose header differs from its group's fails instead of shifting values."""
+    frames = []
+    for header, files in _csv_groups(paths, target).items():
+        reader = spark.read.format("csv").option("header", "true").option("mode", "FAILFAST")
+        if target is None:
+            reader = reader.option("inferSchema", "true")
+        else:
+            reader = reader.option("enforceSchema", "false").schema(_struct(list(header), target))
+        frames.append(reader.load(files))
+    frame = frames[0]
+    for other in frames[1:]:
+        frame = frame.unionByName(other, allowMissingColumns=True)
+    return frame
+
+
+def _csv_groups(paths: list[str], target: Any) -> dict[tuple[str, ...], list[str]]:
+    """The files by header (0-byte ones left out); a header naming a column twice, or lacking a
+    non-nullable column of the target, is refused naming the file."""
     groups: dict[tuple[str, ...], list[str]] = {}
     for path in paths:
         header = _csv_header(path)
@@ -231,20 +262,10 @@ def _csv_frame(spark: SparkSession, paths: list[str], target: Any) -> Any:
         groups.setdefault(tuple(header), []).append(path)
     if not groups:
         raise InvalidInputError("every CSV source is empty (no header line)")
-    frames = []
-    for header, files in groups.items():
-        if target is not None:
+    if target is not None:
+        for header, files in groups.items():
             _require_columns(header, target, files[0])
-        reader = spark.read.format("csv").option("header", "true").option("mode", "FAILFAST")
-        if target is None:
-            reader = reader.option("inferSchema", "true")
-        else:
-            reader = reader.option("enforceSchema", "false").schema(_struct(list(header), target))
-        frames.append(reader.load(files))
-    frame = frames[0]
-    for other in frames[1:]:
-        frame = frame.unionByName(other, allowMissingColumns=True)
-    return frame
+    return groups
 
 
 def _require_columns(header: tuple[str, ...], target: Any, path: str) -> None:
@@ -350,14 +371,14 @@ def _microseconds(kind: Any) -> Any:
 # --- the job -----------------------------------------------------------------------------------
 
 
-def target_schema(ns: Namespace, into: Identifier | None) -> tuple[str, Any]:
-    """What the rows go into: ("partitioned", namespace schema) or (table, its schema or None
-    for a table the job creates)."""
+def target_schema(ns: Namespace, into: Identifier | None) -> IngestTarget:
+    """What the rows go into: the partitioned root (its namespace schema and current spec) or
+    a table (its schema, None for a table the job creates)."""
     if into is None:
         from lancens_cli.service.partitioned.write import partitioned_target
 
         _, layout = partitioned_target(ns)
-        return "partitioned", layout.schema
+        return IngestTarget("partitioned", layout.schema, layout.current)
     from lancens_cli.pipeline.write_commit import refuse_partition_table
     from lancens_cli.store.tables import open_table
 
@@ -367,8 +388,55 @@ def target_schema(ns: Namespace, into: Identifier | None) -> tuple[str, Any]:
     ref = ns.find_table(into, snapshot)
     if ref is None:
         ns.require_namespace(into.parent, snapshot)
-        return into.display(), None
-    return into.display(), open_table(ns.storage, ref.location).schema
+        return IngestTarget(into.display(), None)
+    return IngestTarget(into.display(), open_table(ns.storage, ref.location).schema)
+
+
+def check_input(columns: Any, target: IngestTarget, allow_missing_columns: bool) -> list[str]:
+    """The input's columns (an Arrow schema) against the target, by the rule `write` follows:
+    columns the target cannot take are refused (exit 2), and on a partitioned root so is an
+    input lacking a column a partition field takes its value from, unless
+    `allow_missing_columns`. Returns the target's columns the input lacks (filled with NULL)."""
+    from lancens_cli.pipeline.write_commit import check_arrow_columns
+    from lancens_cli.service.partitioned.write import lacking_columns, require_partition_sources
+
+    if target.schema is None:
+        return []
+    check_arrow_columns(columns, target.schema)
+    lacking = lacking_columns(columns.empty_table(), target.schema)
+    if target.spec is not None and not allow_missing_columns:
+        require_partition_sources(lacking, target.spec, target.schema)
+    return lacking
+
+
+def known_columns(sources: Sources, target: Any, struct: Any, storage: dict[str, str]) -> Any:
+    """The input's columns as far as they are known before Spark starts, as an Arrow schema:
+    Spark's columns of Parquet and ORC (`struct`, from the first footer), the names of CSV
+    headers and of other footers or first batches (typed as the target's: their types are
+    checked once Spark reads them); None for local JSON, whose keys only Spark's inference
+    pass tells."""
+    from lancens_cli.pipeline.write_commit import arrow_schema
+
+    if struct is not None:
+        return arrow_schema(struct)
+    if sources.base is None and sources.fmt == "json":
+        return None
+    if sources.base is None and sources.fmt == "csv":
+        names = list(dict.fromkeys(n for h in _csv_groups(sources.paths, target) for n in h))
+        return _named(names, target)
+    try:
+        schema = _pyarrow_schema(sources, target, storage)
+    except Exception:  # noqa: BLE001 - not readable as such: Spark's reader says so in its words
+        return None
+    return _named(schema.names, target)
+
+
+def _named(names: list[str], target: Any) -> Any:
+    """Columns by name, typed as the target's (strings where it has none)."""
+    import pyarrow as pa
+
+    types = {f.name: f.type for f in target} if target is not None else {}
+    return pa.schema([pa.field(n, types.get(n, pa.string())) for n in names])
 
 
 def ingest(
@@ -383,8 +451,11 @@ def ingest(
     delimiter: str = ".",
     debug: bool = False,
     branch: str | None = None,
+    allow_missing_columns: bool = False,
 ) -> IngestResult:
-    from lancens_cli.pipeline.write_commit import check_columns
+    """Read the sources with Spark and write them into the target; everything that can be
+    refused without Spark is refused before `spark_factory()` starts it."""
+    from lancens_cli.pipeline.write_commit import arrow_schema
     from lancens_cli.service.partitioned.branch import check_ref_name
 
     if mode not in ("append", "overwrite"):
@@ -394,29 +465,30 @@ def ingest(
         raise InvalidInputError("--branch writes into the partitioned root: drop --into")
     storage = dict(ns.config.storage_options)
     sources = resolve_sources(sources_text, fmt, storage)
-    target, schema = target_schema(ns, into)
+    target = target_schema(ns, into)
     require_pyspark()
-    native = None if dry_run else _arrow_native_struct(sources, storage)
+    struct = _arrow_native_struct(sources, storage)
+    result = IngestResult(sources_text, sources.fmt, target.name, mode, dry_run=dry_run)
+    known = known_columns(sources, target.schema, struct, storage)
+    if known is not None:
+        result.filled_with_null = check_input(known, target, allow_missing_columns)
+    native = None if dry_run else struct
     started = time.monotonic()
     with scheduler_only() if native is not None else nullcontext():
         spark = spark_factory()
-    spark_start = time.monotonic() - started
-    result = IngestResult(sources_text, sources.fmt, target, mode, dry_run=dry_run)
-    result.spark_start_seconds = spark_start
+    result.spark_start_seconds = time.monotonic() - started
     began = time.monotonic()
     with spark_errors("the ingest"), quiet_job(spark, debug):
         if native is not None:  # Parquet and ORC: pyarrow in the tasks, no JVM rows
-            if schema is not None:
-                check_columns(native, schema)
             with _report_file(ns, into, mode, delimiter, result, branch) as options:
                 _write_row_groups(spark, sources, storage, options, native, mode)
         else:
             register(spark)  # the `lancens` data source writes the DataFrame
-            frame = source_frame(spark, sources, schema, storage)
-            if schema is not None:
-                check_columns(frame.schema, schema)
+            frame = source_frame(spark, sources, target.schema, storage)
+            columns = arrow_schema(frame.schema)
+            result.filled_with_null = check_input(columns, target, allow_missing_columns)
             if dry_run:
-                _dry_run(frame, ns, into, schema, result)
+                _dry_run(frame, ns, into, target.schema, result)
             else:
                 with _report_file(ns, into, mode, delimiter, result, branch) as options:
                     _save(frame, options, mode)

@@ -17,7 +17,9 @@ integers) is refused before Spark starts.
 
 Output column names: a column whose name occurs on one side only keeps its name; a name that
 occurs on both sides becomes `l_<name>` and `r_<name>`. `--columns` picks output names, and
-`l.<col>` / `r.<col>` name a side's source column whatever its output name.
+`l.<col>` / `r.<col>` name a side's source column whatever its output name, in `--columns` and in
+`--where` (`checked_where`: the condition over the output columns, checked as `scan --where` is
+before Spark starts).
 
 pyspark is imported inside functions, so that `lancens_cli.pipeline.join` imports without
 Spark: `lancens join` plans and pins the job with it before Spark starts.
@@ -43,6 +45,8 @@ from lancens_cli.store.tables import open_published
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from lancens_cli.service.history.incremental import SinceNames
 
 HOWS = ("inner", "left")
 
@@ -257,6 +261,16 @@ class JoinJob:
             )
         return work
 
+    def pin(self) -> None:
+        """Pin every table the job reads now, in the driver: an incremental join that cannot be
+        told as appends (a restore, an overwrite, a delete since) is refused before Spark
+        starts, and the DataFrame then reads exactly these versions."""
+        if self.spj:
+            self.groups_work()
+        else:
+            self.side_work(self.plan.left)
+            self.side_work(self.plan.right)
+
     def side_work(self, side: Side) -> list[dict[str, Any]]:
         """One unit per partition table of `side`."""
         tables = [t for ts in side.tables.values() for t in ts]
@@ -371,12 +385,14 @@ def plan_job(
     columns: list[str] | None,
     filtered: bool = False,
     since: tuple[str | None, str | None] | None = None,
+    since_names: SinceNames | None = None,
 ) -> JoinJob:
     """Plan the join: read both `__manifest`s once, decide SPJ or shuffle, pick the columns.
 
     `filtered`: a --where will be applied, which may name any output column, so every column
     is read and `selected` is picked after the filter. `since` (version, timestamp): join only
-    the rows the left root gained after that `__manifest` version.
+    the rows the left root gained after that `__manifest` version (`since_names`: how messages
+    name it; the data source's option names by default).
     """
     if how not in HOWS:
         raise InvalidInputError(f"--how {how!r}: expected one of {', '.join(HOWS)}")
@@ -409,10 +425,53 @@ def plan_job(
     job.fallback_reasons = _fallback_reasons(plan, how)
     job.check_spark_types()
     if since is not None:
-        from lancens_cli.service.history.incremental import since_versions
+        from lancens_cli.service.history.incremental import OPTION_NAMES, since_versions
 
-        job.left_since = since_versions(left_ns, *since)
+        job.left_since = since_versions(left_ns, *since, since_names or OPTION_NAMES)
     return job
+
+
+def checked_where(where: str | None, job: JoinJob) -> str | None:
+    """`--where` as Spark is to read it, checked before Spark starts as `scan --where` is (a
+    column no output has, a literal that can be no value of its column's type, a condition
+    that does not parse: exit 2, one line): over the output columns, with `l.<col>` and
+    `r.<col>` naming a side's column as in `--columns`."""
+    from lancens_cli.partition.spark_conditions import split_condition
+    from lancens_cli.pipeline.scan import SESSION_ZONE
+
+    if where is None:
+        return None
+    text = _sides_named(where, job.columns)
+    split_condition(text, job.schema, session_zone=SESSION_ZONE, label="--where")
+    return text
+
+
+def _sides_named(where: str, columns: list[OutColumn]) -> str:
+    """`where` with each `l.<col>` / `r.<col>` replaced by that column's output name (quoted);
+    the text is left as it is where it does not parse (the check says why)."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    from lancens_cli.pipeline.scan import quote_identifier
+
+    names = {c.name.lower() for c in columns}
+    by_side = {(c.side, c.source.lower()): c.name for c in columns if c.side not in names}
+    try:
+        tree = sqlglot.parse_one(where, read="spark")
+    except (SqlglotError, RecursionError):
+        return where
+    spans = []
+    for column in tree.find_all(exp.Column) if tree is not None else ():
+        table = column.args.get("table")
+        if table is None or column.args.get("db") is not None:
+            continue
+        name = by_side.get((table.name.lower(), column.name.lower()))
+        if name is not None:
+            spans.append((table.meta["start"], column.this.meta["end"] + 1, name))
+    for start, end, name in sorted(spans, reverse=True):
+        where = where[:start] + quote_identifier(name) + where[end:]
+    return where
 
 
 def _fallback_reasons(plan: JoinPlan, how: str) -> list[str]:

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from lancens_cli.pipeline.spark_session import is_connect, task_slots
-from lancens_cli.pipeline.task_failures import from_spark
+from lancens_cli.pipeline.spark_session import cancelled_on_interrupt, is_connect, task_slots
+from lancens_cli.pipeline.task_failures import from_spark, stop_if_interrupted
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.compact import Compaction
 from lancens_cli.service.prune.policy import PrunePolicy
@@ -88,11 +88,15 @@ class SparkTables:
             job["delete_rate_limit"] = max(1, job["delete_rate_limit"] // min(count, slots))
         items = [(i, w.to_json()) for i, w in enumerate(works)]
         groups = [items[g::count] for g in range(count)]  # spread big and small tables evenly
-        with _described(self.spark, f"lancens prune: {len(works)} table(s) in {count} task(s)"):
+        described = _described(
+            self.spark, f"lancens prune: {len(works)} table(s) in {count} task(s)"
+        )
+        with described, cancelled_on_interrupt():  # Ctrl-C cancels the job
             try:
                 ids = self.spark.range(0, count, 1, count)  # one id, so one group, per task
                 collected = ids.mapInArrow(_task_function(job, groups), "row string").collect()
             except Exception as exc:  # the job failed as a whole: no table's outcome is known
+                stop_if_interrupted()
                 reason = from_spark(exc, "prune").message
                 return [(_unknown(w, reason), None) for w in works]
         done: list[tuple[TableResult, Compaction | None]] = [None] * len(works)  # type: ignore[list-item]

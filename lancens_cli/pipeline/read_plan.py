@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import InputPartition
 
-from lancens_cli.errors import InvalidInputError, RefusedError
+from lancens_cli.errors import RefusedError
 from lancens_cli.partition.predicate import (
     FALSE,
     TRUE,
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from lancens_cli.models import Identifier
+    from lancens_cli.service.history.incremental import SinceNames
     from lancens_cli.service.namespace import Namespace
 
 ROWS_PER_SLICE = 1 << 20  # rows one Spark task reads, fragments grouped up to this
@@ -86,6 +87,9 @@ class _Target:
     # published of this table (None: none, every row is new)
     since: dict[str, Any] | None = None
     incremental: bool = False
+    # an incremental read of one table: the start as asked (version, timestamp), one of the
+    # table's own versions
+    table_since: tuple[str | None, str | None] | None = None
 
 
 def plan_slices(
@@ -94,24 +98,28 @@ def plan_slices(
     nodes: list[Node],
     pushed: tuple[str, ...] = (),
     limit: int | None = None,
+    names: SinceNames | None = None,
 ) -> list[LancensSlice]:
     """The slices of a read where every node holds (resolved once, here).
 
     `schema` is the source's Arrow schema (the namespace schema, or the table's): the nodes
     are typed against it. With `limit`, only the first fragments that hold that many rows are
-    planned, as long as no row filter could drop rows (`fewest_pieces`).
+    planned, as long as no row filter could drop rows (`fewest_pieces`). `names`: how messages
+    name the start of an incremental read (default: the data source's options).
     """
     ns = opts.namespace()
     ns.require_root()
     ident = opts.ident()
     targets = _partition_targets(ns, nodes) if ident is None else [_table_target(ns, ident, nodes)]
-    if opts.since() is not None:
-        targets = _since(ns, opts, targets)
+    if opts.since() is not None and ident is None:
+        targets = _since(ns, opts, targets, names)
+    elif opts.since() is not None:
+        targets = [replace(t, incremental=True, table_since=opts.since()) for t in targets]
     history = _schema_history(ns) if ident is None else None
     found: list[Piece] = []
     pool = ThreadPoolExecutor(max_workers=_OPENERS)
     try:
-        for pieces in pool.map(lambda t: _pieces(ns, t, schema, history), targets):
+        for pieces in pool.map(lambda t: _pieces(ns, t, schema, history, names), targets):
             found += pieces
             if limit is not None and fewest_pieces(found, limit) is not None:
                 break  # the tables not opened yet are not needed
@@ -180,12 +188,14 @@ def _table_target(ns: Namespace, ident: Identifier, nodes: list[Node]) -> _Targe
     return _Target(ident.display(), ref.location, row, node, None)
 
 
-def _since(ns: Namespace, opts: SourceOptions, targets: list[_Target]) -> list[_Target]:
+def _since(
+    ns: Namespace, opts: SourceOptions, targets: list[_Target], names: SinceNames | None
+) -> list[_Target]:
     """The targets of an incremental read: each with what the start version published of it;
     the tables published alike at both versions are left out (nothing of them is new)."""
     from lancens_cli.service.history.incremental import published_alike
 
-    since = since_range(opts, ns)
+    since = since_range(opts, ns, names)
     assert since is not None
     chosen = []
     for target in targets:
@@ -195,26 +205,35 @@ def _since(ns: Namespace, opts: SourceOptions, targets: list[_Target]) -> list[_
     return chosen
 
 
-def since_range(opts: SourceOptions, ns: Namespace | None = None) -> Any:
-    """The `Since` of an incremental read (service/history/incremental.py), or None for a
-    whole read: checked here, so that `scan` refuses bad versions before Spark starts."""
-    from lancens_cli.service.history.incremental import since_versions
+def since_range(
+    opts: SourceOptions, ns: Namespace | None = None, names: SinceNames | None = None
+) -> Any:
+    """The `Since` of an incremental read of a partitioned namespace
+    (service/history/incremental.py), or None for a whole read or a read of one table (whose
+    start is one of its own versions: `_new_rows`)."""
+    from lancens_cli.service.history.incremental import OPTION_NAMES, since_versions
 
-    if opts.since() is None:
+    if opts.since() is None or opts.ident() is not None:
         return None
-    if opts.ident() is not None:
-        raise InvalidInputError(
-            "sinceVersion / sinceTimestamp read a partitioned namespace: load() it without a "
-            "table name"
-        )
     version, timestamp = opts.since() or (None, None)
-    return since_versions(ns or opts.namespace(), version, timestamp)
+    return since_versions(ns or opts.namespace(), version, timestamp, names or OPTION_NAMES)
 
 
-def _new_rows(ns: Namespace, target: _Target, dataset: Any, branch: str | None) -> list[Any]:
+def _new_rows(
+    ns: Namespace, target: _Target, dataset: Any, branch: str | None, names: SinceNames | None
+) -> list[Any]:
     """The new rows of one table of an incremental read, on the line it is published on."""
-    from lancens_cli.service.history.incremental import table_new_rows
+    from lancens_cli.service.history.incremental import (
+        OPTION_NAMES,
+        appended_rows,
+        table_new_rows,
+        table_since,
+    )
 
+    if target.table_since is not None:  # one table, from one of its own versions
+        what = f"table {target.table}"
+        start = table_since(dataset, *target.table_since, what, names or OPTION_NAMES)
+        return appended_rows(dataset, start, branch, what)
     what = f"partition table {target.table}"
     return table_new_rows(ns.storage, target.location, dataset, branch, target.since, what)
 
@@ -227,7 +246,13 @@ def _schema_history(ns: Namespace) -> list[Any]:
     return history_from_metadata(dict(dataset.metadata or {})) if dataset is not None else []
 
 
-def _pieces(ns: Namespace, target: _Target, schema: Any, history: list[Any] | None) -> list[Piece]:
+def _pieces(
+    ns: Namespace,
+    target: _Target,
+    schema: Any,
+    history: list[Any] | None,
+    names: SinceNames | None = None,
+) -> list[Piece]:
     from lancens_cli.partition.schema_evolution import column_sources
     from lancens_cli.service.partitioned.branch import published_branch
     from lancens_cli.store.tables import open_published
@@ -260,7 +285,7 @@ def _pieces(ns: Namespace, target: _Target, schema: Any, history: list[Any] | No
                 rows=new.count,
                 window=None if new.offset is None else (new.offset, new.count),
             )
-            for new in _new_rows(ns, target, dataset, branch)
+            for new in _new_rows(ns, target, dataset, branch, names)
         ]
     pieces = []
     for fragment in dataset.get_fragments():

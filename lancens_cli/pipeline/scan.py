@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.types as t
 
+from lancens_cli import interrupt
 from lancens_cli.errors import InvalidInputError, TableAlreadyExistsError
 from lancens_cli.models import Result, json_value
 from lancens_cli.partition.condition_data import encode
@@ -164,19 +165,39 @@ def source_options(request: ScanRequest) -> dict[str, str]:
 
 def request_condition(request: ScanRequest) -> tuple[Any, Condition | None]:
     """The source's Arrow schema and the split `--where` (input errors found before Spark)."""
-    from lancens_cli.pipeline.read import READ_OPTIONS, arrow_schema
-    from lancens_cli.pipeline.read_plan import since_range
+    from lancens_cli.pipeline.read import arrow_schema
 
-    options = source_options(request)
-    named = {**options, "path": request.identifier} if request.identifier else options
-    opts = SourceOptions.parse(named, READ_OPTIONS)
-    schema = arrow_schema(opts)
-    since_range(opts)  # an incremental read's versions, checked before Spark starts
+    schema = arrow_schema(_request_options(request))
     if not request.where:
         return schema, None
     return schema, split_condition(
         request.where, schema, session_zone=SESSION_ZONE, label="--where"
     )
+
+
+def check_request(request: ScanRequest) -> None:
+    """Refuse before Spark starts what needs no Spark to refuse (exit 2 or 3, one line): a bad
+    `--where` or column, and an incremental read that cannot be told as appends (a start that
+    is not readable, a restore, an overwrite, a delete since), planned as the data source will
+    plan it, with messages in the CLI's flags."""
+    from lancens_cli.pipeline.read_plan import plan_slices
+    from lancens_cli.service.history.incremental import FLAG_NAMES
+
+    schema, condition = request_condition(request)
+    opts = _request_options(request)
+    if opts.since() is None:
+        return
+    nodes = condition.understood if condition is not None else []
+    plan_slices(opts, schema, nodes, limit=_planned_limit(request, condition), names=FLAG_NAMES)
+
+
+def _request_options(request: ScanRequest) -> SourceOptions:
+    """The data source options of `request`, parsed as the source parses them."""
+    from lancens_cli.pipeline.read import READ_OPTIONS
+
+    options = source_options(request)
+    named = {**options, "path": request.identifier} if request.identifier else options
+    return SourceOptions.parse(named, READ_OPTIONS)
 
 
 def prepare(spark: SparkSession, request: ScanRequest) -> tuple[Any, list[str], Condition | None]:
@@ -200,12 +221,21 @@ def prepare(spark: SparkSession, request: ScanRequest) -> tuple[Any, list[str], 
         reader = reader.option(key, value)
     if condition is not None and condition.understood:
         reader = reader.option("pruneCondition", encode(condition.understood))
-    if request.limit is not None and (condition is None or not condition.left):
-        reader = reader.option("limit", str(request.limit + 1))  # one more: is there more?
+    limit = _planned_limit(request, condition)
+    if limit is not None:
+        reader = reader.option("limit", str(limit))
     df = reader.load(request.identifier) if request.identifier else reader.load()
     if request.where:
         df = df.filter(F.expr(request.where))
     return df.select(*[F.col(quote_identifier(c)) for c in columns]), columns, condition
+
+
+def _planned_limit(request: ScanRequest, condition: Condition | None) -> int | None:
+    """The rows the source plans for: `--limit` and one more (is there more?), when Spark
+    filters nothing out after the source (nothing of `--where` is left to it)."""
+    if request.limit is not None and (condition is None or not condition.left):
+        return request.limit + 1
+    return None
 
 
 def quote_identifier(name: str) -> str:
@@ -268,8 +298,10 @@ class ScanStream:
 
 
 def stream_rows(df: DataFrame) -> Iterator[list[Any]]:
-    """Every row, a partition at a time (for an unbounded scan written to a pipe)."""
+    """Every row, a partition at a time (for an unbounded scan written to a pipe); a Ctrl-C
+    stops it at the next row (the rows already fetched are not all printed first)."""
     for row in df.toLocalIterator():
+        interrupt.checkpoint()
         yield [json_value(v) for v in row]
 
 

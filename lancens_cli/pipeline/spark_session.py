@@ -8,7 +8,8 @@ running interpreter (reached over Unix domain sockets in local mode), and the `l
 source registered (or left to a command that registers it only when it uses it). A session
 already running in this process (tests, a user's notebook) is reused rather than started twice.
 A local driver that runs no rows itself (the `scheduler_only()` of `ingest` of Parquet and ORC)
-starts with C1 compilation only.
+starts with C1 compilation only. Ctrl-C stays the command's (`cancelled_on_interrupt`): a session
+started here does not keep PySpark's own SIGINT handler.
 
 Nothing Lance-native runs here: PySpark forks its Python workers from a daemon, and Lance is not
 fork-safe, so Lance is imported only inside the functions that tasks call. pyspark is imported
@@ -26,16 +27,19 @@ import logging
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lancens_cli import interrupt
 from lancens_cli.config import parse_key_values
 from lancens_cli.errors import InvalidInputError, LancensError
 from lancens_cli.pipeline import register
@@ -310,7 +314,7 @@ def spark_session(settings: SparkSettings, *, data_source: bool = True) -> Any:
             # Lance warns on any fork once imported; the JVM gateway is forked and exec'd at
             # once and never runs Lance (Python workers come from Spark's own daemon).
             warnings.filterwarnings("ignore", message="lance is not fork-safe")
-            with _jvm_stderr(settings.debug):
+            with _jvm_stderr(settings.debug), _sigint_kept():
                 spark = builder.getOrCreate()
     except Exception as exc:  # the JVM did not start: one line, the trace only with --debug
         raise LancensError(f"Spark did not start on {settings.master}: {_first_line(exc)}") from exc
@@ -370,6 +374,90 @@ def _jvm_stderr(debug: bool) -> Iterator[None]:
         finally:
             os.dup2(saved, 2)
             os.close(saved)
+
+
+@contextlib.contextmanager
+def _sigint_kept() -> Iterator[None]:
+    """The SIGINT handler of the caller, kept across the start of a SparkContext.
+
+    PySpark's own handler cancels the jobs from inside the signal handler, a py4j call that
+    re-enters the connection the main thread waits on: py4j then prints four tracebacks before
+    the KeyboardInterrupt. Ctrl-C stays the command's (`cancelled_on_interrupt`)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        yield
+    finally:
+        if before is not None:
+            signal.signal(signal.SIGINT, before)
+
+
+CANCEL_EVERY = 0.25  # seconds between cancels after a Ctrl-C: a job started since is cancelled too
+
+
+@contextlib.contextmanager
+def cancelled_on_interrupt() -> Iterator[None]:
+    """Spark calls that a Ctrl-C ends: the session's jobs are cancelled and the call waiting on
+    them fails, for the caller to stop as interrupted (`task_failures.stop_if_interrupted`).
+
+    The handler only starts a thread that cancels every job of the session until the block ends
+    (one started after the Ctrl-C too), then does what the handler before it does (lancens: it
+    notes the Ctrl-C; a second one stops at once). A Ctrl-C that came while the session started
+    stops the command here, before any job."""
+    cancel = _canceller()
+    if cancel is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    interrupt.checkpoint()
+    before = signal.getsignal(signal.SIGINT)
+    done = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        if not threads:
+            threads.append(threading.Thread(target=_keep_cancelling, args=(cancel, done)))
+            threads[0].daemon = True
+            threads[0].start()
+        if callable(before):
+            before(signum, frame)
+        elif before != signal.SIG_IGN:
+            signal.default_int_handler(signum, frame)
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before if before is not None else signal.default_int_handler)
+        done.set()
+        for thread in threads:
+            thread.join(timeout=5)
+
+
+def _canceller() -> Callable[[], Any] | None:
+    """What cancels every job of the session this process runs (None: no session runs).
+
+    Found without a call to the JVM (a signal may come while the main thread is in one)."""
+    if "pyspark" not in sys.modules:
+        return None
+    connect = sys.modules.get("pyspark.sql.connect.session")
+    if connect is not None:
+        session = connect.SparkSession.getActiveSession()
+        if session is not None:
+            return session.interruptAll
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    return None if context is None else context.cancelAllJobs
+
+
+def _keep_cancelling(cancel: Callable[[], Any], done: threading.Event) -> None:
+    while True:
+        with contextlib.suppress(Exception):  # the session is stopping: nothing left to cancel
+            cancel()
+        if done.wait(CANCEL_EVERY):
+            return
 
 
 # PySpark logs every error of a query as a JSON document with its JVM trace on stderr, before

@@ -6,7 +6,8 @@ a JVM stack trace around a Python one. On the worker side `carried()` (and the `
 decorators) put a tag with our error's class and exit code into that text; in the driver,
 `from_spark()` finds the tag again and rebuilds the error, or says in one line what Spark said
 (the input's fault is exit 2). Every Spark command (`ingest`, `scan`, `join`, `prune --master`)
-goes through `spark_errors()`, so a task's error reaches the user the same way from each.
+goes through `spark_errors()`, so a task's error reaches the user the same way from each, and
+so does a Ctrl-C: the jobs are cancelled and the command stops in one line, exit 130.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from lancens_cli import errors
+from lancens_cli import errors, interrupt
 from lancens_cli.errors import ExitCode, InvalidInputError, LancensError, lance_message
-from lancens_cli.pipeline.spark_session import SparkSetupError
+from lancens_cli.pipeline.spark_session import SparkSetupError, cancelled_on_interrupt
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -133,13 +134,26 @@ def from_spark(exc: BaseException, doing: str) -> LancensError:
 
 @contextmanager
 def spark_errors(doing: str) -> Iterator[None]:
-    """Run Spark calls; our errors pass through, Spark's become one line (`from_spark`)."""
-    try:
-        yield
-    except LancensError:
-        raise
-    except Exception as exc:
-        raise from_spark(exc, doing) from exc
+    """Run Spark calls; our errors pass through, Spark's become one line (`from_spark`). After a
+    Ctrl-C (its jobs cancelled: `cancelled_on_interrupt`) a failure is the interruption: the
+    command stops with `interrupt.Interrupted` (exit 130, one line), not with the cancel's
+    error."""
+    with cancelled_on_interrupt():
+        try:
+            yield
+        except LancensError:
+            stop_if_interrupted()
+            raise
+        except Exception as exc:
+            stop_if_interrupted()
+            raise from_spark(exc, doing) from exc
+
+
+def stop_if_interrupted() -> None:
+    """A Spark call failed after a Ctrl-C: the cancel failed it (what the failure removed, an
+    aborted write's files, is no change to finish), so the command stops as interrupted."""
+    if interrupt.pending():
+        raise interrupt.Interrupted from None
 
 
 def _first_line(text: str) -> str:

@@ -236,8 +236,14 @@ def arrow_schema(spark_schema: StructType) -> Any:
 def check_columns(spark_schema: StructType, target: Any) -> None:
     """Refuse, before any task runs, input the target cannot take (unknown or missing
     non-nullable columns, types of another kind)."""
+    check_arrow_columns(arrow_schema(spark_schema), target)
+
+
+def check_arrow_columns(columns: Any, target: Any) -> None:
+    """`check_columns` of input columns given as an Arrow schema: `ingest` checks the columns
+    it knows before Spark starts (footers, CSV headers)."""
     names = set(target.names)
-    given = {f.name: f for f in arrow_schema(spark_schema)}
+    given = {f.name: f for f in columns}
     unknown = [n for n in given if n not in names]
     if unknown:
         raise InvalidInputError(f"the input has columns the target schema has not: {unknown}")

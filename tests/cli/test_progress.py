@@ -67,7 +67,8 @@ def test_write_shows_a_bar_per_partition_table(local_root, files):
     piped = run_cli(*local_root.args, "write", "--from", rows)
     assert piped.exit_code == 0
     assert piped.stderr.splitlines() == [
-        f"200 rows into {written.group(1)} partitions of spec v1 (0 new), one __manifest commit"
+        f"wrote 200 rows into {written.group(1)} partitions of spec v1 (0 new), "
+        "__manifest version 4"
     ]
 
 

@@ -378,7 +378,7 @@ def test_without_pyspark_it_says_how_to_install_it(bucketed):
 
 def test_a_bad_where_is_one_line(spark, bucketed):
     left, right, _, _ = bucketed
-    _one_line(invoke("join", left, right, *ON, "--where", "nope > 1"), 2, "--where 'nope > 1'")
+    _one_line(invoke("join", left, right, *ON, "--where", "nope > 1"), 2, "--where: unknown column")
 
 
 # --- the real entry point ---------------------------------------------------------------------

@@ -20,6 +20,11 @@ version: a delete, an update, an overwrite, a restore to before A (`lancens rest
 change that rewrote fragments, a version prune removed. So a pipeline never silently misses or
 repeats a row. Only manifests and transactions are read: no data file, no anti-join.
 
+Version 0 is the start of everything: every row is new. One table read on its own (`scan ID`,
+`load("ns.table")`) is read from its own version A (`table_since`), with the same walk and the
+same refusals. Messages name the start as the caller does: the data source's options
+(`sinceVersion`), or the CLI's flags (`--since-version`: `FLAG_NAMES`).
+
 The store modules and pyarrow's compute functions are imported inside the functions that use
 them: the data source's Python workers import this module, and Lance loads only where it is
 used, after the worker forked.
@@ -58,6 +63,18 @@ class NotAppendOnly(InvalidInputError):
     """What happened between the versions cannot be told as appends."""
 
 
+@dataclass(frozen=True)
+class SinceNames:
+    """How the caller names the start of an incremental read, for its messages."""
+
+    version: str = "sinceVersion"
+    timestamp: str = "sinceTimestamp"
+
+
+OPTION_NAMES = SinceNames()  # the data source's options
+FLAG_NAMES = SinceNames("--since-version", "--since-timestamp")  # the CLI's
+
+
 @dataclass
 class Since:
     """The two `__manifest` versions of an incremental read, and what the start published."""
@@ -77,19 +94,24 @@ class Since:
         return before
 
 
-def since_versions(ns: Namespace, version: str | None, timestamp: str | None) -> Since:
-    """The start (`version`, or the newest committed at or before `timestamp`) and the end
-    (the version `ns` reads) of an incremental read, checked: the start must be readable and
-    not after the end, and every partition table it published must still be published."""
-    if version is not None and timestamp is not None:
-        raise InvalidInputError("give sinceVersion or sinceTimestamp, not both")
+def since_versions(
+    ns: Namespace,
+    version: str | int | None,
+    timestamp: str | None,
+    names: SinceNames = OPTION_NAMES,
+) -> Since:
+    """The start (`version`, or the newest committed at or before `timestamp`; version 0: the
+    start of everything) and the end (the version `ns` reads) of an incremental read, checked:
+    the start must be readable and not after the end, and every partition table it published
+    must still be published."""
+    _one_start(version, timestamp, names)
     now = ns.snapshot()  # the version read: pinned by versionAsOf, else the newest
     end = now.version
+    if _from_the_start(version):
+        return Since(0, end)
     start = ns.manifest.resolve_version(version, timestamp)
     if start > end:
-        raise InvalidInputError(
-            f"sinceVersion {start} is after the version read ({end}): give an earlier one"
-        )
+        raise InvalidInputError(_after_the_end(start, end, version, timestamp, names))
     then = {row["object_id"]: row for row in ns.as_of(version=start).snapshot().rows}
     published = set(now.locations().values())
     layout = layout_of(now)
@@ -101,6 +123,48 @@ def since_versions(ns: Namespace, version: str | None, timestamp: str | None) ->
                 f"{start} and is not at {end} (a restore): its rows cannot be told as appends"
             )
     return Since(start, end, then)
+
+
+def table_since(
+    dataset: Any,
+    version: str | int | None,
+    timestamp: str | None,
+    what: str,
+    names: SinceNames = OPTION_NAMES,
+) -> int | None:
+    """The version of one table (`dataset`, opened at the version read) an incremental read of
+    it starts after: `version`, or its newest committed at or before `timestamp`, readable and
+    not after the version read; None for version 0 (every row is new)."""
+    from lancens_cli.store.version_pick import pick_version, version_history
+
+    _one_start(version, timestamp, names)
+    if _from_the_start(version):
+        return None
+    start = pick_version(version_history(dataset), version, timestamp, what)
+    end = int(dataset.version)
+    if start > end:
+        raise InvalidInputError(f"{what}: " + _after_the_end(start, end, version, timestamp, names))
+    return start
+
+
+def _one_start(version: str | int | None, timestamp: str | None, names: SinceNames) -> None:
+    if version is not None and timestamp is not None:
+        raise InvalidInputError(f"give {names.version} or {names.timestamp}, not both")
+
+
+def _from_the_start(version: str | int | None) -> bool:
+    """Version 0: before the first version, so every row read is new."""
+    from lancens_cli.store.version_pick import parse_version
+
+    return version is not None and parse_version(version) == 0
+
+
+def _after_the_end(
+    start: int, end: int, version: str | int | None, timestamp: str | None, names: SinceNames
+) -> str:
+    asked = f"{names.version} {start}" if version is not None else f"{names.timestamp} {timestamp}"
+    named = "" if version is not None else f" names version {start}, which"
+    return f"{asked}{named} is after the version read ({end}): give an earlier one"
 
 
 def published_alike(before: dict[str, Any], after: dict[str, Any]) -> bool:
