@@ -106,7 +106,11 @@ def test_a_killed_write_publishes_nothing(root, tmp_path):
 
     rng = random.Random(7)
     kills = 0
-    for trial in range(6):
+    # six trials at least, more while fewer than three were killed (a write that runs faster
+    # than the timed one ends before its kill: the machine's load decides, not the code)
+    for trial in range(12):
+        if trial >= 6 and kills >= 3:
+            break
         fresh = tmp_path / f"root{trial}"
         fresh.mkdir()
         args = ["--root", str(fresh)]
