@@ -201,3 +201,22 @@ def restored_history_root(folder: Path, *, write_after: bool = False) -> Root:
         ok(made, "write", "--from", parquet("w9.parquet", events(10, seed=9, start=900)))
     ok(made, "create", "table", "t", "--from", parquet("t.parquet", events(30)))
     return made
+
+
+def index_definition_state(root: Root) -> dict:
+    """What `describe` says of a partitioned root's one index definition."""
+    shown = ok(root, "describe", "--json").json()["manifest"]["partitioning"]["indexes"]
+    assert len(shown) == 1, shown
+    return shown[0]
+
+
+def exact_neighbours(ds, query, k: int) -> list[int]:
+    """The oracle of a vector search: the ids of the `k` rows nearest to `query` by squared L2
+    distance over the rows of `ds` read back (columns `id` and `emb`), ties in row order."""
+    import numpy as np
+
+    table = ds.to_table(columns=["id", "emb"])
+    vectors = np.stack(table.column("emb").to_numpy(zero_copy_only=False))
+    distances = ((vectors - query) ** 2).sum(axis=1)
+    ids = table.column("id").to_numpy()
+    return [int(i) for i in ids[np.argsort(distances, kind="stable")[:k]]]

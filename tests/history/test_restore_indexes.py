@@ -15,7 +15,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from data import VECTOR_DIM, city_vectors
-from helpers import cli, manifest, ok, partition_tables, tree_snapshot
+from helpers import (
+    cli,
+    exact_neighbours,
+    index_definition_state,
+    manifest,
+    ok,
+    partition_tables,
+    tree_snapshot,
+)
 
 DIM = VECTOR_DIM
 INDEX = ("--column", "emb", "--type", "ivf_pq", "--num-partitions", "2", "--num-sub-vectors", "2")
@@ -49,24 +57,10 @@ def published(root) -> dict[str, lance.LanceDataset]:
     }
 
 
-def definition_state(root) -> dict:
-    shown = ok(root, "describe", "--json").json()["manifest"]["partitioning"]["indexes"]
-    assert len(shown) == 1, shown
-    return shown[0]
-
-
-def exact_neighbours(ds, query: np.ndarray, k: int) -> list[int]:
-    table = ds.to_table(columns=["id", "emb"])
-    vectors = np.stack(table.column("emb").to_numpy(zero_copy_only=False))
-    distances = ((vectors - query) ** 2).sum(axis=1)
-    ids = table.column("id").to_numpy()
-    return [int(i) for i in ids[np.argsort(distances, kind="stable")[:k]]]
-
-
 def test_restore_names_the_index_it_leaves_missing_and_prune_builds_it(local_root, tmp_path):
     root = local_root
     good = setup(root, tmp_path, {"Oslo": 300, "Lima": 260})
-    assert definition_state(root)["lacking"] == 0
+    assert index_definition_state(root)["lacking"] == 0
 
     unchanged = tree_snapshot(root.local_path)
     dry = cli(root, "restore", "--to-version", str(good), "--dry-run", "--json")
@@ -93,14 +87,14 @@ def test_restore_names_the_index_it_leaves_missing_and_prune_builds_it(local_roo
     }
     assert any(REMEDY in note and "emb_idx" in note for note in restored["notes"])
     assert "warning: restore left 2 partition tables without" in done.stderr
-    assert definition_state(root)["lacking"] == 2  # what the restore said
+    assert index_definition_state(root)["lacking"] == 2  # what the restore said
     ids_restored = {
         c: sorted(ds.to_table().column("id").to_pylist()) for c, ds in published(root).items()
     }
     assert ids_restored == {"Oslo": list(range(300)), "Lima": list(range(300, 560))}
 
     ok(root, *REMEDY.split()[1:])
-    state = definition_state(root)
+    state = index_definition_state(root)
     assert (state["lacking"], state["missing_rows"], state["unindexed_rows"]) == (0, 0, 0)
     rng = np.random.default_rng(5)
     for city, ds in published(root).items():

@@ -19,7 +19,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from data import VECTOR_DIM, city_vectors
-from helpers import cli, ok, partition_tables, tree_snapshot
+from helpers import (
+    cli,
+    exact_neighbours,
+    index_definition_state,
+    ok,
+    partition_tables,
+    tree_snapshot,
+)
 
 DIM = VECTOR_DIM
 SIZES = {"Oslo": 300, "Lima": 10, "Nuuk": 3}  # one partition PQ can train on, two it cannot
@@ -54,21 +61,6 @@ def tables_by_city(root) -> dict[str, dict]:
 
 def published(root, row) -> lance.LanceDataset:
     return lance.dataset(str(root.local_path / row["location"]), version=row["read_version"])
-
-
-def definition_state(root) -> dict:
-    shown = ok(root, "describe", "--json").json()["manifest"]["partitioning"]["indexes"]
-    assert len(shown) == 1, shown
-    return shown[0]
-
-
-def exact_neighbours(ds, query: np.ndarray, k: int) -> list[int]:
-    """The oracle: the k nearest ids by squared L2 distance over the rows read back."""
-    table = ds.to_table(columns=["id", "emb"])
-    vectors = np.stack(table.column("emb").to_numpy(zero_copy_only=False))
-    distances = ((vectors - query) ** 2).sum(axis=1)
-    ids = table.column("id").to_numpy()
-    return [int(i) for i in ids[np.argsort(distances, kind="stable")[:k]]]
 
 
 def searched(ds, query: np.ndarray, k: int, use_index: bool) -> list[int]:
@@ -121,7 +113,7 @@ def test_small_partition_tables_are_left_without_the_index_and_named(cities):
     assert len(warnings) == 1, result.stderr
     assert "city=Lima: 10 rows" in warnings[0] and "city=Nuuk: 3 rows" in warnings[0]
     assert "2 tables left without it (too few rows)" in result.stderr
-    state = definition_state(root)
+    state = index_definition_state(root)
     assert (state["lacking"], state["too_few_rows"], state["missing_rows"]) == (2, 2, 0)
 
 
@@ -175,11 +167,11 @@ def test_prune_builds_it_once_the_tables_have_enough_rows(cities, tmp_path):
     assert [(i["name"], i["action"]) for i in entry["indexes"]] == [("emb_idx", "too few rows")]
     assert any("10 rows, fewer than the 256 vectors" in note for note in entry["notes"])
     assert lance.dataset(str(root.local_path / lima["location"])).describe_indices() == []
-    assert definition_state(root)["lacking"] == 2
+    assert index_definition_state(root)["lacking"] == 2
 
     # a write that gives them enough rows does not build it (only a new table's first does)
     write(root, tmp_path / "more.parquet", city_vectors(1000, {"Lima": 250, "Nuuk": 260}))
-    state = definition_state(root)
+    state = index_definition_state(root)
     assert (state["lacking"], state["too_few_rows"]) == (2, 0)
     assert all(published(root, r).count_rows() >= 256 for r in tables_by_city(root).values())
 
@@ -192,7 +184,7 @@ def test_prune_builds_it_once_the_tables_have_enough_rows(cities, tmp_path):
     }
     assert built == {"emb_idx": "built"}
     assert all(entry["published"] for entry in report["indexed"])
-    state = definition_state(root)
+    state = index_definition_state(root)
     assert (state["lacking"], state["too_few_rows"], state["missing_rows"]) == (0, 0, 0)
     assert_searches_exact(root)
 
@@ -203,7 +195,7 @@ def test_a_new_small_partition_gets_no_empty_index_at_its_first_write(cities, tm
     write(root, tmp_path / "new.parquet", city_vectors(2000, {"Pune": 5, "Oslo": 20}))
     pune = tables_by_city(root)["Pune"]
     assert published(root, pune).describe_indices() == []
-    state = definition_state(root)
+    state = index_definition_state(root)
     assert (state["lacking"], state["too_few_rows"]) == (3, 3)
 
 
