@@ -522,20 +522,22 @@ class _PublishedHistory:
 
     def __init__(self, ns: Namespace, kept_versions: set[int] | None) -> None:
         self._ns, self._kept_versions = ns, kept_versions
-        self._all: set[str] | None = None
-        self._kept: set[str] | None = None
+        self._by_version: dict[int, set[str]] | None = None
+
+    def _published(self, keep: Callable[[int], bool]) -> set[str]:
+        if self._by_version is None:
+            self._by_version = self._ns.manifest.published_by_version()
+        newest = max(self._by_version, default=None)
+        return set().union(
+            *(found for v, found in self._by_version.items() if v == newest or keep(v))
+        )
 
     def all(self) -> set[str]:
-        if self._all is None:
-            self._all = self._ns.manifest.published_in_history()
-        return self._all
+        return self._published(lambda version: True)
 
     def kept(self) -> set[str]:
-        if self._kept_versions is None:
-            return self.all()
-        if self._kept is None:
-            self._kept = self._ns.manifest.published_in_history(self._kept_versions)
-        return self._kept
+        kept = self._kept_versions
+        return self.all() if kept is None else self._published(lambda version: version in kept)
 
 
 def _unpublished_partition(

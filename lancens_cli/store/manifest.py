@@ -356,22 +356,20 @@ class ManifestStore:
             raise TableVersionNotFoundError("__manifest does not exist: it has no versions")
         return pick_version(version_history(latest), version, timestamp, MANIFEST_TABLE)
 
-    def published_in_history(self, versions: set[int] | None = None) -> set[str]:
-        """The table locations some readable `__manifest` version publishes (the newest too;
-        `versions`: only those): a partition table a restore stopped publishing is still read
-        by time travel to the versions before, so it is not debris until they expire."""
+    def published_by_version(self) -> dict[int, set[str]]:
+        """The table locations each readable `__manifest` version publishes (the newest too),
+        read once: a partition table a restore stopped publishing is still read by time travel
+        to the versions before, so it is not debris until they expire."""
         latest = dataclasses.replace(self, pinned_version=None).open_dataset()
         if latest is None:
-            return set()
-        found: set[str] = set()
+            return {}
+        found: dict[int, set[str]] = {}
         for number, _ in version_history(latest):
-            if versions is not None and number not in versions and number != latest.version:
-                continue
             try:
                 rows = latest.checkout_version(number).to_table(columns=["object_type", "location"])
             except (OSError, ValueError, RuntimeError):
                 continue  # a version being pruned away as we read: it publishes nothing more
-            found.update(
+            found[number] = {
                 location
                 for kind, location in zip(
                     rows.column("object_type").to_pylist(),
@@ -379,7 +377,7 @@ class ManifestStore:
                     strict=True,
                 )
                 if kind == "table" and location
-            )
+            }
         return found
 
     def exists(self) -> bool:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import data
@@ -94,6 +95,38 @@ def _wait_until_no_process_has(marker: str, timeout: float = 60) -> None:
         time.sleep(0.1)
 
 
+def _interrupted(
+    process: subprocess.Popen, marker: str, running: Callable[[], bytes]
+) -> tuple[bytes, bytes]:
+    """Ctrl-C `process` once `running()` returned (what stderr said so far); its stdout and
+    whole stderr after it exits, every process of its job gone."""
+    try:
+        seen = running()
+        _ctrl_c(process)
+        out, rest = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    _wait_until_no_process_has(marker)
+    return out, seen + rest
+
+
+def _once_started(
+    process: subprocess.Popen, words: str, ready: Callable[[], bool]
+) -> Callable[[], bytes]:
+    """Wait for `words` on stderr, then until `ready()` (the job runs)."""
+
+    def wait() -> bytes:
+        seen = _read_stderr_until(process, words)
+        deadline = time.monotonic() + 120
+        while not ready():
+            assert process.poll() is None and time.monotonic() < deadline, seen
+            time.sleep(0.01)
+        return seen
+
+    return wait
+
+
 def test_ctrl_c_during_ingest_is_one_line_exit_130_and_publishes_nothing(root, tmp_path):
     inputs = tmp_path / "in"
     inputs.mkdir()
@@ -106,20 +139,14 @@ def test_ctrl_c_during_ingest_is_one_line_exit_130_and_publishes_nothing(root, t
     marker = f"lancens-interrupted-ingest-{uuid.uuid4().hex}"
 
     process = _start("--root", root.uri, "ingest", str(inputs), marker=marker)
-    try:
-        seen = _read_stderr_until(process, "ingest: starting Spark")
-        deadline = time.monotonic() + 120
-        while not _files(root.local_path) - known:  # the tasks are writing: the job runs
-            assert process.poll() is None and time.monotonic() < deadline, seen
-            time.sleep(0.01)
-        _ctrl_c(process)
-        out, rest = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    _wait_until_no_process_has(marker)
 
-    stderr = (seen + rest).decode()
+    def writing() -> bool:  # the tasks are writing: the job runs
+        return bool(_files(root.local_path) - known)
+
+    started = _once_started(process, "ingest: starting Spark", writing)
+    out, err = _interrupted(process, marker, started)
+
+    stderr = err.decode()
     assert process.returncode == 130, stderr
     assert stderr.splitlines() == ["ingest: starting Spark", "lancens: interrupted"], stderr
     assert "Traceback" not in stderr and out == b""
@@ -150,20 +177,9 @@ def test_ctrl_c_while_scan_writes_files_is_one_line_exit_130(rows_root, tmp_path
     marker = f"lancens-interrupted-scan-{uuid.uuid4().hex}"
 
     process = _start("--root", rows_root.uri, "scan", "--to", str(out), marker=marker)
-    try:
-        seen = _read_stderr_until(process, "scan: reading")
-        deadline = time.monotonic() + 120
-        while not out.exists():
-            assert process.poll() is None and time.monotonic() < deadline, seen
-            time.sleep(0.01)
-        _ctrl_c(process)
-        stdout, rest = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    _wait_until_no_process_has(marker)
+    stdout, err = _interrupted(process, marker, _once_started(process, "scan: reading", out.exists))
 
-    stderr = (seen + rest).decode()
+    stderr = err.decode()
     assert process.returncode == 130, stderr
     assert stderr.splitlines()[-1] == "lancens: interrupted", stderr
     assert len(stderr.splitlines()) == 3 and "Traceback" not in stderr  # starting, reading
@@ -176,15 +192,13 @@ def test_ctrl_c_during_a_streamed_scan_stops_at_the_next_row(rows_root):
     marker = f"lancens-interrupted-stream-{uuid.uuid4().hex}"
 
     process = _start("--root", rows_root.uri, "scan", marker=marker)
-    try:
+
+    def flowing() -> bytes:
         first = process.stdout.readline()  # rows flow; the pipe, unread, holds the rest back
         assert first.count(b"\t") == 3
-        _ctrl_c(process)
-        out, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    _wait_until_no_process_has(marker)
+        return b""
+
+    out, err = _interrupted(process, marker, flowing)
 
     stderr = err.decode()
     assert process.returncode == 130, stderr

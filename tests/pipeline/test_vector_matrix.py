@@ -184,33 +184,11 @@ def test_a_namespace_of_embeddings_through_every_command(spark, tmp_path, kind, 
     m.healthy("write after evolve-schema")
 
     # indexes: two vector index types and a scalar one, across every partition table
-    m.ok(
-        "create",
-        "index",
-        "--column",
-        "emb",
-        "--type",
-        "ivf_pq",
-        "--name",
-        "emb_pq",
-        "--num-partitions",
-        "2",
-        "--num-sub-vectors",
-        "2",
-    )
+    pq_index = "--type ivf_pq --name emb_pq --num-partitions 2 --num-sub-vectors 2"
+    m.ok("create", "index", "--column", "emb", *pq_index.split())
     m.healthy("create index ivf_pq")
-    m.ok(
-        "create",
-        "index",
-        "--column",
-        "emb",
-        "--type",
-        "ivf_hnsw_sq",
-        "--name",
-        "emb_hnsw",
-        "--num-partitions",
-        "2",
-    )
+    hnsw_index = "--type ivf_hnsw_sq --name emb_hnsw --num-partitions 2"
+    m.ok("create", "index", "--column", "emb", *hnsw_index.split())
     m.ok("create", "index", "--column", "id", "--type", "btree")
     m.healthy("create index")
     before_more = m.version()
