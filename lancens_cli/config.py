@@ -212,7 +212,7 @@ def default_config_file() -> Path:
     return Path(base) / "lancens" / "config.toml"
 
 
-def read_config_file(path: Path) -> dict[str, object] | None:
+def read_config_file(path: Path) -> dict[str, dict[str, object]] | None:
     """The config file's `[profiles.*]` tables, or None when there is no file.
 
     Checked whole whenever it is there, even if no profile is selected: a typo in it (a key

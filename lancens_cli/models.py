@@ -178,7 +178,7 @@ class Streamed(list):
     def __eq__(self, other: object) -> bool:
         return list(self) == other
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __repr__(self) -> str:
         return f"Streamed({len(self)} items)"
@@ -220,7 +220,7 @@ class Entry:
     partitions: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        plain = {
+        plain: dict[str, Any] = {
             "id": self.id,
             "kind": self.kind,
             "location": self.location,

@@ -39,7 +39,11 @@ def completed_map(
         def submit_next() -> bool:
             for position, item in source:
                 future = pool.submit(fn, item)
-                future.add_done_callback(lambda done, at=position: finished.put((at, done)))
+
+                def on_done(done: Future[R], at: int = position) -> None:
+                    finished.put((at, done))
+
+                future.add_done_callback(on_done)
                 return True
             return False
 

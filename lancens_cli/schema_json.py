@@ -90,6 +90,8 @@ def type_from_json(value: Any) -> Any:
             head, parts = f"decimal{parts[0]}", parts[1:]
         precision = value.get("precision", parts[0] if parts else None)
         scale = value.get("scale", parts[1] if len(parts) > 1 else 0)
+        if precision is None:
+            raise _fail(f"bad decimal precision/scale in {value!r}")
         try:
             maker = pa.decimal256 if head == "decimal256" else pa.decimal128
             return maker(int(precision), int(scale))

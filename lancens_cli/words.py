@@ -3,10 +3,11 @@
 `plural` / `noun` say a count as words ("1 object", "2 directories", never "object(s)");
 `human_bytes` gives sizes in binary units; `utc_iso` is a moment as every output shows it, text
 and JSON alike (full precision, UTC, `Z`), and `human_time` the same text from an ISO string, so
-a time printed anywhere names, given back, the moment it was printed from. Every layer
-that writes text uses them: command messages, progress bars and terminal tables (cli/,
-describe_view.py), the summaries and error messages built in service/ and pipeline/, and config
-errors (config.py). Results in `--json` keep their plain numbers.
+a time printed anywhere names, given back, the moment it was printed from; `short` cuts a value
+a line quotes to a length. Every layer that writes text uses them: command messages, progress
+bars and terminal tables (cli/, describe_view.py), the summaries and error messages built in
+service/, partition/ and pipeline/, and config errors (config.py). Results in `--json` keep
+their plain numbers.
 """
 
 from __future__ import annotations
@@ -56,3 +57,9 @@ def human_time(iso: str | None) -> str:
     except ValueError:
         return iso
     return utc_iso(when.replace(tzinfo=UTC) if when.tzinfo is None else when)
+
+
+def short(text: str, limit: int = 120) -> str:
+    """`text` whole when at most `limit` characters, else cut to `limit` ending in "…": how a
+    terminal cell or an error message quotes a value of any length."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

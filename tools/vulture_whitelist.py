@@ -11,7 +11,7 @@ _.format_commands  # click.Group override (cli/app.py)
 _.find_spec  # importlib meta path finder protocol (pandas_late.py)
 _.__loader__  # read by the import system: a module's loader (pandas_late.py)
 _.__signature__  # read by typer to build a command's options (cli/app.py, cli/common.py)
-_.IDENTIFIERS  # read by sqlglot's tokenizer (partition/predicate.py)
+_.IDENTIFIERS  # read by sqlglot's tokenizer (partition/predicate_parser.py)
 _.disabled  # read by logging (pipeline/spark_session.py)
 _.abort  # called by Spark when a write job fails (pipeline/write_commit.py)
 _.manifests  # a field of base_paths.Relocation, read by its callers
@@ -20,3 +20,4 @@ _.tables_removed
 _.tables_republished
 _.namespaces_added
 _.namespaces_removed
+_.NAMESPACE  # a member of store/catalog_rows.ObjectKind, made by ObjectKind(row["object_type"])

@@ -18,7 +18,7 @@ from lancens_cli.models import NamespaceDescription, RootDescription, TableDescr
 from lancens_cli.partition.schema_evolution import HISTORY_KEY
 from lancens_cli.schema_json import field_from_json
 from lancens_cli.store.manifest import manifest_flag_names
-from lancens_cli.words import human_bytes, human_time, plural
+from lancens_cli.words import human_bytes, human_time, plural, short
 
 
 def render(console: Any, result: RootDescription | NamespaceDescription | TableDescription):
@@ -119,7 +119,11 @@ def _root_sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
         ("reader features", _names(manifest_flag_names(manifest["reader_feature_flags"]))),
         ("writer features", _names(manifest_flag_names(manifest["writer_feature_flags"]))),
         ("extra columns", ", ".join(manifest["extra_columns"]) or "none"),
-        *[(f"metadata {k}", _short(v)) for k, v in manifest["metadata"].items() if k not in shown],
+        *[
+            (f"metadata {k}", short(str(v)))
+            for k, v in manifest["metadata"].items()
+            if k not in shown
+        ],
     ]
     sections.append(("manifest", _pairs(rows)))
     sections.append(("indexes", _indexes(manifest["indexes"])))
@@ -200,11 +204,6 @@ def _names(names: list[str]) -> str:
 
 def _flag_text(flags: dict[str, Any] | None) -> str:
     return "unknown" if flags is None else _names(flags["names"])
-
-
-def _short(value: Any, limit: int = 120) -> str:
-    text = str(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _base_path(base: dict[str, Any]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -35,6 +35,9 @@ from lancens_cli.config import load_spark_profile
 from lancens_cli.errors import ExitCode
 from lancens_cli.models import Result
 from lancens_cli.words import plural
+
+if TYPE_CHECKING:
+    from lancens_cli.service.prune.work import PruneWork
 
 
 def _default_parallel() -> int:
@@ -138,7 +141,8 @@ def prune(
     On a terminal only the tables with something to do are listed (--verbose: every table).
     """
     from lancens_cli.service.prune.policy import PrunePolicy
-    from lancens_cli.service.prune.quiet import answer
+    from lancens_cli.service.prune.quiet import answer, may_answer
+    from lancens_cli.service.prune.work import PruneWork
     from lancens_cli.store.storage import Storage
 
     policy = PrunePolicy.from_options(older_than, retain, grace, force)
@@ -162,9 +166,10 @@ def prune(
             f"older than {grace}",
             yes,
         )
-    work = (compact, bool(session().indexes), optimize_indexes)
-    quiet = not (spark or dry_run or full or targets)
-    report = answer(storage, policy, *work[:2], session().delimiter, work[2]) if quiet else None
+    work = PruneWork(compact, bool(session().indexes), optimize_indexes)
+    report = None
+    if may_answer(storage, work, dry_run=dry_run, full=full, named=bool(targets), spark=spark):
+        report = answer(storage, policy, work, session().delimiter)
     if report is None:
         spark_args = (master, conf, remote) if spark else None
         report = _run(targets, policy, dry_run, work, parallel, full, delete_rate_limit, spark_args)
@@ -187,17 +192,16 @@ def _run(
     targets,
     policy,
     dry_run: bool,
-    work: tuple[bool, bool, bool],
+    work: PruneWork,
     parallel: int | None,
     full: bool,
     delete_rate_limit: int | None,
     spark: tuple | None,
 ):
     """The run that looks at the root (service/prune/run.py), in threads or on Spark; `work`:
-    (--compact, --indexes, --optimize-indexes)."""
+    the `PruneWork` of --compact, --indexes, --optimize-indexes."""
     from lancens_cli.service.prune.run import prune as run_prune
 
-    compact, indexes, optimize_indexes = work
     ns = session().namespace
     tasks = _spark_tables(*spark) if spark else None
     with freed_progress_bar("pruning", "tables") as start:
@@ -205,16 +209,14 @@ def _run(
             ns,
             targets,
             policy,
+            work=work,
             dry_run=dry_run,
-            compact=compact,
-            indexes=indexes,
             parallel=parallel or _default_parallel(),
             delimiter=session().delimiter,
             progress=start,
             tasks=tasks,
             full=full,
             delete_rate_limit=delete_rate_limit,
-            optimize_indexes=optimize_indexes,
         )
 
 

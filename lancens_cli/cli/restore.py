@@ -61,7 +61,6 @@ def restore(
     """
     _check_words(to_version, to_timestamp)
     from lancens_cli.service.history.restore import (
-        NOTHING_TO_RESTORE,
         plan_namespace_restore,
         plan_table_restore,
         restore_namespace,
@@ -70,14 +69,12 @@ def restore(
 
     ns = session().namespace
     if ident is None:
-        planned = plan_namespace_restore(ns, to_version, to_timestamp, dry_run)
+        planned = plan_namespace_restore(ns, to_version, to_timestamp)
     else:
         target = session().ident(ident)
-        planned = plan_table_restore(
-            ns, target, to_version, to_timestamp, session().delimiter, dry_run
-        )
-    if dry_run or planned.status == NOTHING_TO_RESTORE:  # a rerun asks nothing: exit 0
-        _emit(planned)
+        planned = plan_table_restore(ns, target, to_version, to_timestamp, session().delimiter)
+    if dry_run or planned.nothing_to_restore:  # a rerun asks nothing: exit 0
+        _emit(planned.answer(dry_run))
         return
     confirm_destruction(restore_question(planned), yes, harm="change what readers see")
     if ident is None:

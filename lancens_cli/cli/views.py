@@ -166,7 +166,7 @@ def _changes(r: Any) -> View:
     return View(["action", "kind", "id", "location", "detail"], rows, title, after=after)
 
 
-@_view("lancens_cli.service.check.CheckReport")
+@_view("lancens_cli.service.check_report.CheckReport")
 def _check(r: Any) -> View:
     rows = [
         [
@@ -285,10 +285,14 @@ def _with_partitions(header: list[str], rows: Rows, labels: list[Any], at: int =
 def _prune(r: Any, brief: bool = False) -> View:
     """Every table, debris and refused row; `brief` (a terminal without --verbose): only the
     tables with something to do, and a line counting the others."""
+    from lancens_cli.service.indexes.actions import IndexAction
+    from lancens_cli.service.prune.report import TableStatus
+
     header = ["table", "location", "status", "removed", "files", "bytes", "kept"]
     rows = []
     labels: list[Any] = []  # which partition each table row is (None: not a partition table)
     idle = 0
+    quiet = (TableStatus.NOTHING_TO_DO, TableStatus.GONE)  # statuses with nothing to say
     for t in [*([r.manifest] if r.manifest else []), *r.tables]:
         kept = "; ".join(
             f"{k['branch'] + ' ' if 'branch' in k else ''}v{k['version']}: "
@@ -300,10 +304,11 @@ def _prune(r: Any, brief: bool = False) -> View:
             + len(t.unpublished_removed)
             + sum(len(v) for v in t.branch_versions_removed.values())
         )
-        if brief and not _prune_work(t, removed):
+        indexed = _index_work(t, IndexAction.CURRENT)
+        if brief and not _prune_work(t, removed, indexed, quiet):
             idle += 1
             continue
-        status = t.status + (f": {t.error}" if t.error else "") + _index_work(t)
+        status = t.status + (f": {t.error}" if t.error else "") + indexed
         rows.append(
             [t.table or "-", t.location, status, removed, t.files_removed, t.bytes_freed, kept]
         )
@@ -325,26 +330,27 @@ def _prune_brief(r: Any) -> View:
     return _prune(r.report, brief=True)
 
 
-def _prune_work(t: Any, removed: int) -> bool:
+def _prune_work(t: Any, removed: int, indexed: str, quiet: tuple[str, ...]) -> bool:
     """Whether a prune table row has something to say: removed or would remove versions or
-    files, compacted, worked on indexes, or failed. `nothing to do` and `gone` (dropped
-    meanwhile) have not."""
+    files, compacted, worked on indexes (`indexed`: `_index_work`'s words), or failed. The
+    `quiet` statuses, `nothing to do` and `gone` (dropped meanwhile), have not."""
     return bool(
         removed
         or t.files_removed
         or t.unreferenced_removed
         or t.error
-        or t.status not in ("nothing to do", "gone")
-        or _index_work(t)
+        or t.status not in quiet
+        or indexed
     )
 
 
-def _index_work(t: Any) -> str:
-    """`--optimize-indexes`: each index with work, as `; indexes: name action (rows)`."""
+def _index_work(t: Any, current: str) -> str:
+    """`--optimize-indexes`: each index with work (an action but `current`), as
+    `; indexes: name action (rows)`."""
     shown = [
         f"{i['name']} {i['action']} ({i.get('rows_indexed') or i.get('unindexed_rows') or 0} rows)"
         for i in t.indexes
-        if i["action"] != "current"
+        if i["action"] != current
     ]
     return f"; indexes: {', '.join(shown)}" if shown else ""
 
@@ -414,8 +420,8 @@ def _partitions(r: Any) -> View:
             PartitionLabel(m.spec_version, tuple(m.values.items())).text(),
             m.rows,
             m.bytes,
-            m.read_version,
-            m.read_branch or m.read_tag,
+            m.published.version,
+            m.published.branch or m.published.tag,
             m.location,
         ]
         for m in r.matches
@@ -636,15 +642,9 @@ def _ingest_summary(r: Any) -> str:
 # --- history ----------------------------------------------------------------------------------
 
 
-def _ref_text(ref: dict[str, Any] | None) -> str:
-    """A published ref as one cell: `v7`, `tag nightly`, `branch dev v3`, or `-` (none)."""
-    if ref is None:
-        return "-"
-    if ref.get("read_tag") is not None:
-        return f"tag {ref['read_tag']}"
-    version = ref.get("read_version")
-    shown = "latest" if version is None else f"v{version}"
-    return f"branch {ref['read_branch']} {shown}" if ref.get("read_branch") else shown
+def _ref_text(ref: Any) -> str:
+    """A published ref (`store.catalog_rows.PublishedRef`) as one cell, `-` for none."""
+    return "-" if ref is None else ref.cell()
 
 
 _RESTORE_VERBS = {"republished": "republish", "moved": "move", "unpublished": "unpublish"}
@@ -691,7 +691,7 @@ def _restored_ref_text(change: Any) -> str:
     if change.brought_from is None or change.after is None:
         return _ref_text(change.after)
     made = f"(made from v{change.brought_from})"
-    if change.after.get("read_version") is None:
+    if change.after.version is None:
         return f"new version {made}"
     return f"{_ref_text(change.after)} {made}"
 
@@ -705,18 +705,19 @@ def _rows_text(rows: int | None) -> str:
     return "? rows" if rows is None else f"{rows:,} {noun(rows, 'row')}"
 
 
-def _restore_what(r: Any) -> str:
+def _restore_what(r: Any, done: bool) -> str:
     """The partitions (or the table) a restore changes and their rows, before and after."""
-    was = "now" if r.new_version is None else "before"
+    was = "before" if done else "now"
     rows = f"{_rows_text(r.rows_before)} {was} -> {_rows_text(r.rows_after)}"
     if r.target != "__manifest":
         return rows
     return f"{plural(len(r.changes), 'partition')}, {rows}"
 
 
-def restore_question(r: Any) -> str:
-    """What the y/N prompt (and the refusal off a terminal) asks before a restore."""
-    return f"restore {r.target} to version {r.restored_to}: {_restore_what(r)}"
+def restore_question(plan: Any) -> str:
+    """What the y/N prompt (and the refusal off a terminal) asks before a restore (`plan`: a
+    `RestorePlan`)."""
+    return f"restore {plan.target} to version {plan.restored_to}: {_restore_what(plan, False)}"
 
 
 @_summary("lancens_cli.service.history.restore.RestoreResult")
@@ -737,11 +738,13 @@ def _restore_summary(r: Any) -> str:
         verb = "would get" if r.new_version is None else "got"
         own = f"; {made} {verb} a new table version made from the restored one"
     if r.new_version is None:
-        return f"would restore {r.target} to version {r.restored_to} ({_restore_what(r)}{own})"
+        return (
+            f"would restore {r.target} to version {r.restored_to} ({_restore_what(r, False)}{own})"
+        )
     over = f"; restored over version(s) {r.restored_over}" if r.restored_over else ""
     return (
         f"restored {r.target} to version {r.restored_to} as version {r.new_version} "
-        f"({_restore_what(r)}{own}){over}"
+        f"({_restore_what(r, True)}{own}){over}"
     )
 
 
@@ -770,9 +773,9 @@ def _published_text(p: Any) -> str:
     if p is None:
         return "-"
     version = "?" if p.version is None else f"v{p.version}"
-    if p.read_tag is not None:
-        return f"tag {p.read_tag} ({version})"
-    return f"branch {p.read_branch} {version}" if p.read_branch is not None else version
+    if p.ref.tag is not None:
+        return f"tag {p.ref.tag} ({version})"
+    return f"branch {p.ref.branch} {version}" if p.ref.branch is not None else version
 
 
 def _change_text(c: Any) -> str:

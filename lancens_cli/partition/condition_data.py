@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow.types as t
 
 from lancens_cli.errors import InvalidInputError
+from lancens_cli.partition.literals import integer_range, zone
 from lancens_cli.partition.predicate import (
     And,
     Between,
@@ -32,9 +33,8 @@ from lancens_cli.partition.predicate import (
     Node,
     Not,
     Or,
-    integer_range,
-    zone,
 )
+from lancens_cli.words import short
 
 FORMAT = 1
 _OPS = frozenset(("=", "!=", "<", "<=", ">", ">="))
@@ -113,7 +113,7 @@ class _Reader:
 
     def node(self, data: Any) -> Node:
         if not isinstance(data, dict):
-            raise self.fail(f"{_short(data)} is not a condition")
+            raise self.fail(f"{_quoted(data)} is not a condition")
         if "const" in data and isinstance(data["const"], bool):
             return Const(data["const"])
         for word, kind in (("and", And), ("or", Or)):
@@ -130,7 +130,7 @@ class _Reader:
             raise self.fail(f"'negated' of column {field.name!r} is not true or false")
         if "op" in data:
             if data["op"] not in _OPS:
-                raise self.fail(f"{_short(data['op'])} is not a comparison")
+                raise self.fail(f"{_quoted(data['op'])} is not a comparison")
             return Comparison(field.name, data["op"], self.literal(data.get("value"), field))
         if "in" in data:
             values = data["in"]
@@ -145,26 +145,26 @@ class _Reader:
             return Between(field.name, low, high, negated)
         if data.get("is_null") is True:
             return IsNull(field.name, negated)
-        raise self.fail(f"{_short(data)} is not a condition")
+        raise self.fail(f"{_quoted(data)} is not a condition")
 
     def field(self, name: Any) -> Any:
         if not isinstance(name, str) or name not in self.fields:
-            raise self.fail(f"column {_short(name)} is not in the schema")
+            raise self.fail(f"column {_quoted(name)} is not in the schema")
         return self.fields[name]
 
     def literal(self, data: Any, field: Any) -> Any:
         """The value, only if it has the Python type the parser gives `field`'s literals."""
         if not isinstance(data, dict) or len(data) != 1:
-            raise self.fail(f"{_short(data)} is not a literal")
+            raise self.fail(f"{_quoted(data)} is not a literal")
         ((tag, raw),) = data.items()
         fits, read = _LITERALS.get(tag, (None, None))
         if fits is None or read is None or not fits(field.type):
-            raise self.fail(f"column {field.name!r} ({field.type}) cannot hold {_short(data)}")
+            raise self.fail(f"column {field.name!r} ({field.type}) cannot hold {_quoted(data)}")
         try:
             return read(raw, field.type)
         except (ValueError, TypeError, InvalidOperation):
             raise self.fail(
-                f"column {field.name!r} ({field.type}) cannot hold {_short(data)}"
+                f"column {field.name!r} ({field.type}) cannot hold {_quoted(data)}"
             ) from None
 
 
@@ -231,6 +231,6 @@ def _stamp(stamp: dt.datetime, tz: str | None) -> dt.datetime:
     return stamp.astimezone(zone(tz))
 
 
-def _short(value: Any) -> str:
-    text = json.dumps(value) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 80 else text[:80] + "..."
+def _quoted(value: Any) -> str:
+    """A value of the condition's data as an error message quotes it."""
+    return short(json.dumps(value) if not isinstance(value, str) else repr(value), 80)

@@ -55,7 +55,9 @@ def _fail(text: str, why: str) -> InvalidInputError:
 
 def split_arguments(text: str) -> list[str]:
     """Split on commas outside parentheses and quotes."""
-    parts, depth, quote, current = [], 0, None, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth, quote = 0, None
     for char in text:
         if quote:
             quote = None if char == quote else quote

@@ -200,8 +200,11 @@ def field_id_padding(schema: Any, highest: int = -1) -> tuple[Any, list[str]]:
             padded.append(pa.field(gaps[-1], pa.int8()))
 
     for f in schema:
-        ids = [field_id_of(x) for x in nested_fields([f])]
-        if None in ids or ids != list(range(ids[0], ids[0] + len(ids))) or ids[0] < next_id:
+        maybe_ids = [field_id_of(x) for x in nested_fields([f])]
+        ids = [i for i in maybe_ids if i is not None]
+        if len(ids) < len(maybe_ids):
+            return schema, []
+        if ids != list(range(ids[0], ids[0] + len(ids))) or ids[0] < next_id:
             return schema, []
         pad(ids[0])
         padded.append(f)

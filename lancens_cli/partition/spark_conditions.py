@@ -28,21 +28,15 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from lancens_cli.errors import InvalidInputError
-from lancens_cli.partition.predicate import (
-    And,
-    Node,
+from lancens_cli.partition.literals import WrongLiteral, coerce, literal_mistake, zone
+from lancens_cli.partition.predicate import And, Node, columns_of, flatten
+from lancens_cli.partition.predicate_parser import (
     PredicateParser,
-    WrongLiteral,
-    coerce,
-    columns_of,
-    flatten,
     lance_dialect,
     literal_kind,
-    literal_mistake,
     parse_error_words,
     shortened,
     snippet,
-    zone,
 )
 
 # The SQL a condition is written in: "spark" (Spark SQL: `scan --where`, the data source's
@@ -217,7 +211,7 @@ def _quoting_hint(column: Any, names: dict[str, Any], dialect: Dialect) -> str |
 
 def _check_literals(tree: Any, schema: Any, kind_of: Any) -> None:
     """Every literal compared with a column must be able to be a value of its type
-    (`predicate.literal_mistake`), wherever it stands in the condition."""
+    (`literals.literal_mistake`), wherever it stands in the condition."""
     names = {f.name.lower(): f for f in schema}
 
     def field_of(e: Any) -> Any:

@@ -26,7 +26,7 @@ import threading
 import zoneinfo
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -38,7 +38,7 @@ from lancens_cli.partition import murmur
 from lancens_cli.partition.hash_functions import bind_hash_calls
 from lancens_cli.partition.spec import TIME_TRANSFORMS, PartitionField, Transform
 
-Source = pa.Array | pa.ChunkedArray | None
+Source: TypeAlias = pa.Array | pa.ChunkedArray | None
 
 _TIME_PARTS: dict[str, Callable[[pa.Array], pa.Array]] = {
     "year": pc.year,
@@ -248,6 +248,7 @@ def apply_transform(transform: Transform, sources: list[Source], length: int) ->
         if not present:
             return pa.nulls(length, pa.int32())
         result_type(transform, [a.type for a in present])
+        assert transform.num_buckets is not None  # Transform requires it of multi_bucket
         return murmur.bucket_of(murmur.hash_multi(arrays), transform.num_buckets)
     if len(arrays) != 1:
         raise InvalidInputError(f"{transform.type} takes one source column, got {len(arrays)}")
@@ -260,7 +261,9 @@ def apply_transform(transform: Transform, sources: list[Source], length: int) ->
     if transform.type in TIME_TRANSFORMS:
         return _time_part(transform.type, array)
     if transform.type == "bucket":
+        assert transform.num_buckets is not None  # Transform requires it of bucket
         return murmur.bucket_of(murmur.hash_array(array), transform.num_buckets)
+    assert transform.width is not None  # the one transform left is truncate, which has one
     return _truncate(array, transform.width)
 
 
@@ -369,6 +372,7 @@ def _run_with_missing(expression: str, arrays: list[pa.Array | None], length: in
             return _run(expression, _batch(columns))
         except InvalidInputError as exc:
             first_error = first_error or exc
+    assert first_error is not None  # _NULL_FALLBACK_TYPES is not empty
     raise first_error
 
 
@@ -441,6 +445,7 @@ def apply_field(field: PartitionField, sources: list[Source], length: int) -> pa
     if field.transform is not None:
         values = apply_transform(field.transform, sources, length)
         return _conform(values, field.result_type, f"{field.field_id} ({field.transform.type})")
+    assert field.expression is not None  # PartitionField has a transform or an expression
     return evaluate_expression(field.expression, sources, field.result_type, length)
 
 

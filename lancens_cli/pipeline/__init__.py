@@ -5,7 +5,8 @@ CLI's start-up. `register(spark)` makes `spark.read.format("lancens")` available
 the caller built.
 
 The data source (and pyspark with it) is imported inside `register`, so that the package and its
-Spark-free modules (`session.py`, `options.py`) import without pyspark.
+Spark-free modules (`source_options.py`, `task_failures.py`, and the planning parts of
+`scan.py`) import without pyspark.
 """
 
 from __future__ import annotations

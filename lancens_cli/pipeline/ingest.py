@@ -398,7 +398,10 @@ def check_input(columns: Any, target: IngestTarget, allow_missing_columns: bool)
     input lacking a column a partition field takes its value from, unless
     `allow_missing_columns`. Returns the target's columns the input lacks (filled with NULL)."""
     from lancens_cli.pipeline.write_commit import check_arrow_columns
-    from lancens_cli.service.partitioned.write import lacking_columns, require_partition_sources
+    from lancens_cli.service.partitioned.input_rows import (
+        lacking_columns,
+        require_partition_sources,
+    )
 
     if target.schema is None:
         return []
@@ -609,7 +612,8 @@ def _dry_run(
     if into is not None or schema is None:
         result.rows = frame.count()
         return
-    from lancens_cli.service.partitioned.write import LevelIndex, partitioned_target
+    from lancens_cli.service.partitioned.placement import LevelIndex
+    from lancens_cli.service.partitioned.write import partitioned_target
 
     snapshot, layout = partitioned_target(ns)
     spec = layout.current
@@ -621,7 +625,11 @@ def _dry_run(
     index = LevelIndex(snapshot, spec)
     from lancens_cli.partition.rows import child_id
     from lancens_cli.pipeline.write_task import decode_value
-    from lancens_cli.service.partitioned.write import TABLE_NAME, PartitionTouch, locate_partitions
+    from lancens_cli.service.partitioned.placement import (
+        TABLE_NAME,
+        PartitionTouch,
+        locate_partitions,
+    )
 
     fields = [f.field_id for f in spec.fields]
     for key, rows in counted.collect():
@@ -645,7 +653,7 @@ def _partition_counter(schema: Any, spec: Any) -> Any:
 
         from lancens_cli.pipeline.task_failures import carried
         from lancens_cli.pipeline.write_task import check_list_sizes, encode_value
-        from lancens_cli.service.partitioned.write import conform, split_by_partition
+        from lancens_cli.service.partitioned.input_rows import conform, split_by_partition
 
         try:
             for batch in batches:

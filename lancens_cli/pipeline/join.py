@@ -41,7 +41,7 @@ from lancens_cli.pipeline.join_tasks import encode_schema, pack, task_function
 from lancens_cli.pipeline.spark_session import is_connect, task_slots
 from lancens_cli.service.join.plan import JoinPlan, PartitionTable, Side, join_plan
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.store.tables import open_published
+from lancens_cli.store.catalog_rows import PublishedRef
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -344,16 +344,12 @@ def _pin(ns: Namespace, table: PartitionTable, since: Any = None) -> dict[str, A
     With `since` (an incremental join's left side), `new` lists the new rows as
     [fragment, offset or None, rows] and the count is theirs.
     """
-    row = {
-        "location": table.location,
-        "read_version": table.read_version,
-        "read_branch": table.read_branch,
-        "read_tag": table.read_tag,
-    }
-    dataset = open_published(ns.storage, row)
+    ref = table.published
+    row = {"location": table.location, **ref.as_json()}
+    dataset = ref.open(ns.storage, table.location)
     pinned = {**row, "rows": int(dataset.count_rows())}
-    if table.read_version is None or table.read_tag is not None:
-        pinned.update(read_version=int(dataset.version), read_tag=None)
+    if ref.version is None or ref.is_tag:  # the version (on its branch) the tasks all open
+        pinned.update(PublishedRef(int(dataset.version), ref.branch_in(dataset)).as_json())
     if since is not None:
         pinned["new"] = _new_rows(ns, table, row, dataset, since)
         pinned["rows"] = sum(count for _, _, count in pinned["new"])
@@ -366,13 +362,12 @@ def _new_rows(
     """[fragment, offset (None: whole), rows] of the rows appended since the start version."""
     from lancens_cli.partition.rows import dotted
     from lancens_cli.service.history.incremental import published_alike, table_new_rows
-    from lancens_cli.service.partitioned.branch import published_branch
 
     before = since.then(table.object_id, table.location)
     if before is not None and published_alike(before, row):
         return []
     what = f"partition table {dotted(table.object_id)}"
-    branch = published_branch(dataset, row)
+    branch = table.published.branch_in(dataset)
     found = table_new_rows(ns.storage, table.location, dataset, branch, before, what)
     return [[new.fragment_id, new.offset, new.count] for new in found]
 

@@ -104,7 +104,7 @@ def read_side(side: dict[str, Any], tables: list[dict[str, Any]], schema: Any) -
     """The rows of one side's partition tables, renamed to the output names, in `schema`: the
     types Spark takes (`join.spark_arrow_type`), so a vector is cast to a list here, before the
     join, and only a column whose type differs is converted."""
-    from lancens_cli.store.tables import open_published
+    from lancens_cli.store.catalog_rows import open_published
 
     storage = _storage(side)
     columns = [src for src, _ in side["columns"]]

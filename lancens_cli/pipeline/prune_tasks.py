@@ -26,6 +26,7 @@ from lancens_cli.pipeline.task_failures import from_spark, stop_if_interrupted
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.compact import Compaction
 from lancens_cli.service.prune.policy import PrunePolicy
+from lancens_cli.service.prune.report import TableStatus
 from lancens_cli.service.prune.table import (
     TableResult,
     TableWork,
@@ -99,16 +100,15 @@ class SparkTables:
                 stop_if_interrupted()
                 reason = from_spark(exc, "prune").message
                 return [(_unknown(w, reason), None) for w in works]
-        done: list[tuple[TableResult, Compaction | None]] = [None] * len(works)  # type: ignore[list-item]
+        done: list[tuple[TableResult, Compaction | None] | None] = [None] * len(works)
         for text in collected:
             row = json.loads(text["row"])
             result = TableResult.from_json(row["result"])
             done[row["index"]] = (result, compaction_from_json(row["compaction"]))
             advance(result.bytes_freed)
-        for i, entry in enumerate(done):
-            if entry is None:  # never happens unless Spark lost a row: say so, do not guess
-                done[i] = (_unknown(works[i], "its Spark task returned no result"), None)
-        return done
+        # a table without a row never happens unless Spark lost one: say so, do not guess
+        lost = "its Spark task returned no result"
+        return [entry or (_unknown(works[i], lost), None) for i, entry in enumerate(done)]
 
 
 @contextmanager
@@ -125,6 +125,6 @@ def _described(spark: SparkSession, text: str) -> Iterator[None]:
 
 
 def _unknown(work: TableWork, reason: str) -> TableResult:
-    result = TableResult(work.plan.object_id, work.plan.location, status="failed")
+    result = TableResult(work.plan.object_id, work.plan.location, status=TableStatus.FAILED)
     result.error = f"{reason}; rerun prune"
     return result

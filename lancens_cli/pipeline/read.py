@@ -90,7 +90,7 @@ def arrow_schema(opts: SourceOptions) -> Any:
     ident = opts.ident()
     if ident is None:
         return _namespace_schema(ns)
-    from lancens_cli.store.tables import open_published
+    from lancens_cli.store.catalog_rows import open_published
 
     ref = ns.require_table(ident, ns.snapshot())
     row = {**(ref.row or {}), "location": ref.location}

@@ -2,12 +2,12 @@
 
 `__manifest` is read once, with the pruning filter `partitions --where` uses
 (`service.partitioned.partitions.select_partitions`); every chosen table is opened at the
-version the manifest publishes (`store.tables.open_published`) and that version is written down
+reference its row publishes (`store.catalog_rows.PublishedRef`) and that version is written down
 as a number (a tag or a branch resolved here), with the fragments to read.
 The tasks then open exactly those versions and never look at `__manifest`: a read sees each
 write whole or not at all.
 
-The modules that load Lance (`store.tables`, `service.partitioned.partitions`,
+The modules that load Lance (`store.catalog_rows`' opening, `service.partitioned.partitions`,
 `partition.schema_evolution`) are imported inside the planning functions: `read.py` imports this
 module in every Python worker, and Lance loads only where it is used, after the worker forked.
 """
@@ -166,12 +166,7 @@ def _partition_targets(ns: Namespace, nodes: list[Node]) -> list[_Target]:
                 f"partition table {match.table}: lancens will not read its location: {problem} "
                 "(see `lancens check`)"
             )
-        row = {
-            "read_version": match.read_version,
-            "read_branch": match.read_branch,
-            "read_tag": match.read_tag,
-            "location": match.location,
-        }
+        row = {**match.published.as_json(), "location": match.location}
         residual = selection.residual_nodes.get(f"v{match.spec_version}")
         targets.append(
             _Target(match.table, match.location, row, residual, match.spec_version, match.object_id)
@@ -254,11 +249,10 @@ def _pieces(
     names: SinceNames | None = None,
 ) -> list[Piece]:
     from lancens_cli.partition.schema_evolution import column_sources
-    from lancens_cli.service.partitioned.branch import published_branch
-    from lancens_cli.store.tables import open_published
+    from lancens_cli.store.catalog_rows import PublishedRef, open_published
 
     dataset = open_published(ns.storage, target.row)
-    branch = published_branch(dataset, target.row)  # so tasks can open that version again
+    branch = PublishedRef.of(target.row).branch_in(dataset)  # so tasks can open that version again
     renamed: tuple[tuple[str, str | None], ...] = ()
     if history is not None:
         sources = column_sources(dataset.schema, schema, history)

@@ -3,10 +3,8 @@
 `spark.read.format("lancens").option("root", R).load("ns.table")` reads a table, `.load()` on a
 partitioned root reads the whole partitioned namespace; `df.write.format("lancens")` writes.
 This class only dispatches: reading lives in `pipeline/read.py`, writing in
-`pipeline/write_commit.py`, so that each task imports what it runs and no more.
-
-`read.py` and `write.py` are imported inside the methods that use them, so that a task imports what
-it runs and no more.
+`pipeline/write_commit.py`; each is imported inside the method that uses it, so that a task
+imports what it runs and no more.
 """
 
 from __future__ import annotations

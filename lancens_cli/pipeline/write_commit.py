@@ -149,7 +149,8 @@ def _plan(opts: SourceOptions, spark_schema: StructType, overwrite: bool) -> Wri
     ident = opts.ident()
     branch = check_ref_name(opts.extra.get("branch"), "the branch option")
     if ident is None:
-        from lancens_cli.service.partitioned.write import LevelIndex, partitioned_target
+        from lancens_cli.service.partitioned.placement import LevelIndex
+        from lancens_cli.service.partitioned.write import partitioned_target
 
         snapshot, layout = partitioned_target(ns)
         check_columns(spark_schema, layout.schema)
@@ -290,12 +291,11 @@ def _commit_partitioned(
 ) -> dict[str, Any]:
     from lance.fragment import FragmentMetadata
 
+    from lancens_cli.service.partitioned.placement import PartitionTouch, value_key
     from lancens_cli.service.partitioned.write import (
-        PartitionTouch,
         PartitionWrite,
         commit_touches,
         partitioned_target,
-        value_key,
     )
 
     ns = opts.namespace()

@@ -172,7 +172,7 @@ def _storage(plan: WritePlan) -> Any:
 
 def _table(plan: WritePlan, chunk: list[Any]) -> Any:
 
-    from lancens_cli.service.partitioned.write import conform
+    from lancens_cli.service.partitioned.input_rows import conform
 
     table = spark_times(pa.Table.from_batches(chunk), plan.schema, session_zone())
     check_list_sizes(table, plan.schema)
@@ -345,7 +345,7 @@ def _write_plain(plan: WritePlan, storage: Storage, chunk: list[Any], written: _
 def _write_partitioned(
     plan: WritePlan, storage: Storage, chunk: list[Any], written: _Written
 ) -> None:
-    from lancens_cli.service.partitioned.write import split_by_partition
+    from lancens_cli.service.partitioned.input_rows import split_by_partition
 
     table = _table(plan, chunk)
     placed = [_place(plan, touch) for touch in split_by_partition(table, plan.spec, plan.schema)]
@@ -363,7 +363,7 @@ def _write_partitioned(
 
 def _place(plan: WritePlan, touch: Any) -> tuple[Any, dict[str, Any]]:
     """The partition's table: the existing one, or the job's directory for a new one."""
-    from lancens_cli.service.partitioned.write import TABLE_NAME, value_key
+    from lancens_cli.service.partitioned.placement import TABLE_NAME, value_key
 
     parent, path, new = plan.spec.namespace, [], False
     for value in touch.values:

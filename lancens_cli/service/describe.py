@@ -22,6 +22,7 @@ from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import layout_of, partition_summary, runtime_properties
 from lancens_cli.service.partitioned.naming import label_for
 from lancens_cli.service.partitioned.sizes import published_sizes
+from lancens_cli.store.catalog_rows import PublishedRef, open_published
 from lancens_cli.store.inspect import describe_dataset, list_versions
 from lancens_cli.store.manifest import (
     READER_FLAGS_KEY,
@@ -29,7 +30,7 @@ from lancens_cli.store.manifest import (
     decode_properties,
     properties_problem,
 )
-from lancens_cli.store.tables import open_published, open_table, table_state
+from lancens_cli.store.tables import open_table, table_state
 
 
 def describe(ns: Namespace, ident: Identifier, *, versions: bool = False, delimiter: str = "."):
@@ -111,6 +112,8 @@ def _partition_totals(ns: Namespace, snapshot: Any, summary: dict[str, Any]) -> 
     """Rows and bytes over every partition table's published version (from manifests), and
     how many earlier namespace schemas evolve-schema has kept."""
     layout = layout_of(snapshot)
+    if layout is None:  # a summary without `unreadable` is made for a partitioned root only
+        return
     sizes = published_sizes(ns.storage, snapshot, partition_table_rows(snapshot.rows, layout.specs))
     known = [size for size in sizes.values() if size is not None]
     summary["rows"] = sum(size.rows for size in known)
@@ -150,9 +153,8 @@ def describe_table(
     description.details = describe_dataset(ds, ns.storage, ref.location)
     for index in description.details["indices"]:  # rows written since it was built
         index["unindexed_rows"] = unindexed_rows(ds, index["name"])
-    for column in ("read_version", "read_branch", "read_tag"):
-        if row.get(column) is not None:
-            description.details[column] = row[column]
+    published = PublishedRef.of(row).as_json()
+    description.details.update({k: v for k, v in published.items() if v is not None})
     if versions:
         description.versions = list_versions(ds)
     return description

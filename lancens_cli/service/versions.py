@@ -203,6 +203,7 @@ def namespace_versions(
                 )
             )
         else:
+            assert isinstance(planned, TableResult)  # decided at once: none left Deferred
             report.tables.append(
                 TableSummary(
                     name, location, len(planned.kept), 0, {}, None, planned.error or planned.status

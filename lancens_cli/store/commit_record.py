@@ -17,12 +17,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from lancens_cli.store.catalog_rows import PublishedRef
+
 OPERATION_KEY = "lancens.operation"
 OPTIONS_KEY = "lancens.options"
 CHANGES_KEY = "lancens.changes"
 MESSAGE_KEY = "__lance_commit_message"  # where Lance keeps a commit message
-
-PUBLISHING = ("read_version", "read_tag", "read_branch")
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def changes_of(
                 changes.tables_added += 1
             else:
                 changes.namespaces_added += 1
-        elif kind == "table" and any(old.get(c) != row.get(c) for c in PUBLISHING):
+        elif kind == "table" and PublishedRef.of(old) != PublishedRef.of(row):
             changes.tables_republished += 1
     for object_id, row in before.items():
         if object_id not in after:

@@ -96,6 +96,8 @@ def describe_dataset(ds: Any, storage: Storage, location: str) -> dict[str, Any]
             )
     version_files = [e.name for e in storage.list_dir(f"{location}/_versions")]
     bytes_on_storage = sum(size for _, size in storage.walk_files(location))
+    reader_flags: int | None
+    writer_flags: int | None
     try:
         reader_flags, writer_flags = feature_flags(ds._ds.serialized_manifest())
     except Exception:  # private API; describe still works without the flags

@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import lance
 import pyarrow as pa
@@ -34,6 +34,7 @@ from lancens_cli.errors import (
     lance_message,
 )
 from lancens_cli.models import MANIFEST_TABLE, OBJECT_ID_DELIMITER
+from lancens_cli.store.catalog_rows import CatalogRow, PublishedRef
 from lancens_cli.store.commit import COMMIT_ERRORS, backoff, is_conflict
 from lancens_cli.store.commit_record import CommitChanges, changes_of, transaction_properties
 from lancens_cli.store.inspect import index_summaries
@@ -189,6 +190,15 @@ class ManifestSnapshot:
     def __contains__(self, object_id: str) -> bool:
         return object_id in self._ids()
 
+    def entry(self, object_id: str) -> CatalogRow | None:
+        """The row of `object_id` as a typed value (None: no such row)."""
+        row = self.get(object_id)
+        return None if row is None else CatalogRow.of(row)
+
+    def entries(self) -> list[CatalogRow]:
+        """Every row as a typed value."""
+        return [CatalogRow.of(row) for row in self.rows]
+
     def children(self, object_id: str, recursive: bool = False) -> list[dict[str, Any]]:
         """Rows directly (or, recursively, anywhere) below a namespace; root is ''."""
         prefix = object_id + OBJECT_ID_DELIMITER if object_id else ""
@@ -279,7 +289,9 @@ class ManifestEdit:
             return True
         return object_id in self.snapshot and object_id not in self._removed
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, row: dict[str, Any] | CatalogRow) -> None:
+        if isinstance(row, CatalogRow):
+            row = row.as_row()
         object_id = row["object_id"]
         if self.has(object_id):
             raise KeyError(object_id)
@@ -298,6 +310,10 @@ class ManifestEdit:
             raise KeyError(object_id)
         self.remove(object_id)
         self._added[object_id] = {**current, **changes}
+
+    def publish(self, object_id: str, ref: PublishedRef) -> None:
+        """Send readers of a table row to `ref` (its `read_*` columns; the rest kept)."""
+        self.replace(object_id, **ref.columns())
 
     def changes(self, metadata: bool = False) -> CommitChanges:
         """What this edit changes, as the commit records it (`metadata`: the metadata commit
@@ -321,6 +337,22 @@ class ManifestEdit:
             new_rows = pa.Table.from_pylist(list(self._added.values()), schema=table.schema)
             table = pa.concat_tables([table, new_rows])
         return table
+
+
+@dataclass(frozen=True)
+class Landed(Generic[T]):
+    """What one `ManifestStore.commit` call committed, and its last plan's answer."""
+
+    result: T
+    planned_on: int  # the version the last plan read (the commit, if any, is the next one)
+    versions: tuple[int, ...] = ()  # every version this call committed, in order
+    metadata_only: tuple[int, ...] = ()  # those that set table metadata alone
+
+    @property
+    def rows_version(self) -> int | None:
+        """The last version that committed rows (None: no row changed)."""
+        rows = [v for v in self.versions if v not in self.metadata_only]
+        return rows[-1] if rows else None
 
 
 @dataclass
@@ -483,10 +515,22 @@ class ManifestStore:
         metadata_last: bool = False,
         message: str | None = None,
     ) -> T:
-        """Apply `plan` to the newest snapshot and commit it, re-planning on conflict.
+        """`commit`, for a caller that needs only what its plan answered."""
+        return self.commit(plan, metadata_last=metadata_last, message=message).result
 
-        `plan` may raise (e.g. the name is taken); it is called again on every retry, so it
-        must derive everything from the snapshot it is given.
+    def commit(
+        self,
+        plan: Callable[[ManifestSnapshot, ManifestEdit], T],
+        *,
+        metadata_last: bool = False,
+        message: str | None = None,
+    ) -> Landed[T]:
+        """Apply `plan` to the newest snapshot and commit it, re-planning on conflict; what
+        landed (every version this call committed) comes back with the last plan's answer.
+
+        `plan` may raise (e.g. the name is taken); it is called again on every retry and after
+        each metadata commit, so it must derive everything from the snapshot it is given (its
+        earlier answers are stale: only the last one counts, and `Landed` carries it).
 
         Lance commits rows (an Overwrite) and table metadata (UpdateConfig) in separate
         operations, never in one. By default the metadata lands first; `metadata_last` lands
@@ -501,40 +545,34 @@ class ManifestStore:
             raise InvalidInputError(
                 f"__manifest version {self.pinned_version} is a past version: it is read-only"
             )
-        attempt = landed = 0
+        attempt = 0
+        versions: list[int] = []
+        metadata_only: list[int] = []
         while attempt <= self.retries:
             interrupt.checkpoint()  # Ctrl-C before a commit: the caller's clean-up runs
             snapshot = self.read()
             edit = ManifestEdit(snapshot)
             result = plan(snapshot, edit)
             if edit.is_empty and not edit.metadata_updates:
-                return result
+                return Landed(result, snapshot.version, tuple(versions), tuple(metadata_only))
             require_writable(snapshot)
             if metadata_last and edit.metadata_updates and not edit.is_empty:
                 # the rows first; the next round plans again and finds only the metadata
                 if self._try_commit(snapshot, edit.build(), message, edit):
-                    interrupt.mark_durable()
-                    if self.build_indexes:
-                        self.create_indexes()
-                    landed += 1
-                    if landed > _METADATA_COMMITS:
-                        raise ManifestError("__manifest keeps changing; giving up")
+                    self._landed(snapshot, versions)
+                    _refuse_endless(versions)
                     continue
             elif edit.metadata_updates:
                 # Metadata goes first, in its own commit; the plan sees it on the next round
                 # and the rows follow. A crash in between leaves the metadata, which a rerun
                 # of the same plan finds already there.
                 if self._commit_metadata(snapshot, edit):
-                    interrupt.mark_durable()
-                    landed += 1
-                    if landed > _METADATA_COMMITS:
-                        raise ManifestError("__manifest metadata keeps changing; giving up")
+                    self._landed(snapshot, versions, metadata_only)
+                    _refuse_endless(versions)
                     continue
             elif self._try_commit(snapshot, edit.build(), message, edit):
-                interrupt.mark_durable()
-                if self.build_indexes:
-                    self.create_indexes()
-                return result
+                self._landed(snapshot, versions)
+                return Landed(result, snapshot.version, tuple(versions), tuple(metadata_only))
             attempt += 1  # a landed metadata commit is progress, not a retry
             if self.on_retry:
                 self.on_retry(attempt)
@@ -542,6 +580,20 @@ class ManifestStore:
         raise ConcurrentModificationError(
             f"__manifest kept changing under us; gave up after {self.retries} retries"
         )
+
+    def _landed(
+        self,
+        snapshot: ManifestSnapshot,
+        versions: list[int],
+        metadata_only: list[int] | None = None,
+    ) -> None:
+        """Note a commit at snapshot.version + 1; the catalog's indexes follow the rows."""
+        interrupt.mark_durable()
+        versions.append(snapshot.version + 1)
+        if metadata_only is not None:
+            metadata_only.append(snapshot.version + 1)
+        elif self.build_indexes:
+            self.create_indexes()
 
     def _try_commit(
         self,
@@ -641,6 +693,12 @@ class ManifestStore:
     def describe_indexes(self) -> list[dict[str, Any]]:
         ds = self.open_dataset()
         return [] if ds is None else index_summaries(ds)
+
+
+def _refuse_endless(versions: list[int]) -> None:
+    """A plan that keeps asking for another commit before its rows never settles: give up."""
+    if len(versions) > _METADATA_COMMITS:
+        raise ManifestError("__manifest keeps changing; giving up")
 
 
 def _warn(text: str) -> None:

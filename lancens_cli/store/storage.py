@@ -119,16 +119,23 @@ class Storage:
 
     # --- fsspec (object stores only) ----------------------------------------------------
     @property
+    def _object_store(self) -> ObjectStoreFiles:
+        """The object store side; local disk has none (AttributeError, as it always had)."""
+        if not isinstance(self._files, ObjectStoreFiles):
+            raise AttributeError(f"{self.root_uri} is on local disk: no fsspec file system")
+        return self._files
+
+    @property
     def fs(self) -> Any:
-        return self._files.fs
+        return self._object_store.fs
 
     def remote(self, call, *args, **kwargs):
         """Run an fsspec call, turning transport failures into one clear error."""
-        return self._files.remote(call, *args, **kwargs)
+        return self._object_store.remote(call, *args, **kwargs)
 
     def fail(self, exc: Exception):
         """Raise an object store's failure in the storage's own words (no call, no retry)."""
-        self._files.fail(exc)  # type: ignore[union-attr]
+        self._object_store.fail(exc)
 
     # --- queries ------------------------------------------------------------------------
     def root_exists(self) -> bool:

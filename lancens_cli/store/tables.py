@@ -173,40 +173,6 @@ def open_table(storage: Storage, location: str, version: int | str | None = None
         ) from None
 
 
-def branch_name(value: Any) -> str | None:
-    """The branch a Lance ref names, None for main (Lance writes main as None or "main")."""
-    return None if value in (None, "main") else str(value)
-
-
-def published_version(row: dict[str, Any]) -> int | str | tuple[str, int | None] | None:
-    """What spec 004's Read Behavior sends a reader to for a `__manifest` table row.
-
-    `read_tag` alone: the tag; `read_branch` + `read_version`: that version of the branch;
-    `read_version` alone: that version of main; all NULL or absent: None, the latest of main.
-    """
-    tag, branch, version = row.get("read_tag"), row.get("read_branch"), row.get("read_version")
-    if tag is not None:
-        return str(tag)
-    if branch is not None:
-        return (str(branch), None if version is None else int(version))
-    return None if version is None else int(version)
-
-
-def open_published(storage: Storage, row: dict[str, Any]) -> Any:
-    """Open a partition table at the version `__manifest` publishes for readers."""
-    target = published_version(row)
-    if isinstance(target, tuple):
-        dataset = open_table(storage, row["location"])
-        try:
-            return dataset.checkout_version(target)
-        except (ValueError, OSError, RuntimeError) as exc:
-            raise InvalidTableStateError(
-                f"table at {row['location']!r}: branch {target[0]!r} version {target[1]} "
-                f"cannot be loaded: {lance_message(exc)}"
-            ) from None
-    return open_table(storage, row["location"], version=target)
-
-
 # Lance's words for a failure of the input stream while it writes.
 _INPUT_FAILURE = (
     "lanceerror(arrow)",

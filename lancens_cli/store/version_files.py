@@ -242,7 +242,7 @@ def _objects(storage: Storage, bucket: str, prefix: str) -> Iterator[dict]:
     """Every object below `prefix`, a `ListObjectsV2` page (1,000 keys) at a time."""
     token = None
     while True:
-        more = {"ContinuationToken": token} if token else {}
+        more: dict[str, str] = {"ContinuationToken": token} if token else {}
         page = storage.remote(
             storage.fs.call_s3, "list_objects_v2", Bucket=bucket, Prefix=prefix, **more
         )

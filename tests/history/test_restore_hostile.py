@@ -344,17 +344,17 @@ def racing_writer(monkeypatch, root, sources: list[str]) -> list:
     """Run a real `lancens write` (a subprocess) for each source just before the restore's
     `__manifest` commit begins: after its plan, after any table it brought to today's schema.
     The patch only chooses the moment; the write and the restore are the CLI's own."""
-    original = ManifestStore.mutate
+    original = ManifestStore.commit
     writes = []
 
-    def mutate(self, plan, **kwargs):
+    def commit(self, plan, **kwargs):
         if (kwargs.get("message") or "").startswith(RESTORE_MESSAGE) and not writes:
             for source in sources:
                 done = run_cli(*root.args, "--json", "write", "--from", source)
                 writes.append(manifest_versions(root)[-1] if done.exit_code == 0 else done)
         return original(self, plan, **kwargs)
 
-    monkeypatch.setattr(ManifestStore, "mutate", mutate)
+    monkeypatch.setattr(ManifestStore, "commit", commit)
     return writes
 
 

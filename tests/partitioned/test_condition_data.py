@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.partition.condition_data import decode, encode
+from lancens_cli.partition.literals import zone
 from lancens_cli.partition.predicate import (
     And,
     Between,
@@ -31,7 +32,6 @@ from lancens_cli.partition.predicate import (
     Not,
     Or,
     to_sql,
-    zone,
 )
 from lancens_cli.partition.spark_conditions import split_condition
 

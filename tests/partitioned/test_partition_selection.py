@@ -36,9 +36,9 @@ from lancens_cli.partition.predicate import (
     Or,
     evaluate,
     negation_normal_form,
-    parse,
     to_sql,
 )
+from lancens_cli.partition.predicate_parser import parse
 from lancens_cli.partition.schema import with_field_ids
 from lancens_cli.partition.selection import plan, selected
 from lancens_cli.partition.spec import PartitionField, PartitionSpec, Transform, specs_from_metadata

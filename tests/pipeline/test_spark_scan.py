@@ -23,7 +23,8 @@ import pyarrow.parquet as pq
 import pytest
 from helpers import Root, invoke, ok, run_cli
 
-from lancens_cli.partition.predicate import evaluate, parse
+from lancens_cli.partition.predicate import evaluate
+from lancens_cli.partition.predicate_parser import parse
 
 # In-process runs reuse the shared local[2] session (flags > env > local[*]).
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("shared_master")]

@@ -141,14 +141,15 @@ def drop(
             _mark_dropping(ns, tables, delimiter)
         advance = progress(len(tables)) if progress else None
         for change in tables:
-            ns.storage.delete_tree(change.location)
+            ns.storage.delete_tree(_table_location(change))
             if advance:
                 advance()
     else:
         # Mark what we forget, so that neither dir listing nor `check --fix` brings it back.
         for change in tables:
-            if ns.storage.exists(change.location):
-                write_deregistered_marker(ns.storage, change.location)
+            location = _table_location(change)
+            if ns.storage.exists(location):
+                write_deregistered_marker(ns.storage, location)
     if ns.config.manifest_enabled:
         ids = {Identifier.parse(c.id, delimiter).object_id for c in plan.changes}
 
@@ -163,6 +164,13 @@ def drop(
 
         ns.manifest.mutate(remove)
     return plan
+
+
+def _table_location(change: Change) -> str:
+    """The location of a table whose data a drop deletes (`tables` keeps those with one)."""
+    if change.location is None:
+        raise ValueError(f"table {change.id}: a drop of its data needs its location")
+    return change.location
 
 
 def _mark_dropping(ns: Namespace, tables: list[Change], delimiter: str) -> None:
@@ -180,11 +188,12 @@ def _mark_dropping(ns: Namespace, tables: list[Change], delimiter: str) -> None:
         for object_id, change in wanted.items():
             row = snapshot.get(object_id)
             if row is None:
-                moved = snapshot.locations().get(change.location) not in (None, object_id)
+                location = _table_location(change)
+                moved = snapshot.locations().get(location) not in (None, object_id)
                 if (
                     moved
-                    or change.location in stale_rename_sources(snapshot)
-                    or not ns.storage.exists(change.location)
+                    or location in stale_rename_sources(snapshot)
+                    or not ns.storage.exists(location)
                 ):
                     raise TableNotFoundError(
                         f"table {change.id} no longer exists: another process renamed or "

@@ -21,6 +21,7 @@ from lancens_cli.models import (
 )
 from lancens_cli.partition.rows import top_namespace
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.partitioned.label import PartitionLabel
 from lancens_cli.service.partitioned.layout import partition_summary
 from lancens_cli.service.partitioned.naming import partition_labels
 from lancens_cli.store.containment import directory_location_problem, row_locations, shown
@@ -110,11 +111,17 @@ class _PartitionView:
     (empty for any other root, and for damaged partition metadata: listed as rows)."""
 
     def __init__(self, snapshot: Any, summary: dict[str, Any] | None) -> None:
-        readable = summary is not None and "unreadable" not in summary
-        versions = summary["spec_versions"] if readable else []
-        self.labels = partition_labels(snapshot) if readable else {}
+        self.labels: dict[str, PartitionLabel] = {}
+        self.spec_namespaces: set[str] = set()
+        self.current: str | None = None
+        self.specs: dict[str, str] = {}
+        self.counts: dict[str, Any] = {}
+        if summary is None or "unreadable" in summary:
+            return
+        versions = summary["spec_versions"]
+        self.labels = partition_labels(snapshot)
         self.spec_namespaces = {f"v{v}" for v in versions}
-        self.current = f"v{summary['current_spec']}" if readable else None
+        self.current = f"v{summary['current_spec']}"
         self.specs = {f"v{v}": ", ".join(summary["spec_fields"][str(v)]) for v in versions}
         self.counts = {f"v{v}": summary["partitions_by_spec"][str(v)] for v in versions}
 

@@ -249,7 +249,7 @@ def _move_table(
     versions: frozenset[str] | None,
 ) -> str:
     source = ref.location
-    target = target or v2_location(new.object_id)
+    planned = target or v2_location(new.object_id)
 
     def record_intent(snapshot: ManifestSnapshot, edit: ManifestEdit) -> str:
         _require_same(ns, snapshot, old, source, versions, exact=True)
@@ -264,13 +264,13 @@ def _move_table(
         base = row or table_row(old.object_id, source, None)
         properties = decode_properties(base["metadata"])
         properties[RENAME_INTENT_KEY] = json.dumps(
-            {"to": new.object_id, "location": target}, separators=(",", ":")
+            {"to": new.object_id, "location": planned}, separators=(",", ":")
         )
         if row is not None:
             edit.replace(old.object_id, metadata=encode_properties(properties))
         else:
             edit.add({**base, "metadata": encode_properties(properties)})
-        return target
+        return planned
 
     target = ns.manifest.mutate(record_intent)
     try:
@@ -326,7 +326,9 @@ def _withdraw(
     def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> None:
         row = snapshot.get(old.object_id)
         intent = rename_intent(row)
-        if not intent or intent.get("to") != new.object_id or intent.get("location") != target:
+        if row is None or not intent:
+            return
+        if intent.get("to") != new.object_id or intent.get("location") != target:
             return
         if not ns.storage.exists(source):
             edit.remove(old.object_id)
@@ -383,10 +385,11 @@ def _rename_namespace(ns, old, new, dry_run, delimiter) -> ChangeSet:
 
     def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> None:
         ns.require_namespace(new.parent, snapshot)
-        if snapshot.get(old.object_id) is None:
+        namespace_row = snapshot.get(old.object_id)
+        if namespace_row is None:
             raise InvalidInputError(f"namespace {old.display()} no longer exists")
         refuse_taken(ns, new, snapshot)
-        rows = [snapshot.get(old.object_id), *snapshot.children(old.object_id, recursive=True)]
+        rows = [namespace_row, *snapshot.children(old.object_id, recursive=True)]
         for row in rows:
             suffix = row["object_id"][len(old.object_id) :]
             edit.remove(row["object_id"])

@@ -30,15 +30,15 @@ from lancens_cli.service.history.transactions import (
     version_stats,
 )
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioned.branch import published_branch, ref_of
 from lancens_cli.service.partitioned.label import PartitionLabel
 from lancens_cli.service.partitioned.layout import PartitionLayout, layout_of, spec_fields
 from lancens_cli.service.partitioned.naming import label_for, label_of
 from lancens_cli.service.partitioned.sizes import version_size
+from lancens_cli.store.catalog_rows import PublishedRef, branch_name
 from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import ManifestSnapshot
 from lancens_cli.store.storage import Storage
-from lancens_cli.store.tables import branch_name, open_published, open_table
+from lancens_cli.store.tables import open_table
 from lancens_cli.store.version_pick import parse_version, pick_version, version_history
 from lancens_cli.words import utc_iso
 
@@ -47,23 +47,21 @@ _READ_ERRORS = (LancensError, OSError, ValueError, RuntimeError)
 
 
 @dataclass
-class Published:
+class PublishedState:
     """What one `__manifest` row publishes, and what a reader finds there."""
 
-    read_version: int | None
-    read_tag: str | None
-    read_branch: str | None
+    ref: PublishedRef
     version: int | None = None  # the table version readers get (a tag as it names one now)
     rows: int | None = None
     bytes: int | None = None
     line: str | None = field(default=None, repr=False)  # the branch of `version` (None: main)
 
     def to_json(self) -> dict[str, Any]:
-        plain: dict[str, Any] = {"read_version": self.read_version}
-        if self.read_tag is not None:
-            plain["read_tag"] = self.read_tag
-        if self.read_branch is not None:
-            plain["read_branch"] = self.read_branch
+        plain: dict[str, Any] = {"read_version": self.ref.version}
+        if self.ref.tag is not None:
+            plain["read_tag"] = self.ref.tag
+        if self.ref.branch is not None:
+            plain["read_branch"] = self.ref.branch
         plain.update(version=self.version, rows=self.rows, bytes=self.bytes)
         return plain
 
@@ -76,8 +74,8 @@ class PartitionChange:
     table: str
     label: PartitionLabel
     location: str
-    before: Published | None  # at A (None: added)
-    after: Published | None  # at B (None: removed)
+    before: PublishedState | None  # at A (None: added)
+    after: PublishedState | None  # at B (None: removed)
     operations: list[VersionChange] = field(default_factory=list)
     note: str | None = None
 
@@ -303,7 +301,8 @@ def _partition_tables(
 
 
 def _same(old: dict[str, Any], new: dict[str, Any]) -> bool:
-    return ref_of(old) == ref_of(new) and old.get("location") == new.get("location")
+    same_ref = PublishedRef.of(old) == PublishedRef.of(new)
+    return same_ref and old.get("location") == new.get("location")
 
 
 def _fill(
@@ -329,16 +328,17 @@ def _fill(
         list(pool.map(fill, entries))
 
 
-def _published(storage: Storage, verdicts: Any, row: dict[str, Any]) -> Published:
+def _published(storage: Storage, verdicts: Any, row: dict[str, Any]) -> PublishedState:
     """What the row publishes; its version, rows and bytes when the table opens there (a row
     the trust boundary refuses is never opened: `check` says why)."""
-    found = Published(row.get("read_version"), row.get("read_tag"), row.get("read_branch"))
+    ref = PublishedRef.of(row)
+    found = PublishedState(ref)
     if verdicts.problem(row["object_id"]) is not None:
         return found
     try:
-        dataset = open_published(storage, row)
+        dataset = ref.open(storage, row["location"])
         size = version_size(dataset)
-        found.version, found.line = int(dataset.version), published_branch(dataset, row)
+        found.version, found.line = int(dataset.version), ref.branch_in(dataset)
         found.rows, found.bytes = size.rows, size.bytes
     except _READ_ERRORS:
         pass

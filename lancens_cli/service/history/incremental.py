@@ -39,12 +39,12 @@ from lancens_cli.errors import InvalidInputError
 from lancens_cli.partition.rows import dotted, partition_table_rows
 from lancens_cli.service.history.transactions import operation_of, operation_word
 from lancens_cli.service.partitioned.layout import layout_of
+from lancens_cli.store.catalog_rows import PublishedRef
 
 if TYPE_CHECKING:
     from lancens_cli.service.namespace import Namespace
     from lancens_cli.store.storage import Storage
 
-READ_REF = ("read_version", "read_branch", "read_tag")
 
 Segments = list[tuple[int, bool]]  # runs of a fragment's live rows, in order: (rows, new?)
 
@@ -169,7 +169,7 @@ def _after_the_end(
 
 def published_alike(before: dict[str, Any], after: dict[str, Any]) -> bool:
     """Whether two rows send readers to the same table version (nothing new between)."""
-    return all(before.get(key) == after.get(key) for key in READ_REF)
+    return PublishedRef.of(before) == PublishedRef.of(after)
 
 
 def table_new_rows(
@@ -182,13 +182,11 @@ def table_new_rows(
 ) -> list[NewRows]:
     """The new rows of a table opened at the end version (on `branch`) since the row the
     start version published of it (None: every row is new)."""
-    from lancens_cli.service.partitioned.branch import published_branch
-    from lancens_cli.store.tables import open_published
-
     since = None
     if before is not None:
-        then = open_published(storage, {**before, "location": location})
-        if published_branch(then, before) != branch:
+        then_ref = PublishedRef.of(before)
+        then = then_ref.open(storage, location)
+        if then_ref.branch_in(then) != branch:
             raise NotAppendOnly(
                 f"{what}: published on another branch than before; incremental reads follow "
                 "one line"

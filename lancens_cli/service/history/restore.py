@@ -27,6 +27,7 @@ that builds it, `prune --optimize-indexes`, which publishes what it builds in on
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import warnings
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -49,17 +50,17 @@ from lancens_cli.service.history.transactions import operation_of
 from lancens_cli.service.indexes.build import too_few_vectors
 from lancens_cli.service.indexes.definitions import IndexDefinition, readable_definitions
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioned.branch import ref_of
 from lancens_cli.service.partitioned.evolve_schema import Brought, bring_table
 from lancens_cli.service.partitioned.label import PartitionLabel
 from lancens_cli.service.partitioned.layout import layout_of
 from lancens_cli.service.partitioned.naming import label_of
 from lancens_cli.service.partitioned.republish import mark_partitioned_writer
 from lancens_cli.service.partitioned.sizes import TableSize, version_size
+from lancens_cli.store.catalog_rows import PublishedRef
 from lancens_cli.store.commit import retry_on_conflict
 from lancens_cli.store.inspect import index_summaries
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
-from lancens_cli.store.tables import open_published, open_table, write_unpublished_marker
+from lancens_cli.store.tables import open_table, write_unpublished_marker
 from lancens_cli.store.version_pick import pick_version, version_history
 from lancens_cli.words import noun, plural, utc_iso
 
@@ -100,8 +101,8 @@ class RestoredPartition:
     object_id: str
     location: str
     label: PartitionLabel | None
-    before: dict[str, Any] | None  # the ref published now ({read_version, read_tag, ...})
-    after: dict[str, Any] | None  # the ref N published
+    before: PublishedRef | None  # what is published now (None: no table row)
+    after: PublishedRef | None  # what N published
     rows_before: int | None = None
     rows_after: int | None = None
     # N's version is of an earlier schema generation: a new version at the current schema,
@@ -124,8 +125,8 @@ class RestoredPartition:
             "object_id": self.object_id,
             **(self.label.json_fields() if self.label is not None else {}),
             "location": self.location,
-            "before": self.before,
-            "after": self.after,
+            "before": None if self.before is None else self.before.as_json(),
+            "after": None if self.after is None else self.after.as_json(),
             "rows_before": self.rows_before,
             "rows_after": self.rows_after,
             "to_current_schema": self.behind,
@@ -136,8 +137,45 @@ class RestoredPartition:
 
 
 @dataclass
+class RestorePlan:
+    """What a restore would change, checked whole before anything is written; the run that
+    follows it (`restore_namespace`, `restore_table`) returns the outcome, a `RestoreResult`."""
+
+    target: str  # "__manifest" for a partitioned root, else the table
+    restored_to: int
+    restored_to_time: str | None
+    planned_on: int  # the newest version when the restore was planned
+    nothing_to_restore: bool = False  # N is the newest, or what is read now holds its rows
+    changes: list[RestoredPartition] = field(default_factory=list)
+    rows_before: int | None = None  # as in RestoreResult
+    rows_after: int | None = None
+    notes: list[str] = field(default_factory=list)
+    index_remedy: str | None = None
+
+    def answer(self, dry_run: bool) -> RestoreResult:
+        """The plan as a command's answer: a dry run's, or a run's with nothing to restore."""
+        result = self.outcome(dry_run=dry_run)
+        result.status = NOTHING_TO_RESTORE if self.nothing_to_restore else WOULD_RESTORE
+        result.changes = self.changes
+        result.rows_before, result.rows_after = self.rows_before, self.rows_after
+        result.index_remedy = self.index_remedy
+        return result
+
+    def outcome(self, dry_run: bool = False) -> RestoreResult:
+        """A result for this plan's restore, its words carried over, the rest to fill in."""
+        return RestoreResult(
+            self.target,
+            self.restored_to,
+            self.restored_to_time,
+            self.planned_on,
+            dry_run=dry_run,
+            notes=list(self.notes),
+        )
+
+
+@dataclass
 class RestoreResult(Result):
-    """What a restore did (or, with `dry_run`, would do)."""
+    """What a restore did (or, with `dry_run`, would do): the outcome of a `RestorePlan`."""
 
     target: str  # "__manifest" for a partitioned root, else the table
     restored_to: int
@@ -184,13 +222,11 @@ class RestoreResult(Result):
 
 
 def plan_namespace_restore(
-    ns: Namespace, version: str | int | None, timestamp: str | None, dry_run: bool = True
-) -> RestoreResult:
+    ns: Namespace, version: str | int | None, timestamp: str | None
+) -> RestorePlan:
     """What restoring the partitioned root to a `__manifest` version changes, checked whole:
     what the real run will publish (a table that gets a version of its own names the version
-    it is built on), or that there is nothing to restore. `dry_run`: whether it is shown as a
-    dry run's answer (else it is the plan of the run that follows, or its answer when there is
-    nothing to do)."""
+    it is built on), or that there is nothing to restore."""
     ns.require_root()
     now = ns.snapshot()
     if layout_of(now) is None:
@@ -209,10 +245,8 @@ def plan_namespace_restore(
     _require_readable(ns, changes, target, layout.schema, readable_definitions(now.metadata))
     for change in changes:
         _plan_own_version(change)
-    result = RestoreResult(
-        MANIFEST_TABLE, target, _manifest_time(ns, target), now.version, dry_run=dry_run
-    )
-    result.status = WOULD_RESTORE if every else NOTHING_TO_RESTORE
+    result = RestorePlan(MANIFEST_TABLE, target, _manifest_time(ns, target), now.version)
+    result.nothing_to_restore = not every
     result.changes = changes
     result.rows_before, result.rows_after = _totals(changes)
     result.notes.append(SCHEMA_NOTE)
@@ -242,15 +276,15 @@ def _plan_own_version(change: RestoredPartition) -> None:
     """What the real run publishes for a table that gets a version of its own: built on N's
     version (`brought_from`), at a number only its commit gives (`after.read_version` None)."""
     if change.will_make_version and change.after is not None:
-        change.brought_from = change.after["read_version"]
-        change.after = {**change.after, "read_version": None}
+        change.brought_from = change.after.version
+        change.after = dataclasses.replace(change.after, version=None)
 
 
 def _planned_base(change: RestoredPartition) -> int | None:
     """The version N published for the table: the one its own version is built on."""
     if change.will_make_version:
         return change.brought_from
-    return change.after["read_version"] if change.after is not None else None
+    return change.after.version if change.after is not None else None
 
 
 def _totals(changes: list[RestoredPartition]) -> tuple[int | None, int | None]:
@@ -264,7 +298,7 @@ def _totals(changes: list[RestoredPartition]) -> tuple[int | None, int | None]:
     )
 
 
-def restore_namespace(ns: Namespace, planned: RestoreResult) -> RestoreResult:
+def restore_namespace(ns: Namespace, planned: RestorePlan) -> RestoreResult:
     """Commit the restore `planned` describes: the restored tables of an earlier schema
     generation are brought to the current schema first (unpublished versions of their own),
     then one `__manifest` commit, planned anew (from version N's rows) on every retry."""
@@ -272,14 +306,9 @@ def restore_namespace(ns: Namespace, planned: RestoreResult) -> RestoreResult:
     past = ns.as_of(version=target).snapshot()
     brought = _already_restored(ns, ns.snapshot(), past)
     brought |= _bring(ns, [c for c in planned.changes if c.after is not None])
-    landed: dict[str, Any] = {}
-    guards: list[int] = []  # versions that only set our writer guard: no write restored over
 
-    def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> int | None:
-        if _guard_landed(landed.get("guarding"), snapshot):
-            guards.append(snapshot.version)
+    def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> list[RestoredPartition]:
         changes = _changes(snapshot, past, brought)
-        landed["changes"], landed["base"] = changes, snapshot.version
         rows = {row["object_id"]: _published_row(row, brought) for row in past.rows}
         for change in changes:
             if change.action == UNPUBLISHED:
@@ -291,23 +320,18 @@ def restore_namespace(ns: Namespace, planned: RestoreResult) -> RestoreResult:
                     change.object_id,
                     **_fields(snapshot.get(change.object_id), rows[change.object_id]),
                 )
-        landed["guarding"] = None
-        if edit.is_empty:
-            return None
-        mark_partitioned_writer(snapshot, edit)
-        if edit.metadata_updates:  # committed on its own first; the next round must not count it
-            landed["guarding"] = snapshot
-        return snapshot.version + 1
+        if not edit.is_empty:
+            mark_partitioned_writer(snapshot, edit)
+        return changes
 
-    committed = ns.manifest.mutate(plan, message=f"lancens restore to version {target}")
+    landed = ns.manifest.commit(plan, message=f"lancens restore to version {target}")
+    committed = landed.rows_version
     if committed is not None:
-        _mark_unpublished(ns, landed.get("changes", []), target, committed)
-    result = RestoreResult(
-        planned.target, target, planned.restored_to_time, planned.planned_on, dry_run=False
-    )
+        _mark_unpublished(ns, landed.result, target, committed)
+    result = planned.outcome()
     result.new_version = committed
     result.status = RESTORED if committed is not None else NOTHING_TO_RESTORE
-    result.changes = _with_sizes(planned.changes, _tables(landed.get("changes", [])))
+    result.changes = _with_sizes(planned.changes, _tables(landed.result))
     behind = {c.object_id for c in planned.changes if c.behind}
     for change in result.changes:
         base, published = brought.get(change.object_id, (None, None))
@@ -315,9 +339,9 @@ def restore_namespace(ns: Namespace, planned: RestoreResult) -> RestoreResult:
             change.brought_from = base
             change.behind = change.behind or change.object_id in behind
     result.rows_before, result.rows_after = _totals(result.changes)
-    base = landed.get("base", planned.planned_on)
-    result.restored_over = [v for v in range(planned.planned_on + 1, base + 1) if v not in guards]
-    result.notes = list(planned.notes)
+    # what landed between the plan and the commit, but for the guard this run set itself
+    meanwhile = range(planned.planned_on + 1, landed.planned_on + 1)
+    result.restored_over = [v for v in meanwhile if v not in landed.metadata_only]
     result.index_remedy = planned.index_remedy
     if result.restored_over:
         result.notes.append(
@@ -341,18 +365,6 @@ def _mark_unpublished(
                 write_unpublished_marker(ns.storage, change.location, record)
 
 
-def _guard_landed(asked: ManifestSnapshot | None, snapshot: ManifestSnapshot) -> bool:
-    """Whether `snapshot` is the commit that only set the writer guard the plan on `asked`
-    asked for (`mutate` commits metadata alone, then plans again): the same rows, one version
-    on. Ours or a racing writer's, it published nothing, so it was not restored over."""
-    return (
-        asked is not None
-        and snapshot.version == asked.version + 1
-        and snapshot.writer_flags != asked.writer_flags
-        and snapshot.table.equals(asked.table)
-    )
-
-
 def _bring(ns: Namespace, restored: list[RestoredPartition]) -> dict[str, tuple[int, int]]:
     """object id -> (N's read_version, the version published instead) of each table restored on
     main: a version of its own at N's rows, made as evolve-schema brings a table (a `Restore`
@@ -370,9 +382,9 @@ def _bring(ns: Namespace, restored: list[RestoredPartition]) -> dict[str, tuple[
     for change in restored:
         assert change.after is not None
         base = _planned_base(change)
-        if base is None or change.after.get("read_tag") is not None:
+        if base is None or change.after.is_tag:
             continue  # a tag (or the latest) is read as it is: no write of ours goes there
-        if change.after.get("read_branch"):
+        if change.after.is_branch:
             continue  # a branch's versions are its writer's: it is published as N left it
         job = Brought(change.object_id, change.location, base)
         brought[change.object_id] = (base, bring_table(ns.storage, job, layout.schema, history))
@@ -387,15 +399,12 @@ def _already_restored(
     found = {}
     for row in past.rows:
         current = now.get(row["object_id"])
-        base = row.get("read_version")
-        if current is None or row["object_type"] != KIND_TABLE or base is None:
+        if current is None or row["object_type"] != KIND_TABLE:
             continue
-        version = current.get("read_version")
-        if version is None or version == base or current.get("location") != row.get("location"):
-            continue
-        if current.get("read_tag") is not None or current.get("read_branch") is not None:
-            continue
-        if row.get("read_tag") is not None or row.get("read_branch") is not None:
+        base, version = PublishedRef.of(row).main_version, PublishedRef.of(current).main_version
+        if base is None or version is None or version == base:
+            continue  # a tag, a branch or the latest is read as it is
+        if current.get("location") != row.get("location"):
             continue
         if _made_from(ns, current, int(version), int(base)):
             found[row["object_id"]] = (int(base), int(version))
@@ -519,11 +528,8 @@ def _differs(now: dict[str, Any], past: dict[str, Any]) -> bool:
     return any(now.get(key) != past.get(key) for key in now.keys() | past.keys())
 
 
-def _ref(row: dict[str, Any]) -> dict[str, Any] | None:
-    if row["object_type"] != KIND_TABLE:
-        return None
-    version, branch, tag = ref_of(row)
-    return {"read_version": version, "read_branch": branch, "read_tag": tag}
+def _ref(row: dict[str, Any]) -> PublishedRef | None:
+    return PublishedRef.of(row) if row["object_type"] == KIND_TABLE else None
 
 
 def _require_readable(
@@ -538,12 +544,11 @@ def _require_readable(
     before."""
     for change in changes:
         if change.after is not None:
-            row = {"location": change.location, **change.after}
             try:
-                dataset = open_published(ns.storage, row)
+                dataset = change.after.open(ns.storage, change.location)
                 change.rows_after = version_size(dataset).rows
                 change.behind = shape(dataset.schema) != shape(schema)
-                if not change.after.get("read_tag") and not change.after.get("read_branch"):
+                if change.after.on_main:
                     change.lacking_indexes = _lacking(dataset, definitions)
                     change.will_make_version = _makes_version(dataset, change)
             except RefusedError as exc:  # a location leading outside the root: never "pruned"
@@ -554,11 +559,11 @@ def _require_readable(
             except LancensError as exc:
                 raise TableVersionNotFoundError(
                     f"__manifest version {target} publishes {_named(change)} at "
-                    f"{_ref_words(change.after)}, which can no longer be read ({exc.message}); "
+                    f"{change.after.words()}, which can no longer be read ({exc.message}); "
                     "restore a later version"
                 ) from None
         if change.before is not None:
-            change.rows_before = _rows(ns, {"location": change.location_before, **change.before})
+            change.rows_before = _rows(ns, change.before, change.location_before)
 
 
 def _makes_version(dataset: Any, change: RestoredPartition) -> bool:
@@ -566,9 +571,9 @@ def _makes_version(dataset: Any, change: RestoredPartition) -> bool:
     after the one N published (Lance's `Restore` of it first), or that one is of an earlier
     schema generation (the steps to today's schema)."""
     assert change.after is not None
-    if change.after.get("read_version") is None:
+    if change.after.version is None:
         return False  # N published "the latest": read as it is
-    return change.behind or dataset.latest_version != change.after["read_version"]
+    return change.behind or dataset.latest_version != change.after.version
 
 
 def _lacking(dataset: Any, definitions: list[IndexDefinition]) -> list[LackedIndex]:
@@ -611,9 +616,11 @@ def _label(change: RestoredPartition) -> str:
     return change.label.text() if change.label is not None else change.object_id
 
 
-def _rows(ns: Namespace, row: dict[str, Any]) -> int | None:
+def _rows(ns: Namespace, ref: PublishedRef, location: str | None) -> int | None:
+    if location is None:
+        return None
     try:
-        size: TableSize = version_size(open_published(ns.storage, row))
+        size: TableSize = version_size(ref.open(ns.storage, location))
     except LancensError:
         return None  # the rows before are a courtesy; `check` says why a table does not load
     return size.rows
@@ -644,14 +651,6 @@ def _named(change: RestoredPartition) -> str:
     return change.object_id
 
 
-def _ref_words(ref: dict[str, Any]) -> str:
-    if ref.get("read_tag") is not None:
-        return f"tag {ref['read_tag']!r}"
-    if ref.get("read_branch") is not None:
-        return f"branch {ref['read_branch']!r} version {ref.get('read_version')}"
-    return f"version {ref.get('read_version')}"
-
-
 def _manifest_time(ns: Namespace, version: int) -> str | None:
     dataset = ns.manifest.pinned(version).open_dataset()
     return _version_time(dataset, version)
@@ -680,8 +679,7 @@ def plan_table_restore(
     version: str | int | None,
     timestamp: str | None,
     delimiter: str = ".",
-    dry_run: bool = True,
-) -> RestoreResult:
+) -> RestorePlan:
     """What restoring one table to a version of its own changes, checked whole, or that there
     is nothing to restore (`holds_rows_of`: the newest version already holds its data)."""
     ns.require_root()
@@ -697,20 +695,16 @@ def plan_table_restore(
         )
     dataset = open_table(ns.storage, ref.location)
     target = pick_version(version_history(dataset), version, timestamp, ident.display(delimiter))
-    result = RestoreResult(
-        ident.display(delimiter),
-        target,
-        _version_time(dataset, target),
-        dataset.version,
-        dry_run=dry_run,
+    result = RestorePlan(
+        ident.display(delimiter), target, _version_time(dataset, target), dataset.version
     )
     result.rows_before = version_size(dataset).rows
     result.rows_after = version_size(dataset.checkout_version(target)).rows
     if target == dataset.version:
-        result.status = NOTHING_TO_RESTORE
+        result.nothing_to_restore = True
         result.notes.append(f"version {target} is already the newest: nothing to restore")
     elif holds_rows_of(dataset, dataset.version, target, schema_steps=False):
-        result.status = NOTHING_TO_RESTORE
+        result.nothing_to_restore = True
         result.notes.append(
             f"version {dataset.version}, the newest, already holds version {target}'s data "
             "(a restore of it): nothing to restore"
@@ -720,21 +714,14 @@ def plan_table_restore(
     return result
 
 
-def restore_table(ns: Namespace, ident: Identifier, planned: RestoreResult) -> RestoreResult:
+def restore_table(ns: Namespace, ident: Identifier, planned: RestorePlan) -> RestoreResult:
     """Lance's Restore of the planned version, compare-and-swap on the newest version."""
     ref = ns.require_table(ident, ns.snapshot())
     uri = ns.storage.uri(ref.location)
-    result = RestoreResult(
-        planned.target, planned.restored_to, planned.restored_to_time, planned.planned_on, False
-    )
-    result.rows_before, result.rows_after, result.notes = (
-        planned.rows_before,
-        planned.rows_after,
-        list(planned.notes),
-    )
-    if planned.status == NOTHING_TO_RESTORE:
-        result.status = NOTHING_TO_RESTORE
-        return result
+    if planned.nothing_to_restore:
+        return planned.answer(dry_run=False)
+    result = planned.outcome()
+    result.rows_before, result.rows_after = planned.rows_before, planned.rows_after
     result.status = RESTORED
     seen: dict[str, int] = {}
 

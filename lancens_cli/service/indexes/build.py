@@ -19,7 +19,6 @@ the table has enough), and a new partition table's first write leaves it to prun
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +27,6 @@ import lance
 
 from lancens_cli.errors import InvalidInputError, lance_message
 from lancens_cli.models import KIND_TABLE, Identifier, Result
-from lancens_cli.partition.predicate import quote_column
 from lancens_cli.partition.rows import partition_rows
 from lancens_cli.service.indexes.definitions import (
     INDEXES_KEY,
@@ -39,19 +37,16 @@ from lancens_cli.service.indexes.definitions import (
     training_vectors,
     with_definition,
 )
+from lancens_cli.service.indexes.steps import build_chain, build_one, too_few_vectors
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioned.branch import ref_of
 from lancens_cli.service.partitioned.label import PartitionLabel
 from lancens_cli.service.partitioned.layout import layout_of
 from lancens_cli.service.partitioned.naming import label_of
 from lancens_cli.service.partitioned.republish import Republish, republish
+from lancens_cli.store.catalog_rows import PublishedRef, open_published
 from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
-from lancens_cli.store.tables import open_published
 from lancens_cli.words import plural
-
-# Lance's vector index statistics carry every centroid unless told not to (a warning says so)
-os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
 
 BUILDERS = 4  # partition tables indexed at once (Lance's index builds use every core)
 WRITER_WON = "not published: a writer committed to the table meanwhile; prune builds it later"
@@ -135,57 +130,6 @@ class CreatedIndex(Result):
         return [t for t in self.tables if t.status == TOO_FEW_ROWS]
 
 
-def build_one(ds: Any, index: IndexDefinition) -> None:
-    """Lance's build of one index on `ds` (a commit after its version; `ds` moves to it)."""
-    if index.is_vector:
-        params = dict(index.params)
-        metric = params.pop("metric", "l2")
-        ds.create_index(
-            index.column, index.type, name=index.name, metric=metric, replace=True, **params
-        )
-    else:
-        ds.create_scalar_index(index.column, index.type, name=index.name, replace=True)
-
-
-def build_chain(ds: Any, indexes: list[IndexDefinition], exact: bool) -> int | None:
-    """Build `indexes` on `ds` one commit each; the version holding them all, or None when
-    `exact` and a commit did not land right after the previous one (a writer's was between)."""
-    for index in indexes:
-        require_fits(index, ds.schema, "the table")
-        before = ds.version
-        build_one(ds, index)
-        if exact and ds.version != before + 1:
-            return None
-    return ds.version
-
-
-def too_few_vectors(ds: Any, index: IndexDefinition) -> str | None:
-    """Why `index` built on `ds` would hold none of its rows, in words (`10 rows, fewer than
-    the 256 vectors ivf_pq trains on`), or None. Lance builds such an index without a word."""
-    needed = training_vectors(index)
-    if needed is None:
-        return None
-    rows = ds.count_rows()
-    vectors = rows if rows < needed else _vectors(ds, index.column, needed)
-    if vectors >= needed:
-        return None
-    counted = plural(rows, "row")
-    if vectors < rows:
-        counted += f" but {plural(vectors, 'vector')} (the rest are null)"
-    return f"{counted}, fewer than the {needed} vectors {index.type.lower()} trains on"
-
-
-def _vectors(ds: Any, column: str, cap: int) -> int:
-    """The non-null values of `column`, counted up to `cap` (the scan stops there); none in a
-    version of an earlier schema generation that lacks the column."""
-    if column not in ds.schema.names:
-        return 0
-    found = ds.scanner(
-        columns=[], with_row_id=True, filter=f"{quote_column(column)} IS NOT NULL", limit=cap
-    )
-    return found.to_table().num_rows
-
-
 def _require_enough(ds: Any, index: IndexDefinition, shown: str) -> None:
     """One table named alone must have the vectors its index trains on (else exit 2)."""
     why = too_few_vectors(ds, index)
@@ -209,21 +153,6 @@ def _trained(ds: Any, index: IndexDefinition, rows: int | None) -> str | None:
     if not isinstance(trained, int) or trained >= asked:
         return None
     return f"trained {trained} of the {asked} IVF partitions asked ({plural(rows or 0, 'row')})"
-
-
-def first_indexes(ds: Any, indexes: list[IndexDefinition]) -> int:
-    """A new partition table (only its writer knows it) gets the namespace's indexes before
-    it is published; the version holding them. One that cannot be built now (a column of an
-    earlier schema generation, too few vectors, a failed training) is left to
-    `prune --optimize-indexes`."""
-    for index in indexes:
-        try:
-            if too_few_vectors(ds, index) is not None:
-                continue  # it would hold no rows: prune builds it once the table has enough
-            build_chain(ds, [index], exact=False)
-        except Exception:  # noqa: BLE001 - an index never fails a write: prune builds it
-            continue
-    return ds.version
 
 
 def create_index(
@@ -314,8 +243,7 @@ def _on_partitions(
         row, object_id = part.row, part.object_id
         labels[object_id] = label_of(part.spec, row)
         problem = verdicts.problem(object_id)
-        version, branch, tag = ref_of(row)
-        if problem is not None or branch is not None or tag is not None or version is None:
+        if problem is not None or PublishedRef.of(row).main_version is None:
             why = problem.reason if problem else "published by a tag or a branch: left alone"
             result.tables.append(IndexedTable(object_id, row["location"], None, note=why))
         else:
@@ -395,8 +323,7 @@ def _already_defined(
 def _on_main(row: dict[str, Any]) -> bool:
     """Whether a partition table is published on main at a version (the tables the index goes
     to; a tag's or a branch's are left alone)."""
-    version, branch, tag = ref_of(row)
-    return version is not None and branch is None and tag is None
+    return PublishedRef.of(row).main_version is not None
 
 
 def _lacks(ns: Namespace, row: dict[str, Any], index: IndexDefinition) -> tuple[bool, bool] | None:

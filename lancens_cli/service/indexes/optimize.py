@@ -23,19 +23,18 @@ import lance
 
 from lancens_cli.errors import CatalogDamagedError, LancensError, lance_message
 from lancens_cli.partition.rows import partition_table_rows
-from lancens_cli.service.indexes.build import build_chain, too_few_vectors
+from lancens_cli.service.indexes.actions import IndexAction
 from lancens_cli.service.indexes.definitions import (
     PQ_TRAINING_VECTORS,
     IndexDefinition,
     definitions_of,
     training_vectors,
 )
+from lancens_cli.service.indexes.steps import borrowed_indexes, build_chain, too_few_vectors
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.prune.compact import borrowed_indexes
+from lancens_cli.store.catalog_rows import open_published
 from lancens_cli.store.inspect import index_summaries
-from lancens_cli.store.tables import open_published
 
-CURRENT = "current"
 BORROWED = (
     "indexes left alone: {names} are read from the table's clone source (optimising them "
     "here would leave them unreadable); optimise the source or a deep copy"
@@ -48,7 +47,13 @@ WRITER_WON = "indexes not published: a writer committed to the table meanwhile; 
 TRAINING_ROWS = PQ_TRAINING_VECTORS
 TOO_FEW = "index {names} holds no rows (too few rows to train); trained once the table has {rows}"
 NOT_YET = "index {name} not built: {why}; built once the table has {needed} vectors"
-TOO_FEW_ROWS = "too few rows"
+# what a dry run says of each action (the work's own actions stay as they are)
+WOULD = {
+    IndexAction.MISSING: IndexAction.WOULD_BUILD,
+    IndexAction.UNINDEXED_ROWS: IndexAction.WOULD_OPTIMIZE,
+}
+# what the work made of each action
+MADE = {IndexAction.MISSING: IndexAction.BUILT, IndexAction.UNINDEXED_ROWS: IndexAction.OPTIMIZED}
 
 
 def _statistics(ds: Any, name: str) -> dict[str, Any]:
@@ -87,7 +92,7 @@ def index_states(ds: Any) -> list[dict[str, Any]]:
 def pending(entries: list[dict[str, Any]]) -> bool:
     """Whether a table's index entries say it had (or has) work: an index missing or missing
     rows; such a table gets no record entry, so the next run looks at it again."""
-    return any(e["action"] != CURRENT for e in entries)
+    return any(e["action"] != IndexAction.CURRENT for e in entries)
 
 
 def optimize_table(
@@ -107,18 +112,18 @@ def optimize_table(
     retrain = sorted(empty) if empty and ds.count_rows() >= TRAINING_ROWS else []
     if empty and not retrain:
         notes.append(TOO_FEW.format(names=", ".join(sorted(empty)), rows=TRAINING_ROWS))
-    entries = [{**s, "rows_indexed": 0, "action": CURRENT} for s in states]
+    entries = [{**s, "rows_indexed": 0, "action": IndexAction.CURRENT} for s in states]
     entries += [
         {"name": d.name, "type": d.type, "columns": [d.column], "unindexed_rows": None}
         | {"indexed_rows": 0, "rows_indexed": 0}
-        | {"action": TOO_FEW_ROWS if d.name in short else "missing"}
+        | {"action": IndexAction.TOO_FEW_ROWS if d.name in short else IndexAction.MISSING}
         for d in missing
     ]
     for e in entries:
         if e["name"] in empty and e["name"] not in retrain:
-            e["action"] = TOO_FEW_ROWS
+            e["action"] = IndexAction.TOO_FEW_ROWS
         elif e["name"] in (*stale, *retrain):
-            e["action"] = "unindexed rows"
+            e["action"] = IndexAction.UNINDEXED_ROWS
     missing = [d for d in missing if d.name not in short]
     if not missing and not stale and not retrain:
         return entries, None
@@ -127,9 +132,8 @@ def optimize_table(
         notes.append(BORROWED.format(names=", ".join(borrowed)))
         return entries, None
     if dry_run:
-        shown = {"missing": "would build", CURRENT: CURRENT, TOO_FEW_ROWS: TOO_FEW_ROWS}
         for e in entries:
-            e["action"] = shown.get(e["action"], "would optimize")
+            e["action"] = WOULD.get(e["action"], e["action"])
         return entries, None
     if missing and build_chain(ds, missing, exact) is None:
         notes.append(WRITER_WON)
@@ -162,12 +166,12 @@ def _after(ds: Any, entries: list[dict[str, Any]]) -> None:
     """What each entry's work indexed, from Lance's statistics after it."""
     rows = ds.count_rows()
     for e in entries:
-        if e["action"] in (CURRENT, TOO_FEW_ROWS):
+        if e["action"] not in MADE:
             continue
         left = unindexed_rows(ds, e["name"])
-        was = rows if e["action"] == "missing" else e["unindexed_rows"] or 0
+        was = rows if e["action"] == IndexAction.MISSING else e["unindexed_rows"] or 0
         e["rows_indexed"] = max(0, was - (left or 0))
-        e["action"] = "built" if e["action"] == "missing" else "optimized"
+        e["action"] = MADE[e["action"]]
         e["unindexed_rows_after"] = left
 
 

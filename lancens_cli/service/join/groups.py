@@ -13,6 +13,7 @@ from lancens_cli.partition.spec import PartitionSpec
 from lancens_cli.service.join.relations import SpecPairAnalysis
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import PartitionLayout, layout_of
+from lancens_cli.store.catalog_rows import PublishedRef
 
 TABLE_NAME = "dataset"
 
@@ -26,9 +27,7 @@ class PartitionTable:
     object_id: str
     location: str
     uri: str
-    read_version: int | None
-    read_branch: str | None
-    read_tag: str | None
+    published: PublishedRef
     spec_id: int
     values: dict[str, Any]
 
@@ -37,14 +36,14 @@ class PartitionTable:
             "table": self.object_id,
             "location": self.location,
             "uri": self.uri,
-            "read_version": self.read_version,
+            "read_version": self.published.version,
             "spec_version": self.spec_id,
             "values": {k: json_value(v) for k, v in self.values.items()},
         }
-        if self.read_branch is not None:
-            out["read_branch"] = self.read_branch
-        if self.read_tag is not None:
-            out["read_tag"] = self.read_tag
+        if self.published.branch is not None:
+            out["read_branch"] = self.published.branch
+        if self.published.tag is not None:
+            out["read_tag"] = self.published.tag
         return out
 
 
@@ -100,9 +99,7 @@ def _partition_table(row: dict, specs: list[PartitionSpec], ns: Namespace) -> Pa
         row["object_id"],
         location,
         ns.storage.uri(location),
-        row.get("read_version"),
-        row.get("read_branch"),
-        row.get("read_tag"),
+        PublishedRef.of(row),
         spec.id,
         {f.field_id: row.get(f.column) for f in spec.fields},
     )

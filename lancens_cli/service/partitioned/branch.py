@@ -23,12 +23,11 @@ from lancens_cli.errors import (
     RefusedError,
 )
 from lancens_cli.models import Identifier
+from lancens_cli.store.catalog_rows import branch_name
 from lancens_cli.store.partition_tables import open_partition_table
 from lancens_cli.store.storage import Storage
-from lancens_cli.store.tables import branch_name, published_version
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-Ref = tuple[Any, Any, Any]  # (read_version, read_branch, read_tag) as a row holds them
 
 
 def check_ref_name(name: str | None, what: str) -> str | None:
@@ -43,25 +42,6 @@ def check_ref_name(name: str | None, what: str) -> str | None:
     return name
 
 
-def ref_of(row: dict[str, Any] | None) -> Ref:
-    """What a `__manifest` row publishes, compared whole to detect a concurrent change."""
-    if row is None:
-        return (None, None, None)
-    return (row.get("read_version"), row.get("read_branch"), row.get("read_tag"))
-
-
-def published_branch(dataset: Any, row: dict[str, Any]) -> str | None:
-    """The branch of the version a row publishes (None: main); `dataset` is that table."""
-    target = published_version(row)
-    if isinstance(target, str):
-        branch = ((dataset.tags.list() or {}).get(target) or {}).get("branch")
-    elif isinstance(target, tuple):
-        branch = target[0]
-    else:
-        branch = None
-    return branch_name(branch)
-
-
 def resolve_bases(storage: Storage, touches: list[Any]) -> None:
     """Resolve each existing partition's published line and refuse a write that cannot go on it.
 
@@ -71,7 +51,7 @@ def resolve_bases(storage: Storage, touches: list[Any]) -> None:
     for touch in touches:
         if touch.created:
             continue
-        version, branch, tag = touch.base_ref
+        version, branch, tag = touch.base_ref.version, touch.base_ref.branch, touch.base_ref.tag
         if tag is not None:
             found = (open_partition_table(storage, touch.location).tags.list() or {}).get(tag)
             if found is None:

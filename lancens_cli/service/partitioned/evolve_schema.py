@@ -58,11 +58,11 @@ from lancens_cli.partition.spec import SCHEMA_KEY
 from lancens_cli.schema_json import schema_to_json
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import PartitionLayout, layout_of
+from lancens_cli.store.catalog_rows import PublishedRef, open_published
 from lancens_cli.store.commit import TABLE_COMMIT_ATTEMPTS, retry_on_conflict
 from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.storage import Storage
-from lancens_cli.store.tables import open_published
 
 WOULD_APPLY = "would apply"  # a dry run's outcome for a change the real run applies
 _WORKERS = 4  # partition tables altered at once (Lance commits spend their time in I/O)
@@ -109,7 +109,7 @@ def partition_tables(snapshot: ManifestSnapshot, layout: PartitionLayout) -> lis
 
 
 def _require_main(row: dict[str, Any]) -> None:
-    if row.get("read_tag") is not None or row.get("read_branch") is not None:
+    if not PublishedRef.of(row).on_main:
         name = Identifier.from_object_id(row["object_id"]).display()
         raise RefusedError(
             f"partition table {name} is published by a tag or branch; evolve-schema brings "
@@ -335,8 +335,8 @@ def _publish(
             edit.set_metadata({SCHEMA_KEY: target_text, HISTORY_KEY: history_text(history)})
             return snapshot.version + 1
         for job in brought.values():
-            row = snapshot.get(job.table_id)
-            if row is not None and row.get("read_version") != job.version:
+            held = snapshot.get(job.table_id)
+            if held is not None and held.get("read_version") != job.version:
                 edit.replace(job.table_id, read_version=job.version)
         return snapshot.version + (0 if edit.is_empty else 1)
 

@@ -26,9 +26,8 @@ from lancens_cli.partition.spec import (
     specs_from_metadata,
 )
 from lancens_cli.schema_json import schema_to_json
+from lancens_cli.store.catalog_rows import READ_BRANCH, READ_TAG, READ_VERSION
 from lancens_cli.store.manifest import ManifestSnapshot
-
-READ_COLUMNS = ("read_version", "read_branch", "read_tag")
 
 
 @dataclass
@@ -89,9 +88,9 @@ def layout_from_metadata(metadata: dict[str, str]) -> PartitionLayout | None:
 def manifest_columns(fields: dict[str, PartitionField]) -> list[Any]:
     """The `__manifest` columns a partitioned namespace needs (spec: Manifest Table Schema)."""
     columns = [
-        pa.field("read_version", pa.uint64()),
-        pa.field("read_branch", pa.string()),
-        pa.field("read_tag", pa.string()),
+        pa.field(READ_VERSION, pa.uint64()),
+        pa.field(READ_BRANCH, pa.string()),
+        pa.field(READ_TAG, pa.string()),
     ]
     return columns + [pa.field(f.column, f.result_type) for f in fields.values()]
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from lancens_cli.errors import InvalidInputError, TableNotFoundError
 from lancens_cli.models import KIND_TABLE, Identifier
-from lancens_cli.partition.predicate import coerce
+from lancens_cli.partition.literals import coerce
 from lancens_cli.partition.rows import partition_rows
 from lancens_cli.partition.spec import PartitionSpec
 from lancens_cli.service.partitioned.label import PartitionLabel
@@ -54,10 +54,11 @@ def find_partition(
     if spec_version is None:
         spec = layout.current
     else:
-        spec = next((s for s in layout.specs if s.id == spec_version), None)
-        if spec is None:
+        chosen = next((s for s in layout.specs if s.id == spec_version), None)
+        if chosen is None:
             known = ", ".join(str(s.id) for s in layout.specs)
             raise InvalidInputError(f"--spec-version {spec_version}: the spec versions are {known}")
+        spec = chosen
     wanted = _parse_pairs(asked, spec)
     every = [
         (found.object_id, label_of(spec, found.row))
@@ -98,7 +99,7 @@ def label_for(snapshot: ManifestSnapshot, object_id: str) -> PartitionLabel | No
     """One partition table's label (None for any other row), without labelling every row."""
     layout = readable_layout(snapshot)
     row = snapshot.get(object_id) if layout is not None else None
-    if row is None or row.get("object_type") != KIND_TABLE:
+    if layout is None or row is None or row.get("object_type") != KIND_TABLE:
         return None
     found = next(iter(partition_rows([row], layout.specs, KIND_TABLE)), None)
     return label_of(found.spec, row) if found is not None else None
@@ -126,7 +127,7 @@ def _parse_pairs(asked: list[str], spec: PartitionSpec) -> dict[str, Any]:
 
 def _typed(raw: str, name: str, kind: Any, text: str) -> Any:
     """`raw` as a value of the field's result type (`null` for NULL; `"null"` for the text),
-    read as a condition's literal is (`predicate.coerce`): the same ranges, dates and zones."""
+    read as a condition's literal is (`literals.coerce`): the same ranges, dates and zones."""
     if raw == "null":
         return None
     try:

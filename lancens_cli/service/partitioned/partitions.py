@@ -18,11 +18,11 @@ from lancens_cli.partition.selection import plan
 from lancens_cli.partition.spark_conditions import split_condition
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import (
-    READ_COLUMNS,
     PartitionLayout,
     layout_from_metadata,
 )
 from lancens_cli.service.partitioned.sizes import published_sizes
+from lancens_cli.store.catalog_rows import READ_COLUMNS, PublishedRef
 from lancens_cli.store.manifest import KNOWN_READER_FLAGS, READER_FLAGS_KEY
 
 
@@ -31,9 +31,7 @@ class PartitionMatch:
     table: str
     spec_version: int
     location: str
-    read_version: int | None
-    read_branch: str | None
-    read_tag: str | None
+    published: PublishedRef
     values: dict[str, Any]
     object_id: str = ""
     # at the published version, from Lance's manifest (`with_sizes`); None: not asked for, or
@@ -74,9 +72,7 @@ class PartitionSelection(Result):
                     "table": m.table,
                     "spec_version": m.spec_version,
                     "location": m.location,
-                    "read_version": m.read_version,
-                    "read_branch": m.read_branch,
-                    "read_tag": m.read_tag,
+                    **m.published.as_json(),
                     "values": {k: json_value(v) for k, v in m.values.items()},
                     "rows": m.rows,
                     "bytes": m.bytes,
@@ -133,9 +129,7 @@ def select_partitions(
                 table=Identifier.from_object_id(row["object_id"]).display(),
                 spec_version=spec.id,
                 location=row["location"],
-                read_version=row.get("read_version"),
-                read_branch=row.get("read_branch"),
-                read_tag=row.get("read_tag"),
+                published=PublishedRef.of(row),
                 values={f.field_id: row.get(f.column) for f in spec.fields},
                 object_id=row["object_id"],
             )
@@ -191,9 +185,7 @@ def with_sizes(ns: Namespace, selection: PartitionSelection, sort: str = "table"
         {
             "object_id": m.object_id,
             "location": m.location,
-            "read_version": m.read_version,
-            "read_branch": m.read_branch,
-            "read_tag": m.read_tag,
+            **m.published.as_json(),
         }
         for m in selection.matches
     ]

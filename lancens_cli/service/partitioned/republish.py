@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioned.branch import ref_of
+from lancens_cli.store.catalog_rows import PublishedRef
 from lancens_cli.store.manifest import (
     PARTITIONED_WRITER_FLAG,
     WRITER_FLAGS_KEY,
@@ -70,7 +70,7 @@ def republish(
             also(snapshot, edit)
         for move in moves:
             row = snapshot.get(move.table_id)
-            if row is not None and ref_of(row) == (move.published, None, None):
+            if row is not None and PublishedRef.of(row) == PublishedRef(move.published):
                 edit.replace(move.table_id, read_version=move.version)
                 moved.add(move.table_id)
         if moved:

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from lancens_cli.errors import LancensError
+from lancens_cli.store.catalog_rows import open_published
 from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import ManifestSnapshot
 from lancens_cli.store.storage import Storage
-from lancens_cli.store.tables import open_published
 
 _WORKERS_LOCAL, _WORKERS_REMOTE = 4, 16
 

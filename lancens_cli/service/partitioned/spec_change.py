@@ -39,7 +39,7 @@ from lancens_cli.schema_json import schema_to_json, type_from_json, type_to_json
 from lancens_cli.service.catalog.manifest_rows import partition_namespace_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import layout_of, manifest_columns
-from lancens_cli.service.partitioned.write import TABLE_NAME
+from lancens_cli.service.partitioned.placement import TABLE_NAME
 from lancens_cli.store.manifest import (
     PARTITIONED_WRITER_FLAG,
     WRITER_FLAGS_KEY,
@@ -125,7 +125,8 @@ def resolve_fields(
 ) -> tuple[list[PartitionField], list[str]]:
     """Turn what the user wrote into spec fields, reusing field ids as the spec demands."""
     by_id = top_level_ids(schema)
-    resolved, reused = [], []
+    resolved: list[PartitionField] = []
+    reused: list[str] = []
     for request in requests:
         source_ids = tuple(id_of(schema, c) for c in request.columns)
         source_types = [by_id[i].type for i in source_ids]
@@ -139,6 +140,7 @@ def resolve_fields(
             implied = _implied_type(transform, source_types, declared, f"--field {request.text!r}")
             candidate = PartitionField(request.field_id, source_ids, implied, transform=transform)
         else:
+            assert request.expression is not None  # parse_field: a transform or an expression
             check_expression(request.expression, source_types, declared)
             candidate = PartitionField(
                 request.field_id, source_ids, declared, expression=request.expression
@@ -195,7 +197,7 @@ def fields_from_spec_json(document: Any, schema: Any, known: dict[str, Partition
         types = [by_id[i].type for i in f.source_ids]
         if f.expression is not None:  # as strict as --field: refused now, not at a write
             check_expression(f.expression, types, f.result_type)
-        else:
+        elif f.transform is not None:  # always, when there is no expression
             _implied_type(f.transform, types, f.result_type, f"field {f.field_id}")
         fields.append(_reuse_or_new(f, known, reused))
     return fields, reused
@@ -255,6 +257,7 @@ def add_partition_spec(
         ours = committed(snapshot)
         if ours is not None:  # only the rows and columns are left to do
             layout = layout_of(snapshot)
+            assert layout is not None  # our spec is committed: the root is partitioned
             edit.add_columns(manifest_columns(layout.fields))
             _add_version_namespace(snapshot, edit, ours.spec)
             return ours

@@ -27,10 +27,10 @@ from lancens_cli.errors import (
 from lancens_cli.models import Identifier, Result
 from lancens_cli.partition.rows import partition_table_rows
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioned.branch import check_ref_name, published_branch, ref_of
+from lancens_cli.service.partitioned.branch import check_ref_name
 from lancens_cli.service.partitioned.write import partitioned_target
+from lancens_cli.store.catalog_rows import PublishedRef, branch_name, open_published
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
-from lancens_cli.store.tables import branch_name, open_published
 from lancens_cli.words import plural
 
 
@@ -41,7 +41,7 @@ class TaggedTable:
     branch: str | None
     version: int
     action: str  # "create", "exists" or "move"
-    ref: tuple[Any, Any, Any]  # what the row published when it was tagged
+    ref: PublishedRef  # what the row published when it was tagged
 
 
 @dataclass
@@ -101,7 +101,7 @@ def _plan_table(ns: Namespace, row: dict[str, Any], name: str) -> TaggedTable:
     """Where the row's published version is, and what the tag of that name is now."""
     dataset = open_published(ns.storage, row)
     tags = dataset.tags.list() or {}
-    branch = published_branch(dataset, row)
+    branch = PublishedRef.of(row).branch_in(dataset)
     version = int(dataset.version)
     existing = tags.get(name)
     if existing is None:
@@ -109,7 +109,8 @@ def _plan_table(ns: Namespace, row: dict[str, Any], name: str) -> TaggedTable:
     else:
         there = branch_name(existing.get("branch"))
         action = "exists" if (there, existing.get("version")) == (branch, version) else "move"
-    return TaggedTable(row["object_id"], row["location"], branch, version, action, ref_of(row))
+    ref = PublishedRef.of(row)
+    return TaggedTable(row["object_id"], row["location"], branch, version, action, ref)
 
 
 def _apply(ns: Namespace, table: TaggedTable, name: str) -> None:
@@ -125,24 +126,24 @@ def _apply(ns: Namespace, table: TaggedTable, name: str) -> None:
         else:
             dataset.tags.create(name, reference)
     except (OSError, RuntimeError, ValueError) as exc:
-        now = (dataset.tags.list() or {}).get(name) or {}
-        there = branch_name(now.get("branch"))
-        if (there, now.get("version")) == reference:
+        now = (dataset.tags.list() or {}).get(name)
+        if now is not None and (branch_name(now.get("branch")), now.get("version")) == reference:
             return  # a concurrent tag-partitions of the same name made the same tag
         raise InvalidTableStateError(
             f"cannot tag {table.location!r} {name!r}: {lance_message(exc)}"
         ) from None
 
 
+def _moved(row: dict[str, Any] | None, tagged: PublishedRef) -> bool:
+    """Whether a tagged row is gone, or publishes another version than the one tagged."""
+    return row is None or PublishedRef.of(row) != tagged
+
+
 def _publish(planned: list[TaggedTable], name: str):
     """The manifest plan: `read_tag` on every tagged row that still publishes what was tagged."""
 
     def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> int:
-        moved = [
-            t.table_id
-            for t in planned
-            if snapshot.get(t.table_id) is None or ref_of(snapshot.get(t.table_id)) != t.ref
-        ]
+        moved = [t.table_id for t in planned if _moved(snapshot.get(t.table_id), t.ref)]
         if moved:
             shown = Identifier.from_object_id(moved[0]).display()
             raise ConcurrentModificationError(
@@ -151,7 +152,7 @@ def _publish(planned: list[TaggedTable], name: str):
                 f"made but read_tag is not published: rerun with --force --publish"
             )
         for table in planned:
-            edit.replace(table.table_id, read_tag=name, read_version=None, read_branch=None)
+            edit.publish(table.table_id, PublishedRef(tag=name))
         return snapshot.version + 1
 
     return plan

@@ -11,20 +11,20 @@ version again (a `Restore` commit) before it appends, so nobody's unpublished ro
 through ours. If the manifest moved on meanwhile and a touched partition changed, the write is
 rebased: that partition's table commit is redone from the new version, reusing the data files
 already written, or the rows go to the partition a concurrent writer created first.
+
+Here: the transaction, its table commits and its one `__manifest` commit. The input, conformed
+and split by partition, is `input_rows.py`'s; where each partition goes in a snapshot is
+`placement.py`'s.
 """
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import lance
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from lancens_cli import interrupt
 from lancens_cli.errors import (
@@ -32,29 +32,34 @@ from lancens_cli.errors import (
     InvalidInputError,
     RefusedError,
 )
-from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, Result, json_value
-from lancens_cli.partition.rows import (
-    NAME_ALPHABET,
-    NAME_LENGTH,
-    child_id,
-    partition_rows,
-    partition_table_rows,
-)
-from lancens_cli.partition.schema import padded_for_field_ids, schema_to_text, top_level_ids
+from lancens_cli.models import Result, json_value
+from lancens_cli.partition.rows import partition_table_rows
+from lancens_cli.partition.schema import padded_for_field_ids, schema_to_text
 from lancens_cli.partition.schema_evolution import highest_id, history_from_metadata
 from lancens_cli.partition.spec import PartitionSpec
-from lancens_cli.partition.transforms import apply_field
 from lancens_cli.service.catalog.manifest_rows import partition_namespace_row, partition_table_row
-from lancens_cli.service.indexes.build import first_indexes
 from lancens_cli.service.indexes.definitions import readable_definitions
+from lancens_cli.service.indexes.steps import first_indexes
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned import branch as branches
+from lancens_cli.service.partitioned.input_rows import (
+    conform,
+    lacking_columns,
+    require_partition_sources,
+    split_by_partition,
+)
 from lancens_cli.service.partitioned.layout import (
-    READ_COLUMNS,
     PartitionLayout,
     layout_of,
     manifest_columns,
 )
+from lancens_cli.service.partitioned.placement import (
+    LevelIndex,
+    PartitionTouch,
+    locate_partitions,
+    prepare,
+)
+from lancens_cli.store.catalog_rows import LATEST, READ_COLUMNS, PublishedRef
 from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import (
     PARTITIONED_WRITER_FLAG,
@@ -66,54 +71,17 @@ from lancens_cli.store.partition_tables import (
     commit_new_table,
     commit_on_base,
     empty_like,
-    read_back,
     start_on_branch,
 )
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import (
     VERSIONS_DIR,
-    v2_location,
     v2_location_pattern,
     write_new_table,
 )
-from lancens_cli.words import noun
 
-TABLE_NAME = "dataset"
 _REBASES = 20
 _WRITERS = 4  # partition tables written at once
-
-
-def partition_namespace_name() -> str:
-    """Spec 004: a random 16-character base36 name (about 83 bits)."""
-    return "".join(secrets.choice(NAME_ALPHABET) for _ in range(NAME_LENGTH))
-
-
-@dataclass
-class PartitionTouch:
-    """One partition a write touched."""
-
-    values: tuple[Any, ...]
-    rows: Any  # the pyarrow Table of its rows; None when tasks wrote `fragments` (Spark)
-    path: list[str] = field(default_factory=list)  # namespace object ids, one per level
-    table_id: str = ""
-    location: str = ""
-    base_version: int | None = None  # the read_version the write started from
-    version: int | None = None  # the version it committed
-    created: bool = False
-    fragments: Any = None  # written data files, reused when a commit is redone
-    written_to: str | None = None  # the new table already written, if any
-    num_rows: int = 0  # the row count when `rows` is None
-    overwrite: bool = False  # replace the partition's rows instead of appending
-    schema: Any = None  # the table schema, for commits of pre-written fragments
-    branch: str | None = None  # the branch the write goes to (None: main)
-    base_ref: tuple[Any, Any, Any] = (None, None, None)  # the row's read_* when prepared
-    base_branch: str | None = None  # the branch of the published version (None: main)
-    highest_field_id: int = -1  # the highest id the namespace schema ever used (spec 004)
-    indexes: list[Any] = field(default_factory=list)  # a new table's (service/indexes/)
-
-    @property
-    def row_count(self) -> int:
-        return self.rows.num_rows if self.rows is not None else self.num_rows
 
 
 @dataclass
@@ -158,154 +126,6 @@ class Rebase(Exception):
         super().__init__(len(touches))
         self.touches = touches
         self.from_manifest = from_manifest  # raised by the publish plan, with the stale ones
-
-
-# --- input ------------------------------------------------------------------------------------
-
-
-def conform(data: Any, schema: Any) -> Any:
-    """The input as a pyarrow Table in the namespace schema (order, types, field ids)."""
-    table = data.read_all() if hasattr(data, "read_all") else data
-    extra = [n for n in table.column_names if n not in schema.names]
-    if extra:
-        raise InvalidInputError(f"the input has columns the namespace schema has not: {extra}")
-    columns = []
-    for f in schema:
-        if f.name not in table.column_names:
-            if not f.nullable:
-                raise InvalidInputError(f"the input lacks the non-nullable column {f.name!r}")
-            columns.append(pa.nulls(table.num_rows, f.type))
-            continue
-        column = table.column(f.name)
-        if column.type != f.type:
-            try:
-                column = column.cast(f.type, safe=True)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise InvalidInputError(
-                    f"column {f.name!r} is {column.type}, the namespace has {f.type}: {exc}"
-                ) from None
-        if not f.nullable and column.null_count:
-            raise InvalidInputError(f"column {f.name!r} is not nullable but has NULLs")
-        columns.append(column)
-    return pa.Table.from_arrays(columns, schema=schema)
-
-
-def lacking_columns(data: Any, schema: Any) -> list[str]:
-    """The namespace columns the input has not (`conform` fills them with NULL), in schema
-    order."""
-    given = set(data.schema.names)
-    return [f.name for f in schema if f.name not in given]
-
-
-def require_partition_sources(lacking: list[str], spec: PartitionSpec, schema: Any) -> None:
-    """Refuse an input that lacks a column a field of `spec` takes its value from: every row
-    would be partitioned as if the column were NULL (the caller may allow it)."""
-    by_id = top_level_ids(schema)
-    fields: dict[str, list[str]] = {}
-    for f in spec.fields:
-        for source in f.source_ids:
-            if source in by_id and by_id[source].name in lacking:
-                fields.setdefault(by_id[source].name, []).append(f.field_id)
-    if not fields:
-        return
-    said = [
-        f"{column}, which partition {noun(len(ids), 'field')} {' and '.join(ids)} "
-        f"{'takes its' if len(ids) == 1 else 'take their'} value from"
-        for column, ids in fields.items()
-    ]
-    it, were = ("it", "it were") if len(said) == 1 else ("them", "they were")
-    raise InvalidInputError(
-        f"the input lacks {', and '.join(said)}: every row would be partitioned as if {were} "
-        f"NULL; add {'the column' if it == 'it' else 'the columns'}, or give "
-        f"--allow-missing-columns to fill {it} with NULL"
-    )
-
-
-def split_by_partition(table: Any, spec: PartitionSpec, schema: Any) -> list[PartitionTouch]:
-    """Each distinct partition (tuple of partition values) with its rows."""
-    if table.num_rows == 0:
-        return []
-    by_id = top_level_ids(schema)
-    keys, dictionaries = [], []
-    for f in spec.fields:
-        sources = [
-            table.column(by_id[i].name).combine_chunks() if i in by_id else None
-            for i in f.source_ids
-        ]
-        values = apply_field(f, sources, table.num_rows)
-        encoded = pc.dictionary_encode(values, null_encoding="encode")
-        if hasattr(encoded, "combine_chunks"):
-            encoded = encoded.combine_chunks()
-        keys.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
-        dictionaries.append(encoded.dictionary)
-    codes, levels = _combined_codes(keys, [len(d) for d in dictionaries])
-    order = np.argsort(codes, kind="stable")
-    ordered_codes = codes[order]
-    starts = np.flatnonzero(np.diff(ordered_codes)) + 1
-    bounds = [0, *starts.tolist(), len(codes)]
-    ordered = table.take(order)
-    touches = []
-    for start, stop in zip(bounds, bounds[1:], strict=False):
-        row = int(order[start])
-        values = tuple(
-            dictionaries[level][int(levels[level][row])].as_py()
-            for level in range(len(spec.fields))
-        )
-        touches.append(PartitionTouch(values, ordered.slice(start, stop - start)))
-    return touches
-
-
-def _combined_codes(keys: list[Any], sizes: list[int]) -> tuple[Any, list[Any]]:
-    """One int64 code per row for its tuple of per-field dictionary codes.
-
-    A mixed-radix number when the product of the dictionary sizes fits (always, in practice);
-    otherwise the rows' tuples are ranked with a (slower) lexicographic unique.
-    """
-    capacity = 1
-    for size in sizes:
-        capacity *= max(size, 1)
-    if capacity < 2**62:
-        codes = np.zeros(len(keys[0]), dtype=np.int64)
-        for key, size in zip(keys, sizes, strict=True):
-            codes = codes * max(size, 1) + key
-        return codes, keys
-    _, inverse = np.unique(np.stack(keys, axis=1), axis=0, return_inverse=True)
-    return inverse.reshape(-1).astype(np.int64), keys
-
-
-# --- finding partitions in the manifest -------------------------------------------------------
-
-
-class LevelIndex:
-    """(parent object id, value) -> child namespace, for one snapshot; built once."""
-
-    def __init__(self, snapshot: ManifestSnapshot, spec: PartitionSpec) -> None:
-        self.children: dict[tuple[str, Any], str] = {}
-        rows = sorted(snapshot.rows, key=lambda r: r["object_id"])
-        for found in partition_rows(rows, [spec], KIND_NAMESPACE):
-            if found.level >= len(spec.fields):
-                continue
-            value = found.row.get(spec.fields[found.level].column)
-            self.children.setdefault((found.parent, _key(value)), found.object_id)
-
-    def find(self, parent: str, value: Any) -> str | None:
-        return self.children.get((parent, _key(value)))
-
-
-def _key(value: Any) -> Any:
-    return (type(value).__name__, value)
-
-
-def locate_partitions(
-    touch: PartitionTouch, spec: PartitionSpec, index: LevelIndex
-) -> list[str | None]:
-    """The existing namespace of each level on the partition's path (None from the first gap)."""
-    path: list[str | None] = []
-    parent: str | None = spec.namespace
-    for value in touch.values:
-        parent = index.find(parent, value) if parent is not None else None
-        path.append(parent)
-    return path
 
 
 # --- table commits ----------------------------------------------------------------------------
@@ -374,75 +194,9 @@ def _published_version(ns: Namespace) -> Callable[[PartitionTouch], Any]:
         rows = dataset.to_table(
             columns=list(READ_COLUMNS), filter=f"object_id = '{escaped}'"
         ).to_pylist()
-        return branches.ref_of(rows[0] if rows else None)
+        return PublishedRef.of(rows[0] if rows else None)
 
     return read
-
-
-def _prepare(
-    storage: Storage,
-    touch: PartitionTouch,
-    spec: PartitionSpec,
-    snapshot: ManifestSnapshot,
-    index: LevelIndex,
-    fresh: dict[tuple[str, Any], str],
-) -> None:
-    """Decide where the touch goes in this snapshot: an existing table or new namespaces.
-
-    `fresh` holds the names of the namespaces this write creates, by (parent, value), so that
-    partitions sharing a prefix of values share its namespaces, in every round.
-    """
-    found = locate_partitions(touch, spec, index)
-    path: list[str] = []
-    parent = spec.namespace
-    for level, existing in enumerate(found):
-        if existing is None:
-            key = (parent, _key(touch.values[level]))
-            if key not in fresh or fresh[key] in snapshot:
-                fresh[key] = child_id(parent, partition_namespace_name())
-            existing = fresh[key]
-        parent = existing
-        path.append(parent)
-    table_id = child_id(path[-1] if path else spec.namespace, TABLE_NAME)
-    row = snapshot.get(table_id)
-    if row is not None and row["object_type"] == KIND_TABLE:
-        row_locations(storage, snapshot).require(table_id)  # never a write outside the root
-        if touch.created and touch.location != row["location"]:
-            if touch.rows is None:
-                touch.rows = read_back(storage, touch)
-            touch.fragments = None  # our new table lost to another writer's: write there
-        elif touch.location and touch.location != row["location"]:
-            _follow(storage, touch, row["location"])  # a restore published another table
-        touch.created = False
-        touch.location = row["location"]
-        touch.base_ref = branches.ref_of(row)
-        touch.base_version = row.get("read_version")
-    else:
-        if not touch.created or touch.table_id != table_id:
-            if touch.rows is None:  # pre-written fragments elsewhere: hold their rows
-                touch.rows = read_back(storage, touch)
-            touch.location = v2_location(table_id)
-            touch.fragments = None
-        touch.created = True
-        touch.base_version = None
-        touch.base_ref = (None, None, None)
-    touch.path, touch.table_id = path, table_id
-
-
-def _follow(storage: Storage, touch: PartitionTouch, location: str) -> None:
-    """The partition is published at another table now (a restore put back an earlier one):
-    the rows go there. Data files written for the old table are written again from the rows,
-    or, when only the files are held (Spark tasks wrote them), copied to the new table's data
-    directory under the same names, so the fragments stay valid there."""
-    if touch.fragments is None:
-        return
-    if touch.rows is not None:
-        touch.fragments = None
-        return
-    for fragment in touch.fragments:
-        for data_file in fragment.files:
-            name = f"data/{data_file.path}"
-            storage.copy_file(f"{touch.location}/{name}", f"{location}/{name}")
 
 
 # --- the write ------------------------------------------------------------------------------
@@ -492,9 +246,10 @@ def _planned(
 ) -> PartitionWrite:
     """A dry run: where each touch would go in `snapshot`, as the write plans it; a new
     table's location is shown as its pattern (the hash is drawn when it is created)."""
-    index, fresh = LevelIndex(snapshot, spec), {}
+    index = LevelIndex(snapshot, spec)
+    fresh: dict[tuple[str, Any], str] = {}
     for touch in result.partitions:
-        _prepare(ns.storage, touch, spec, snapshot, index, fresh)
+        prepare(ns.storage, touch, spec, snapshot, index, fresh)
         if touch.created:
             touch.location = v2_location_pattern(touch.table_id)
         touch.version = None
@@ -550,7 +305,7 @@ def commit_touches(
         index = LevelIndex(snapshot, spec)
         for touch in pending:
             before = touch.location if touch.created else None
-            _prepare(ns.storage, touch, spec, snapshot, index, fresh)
+            prepare(ns.storage, touch, spec, snapshot, index, fresh)
             if before and before != touch.location:
                 abandoned.append(before)
         branches.resolve_bases(ns.storage, pending)
@@ -577,11 +332,6 @@ def commit_touches(
     return result
 
 
-def value_key(value: Any) -> Any:
-    """How `fresh` and the level index key a partition value (its type counts)."""
-    return _key(value)
-
-
 def _require_intact(snapshot: ManifestSnapshot, layout: PartitionLayout) -> None:
     """A write into a catalog that lost its partition columns or guard would misplace rows."""
     names = set(snapshot.table.schema.names)
@@ -604,7 +354,7 @@ def _pin_unversioned(ns: Namespace, snapshot: ManifestSnapshot, spec: PartitionS
     loose = [
         row
         for row in partition_table_rows(snapshot.rows, [spec])
-        if branches.ref_of(row) == (None, None, None) and verdicts.problem(row["object_id"]) is None
+        if PublishedRef.of(row) == LATEST and verdicts.problem(row["object_id"]) is None
     ]
     if not loose:
         return False
@@ -635,7 +385,9 @@ def _require_created_tables(storage: Storage, touches: list[PartitionTouch]) -> 
         raise Rebase(gone, from_manifest=True)
 
 
-def publish_touches(layout: PartitionLayout, spec: PartitionSpec, touches: list[PartitionTouch]):
+def publish_touches(
+    layout: PartitionLayout, spec: PartitionSpec, touches: list[PartitionTouch]
+) -> Callable[[ManifestSnapshot, ManifestEdit], int]:
     """The manifest plan: every touched partition's read_version, in one commit."""
 
     def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> int:
@@ -663,7 +415,7 @@ def publish_touches(layout: PartitionLayout, spec: PartitionSpec, touches: list[
                 if row is not None or taken:
                     stale.append(touch)
                 continue
-            if row is None or branches.ref_of(row) != touch.base_ref:
+            if row is None or PublishedRef.of(row) != touch.base_ref:
                 stale.append(touch)
         if stale:
             raise Rebase(stale, from_manifest=True)

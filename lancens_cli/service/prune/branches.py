@@ -19,14 +19,16 @@ leaves the main lineage and other branches alone.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from lancens_cli.service.prune.expire import expire_listed
 from lancens_cli.service.prune.policy import PrunePolicy, show_duration
-from lancens_cli.store.tables import branch_name
+from lancens_cli.store.catalog_rows import branch_name
 from lancens_cli.store.version_files import VersionInfo, version_files
 
 if TYPE_CHECKING:
@@ -69,7 +71,7 @@ def read_branch_states(storage: Storage, location: str, ds: Any) -> list[BranchS
 
 
 def plan_branches(
-    branch_states: list[BranchState],
+    branch_states: Sequence[BranchState],
     published: dict[str, set[int]],
     policy: PrunePolicy,
     now: datetime,
@@ -118,7 +120,7 @@ def expire_branches(
 ) -> list[tuple[str, list[int], Any]]:
     """Run each branch's plan on a handle at its head: (branch, versions removed, Lance stats);
     `judged_at` as in `expire_listed`."""
-    done = []
+    done: list[tuple[str, list[int], Any]] = []
     for plan in plans:
         if not plan.expire:
             continue
@@ -129,7 +131,7 @@ def expire_branches(
             plan.expire,
             policy,
             dry_run,
-            lambda d=branch_dir: version_files(storage, d),
+            functools.partial(version_files, storage, branch_dir),
             storage.delete_pace,
             judged_at,
         )

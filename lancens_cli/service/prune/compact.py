@@ -12,13 +12,13 @@ writer's version; our compacted version stays unpublished and expires later like
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import lance
 from lance.optimize import Compaction as LanceCompaction
 
+from lancens_cli.service.indexes.steps import borrowed_indexes
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.republish import Republish, republish
 from lancens_cli.store.commit import COMMIT_ERRORS, is_conflict
@@ -73,22 +73,6 @@ def _interleaved(after: Any, before: int) -> bool:
         return True
     kinds = {type(t.operation).__name__ for t in transactions if t is not None}
     return len(transactions) != after.version - before or not kinds <= _COMPACTION_OPERATIONS
-
-
-def borrowed_indexes(ds: Any) -> list[str]:
-    """The indexes this version reads from another dataset's directory (a shallow clone's).
-
-    Lance's compaction remaps such an index into the clone's own `_indices/` but keeps the
-    source's base id in the index entry: the compacted clone then looks for the remapped index
-    in its source and every index query fails ("Not found"; seen with pylance 14). Such a
-    table is therefore not compacted; its data and indexes stay as readers know them."""
-    with warnings.catch_warnings():  # list_indices names each index's base
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            indices = ds.list_indices()
-        except Exception:  # noqa: BLE001 - unreadable index metadata: do not rewrite either
-            return ["(unreadable index metadata)"]
-    return sorted({i["name"] for i in indices if i.get("base_id") is not None})
 
 
 NOT_COMPACTED = (
@@ -190,7 +174,7 @@ def publish_new_versions(
     moves = {
         c.object_id: Republish(c.object_id, c.before, c.after)
         for c in pending
-        if c.after is not None
+        if c.object_id is not None and c.after is not None
     }
     for entry in indexed:
         moves[entry["object_id"]] = Republish(

@@ -5,12 +5,16 @@ directories that hold tables are only reported, never deleted.
 
 from __future__ import annotations
 
-from lancens_cli.service import check as check_module
+from lancens_cli.service.check_report import CheckReport
+from lancens_cli.service.debris_check import (
+    check_job_logs,
+    check_orphans,
+    check_staged_files,
+    check_uncommitted_root_tables,
+)
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.policy import PrunePolicy
-from lancens_cli.service.prune.report import (
-    DebrisResult,
-)
+from lancens_cli.service.prune.report import DebrisResult
 
 DEBRIS_CODES = (
     "abandoned_table_write",
@@ -27,27 +31,28 @@ def remove_debris(
     delimiter: str,
     committed: set[str],
     kept_versions: set[int] | None = None,
-):
+) -> list[DebrisResult]:
     """`check`'s findings about debris: deleted past the grace; orphan tables only reported.
     `committed`: the tables this run read versions of (no write of theirs is asked about);
     `kept_versions`: the `__manifest` versions the run keeps (a partition table a restore
     unpublished that only the others publish is named: the next run deletes it)."""
-    findings = check_module.CheckReport(ns.storage.root_uri, "")
+    findings = CheckReport(ns.storage.root_uri, "")
     snapshot = ns.snapshot()
-    check_module.check_orphans(ns, snapshot, findings, delimiter, policy.grace, kept_versions)
-    check_module.check_uncommitted_root_tables(ns, snapshot, findings, policy.grace, committed)
-    check_module.check_job_logs(ns, findings, policy.grace)
+    check_orphans(ns, snapshot, findings, delimiter, policy.grace, kept_versions)
+    check_uncommitted_root_tables(ns, snapshot, findings, policy.grace, committed)
+    check_job_logs(ns, findings, policy.grace)
     if snapshot.exists:
-        check_module.check_staged_files(ns, findings, policy.grace)
+        check_staged_files(ns, findings, policy.grace)
     results = []
     for finding in findings.findings:
-        if finding.code in DEBRIS_CODES and finding.fixable:
+        location = finding.location  # (every fixable debris finding names its location)
+        if finding.code in DEBRIS_CODES and finding.fixable and location is not None:
             action = "would delete" if dry_run else "deleted"
             if not dry_run:
-                if finding.code in DEBRIS_CODES[:2] or ns.storage.is_dir(finding.location):
-                    ns.storage.delete_tree(finding.location)
+                if finding.code in DEBRIS_CODES[:2] or ns.storage.is_dir(location):
+                    ns.storage.delete_tree(location)
                 else:
-                    ns.storage.delete_file(finding.location)
+                    ns.storage.delete_file(location)
         elif finding.code in DEBRIS_CODES:
             action = "kept"
         else:

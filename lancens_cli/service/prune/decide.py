@@ -48,6 +48,18 @@ from lancens_cli.store.manifest import ManifestSnapshot
 from lancens_cli.store.version_files import UnorderedListing, list_tables
 
 
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """A table whose plan is made only when its turn to run comes (`decide(deferred=True)`):
+    a run then holds the plans of the tables in flight, not of every table."""
+
+    item: tuple[str, str | None]  # (location, object_id)
+
+
+# a table as decided: its result (nothing to run), its work, or its work planned later
+Planned = TableResult | TableWork | Deferred
+
+
 @dataclass
 class Decisions:
     """What a prune run decides before it changes anything: for each table in scope its plan
@@ -55,7 +67,7 @@ class Decisions:
     versions` shows exactly this; `prune` then carries it out."""
 
     scope: list[tuple[str, str | None]]
-    planned: list[TableResult | TableWork]
+    planned: list[Planned | None]  # by scope; None once the run took it (service/prune/run.py)
     states: dict[str, TableState]
     manifest_plan: TablePlan | None
     pins: Pins
@@ -66,14 +78,6 @@ class Decisions:
     plan_later: Callable[[tuple[str, str | None]], TableResult | TableWork] | None = None
     # object id -> which partition a partition table is (service/partitioned/label.py)
     labels: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Deferred:
-    """A table whose plan is made only when its turn to run comes (`decide(deferred=True)`):
-    a run then holds the plans of the tables in flight, not of every table."""
-
-    item: tuple[str, str | None]  # (location, object_id)
 
 
 def decide(
@@ -220,11 +224,15 @@ def _read_in_full(
 
 
 def _plan_all(
-    plan, scope, states: dict[str, TableState], parallel: int, defer: Callable[[str], bool] | None
-) -> list:
+    plan: Callable[[tuple[str, str | None]], TableResult | TableWork],
+    scope: list[tuple[str, str | None]],
+    states: dict[str, TableState],
+    parallel: int,
+    defer: Callable[[str], bool] | None,
+) -> list[Planned | None]:
     """`plan` of every table in scope, in order: a table the record may skip at once (it
     reads nothing), a table `defer` accepts left `Deferred`, the rest in `parallel` threads."""
-    planned: list[Any] = [None] * len(scope)
+    planned: list[Planned | None] = [None] * len(scope)
     for index, (location, _) in enumerate(scope):
         if getattr(states.get(location), "recorded", None) is not None:
             planned[index] = plan(scope[index])

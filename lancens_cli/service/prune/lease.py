@@ -101,7 +101,7 @@ def acquire(storage: Storage) -> Lease:
     numbers = _numbers(storage)
     for number in reversed(numbers):
         lease = read_json(storage, f"{LEASE_DIR}/lease-{number:012d}")
-        if _is_live(lease):
+        if lease is not None and _is_live(lease):
             raise ConcurrentModificationError(
                 f"another prune holds the lease on {storage.root_uri} (owner {lease['owner']}, "
                 f"host {lease.get('host')}, pid {lease.get('pid')}, until {lease['expires']})"

@@ -6,15 +6,19 @@ tables.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from typing import Any
 
 import lance
 
+from lancens_cli.errors import LancensError
 from lancens_cli.models import MANIFEST_TABLE
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.protect import (
     PIN_COLUMNS,
     Pins,
+    TablePlan,
     plan_table,
     read_table_state,
 )
@@ -23,19 +27,23 @@ from lancens_cli.store.manifest import ManifestSnapshot
 MANIFEST_COMPACT_FRAGMENTS = 16  # compact __manifest when it has more fragments than this
 
 
-def manifest_pins(ns: Namespace, snapshot: ManifestSnapshot, policy, now, parallel):
+def manifest_pins(
+    ns: Namespace, snapshot: ManifestSnapshot, policy: PrunePolicy, now: datetime, parallel: int
+) -> tuple[TablePlan | None, Pins]:
     """The plan for `__manifest` itself and what each of its kept versions publishes."""
     pins = Pins()
     if not snapshot.exists:
         return None, pins
     state = read_table_state(ns.storage, MANIFEST_TABLE, None)
+    if state is None:  # its versions went since the snapshot was read
+        raise LancensError("__manifest has no versions any more: prune stopped")
     plan = plan_table(state, Pins(), policy, {}, now)
     kept = [v for v in plan.protected if v <= snapshot.version] or [snapshot.version]
 
     uri = ns.storage.uri(MANIFEST_TABLE)
     options = ns.storage.lance_options
 
-    def read(version: int):
+    def read(version: int) -> tuple[int, list[dict[str, Any]]]:
         if version == snapshot.version:  # the rows at hand: the catalog is not read again
             return version, _publishing_rows(snapshot)
         ds = lance.dataset(uri, version=version, storage_options=options)
@@ -64,13 +72,14 @@ def _publishing_rows(snapshot: ManifestSnapshot) -> list[dict[str, Any]]:
     ]
 
 
-def maintain_manifest(ns: Namespace, indexes: bool) -> list[dict[str, Any]]:
-    """Compact `__manifest` when it has many fragments; rebuild its indexes on request.
+def maintain_manifest(ns: Namespace, catalog_indexes: bool) -> list[dict[str, Any]]:
+    """Compact `__manifest` when it has many fragments; rebuild its own indexes on request
+    (`catalog_indexes`: the global `--indexes`).
 
     Compaction is a Lance `Rewrite` commit: a manifest writer racing it sees a conflict and
     re-plans on the new version (store/manifest.py), so no change is lost.
     """
-    done = []
+    done: list[dict[str, Any]] = []
     ds = ns.manifest.open_dataset()
     if ds is None:
         return done
@@ -85,7 +94,7 @@ def maintain_manifest(ns: Namespace, indexes: bool) -> list[dict[str, Any]]:
                 "fragments_added": metrics.fragments_added,
             }
         )
-    if indexes:
+    if catalog_indexes:
         built = ns.manifest.create_indexes()
         done.append({"table": MANIFEST_TABLE, "indexes_rebuilt": built})
     return done

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from lancens_cli.errors import InvalidInputError, RefusedError
 
@@ -33,7 +34,10 @@ def parse_duration(text: str, option: str) -> timedelta:
 
 
 def show_duration(value: timedelta) -> str:
-    seconds = int(value.total_seconds())
+    """A duration as `parse_duration` reads it back, exactly: `7d`, `90m`, `30s`, `0.5s`."""
+    seconds, micro = divmod(value // timedelta(microseconds=1), 1_000_000)
+    if micro:
+        return f"{seconds}.{micro:06d}".rstrip("0") + "s"
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds and seconds % size == 0:
             return f"{seconds // size}{unit}"
@@ -73,10 +77,22 @@ class PrunePolicy:
                     "reader may still need what it would delete; pass --force to allow it"
                 )
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, Any]:
+        """The policy as every place that keeps or sends it writes it: the report, the
+        record's key (service/prune/record.py), a Spark task's job (service/prune/table.py)."""
         return {
             "older_than": show_duration(self.older_than),
             "retain": self.retain,
             "grace": show_duration(self.grace),
             "force": self.force,
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PrunePolicy:
+        """Back from `to_json`, exactly (a policy checked where it was made)."""
+        return cls(
+            older_than=parse_duration(data["older_than"], "older_than"),
+            retain=int(data["retain"]),
+            grace=parse_duration(data["grace"], "grace"),
+            force=bool(data["force"]),
+        )

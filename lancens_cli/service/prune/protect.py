@@ -38,6 +38,7 @@ from lancens_cli.service.prune.branches import (
 from lancens_cli.service.prune.policy import PrunePolicy, show_duration
 from lancens_cli.service.prune.record import Seen, digest_of
 from lancens_cli.store.base_paths import base_path_strings, own_data_files, split_manifest_file
+from lancens_cli.store.catalog_rows import READ_COLUMNS, PublishedRef, branch_name
 from lancens_cli.store.lance_session import (
     HeldDatasets,
     HeldManifest,
@@ -47,7 +48,7 @@ from lancens_cli.store.lance_session import (
     serialized_manifest,
 )
 from lancens_cli.store.storage import Storage
-from lancens_cli.store.tables import VERSIONS_DIR, branch_name
+from lancens_cli.store.tables import VERSIONS_DIR
 from lancens_cli.store.version_files import (
     TableListing,
     VersionInfo,
@@ -56,7 +57,7 @@ from lancens_cli.store.version_files import (
     version_times,
 )
 
-PIN_COLUMNS = ("read_version", "read_tag", "read_branch")
+PIN_COLUMNS = READ_COLUMNS  # what a kept `__manifest` version pins of a table
 
 
 @dataclass
@@ -84,20 +85,20 @@ class Pins:
             location = row.get("location")
             if not location:
                 continue
-            version = row.get("read_version")
-            if version is not None and row.get("read_branch"):
+            ref = PublishedRef.of(row)
+            if ref.version is not None and ref.branch:
                 # spec 004: with `read_branch`, `read_version` is a version of that branch
-                self.branch_versions[location][row["read_branch"]].add(int(version))
-            elif version is not None and not row.get("read_tag"):  # a tag says which version
-                self.versions[location][int(version)].add(manifest_version)
+                self.branch_versions[location][ref.branch].add(ref.version)
+            elif ref.version is not None and not ref.tag:  # a tag says which version
+                self.versions[location][ref.version].add(manifest_version)
                 if current:
-                    self.current[location] = int(version)
-            if current and (row.get("read_tag") or row.get("read_branch")):
+                    self.current[location] = ref.version
+            if current and (ref.tag or ref.branch):
                 self.off_main.add(location)
-            if row.get("read_tag"):
-                self.tags[location][row["read_tag"]].add(manifest_version)
-            if row.get("read_branch"):
-                self.branches[location][row["read_branch"]].add(manifest_version)
+            if ref.tag:
+                self.tags[location][ref.tag].add(manifest_version)
+            if ref.branch:
+                self.branches[location][ref.branch].add(manifest_version)
 
 
 def pins_digest(pins: Pins, location: str) -> str:
@@ -144,7 +145,7 @@ class TableState:
 
     location: str
     object_id: str | None
-    versions: list[VersionInfo]
+    versions: Sequence[VersionInfo]  # empty once planned (`planned`)
     tags: dict[str, int]
     branches: dict[str, int]  # branch -> the main-lineage version it starts from
     bases: Sequence[str]  # locations inside the root this table reads through base paths

@@ -49,28 +49,38 @@ from lancens_cli.service.prune.report import (
     DebrisResult,
     PruneReport,
     TableResult,
+    TableStatus,
 )
+from lancens_cli.service.prune.work import PruneWork
 from lancens_cli.store.containment import LEASE_DIR
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.version_files import TableListing, directories_unchanged
 
 
+def may_answer(
+    storage: Storage, work: PruneWork, *, dry_run: bool, full: bool, named: bool, spark: bool
+) -> bool:
+    """Whether the record may answer the run at all: a whole-root run (nothing `named`) on
+    local disk, in this process (not on `spark`), that deletes (not a dry run), trusts the
+    record (not `--full`) and does no index work (`--indexes` rebuilds `__manifest`'s;
+    `--optimize-indexes` always looks: its record depends on the index definitions in
+    `__manifest`), of a root a run left a record in. Nothing is opened but the record's name."""
+    if dry_run or full or named or spark or not storage.is_local:
+        return False
+    if work.catalog_indexes or work.optimize_indexes:
+        return False
+    return storage.exists(RECORD)  # no record, no answer: and no lease taken for nothing
+
+
 def answer(
-    storage: Storage,
-    policy: PrunePolicy,
-    compact: bool,
-    indexes: bool,
-    delimiter: str,
-    optimize_indexes: bool = False,
-):
-    """The report of a run with nothing to do, from the record alone; None when the run must
-    look (anything changed, aged or unknown; `--optimize-indexes` always looks: its record
-    depends on the index definitions in `__manifest`). Under the prune lease, like any run."""
-    if not storage.is_local or indexes or optimize_indexes or not storage.exists(RECORD):
-        return None  # no record, no answer: and no lease taken before the run validates
+    storage: Storage, policy: PrunePolicy, work: PruneWork, delimiter: str
+) -> PruneReport | None:
+    """The report of a run `may_answer` lets the record answer, with nothing to do, from the
+    record alone; None when the run must look (anything changed, aged or unknown). Under the
+    prune lease, like any run."""
     lease = acquire(storage)
     try:
-        record = PruneRecord.load(storage, policy_key(policy, compact, indexes, storage, delimiter))
+        record = PruneRecord.load(storage, policy_key(policy, work, storage, delimiter))
         state, now = record.root, datetime.now(UTC)
         if not state or not _still(storage, record, state, now):
             return None
@@ -157,10 +167,11 @@ def quiet_state(
         return None
     if report.failed or report.compacted or any(d.action != "reported" for d in report.debris):
         return None
-    if any(t.status != "nothing to do" for t in report.tables):
+    if any(t.status != TableStatus.NOTHING_TO_DO for t in report.tables):
         return None
     manifest = report.manifest
-    if manifest is not None and (manifest.status != "nothing to do" or manifest.files_removed):
+    busy = manifest is not None and manifest.status != TableStatus.NOTHING_TO_DO
+    if busy or (manifest is not None and manifest.files_removed):
         return None
     now = datetime.now(UTC)
     try:

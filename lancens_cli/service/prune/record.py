@@ -46,6 +46,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from lancens_cli.service.prune.policy import PrunePolicy
+from lancens_cli.service.prune.work import PruneWork
 from lancens_cli.store.containment import LEASE_DIR
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.version_files import DirTimes, TableListing, directories_unchanged
@@ -58,23 +59,22 @@ SETTLE = timedelta(seconds=2)  # how much older than a listing a directory's tim
 
 def policy_key(
     policy: PrunePolicy,
-    compact: bool,
-    indexes: bool,
+    work: PruneWork,
     storage: Storage,
     delimiter: str,
     optimize_indexes: str | None = None,
 ) -> str:
-    """Everything a run's decisions depend on besides the tables themselves: the policy, and
-    the settings that decide which tables and debris a run sees (and how it names them).
-    `optimize_indexes` (with `--optimize-indexes`) is the namespace's index definitions as
-    text: new definitions make every table be looked at again."""
+    """Everything a run's decisions depend on besides the tables themselves: the policy, the
+    work, and the settings that decide which tables and debris a run sees (and how it names
+    them). `optimize_indexes` (with `--optimize-indexes`) is the namespace's index definitions
+    as text: new definitions make every table be looked at again."""
     config = storage.config
     return json.dumps(
         {
             "format": FORMAT,
             **policy.to_json(),
-            "compact": compact,
-            "indexes": indexes,
+            "compact": work.compact,
+            "indexes": work.catalog_indexes,
             **({"optimize_indexes": optimize_indexes} if optimize_indexes is not None else {}),
             "manifest": config.manifest_enabled,
             "dir_listing": config.dir_listing_enabled,

@@ -9,10 +9,9 @@ import contextlib
 import dataclasses
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from lancens_cli.parallel import completed_map
-from lancens_cli.service.prune.decide import reading_threads
+from lancens_cli.service.prune.decide import Decisions, reading_threads
 from lancens_cli.service.prune.protect import (
     dependents_digest,
     pins_digest,
@@ -21,15 +20,13 @@ from lancens_cli.service.prune.record import Entry, PruneRecord, Seen
 from lancens_cli.service.prune.report import (
     UNCHANGED,
     TableResult,
+    TableStatus,
 )
+from lancens_cli.service.prune.request import PruneRequest
 from lancens_cli.service.prune.table import (
     UNREFERENCED_BATCH,
 )
 from lancens_cli.store.version_files import list_table, list_tables
-
-if TYPE_CHECKING:
-    from lancens_cli.service.prune.decide import Decisions
-    from lancens_cli.service.prune.run import PruneRequest
 
 
 class RecordEntries:
@@ -53,7 +50,7 @@ class RecordEntries:
     def add(self, result: TableResult, compacted: bool) -> None:
         if compacted:
             return
-        if result.status == "pruned" or self._waits_for_listing(result):
+        if result.status == TableStatus.PRUNED or self._waits_for_listing(result):
             if result.unreferenced_removed < UNREFERENCED_BATCH:  # else more may wait
                 self.pruned.append(result.location)
             return
@@ -64,7 +61,8 @@ class RecordEntries:
         service/prune/protect.py): its entry needs the listing `finish` takes."""
         state = self.decisions.states.get(result.location)
         seen = state.seen if state is not None else None
-        return result.status == "nothing to do" and seen is not None and not seen.digest
+        idle = result.status == TableStatus.NOTHING_TO_DO
+        return idle and seen is not None and not seen.digest
 
     def finish(self) -> None:
         pruned, self.pruned = self.pruned, []
@@ -117,8 +115,10 @@ def _entry_after(decisions: Decisions, result: TableResult) -> Entry | None:
         if entry.dirs is None and seen is not None and seen.at is not None:
             entry = dataclasses.replace(entry, dirs=seen.dirs)
         return entry
-    if result.status != "nothing to do" or result.unreferenced_removed >= UNREFERENCED_BATCH:
-        return None  # failed, gone; or more unreferenced files may wait
+    if result.status != TableStatus.NOTHING_TO_DO:
+        return None  # failed, gone
+    if result.unreferenced_removed >= UNREFERENCED_BATCH:
+        return None  # more unreferenced files may wait
     return _entry(decisions, result.location, seen)
 
 
@@ -139,7 +139,7 @@ def _entry(decisions: Decisions, location: str, seen: Seen | None) -> Entry | No
     before = state.seen if state is not None else None
     if state is None or before is None or before.at is None:
         return None  # not read from a listing this run
-    if seen is None or not seen.digest or state.partial:
+    if seen is None or seen.at is None or not seen.digest or state.partial:
         return None
     clones = decisions.dependents.get(location, [])
     return Entry(

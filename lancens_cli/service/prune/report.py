@@ -6,32 +6,41 @@ opening any table (service/prune/quiet.py) builds the same report as a full one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from lancens_cli.models import Identifier, Result, Streamed
+from lancens_cli.service.indexes import actions
 from lancens_cli.service.prune.policy import PrunePolicy
 
 UNCHANGED = "unchanged since the last prune, with nothing aging into the policy: skipped"
 NOT_A_TABLE = "not a Lance table with versions (declared, empty or gone)"
 
-# What a table's `status` says, one true word for what the run did to it, the first that
-# holds: versions or files removed (`pruned`, `would prune`: service/prune/table.py);
-# compacted; indexes built or brought current (--optimize-indexes); nothing at all. `failed`
-# and `gone` (dropped meanwhile) replace them.
-NOTHING_TO_DO = "nothing to do"
-COMPACTED, WOULD_COMPACT = "compacted", "would compact"
-INDEXES_OPTIMIZED, WOULD_OPTIMIZE_INDEXES = "indexes optimized", "would optimize indexes"
-# the index actions (service/indexes/optimize.py) of work done, and of work a dry run would do
-_INDEX_WORK = frozenset(("built", "optimized"))
-_INDEX_WORK_PLANNED = frozenset(("would build", "would optimize"))
+
+class TableStatus(StrEnum):
+    """What a table's `status` says, one true word for what the run did to it, the first that
+    holds: versions or files removed (service/prune/table.py); compacted; indexes built or
+    brought current (--optimize-indexes); nothing at all. `failed` and `gone` (dropped or
+    moved meanwhile) replace them. Its text is the JSON's and the table's."""
+
+    PRUNED = "pruned"
+    WOULD_PRUNE = "would prune"
+    COMPACTED = "compacted"
+    WOULD_COMPACT = "would compact"
+    INDEXES_OPTIMIZED = "indexes optimized"
+    WOULD_OPTIMIZE_INDEXES = "would optimize indexes"
+    NOTHING_TO_DO = "nothing to do"
+    FAILED = "failed"
+    GONE = "gone"
 
 
 @dataclass(slots=True)
 class TableResult:
     object_id: str | None
     location: str
-    status: str = NOTHING_TO_DO
+    status: TableStatus = TableStatus.NOTHING_TO_DO
     versions_removed: list[int] = field(default_factory=list)
     branch_versions_removed: dict[str, list[int]] = field(default_factory=dict)
     unpublished_removed: list[int] = field(default_factory=list)
@@ -76,7 +85,7 @@ class TableResult:
         return cls(
             data["object_id"],
             data["location"],
-            data["status"],
+            TableStatus(data["status"]),
             list(data["versions_removed"]),
             {name: list(v) for name, v in data["branch_versions_removed"].items()},
             list(data["unpublished_removed"]),
@@ -94,13 +103,14 @@ class TableResult:
 def settle_status(result: TableResult, compacted: bool, dry_run: bool) -> None:
     """A table the run removed nothing from says what else it did: compacted, or its indexes
     built or brought current; `nothing to do` stays only when nothing at all was done."""
-    if result.status != NOTHING_TO_DO:
+    if result.status != TableStatus.NOTHING_TO_DO:
         return
-    actions = {i.get("action") for i in result.indexes}
+    done = {i.get("action") for i in result.indexes}
     if compacted:
-        result.status = WOULD_COMPACT if dry_run else COMPACTED
-    elif actions & (_INDEX_WORK_PLANNED if dry_run else _INDEX_WORK):
-        result.status = WOULD_OPTIMIZE_INDEXES if dry_run else INDEXES_OPTIMIZED
+        result.status = TableStatus.WOULD_COMPACT if dry_run else TableStatus.COMPACTED
+    elif done & (actions.PLANNED if dry_run else actions.DONE):
+        optimized = TableStatus.WOULD_OPTIMIZE_INDEXES, TableStatus.INDEXES_OPTIMIZED
+        result.status = optimized[0] if dry_run else optimized[1]
 
 
 class ResultTotals:
@@ -132,7 +142,7 @@ class ResultTotals:
         counts["bytes_freed"] += t.bytes_freed
         counts["versions_protected"] += len(t.kept)
         counts["rows_indexed"] += sum(i.get("rows_indexed") or 0 for i in t.indexes)
-        if t.status == "failed":
+        if t.status == TableStatus.FAILED:
             self.failed.append(t)
 
     def merge(self, other: ResultTotals) -> None:
@@ -155,7 +165,8 @@ class PruneReport(Result):
     root: str
     policy: PrunePolicy
     dry_run: bool
-    tables: list[TableResult] = field(default_factory=list)
+    # in order; a run's are a `ResultLog` (service/prune/result_log.py), kept on disk
+    tables: Sequence[TableResult] = field(default_factory=list)
     manifest: TableResult | None = None
     debris: list[DebrisResult] = field(default_factory=list)
     compacted: list[dict[str, Any]] = field(default_factory=list)
@@ -170,8 +181,10 @@ class PruneReport(Result):
 
     @property
     def failed(self) -> list[TableResult]:
-        manifest = [self.manifest] if self.manifest and self.manifest.status == "failed" else []
-        return self._table_totals().failed + manifest
+        failed, manifest = self._table_totals().failed, self.manifest
+        if manifest is not None and manifest.status == TableStatus.FAILED:
+            return [*failed, manifest]
+        return list(failed)
 
     def totals(self) -> dict[str, int]:
         summed = ResultTotals()

@@ -12,21 +12,23 @@ its report.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import tempfile
-from collections.abc import Iterator
-from typing import IO
+from collections.abc import Iterator, Sequence
+from typing import IO, overload
 
 from lancens_cli.service.prune.report import ResultTotals, TableResult
 
 BLOCK = 1 << 16  # bytes read at a time
 
 
-class ResultLog:
+class ResultLog(Sequence[TableResult]):
     """An append-only sequence of `TableResult`s in the order appended; every iteration reads
     them back from the start (iterations may overlap: each keeps its own position). What the
-    report sums over them is kept as they come (`totals`): printing a report reads them once."""
+    report sums over them is kept as they come (`totals`): printing a report reads them once.
+    A position (`log[i]`) is read from the start too: a log is read in order."""
 
     def __init__(self) -> None:
         self._file: IO[bytes] | None = None
@@ -77,6 +79,18 @@ class ResultLog:
 
     def __len__(self) -> int:
         return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> TableResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[TableResult]: ...
+
+    def __getitem__(self, index: int | slice) -> TableResult | list[TableResult]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        position = range(self._count)[index]  # (an IndexError past the end)
+        return next(itertools.islice(iter(self), position, None))
 
     def __iter__(self) -> Iterator[TableResult]:
         self._flush()

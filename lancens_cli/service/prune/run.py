@@ -42,10 +42,7 @@ same `older_than` so Lance re-checks the age.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import functools
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -69,25 +66,17 @@ from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.quiet import quiet_state, root_stamps
 from lancens_cli.service.prune.record import PruneRecord, policy_key
 from lancens_cli.service.prune.record_entries import RecordEntries
-from lancens_cli.service.prune.report import (
-    PruneReport,
-    TableResult,
-)
+from lancens_cli.service.prune.report import PruneReport, TableResult, TableStatus
+from lancens_cli.service.prune.request import PruneRequest, TableRunner
 from lancens_cli.service.prune.result_log import ResultLog
 from lancens_cli.service.prune.table import (
     TableWork,
     execute_plan,
     run_table,
 )
+from lancens_cli.service.prune.work import PruneWork
 from lancens_cli.store.delete_pace import DeletePace
 from lancens_cli.store.version_files import list_table
-
-# (ns, works, policy, dry_run, parallel, advance) -> (result, compaction) per work, in order
-TableRunner = Callable[
-    [Namespace, list[TableWork], PrunePolicy, bool, int, Callable[[int], None]],
-    Iterable[tuple[TableResult, Compaction | None]],
-]
-
 
 # --- the run ----------------------------------------------------------------------------------
 
@@ -97,40 +86,37 @@ def prune(
     idents: list[Identifier],
     policy: PrunePolicy,
     *,
+    work: PruneWork | None = None,
     dry_run: bool = False,
-    compact: bool = False,
-    indexes: bool = False,
     parallel: int = 8,
     delimiter: str = ".",
     progress: Callable[[int], Callable[[int], None]] | None = None,
     tasks: TableRunner | None = None,
     full: bool = False,
     delete_rate_limit: int | None = None,
-    optimize_indexes: bool = False,
 ) -> PruneReport:
     """One run over the root; `tasks` runs the per-table work elsewhere (Spark: pipeline/
     prune_tasks.py), by default this process's thread pool (`run_locally`). Tables the last
     run's record shows unchanged are skipped (service/prune/record.py) unless `full`. With
     `delete_rate_limit`, at most that many objects are deleted a second (store/delete_pace.py).
-    With `optimize_indexes`, every table's indexes are brought current and partition tables
-    get the namespace's index definitions (service/indexes/optimize.py)."""
+    `work` says what else the run does (service/prune/work.py; none by default); with its
+    `optimize_indexes`, every table's indexes are brought current and partition tables get the
+    namespace's index definitions (service/indexes/optimize.py)."""
     policy.check()
+    work = work or PruneWork()
     pace = None if delete_rate_limit is None else DeletePace(delete_rate_limit, max(1, parallel))
     ns.require_root()
     definitions = _require_targets(ns, idents)  # bad input is found before the lease changes
     lease = None if dry_run else acquire(ns.storage)
     ns.storage.delete_pace = pace
     try:
-        shown = definitions_text(definitions) if optimize_indexes else None
-        key = policy_key(policy, compact, indexes, ns.storage, delimiter, shown)
+        shown = definitions_text(definitions) if work.optimize_indexes else None
+        key = policy_key(policy, work, ns.storage, delimiter, shown)
         record = PruneRecord(key) if full else PruneRecord.load(ns.storage, key)
+        wanted = [d.to_json() for d in definitions] if work.optimize_indexes else []
         request = PruneRequest(
-            ns, idents, policy, dry_run, compact, indexes, max(1, parallel), delimiter, tasks
+            ns, idents, policy, dry_run, work, max(1, parallel), delimiter, tasks, wanted
         )
-        if optimize_indexes:
-            request = dataclasses.replace(
-                request, optimize_indexes=True, definitions=[d.to_json() for d in definitions]
-            )
         return _run(request, progress, record)
     finally:
         ns.storage.delete_pace = None
@@ -155,28 +141,6 @@ def _require_targets(ns: Namespace, idents: list[Identifier]) -> list[IndexDefin
     return definitions
 
 
-@dataclass(frozen=True)
-class PruneRequest:
-    """One run's inputs, as `prune()` received them."""
-
-    ns: Namespace
-    idents: list[Identifier]
-    policy: PrunePolicy
-    dry_run: bool
-    compact: bool
-    indexes: bool
-    parallel: int
-    delimiter: str
-    tasks: TableRunner | None
-    optimize_indexes: bool = False
-    definitions: list[dict[str, Any]] = field(default_factory=list)  # the namespace's
-
-    @property
-    def whole_root(self) -> bool:
-        """No table or namespace named: the root's debris and `__manifest` are in scope."""
-        return not any(not i.is_root for i in self.idents)
-
-
 def _run(
     request: PruneRequest,
     progress: Callable[[int], Callable[[int], None]] | None,
@@ -192,7 +156,8 @@ def _run(
     skipped = set(record.entries)
     stamps = root_stamps(ns.storage, skipped) if recording_root else None
     # plans made as tables run, here; a Spark run ships them all, --compact budgets them first
-    deferred = request.tasks is None and not request.compact and not request.optimize_indexes
+    deferred = request.tasks is None and not request.work.compact
+    deferred = deferred and not request.work.optimize_indexes
     # the datasets opened to read tables serve their cleanups here (not on Spark executors)
     hold = request.tasks is None
     decisions = decide(ns, request.idents, policy, now, request.parallel, record, deferred, hold)
@@ -241,9 +206,9 @@ def _root_work(
         try:
             execute_plan(ns, decisions.manifest_plan, policy, dry_run, report.manifest)
             if not dry_run:
-                report.compacted += maintain_manifest(ns, request.indexes)
+                report.compacted += maintain_manifest(ns, request.work.catalog_indexes)
         except Exception as exc:
-            report.manifest.status = "failed"
+            report.manifest.status = TableStatus.FAILED
             report.manifest.error = getattr(exc, "message", None) or lance_message(exc)
 
 
@@ -266,21 +231,22 @@ def _run_tables(
         if isinstance(work, TableWork):
             # readers of a table published on a tag or a branch never see main's compaction
             on_main = work.plan.location not in pins.off_main
-            work.compact = request.compact and on_main and budget.take()
+            work.compact = request.work.compact and on_main and budget.take()
             _with_indexes(request, decisions, work, on_main)
     for p in planned:
         if isinstance(p, TableResult):
             advance(p.bytes_freed)
-    runner = request.tasks or functools.partial(run_locally, plan=decisions.plan_later)
-    done = iter(
-        runner(request.ns, works, request.policy, request.dry_run, request.parallel, advance)
-    )
+    done = iter(_results(request, decisions, works, advance))
     report.tables = log = ResultLog()
     indexed: list[dict[str, Any]] = []  # partition tables whose index work waits to publish
+    result: TableResult | None
+    compaction: Compaction | None
     for index, item in enumerate(planned):
         planned[index] = None
-        runs = not isinstance(item, TableResult)  # a TableWork or a Deferred: the runner's
-        result, compaction = next(done, (None, None)) if runs else (item, None)
+        if isinstance(item, TableResult):
+            result, compaction = item, None
+        else:  # a TableWork or a Deferred: the runner's
+            result, compaction = next(done, (None, None))
         if result is None:
             raise LancensError("prune's table runner returned fewer results than tables")
         if compaction is not None:
@@ -295,12 +261,29 @@ def _run_tables(
     _publish(request, budget, indexed, report)
 
 
+def _results(
+    request: PruneRequest,
+    decisions: Decisions,
+    works: list[TableWork | Deferred],
+    advance: Callable[[int], None],
+) -> Iterable[tuple[TableResult, Compaction | None]]:
+    """The tables' results in `works`' order: from the request's runner (Spark), else from
+    this process's threads (`run_locally`, which plans a `Deferred` table as it starts)."""
+    ns, policy, dry_run, parallel = request.ns, request.policy, request.dry_run, request.parallel
+    if request.tasks is None:
+        return run_locally(ns, works, policy, dry_run, parallel, advance, decisions.plan_later)
+    ready = [work for work in works if isinstance(work, TableWork)]
+    if len(ready) < len(works):  # a run with a runner of its own defers no table (`_run`)
+        raise LancensError("a deferred table reached a runner that cannot plan it")
+    return request.tasks(ns, ready, policy, dry_run, parallel, advance)
+
+
 def _with_indexes(
     request: PruneRequest, decisions: Decisions, work: TableWork, on_main: bool
 ) -> None:
     """`--optimize-indexes` for one table: on main only (a tag's or a branch's readers never
     see main's index work); a partition table also gets the namespace's definitions."""
-    if not request.optimize_indexes:
+    if not request.work.optimize_indexes:
         return
     if not on_main:
         work.plan.notes.append("published by a tag or a branch: indexes left alone")
@@ -344,7 +327,7 @@ def _publish(
 
 def run_locally(
     ns: Namespace,
-    works: list[TableWork | Deferred],
+    works: Sequence[TableWork | Deferred],
     policy: PrunePolicy,
     dry_run: bool,
     parallel: int,

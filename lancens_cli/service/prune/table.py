@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from lancens_cli.config import NamespaceConfig
@@ -31,7 +31,7 @@ from lancens_cli.service.prune.compact import Compaction, compact_table
 from lancens_cli.service.prune.expire import expire_listed
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.protect import TablePlan, manifest_file
-from lancens_cli.service.prune.report import TableResult, settle_status
+from lancens_cli.service.prune.report import TableResult, TableStatus, settle_status
 from lancens_cli.store.delete_pace import DeletePace
 from lancens_cli.store.lance_session import held_dataset, open_latest
 from lancens_cli.store.storage import check_relative
@@ -130,10 +130,10 @@ def record_failure(ns: Namespace, result: TableResult, exc: Exception) -> None:
     """A table whose work raised: `gone` when a drop or rename took it meanwhile (not a failure
     of prune: nothing is left to do), else `failed` with the reason in words."""
     if _gone(ns, result.location):
-        result.status = "gone"
+        result.status = TableStatus.GONE
         result.notes.append("the table was dropped or moved during prune: nothing left to do")
     else:
-        result.status = "failed"
+        result.status = TableStatus.FAILED
         result.error = exc.message if isinstance(exc, LancensError) else lance_message(exc)
 
 
@@ -149,12 +149,7 @@ def job_settings(ns: Namespace, policy: PrunePolicy, dry_run: bool, parallel: in
     """What every group of a run shares, as plain data."""
     return {
         "config": dataclasses.asdict(ns.config),
-        "policy": {
-            "older_than": policy.older_than.total_seconds(),
-            "retain": policy.retain,
-            "grace": policy.grace.total_seconds(),
-            "force": policy.force,
-        },
+        "policy": policy.to_json(),
         "dry_run": dry_run,
         "parallel": parallel,
         "delete_rate_limit": ns.storage.delete_pace and ns.storage.delete_pace.per_second,
@@ -167,13 +162,7 @@ def run_group(job: dict[str, Any], group: list[tuple[int, dict[str, Any]]]) -> l
     ns = Namespace(NamespaceConfig(**job["config"]))
     if job.get("delete_rate_limit"):  # this task's part of the run's rate
         ns.storage.delete_pace = DeletePace(job["delete_rate_limit"], int(job["parallel"]))
-    raw = job["policy"]
-    policy = PrunePolicy(
-        older_than=timedelta(seconds=raw["older_than"]),
-        retain=raw["retain"],
-        grace=timedelta(seconds=raw["grace"]),
-        force=raw["force"],
-    )
+    policy = PrunePolicy.from_json(job["policy"])
 
     def one(item: tuple[int, dict[str, Any]]) -> dict[str, Any]:
         index, work = item
@@ -195,7 +184,7 @@ def compaction_from_json(data: dict[str, Any] | None) -> Compaction | None:
 def execute_plan(
     ns: Namespace,
     plan: TablePlan,
-    policy,
+    policy: PrunePolicy,
     dry_run: bool,
     result: TableResult,
     handle: Any = None,
@@ -228,7 +217,7 @@ def execute_plan(
             _count(result, stats)
     if not plan.expire:
         if result.unpublished_removed or result.branch_versions_removed:
-            result.status = "would prune" if dry_run else "pruned"
+            result.status = _pruned(dry_run)
         return ds or handle  # (for the sweep)
     if ds is None:
         ds = held_dataset(handle, ns.storage, plan.location)
@@ -243,8 +232,13 @@ def execute_plan(
     )
     _count(result, stats)
     if result.versions_removed or result.unpublished_removed or result.branch_versions_removed:
-        result.status = "would prune" if dry_run else "pruned"
+        result.status = _pruned(dry_run)
     return ds
+
+
+def _pruned(dry_run: bool) -> TableStatus:
+    """The status of a table the run removed versions or files of."""
+    return TableStatus.WOULD_PRUNE if dry_run else TableStatus.PRUNED
 
 
 def _count(result: TableResult, stats: Any) -> None:
@@ -287,7 +281,11 @@ def _sweep_unreferenced(
     # from the latest manifest as the table was listed, when known); else one more listing
     # of `data/` (the cleanup may just have removed the extra files).
     listed_data_files, latest_own_files = listed
-    if None not in listed and listed_data_files <= latest_own_files:
+    if (
+        listed_data_files is not None
+        and latest_own_files is not None
+        and listed_data_files <= latest_own_files
+    ):
         return
     ds = held_dataset(ds, storage, location)
     own = [
@@ -330,8 +328,8 @@ def _sweep_unreferenced(
         result.bytes_freed += candidate.size_bytes
     if not dry_run:
         storage.delete_files(doomed)
-    if result.unreferenced_removed and result.status == "nothing to do":
-        result.status = "would prune" if dry_run else "pruned"
+    if result.unreferenced_removed and result.status == TableStatus.NOTHING_TO_DO:
+        result.status = _pruned(dry_run)
 
 
 def _drop_unpublished(ns: Namespace, plan: TablePlan, dry_run: bool, result: TableResult) -> None:

@@ -1,5 +1,8 @@
-"""`check` of a partitioned namespace: the guard flag, the `__manifest` partition columns and
-the spec-version namespaces, with a repair that rebuilds partition values from the data.
+"""`check` of a partitioned namespace's layout, as `__manifest` records it: the guard flag, the
+partition columns and values, and the spec-version namespaces, with a repair that rebuilds
+partition values from the data; then the namespace schema's field numbering
+(`field_numbering.py`) and each partition table's schema (`evolve_schema.py`). What readers
+reach through `read_*` is `published_check.py`'s.
 
 A writer that does not know spec 004 (the reference, should our writer flag have been removed)
 rewrites `__manifest` without the `partition_field_*` and `read_*` columns. Every partition
@@ -18,8 +21,8 @@ from lancens_cli.errors import CatalogDamagedError
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE, MANIFEST_TABLE
 from lancens_cli.partition.rows import dotted, partition_rows
 from lancens_cli.partition.schema import top_level_ids
-from lancens_cli.partition.selection import zone_of
 from lancens_cli.partition.spec import TIME_TRANSFORMS, PartitionSpec
+from lancens_cli.partition.time_ranges import zone_of
 from lancens_cli.partition.transforms import apply_field
 from lancens_cli.service.catalog.manifest_rows import partition_namespace_row
 from lancens_cli.service.namespace import Namespace
