@@ -644,8 +644,9 @@ class ManifestStore:
             empty = ManifestEdit(snapshot)
             empty.add_columns(edit._columns)
             return self._try_commit(snapshot, empty.build())
+        updates: dict[str, str | None] = dict(edit.metadata_updates)  # None would remove
         operation = lance.LanceOperation.UpdateConfig(
-            table_metadata_updates=lance.LanceOperation.UpdateMap(edit.metadata_updates, False)
+            table_metadata_updates=lance.LanceOperation.UpdateMap(updates, False)
         )
         properties = transaction_properties(edit.changes(metadata=True), None, edit.operation)
         try:

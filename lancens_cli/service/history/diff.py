@@ -270,7 +270,9 @@ def _root_diff(
         if old is not None and new is not None and _same(old[0], new[0]):
             result.untouched += 1
             continue
-        row, label = new if new is not None else old
+        pair = new if new is not None else old
+        assert pair is not None  # the object id came from one side or the other
+        row, label = pair
         change = "added" if old is None else "removed" if new is None else "changed"
         table = Identifier.from_object_id(object_id).display(delimiter)
         entries.append(
