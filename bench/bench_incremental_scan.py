@@ -23,6 +23,9 @@ Measured:
   namespace, (3) the namespace of the appended rows only; and (0) a floor, a cold Python process
   starting the same Spark session and running a one-row job through a Python worker. The
   `scan: done in` seconds the command reports (Spark session start + the job) are shown too;
+- the same (1) and (2) as cold processes with no `--master`, as a user runs them: Lance's
+  manifests answer them and Spark never starts (goal: <= 1 s as a whole process), beside the
+  Spark processes' times;
 - unless --no-warm: the same three counts through the data source in one warm Spark session
   (its start, and its first data source read, which starts the Python workers, timed on their
   own), each the first call then the median of RUNS.
@@ -63,6 +66,7 @@ MASTER = "local[2]"
 APPEND_SHARE = 100  # the append is 1/100 of the rows
 APPEND_PARTITIONS = 10
 GOAL_WHOLE_OVER_SINCE = 20.0
+GOAL_MANIFEST_COUNT_S = 1.0  # a count Lance's manifests answer, as a whole process
 GOAL_SINCE_OVER_SMALL = 2.0
 NAMES = 977  # distinct values of `s`
 
@@ -468,6 +472,47 @@ def main(argv: list[str] | None = None) -> int:
                 f"(1)/(3) = {above['(1)'] / above['(3)']:.2f}x",
                 flush=True,
             )
+
+        # the same counts as a user runs them with no --master: Lance's manifests answer them
+        print()
+        print(
+            f"cold processes, no --master (counted from Lance's manifests, no Spark), median "
+            f"of {args.runs} after 1 untimed round; {load_average()}",
+            flush=True,
+        )
+        plain = {
+            "(1m)": [*scan, str(ns), "scan", "--count", "--since-version", str(version_a)],
+            "(2m)": [*scan, str(ns), "scan", "--count"],
+        }
+        counted = cold_processes(plain, args.runs)
+        table = []
+        for label, title, spark_label in (
+            ("(1m)", f"scan --since-version {version_a} --count", "(1)"),
+            ("(2m)", "scan --count (whole namespace)", "(2)"),
+        ):
+            f, want = counted[label], expected[spark_label]
+            shown = f["out"] if f["out"] == str(want) else f"{f['out']} (EXPECTED {want})"
+            wall, with_spark = med(f["wall"]), med(found[spark_label]["wall"])
+            table.append(
+                [
+                    title,
+                    shown,
+                    f"{wall:.2f}",
+                    f"{min(f['wall']):.2f}",
+                    f"{with_spark:.2f}",
+                    f"{with_spark / wall:.1f}x",
+                ]
+            )
+        print_table(
+            ["command", "count", "median s", "best s", "with Spark s", "Spark / manifests"],
+            table,
+        )
+        best = max(med(counted[k]["wall"]) for k in plain)
+        print(
+            f"slowest manifest count {best:.2f} s (goal <= {GOAL_MANIFEST_COUNT_S:.0f} s: "
+            f"{verdict(best <= GOAL_MANIFEST_COUNT_S)})",
+            flush=True,
+        )
 
         # one warm session
         if not args.no_warm:

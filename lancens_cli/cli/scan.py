@@ -6,7 +6,6 @@ pyarrow or Lance.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
 from contextlib import nullcontext
@@ -18,7 +17,7 @@ from lancens_cli.cli.options import Conf, Master, Remote, TimestampAsOf, Version
 from lancens_cli.cli.output import message, plain_row
 from lancens_cli.cli.progress import spark_progress
 from lancens_cli.cli.session import session
-from lancens_cli.cli.spark_options import spark_session
+from lancens_cli.cli.spark_options import spark_named, spark_session
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.words import noun, plural
 
@@ -78,6 +77,17 @@ ScanSinceTimestamp = Annotated[
         "version) committed at or before TS (ISO 8601; UTC without an offset).",
     ),
 ]
+ScanEngine = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        metavar="auto|spark",
+        help="auto: a --count that Lance's manifests answer exactly (no condition, or one the "
+        "partitions decide whole) is answered from them without Spark; spark: always Spark "
+        "(so is any --master, --remote, --conf, LANCENS_SPARK_MASTER, SPARK_REMOTE or a "
+        "profile's spark settings).",
+    ),
+]
 ScanExplain = Annotated[
     bool,
     typer.Option(
@@ -104,6 +114,7 @@ def scan(
     master: Master = None,
     remote: Remote = None,
     conf: Conf = None,
+    engine: ScanEngine = "auto",
 ) -> None:
     """Read rows with Spark through the lancens data source: print them, count them, or
     write them as Parquet, CSV or JSON files.
@@ -112,31 +123,33 @@ def scan(
     publishes, so it sees each write whole or not at all. With --since-version (or
     --since-timestamp) only the rows appended after that version are read, each once (with ID:
     after that version of the table; 0: every row); what cannot be told as appends (a delete,
-    an overwrite, a restore) is refused in words, before Spark starts.
+    an overwrite, a restore) is refused in words, before Spark starts. A --count that Lance's
+    manifests answer (no condition, or one the partitions decide whole) needs no Spark.
     """
 
-    from lancens_cli.pipeline.scan import ScanRequest, check_request, run_scan
+    from lancens_cli.pipeline.scan import ScanCount, check_request, run_scan
     from lancens_cli.pipeline.spark_session import runs_on
 
-    asked = ScanRequest(
-        root="",
-        storage={},
-        identifier=identifier,
-        delimiter=session().delimiter,
-        where=where,
-        limit=limit,
-        count=count,
-        to=to,
-        fmt=fmt,
-        explain=explain,
-        version_as_of=version_as_of,
-        timestamp_as_of=timestamp_as_of,
-        since_version=since_version,
-        since_timestamp=since_timestamp,
-    )
-    request = _checked(asked, columns)
-    check_request(request)  # a bad --where, or an incremental read refused: before Spark starts
+    asked = {
+        "identifier": identifier,
+        "where": where,
+        "count": count,
+        "to": to,
+        "fmt": fmt,
+        "explain": explain,
+        "version_as_of": version_as_of,
+        "timestamp_as_of": timestamp_as_of,
+        "since_version": since_version,
+        "since_timestamp": since_timestamp,
+    }
+    request = _request(asked, columns, limit)
     started = time.monotonic()
+    if _may_skip_spark(engine, master, remote, conf) and count:
+        counted = _manifest_count(request)
+        if counted is not None:
+            _report(ScanCount(counted), False, time.monotonic() - started, "Lance's manifests")
+            return
+    check_request(request)  # a bad --where, or an incremental read refused: before Spark starts
     message("scan: starting Spark")
     # while files are written, a bar of Spark tasks (on a terminal only)
     progress = spark_progress("scan --to") if to else nullcontext(lambda spark: spark)
@@ -147,36 +160,53 @@ def scan(
     _report(result, explain, time.monotonic() - started)
 
 
-def _checked(asked: Any, columns: str | None) -> Any:
-    """The scan the options ask for, checked before Spark starts (exit 2), completed with the
-    root, its storage options, the `--columns` list and what the terminal implies."""
+def _may_skip_spark(engine: str, master: Any, remote: Any, conf: Any) -> bool:
+    """Whether the answer may come from Lance's manifests: `--engine auto`, and no Spark named
+    (a flag, the environment or the profile)."""
+    if engine not in ("auto", "spark"):
+        raise InvalidInputError(f"--engine {engine!r}: auto or spark")
+    return engine == "auto" and spark_named(master, conf, remote) is None
 
-    from lancens_cli.pipeline.scan import TERMINAL_LIMIT, require_output_format
 
-    if sum(bool(x) for x in (asked.count, asked.to, asked.explain)) > 1:
+def _manifest_count(request: Any) -> int | None:
+    """The count from Lance's manifests (None: rows must be read), said on stderr."""
+    from lancens_cli.pipeline.scan import count_from_manifests
+
+    counted = count_from_manifests(request)
+    if counted is None:
+        message("scan: the condition filters rows inside partitions: rows must be read")
+    return counted
+
+
+def _request(asked: dict[str, Any], columns: str | None, limit: int | None) -> Any:
+    """The scan the options ask for, checked before Spark starts (exit 2), with the root, its
+    storage options, the `--columns` list and what the terminal implies."""
+    from lancens_cli.pipeline.scan import TERMINAL_LIMIT, ScanRequest, require_output_format
+
+    if sum(bool(asked[x]) for x in ("count", "to", "explain")) > 1:
         raise InvalidInputError("--count, --to and --explain exclude one another")
-    require_output_format(asked.fmt)
+    require_output_format(asked["fmt"])
     wanted = [c.strip() for c in columns.split(",")] if columns is not None else None
     if wanted is not None and not all(wanted):
         raise InvalidInputError("--columns: give column names separated by commas")
     tty = sys.stdout.isatty()
-    limit = asked.limit
     if limit is None and tty and not session().json:
         limit = TERMINAL_LIMIT
     ns = session().namespace
     ns.require_root()
-    return dataclasses.replace(
-        asked,
+    return ScanRequest(
         root=ns.config.root,
         storage=dict(ns.config.storage_options),
+        delimiter=session().delimiter,
         columns=wanted,
         limit=limit,
         stream=not tty and not session().json,
+        **asked,
     )
 
 
-def _report(result: Any, explain: bool, seconds: float) -> None:
-    """The result on stdout, what happened on stderr."""
+def _report(result: Any, explain: bool, seconds: float, engine: str = "Spark") -> None:
+    """The result on stdout, what happened on stderr (`engine`: what answered)."""
     from lancens_cli.pipeline.scan import ScanCount, ScanStream, ScanWritten
 
     if isinstance(result, ScanStream):
@@ -197,7 +227,7 @@ def _report(result: Any, explain: bool, seconds: float) -> None:
             "--limit for more"
         )
     else:
-        message(f"scan: done in {seconds:.1f}s")
+        message(f"scan: done in {seconds:.1f}s ({engine})")
 
 
 def _print_stream(result) -> None:

@@ -31,3 +31,17 @@ def spark_session(
     profile = load_spark_profile(session().profile or os.environ.get("LANCENS_PROFILE"))
     settings = SparkSettings.resolve(master, conf, profile, debug=session().debug, remote=remote)
     return start(settings, data_source=data_source)
+
+
+def spark_named(master: str | None, conf: list[str] | None, remote: str | None) -> str | None:
+    """What names a Spark for this invocation, in words (None: nothing; local mode is only the
+    default): a flag, `LANCENS_SPARK_MASTER` / `SPARK_REMOTE`, or the profile's `spark` table.
+    An answer that needs no Spark is still given by Spark when one is named (decision 25)."""
+    if master is not None or remote is not None or conf:
+        return "--master, --remote or --conf"
+    for variable in ("LANCENS_SPARK_MASTER", "SPARK_REMOTE"):
+        if os.environ.get(variable):
+            return variable
+    if load_spark_profile(session().profile or os.environ.get("LANCENS_PROFILE")):
+        return "the profile's spark settings"
+    return None

@@ -21,10 +21,14 @@ from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
 from lancens_cli.errors import InvalidInputError
-from lancens_cli.partition.condition_data import decode
 from lancens_cli.partition.predicate import FALSE, to_sql
-from lancens_cli.partition.spark_conditions import split_condition
-from lancens_cli.pipeline.read_plan import LancensSlice, Piece, plan_slices
+from lancens_cli.pipeline.read_plan import (
+    Piece,
+    arrow_schema,
+    option_nodes,
+    plan_pieces,
+    slice_groups,
+)
 from lancens_cli.pipeline.source_options import SourceOptions
 from lancens_cli.pipeline.task_failures import marked, marked_iter
 
@@ -32,82 +36,7 @@ if TYPE_CHECKING:
     from lancens_cli.service.namespace import Namespace
 
 
-def option_nodes(opts: SourceOptions, schema: Any) -> list[Any]:
-    """The predicate nodes of the `where`, `prune` and `pruneCondition` options (READ_OPTIONS)."""
-    zone = opts.extra.get("timezone")
-    nodes: list[Any] = []
-    where = opts.extra.get("where")
-    if where:
-        condition = split_condition(where, schema, session_zone=zone)
-        for part in condition.left:
-            raise InvalidInputError(
-                f"option where: lancens cannot apply {part.text!r} exactly ({part.reason}); "
-                "filter the DataFrame with it instead (.filter(...)), and give it as option "
-                "prune to still prune partitions by it"
-            )
-        nodes += condition.understood
-    prune = opts.extra.get("prune")
-    if prune:
-        nodes += split_condition(prune, schema, session_zone=zone).understood
-    parsed = opts.extra.get("prunecondition")
-    if parsed:
-        nodes += decode(parsed, schema)
-    return nodes
-
-
 BATCH_ROWS = 64 * 1024
-# Read-only options. `where`: a Spark SQL condition the source applies exactly (every conjunct
-# must be one lancens understands, see partition/spark_conditions.py); `prune`: a condition
-# used only to prune and filter as far as it is understood (the caller filters the rows with
-# it again: `scan` does); `timeZone`: the Spark session time zone in which their timestamp
-# literals without an offset name instants.
-# `pruneCondition`: what `prune` gives, already parsed (partition/condition_data.py): `scan`
-# hands the source the conjuncts it parsed instead of the text to parse again.
-# `versionAsOf` / `timestampAsOf`: read the namespace as that `__manifest` version published it.
-# `sinceVersion` / `sinceTimestamp`: an incremental read, only the rows appended after that
-# `__manifest` version (exclusive) up to the one read (service/history/incremental.py).
-# `limit`: the reader needs at most this many rows (`scan --limit`, with no filter left to Spark):
-# only the fragments that hold them are planned, when no row filter is pushed to Lance.
-READ_OPTIONS = frozenset(
-    (
-        "where",
-        "prune",
-        "prunecondition",
-        "timezone",
-        "versionasof",
-        "timestampasof",
-        "sinceversion",
-        "sincetimestamp",
-        "limit",
-    )
-)
-
-
-def arrow_schema(opts: SourceOptions) -> Any:
-    """The source's Arrow schema: the namespace schema, or the table's at its read version."""
-    ns = opts.namespace()
-    ns.require_root()
-    ident = opts.ident()
-    if ident is None:
-        return _namespace_schema(ns)
-    from lancens_cli.store.catalog_rows import open_published
-
-    ref = ns.require_table(ident, ns.snapshot())
-    row = {**(ref.row or {}), "location": ref.location}
-    return open_published(ns.storage, row).schema
-
-
-def _namespace_schema(ns: Namespace) -> Any:
-    from lancens_cli.service.partitioned.layout import layout_from_metadata
-
-    dataset = ns.manifest.open_dataset()
-    layout = layout_from_metadata(dict(dataset.metadata or {})) if dataset is not None else None
-    if layout is None:
-        raise InvalidInputError(
-            "the root is not a partitioned namespace: name a table to read, "
-            "e.g. load('ns.table') or `lancens scan ns.table`"
-        )
-    return layout.schema
 
 
 @marked
@@ -139,6 +68,15 @@ def _limit(opts: SourceOptions) -> int | None:
     return int(text)
 
 
+class LancensSlice(InputPartition):
+    """What one Spark task reads: pieces of tables at exact versions (plain data: it pickles)."""
+
+    def __init__(self, index: int, pieces: tuple[Piece, ...], pushed: tuple[str, ...]) -> None:
+        self.index = index
+        self.pieces = pieces
+        self.pushed = pushed  # the Spark filters lancens applies, as SQL (for --explain)
+
+
 class LancensReader(DataSourceReader):
     """Plans and reads one scan; plain data, since Spark pickles it to the tasks.
 
@@ -168,7 +106,8 @@ class LancensReader(DataSourceReader):
         if FALSE in nodes:
             return []
         pushed = tuple(to_sql(n) for n in nodes)
-        return list(plan_slices(self.opts, schema, nodes, pushed, _limit(self.opts)))
+        pieces = plan_pieces(self.opts, schema, nodes, _limit(self.opts))
+        return [LancensSlice(i, group, pushed) for i, group in enumerate(slice_groups(pieces))]
 
     @marked_iter
     def read(self, partition: InputPartition) -> Iterator[Any]:

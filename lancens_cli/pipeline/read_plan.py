@@ -18,9 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.datasource import InputPartition
-
-from lancens_cli.errors import RefusedError
+from lancens_cli.errors import InvalidInputError, RefusedError
+from lancens_cli.partition.condition_data import decode
 from lancens_cli.partition.predicate import (
     FALSE,
     TRUE,
@@ -32,6 +31,7 @@ from lancens_cli.partition.predicate import (
     flatten,
     to_sql,
 )
+from lancens_cli.partition.spark_conditions import split_condition
 from lancens_cli.pipeline.missing_columns import without_columns
 from lancens_cli.pipeline.source_options import SourceOptions
 from lancens_cli.store.containment import directory_location_problem
@@ -45,6 +45,83 @@ if TYPE_CHECKING:
 
 ROWS_PER_SLICE = 1 << 20  # rows one Spark task reads, fragments grouped up to this
 _OPENERS = 8  # tables opened at once while planning (Lance releases the GIL)
+
+
+# Read-only options. `where`: a Spark SQL condition the source applies exactly (every conjunct
+# must be one lancens understands, see partition/spark_conditions.py); `prune`: a condition
+# used only to prune and filter as far as it is understood (the caller filters the rows with
+# it again: `scan` does); `timeZone`: the Spark session time zone in which their timestamp
+# literals without an offset name instants.
+# `pruneCondition`: what `prune` gives, already parsed (partition/condition_data.py): `scan`
+# hands the source the conjuncts it parsed instead of the text to parse again.
+# `versionAsOf` / `timestampAsOf`: read the namespace as that `__manifest` version published it.
+# `sinceVersion` / `sinceTimestamp`: an incremental read, only the rows appended after that
+# `__manifest` version (exclusive) up to the one read (service/history/incremental.py).
+# `limit`: the reader needs at most this many rows (`scan --limit`, with no filter left to Spark):
+# only the fragments that hold them are planned, when no row filter is pushed to Lance.
+READ_OPTIONS = frozenset(
+    (
+        "where",
+        "prune",
+        "prunecondition",
+        "timezone",
+        "versionasof",
+        "timestampasof",
+        "sinceversion",
+        "sincetimestamp",
+        "limit",
+    )
+)
+
+
+def arrow_schema(opts: SourceOptions) -> Any:
+    """The source's Arrow schema: the namespace schema, or the table's at its read version."""
+    ns = opts.namespace()
+    ns.require_root()
+    ident = opts.ident()
+    if ident is None:
+        return _namespace_schema(ns)
+    from lancens_cli.store.catalog_rows import open_published
+
+    ref = ns.require_table(ident, ns.snapshot())
+    row = {**(ref.row or {}), "location": ref.location}
+    return open_published(ns.storage, row).schema
+
+
+def _namespace_schema(ns: Namespace) -> Any:
+    from lancens_cli.service.partitioned.layout import layout_from_metadata
+
+    dataset = ns.manifest.open_dataset()
+    layout = layout_from_metadata(dict(dataset.metadata or {})) if dataset is not None else None
+    if layout is None:
+        raise InvalidInputError(
+            "the root is not a partitioned namespace: name a table to read, "
+            "e.g. load('ns.table') or `lancens scan ns.table`"
+        )
+    return layout.schema
+
+
+def option_nodes(opts: SourceOptions, schema: Any) -> list[Any]:
+    """The predicate nodes of the `where`, `prune` and `pruneCondition` options (READ_OPTIONS)."""
+    zone = opts.extra.get("timezone")
+    nodes: list[Any] = []
+    where = opts.extra.get("where")
+    if where:
+        condition = split_condition(where, schema, session_zone=zone)
+        for part in condition.left:
+            raise InvalidInputError(
+                f"option where: lancens cannot apply {part.text!r} exactly ({part.reason}); "
+                "filter the DataFrame with it instead (.filter(...)), and give it as option "
+                "prune to still prune partitions by it"
+            )
+        nodes += condition.understood
+    prune = opts.extra.get("prune")
+    if prune:
+        nodes += split_condition(prune, schema, session_zone=zone).understood
+    parsed = opts.extra.get("prunecondition")
+    if parsed:
+        nodes += decode(parsed, schema)
+    return nodes
 
 
 @dataclass(frozen=True)
@@ -66,15 +143,6 @@ class Piece:
     window: tuple[int, int] | None = None
 
 
-class LancensSlice(InputPartition):
-    """What one Spark task reads: pieces of tables at exact versions (plain data: it pickles)."""
-
-    def __init__(self, index: int, pieces: tuple[Piece, ...], pushed: tuple[str, ...]) -> None:
-        self.index = index
-        self.pieces = pieces
-        self.pushed = pushed  # the Spark filters lancens applies, as SQL (for --explain)
-
-
 @dataclass(frozen=True)
 class _Target:
     table: str
@@ -92,15 +160,15 @@ class _Target:
     table_since: tuple[str | None, str | None] | None = None
 
 
-def plan_slices(
+def plan_pieces(
     opts: SourceOptions,
     schema: Any,
     nodes: list[Node],
-    pushed: tuple[str, ...] = (),
     limit: int | None = None,
     names: SinceNames | None = None,
-) -> list[LancensSlice]:
-    """The slices of a read where every node holds (resolved once, here).
+) -> list[Piece]:
+    """The pieces of a read where every node holds (resolved once, here); Spark-free, so the
+    CLI plans a read in its own process as the data source's driver plans it.
 
     `schema` is the source's Arrow schema (the namespace schema, or the table's): the nodes
     are typed against it. With `limit`, only the first fragments that hold that many rows are
@@ -127,7 +195,7 @@ def plan_slices(
         pool.shutdown(wait=True, cancel_futures=True)
     if limit is not None:
         found = fewest_pieces(found, limit) or found
-    return _group(found, pushed)
+    return found
 
 
 def fewest_pieces(pieces: list[Piece], limit: int) -> list[Piece] | None:
@@ -324,14 +392,15 @@ def _rename_columns(node: Node, names: dict[str, str]) -> Node:
     return node
 
 
-def _group(pieces: list[Piece], pushed: tuple[str, ...]) -> list[LancensSlice]:
-    """Fragments of big tables alone, small ones together, up to ROWS_PER_SLICE rows a task."""
-    slices: list[LancensSlice] = []
+def slice_groups(pieces: list[Piece]) -> list[tuple[Piece, ...]]:
+    """The pieces each Spark task reads: fragments of big tables alone, small ones together,
+    up to ROWS_PER_SLICE rows a task."""
+    slices: list[tuple[Piece, ...]] = []
     batch: list[Piece] = []
     rows = 0
     for piece in sorted(pieces, key=lambda p: (p.table, p.fragments)):
         if batch and rows + piece.rows > ROWS_PER_SLICE:
-            slices.append(LancensSlice(len(slices), tuple(batch), pushed))
+            slices.append(tuple(batch))
             batch, rows = [], 0
         last = batch[-1] if batch else None
         together = last is not None and last.window is None and piece.window is None
@@ -343,5 +412,5 @@ def _group(pieces: list[Piece], pushed: tuple[str, ...]) -> list[LancensSlice]:
             batch.append(piece)
         rows += piece.rows
     if batch:
-        slices.append(LancensSlice(len(slices), tuple(batch), pushed))
+        slices.append(tuple(batch))
     return slices

@@ -9,9 +9,11 @@ condition need are declared to the data source (Spark's Python data sources read
 of the schema they are given). `--explain` reads the slices the reader planned back out of the
 physical plan: the partition tables chosen per spec version, their versions and filters.
 
-pyspark and the modules that import it (`read.py`, `read_plan.py`) are imported inside functions, so
-that `lancens_cli.pipeline.scan` imports without Spark; so is
-`service.partitioned.partitions`, which loads Lance for `--explain`'s total only.
+pyspark and the modules that import it (`read.py`) are imported inside functions, so that
+`lancens_cli.pipeline.scan` imports without Spark: `scan --count` answered from Lance's
+manifests (`count_from_manifests`, planned by `read_plan.py` as the data source's driver plans)
+never loads it. So are `service.partitioned.partitions`, which loads Lance for `--explain`'s
+total only, and `service.history.incremental`.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ from lancens_cli import interrupt
 from lancens_cli.errors import InvalidInputError, TableAlreadyExistsError
 from lancens_cli.models import Result, json_value
 from lancens_cli.partition.condition_data import encode
+from lancens_cli.partition.predicate import FALSE
 from lancens_cli.partition.spark_conditions import Condition, split_condition
+from lancens_cli.pipeline.read_plan import READ_OPTIONS, arrow_schema, plan_pieces
 from lancens_cli.pipeline.source_options import SourceOptions
 from lancens_cli.pipeline.spark_session import is_connect
 from lancens_cli.pipeline.task_failures import spark_errors
@@ -165,8 +169,6 @@ def source_options(request: ScanRequest) -> dict[str, str]:
 
 def request_condition(request: ScanRequest) -> tuple[Any, Condition | None]:
     """The source's Arrow schema and the split `--where` (input errors found before Spark)."""
-    from lancens_cli.pipeline.read import arrow_schema
-
     schema = arrow_schema(_request_options(request))
     if not request.where:
         return schema, None
@@ -180,7 +182,6 @@ def check_request(request: ScanRequest) -> None:
     `--where` or column, and an incremental read that cannot be told as appends (a start that
     is not readable, a restore, an overwrite, a delete since), planned as the data source will
     plan it, with messages in the CLI's flags."""
-    from lancens_cli.pipeline.read_plan import plan_slices
     from lancens_cli.service.history.incremental import FLAG_NAMES
 
     schema, condition = request_condition(request)
@@ -188,13 +189,31 @@ def check_request(request: ScanRequest) -> None:
     if opts.since() is None:
         return
     nodes = condition.understood if condition is not None else []
-    plan_slices(opts, schema, nodes, limit=_planned_limit(request, condition), names=FLAG_NAMES)
+    plan_pieces(opts, schema, nodes, limit=_planned_limit(request, condition), names=FLAG_NAMES)
+
+
+def count_from_manifests(request: ScanRequest) -> int | None:
+    """`scan --count` as Lance's manifests answer it, with no row read and no Spark: the rows
+    of the pieces the data source would plan (each fragment's rows less its deletions; an
+    incremental read's row windows), when nothing is left to filter rows: no conjunct Spark
+    alone applies, no filter for Lance (the partitions decide the condition whole). None when
+    rows must be read. Refuses what `check_request` refuses, in the same words."""
+    from lancens_cli.service.history.incremental import FLAG_NAMES
+
+    schema, condition = request_condition(request)
+    if condition is not None and condition.left:
+        return None
+    nodes = condition.understood if condition is not None else []
+    if FALSE in nodes:
+        return 0
+    pieces = plan_pieces(_request_options(request), schema, nodes, names=FLAG_NAMES)
+    if any(piece.filter is not None for piece in pieces):
+        return None
+    return sum(piece.rows for piece in pieces)
 
 
 def _request_options(request: ScanRequest) -> SourceOptions:
     """The data source options of `request`, parsed as the source parses them."""
-    from lancens_cli.pipeline.read import READ_OPTIONS
-
     options = source_options(request)
     named = {**options, "path": request.identifier} if request.identifier else options
     return SourceOptions.parse(named, READ_OPTIONS)
@@ -331,7 +350,7 @@ def planned_slices(df: DataFrame) -> list[Any]:
     Each scan node of the plan holds the pickled input partitions our `partitions()`
     returned; they name every table, version and fragment the tasks will read.
     """
-    from lancens_cli.pipeline.read_plan import LancensSlice
+    from lancens_cli.pipeline.read import LancensSlice
 
     found = []
     for scan in _scan_nodes(df._jdf.queryExecution().executedPlan()):
@@ -405,7 +424,6 @@ def explain(df: DataFrame, request: ScanRequest, condition: Condition | None) ->
 def _partition_total(request: ScanRequest) -> int | None:
     if request.identifier is not None:
         return None
-    from lancens_cli.pipeline.read import READ_OPTIONS
     from lancens_cli.service.partitioned.partitions import select_partitions
 
     ns = SourceOptions.parse(source_options(request), READ_OPTIONS).namespace()

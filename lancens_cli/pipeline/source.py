@@ -28,12 +28,14 @@ class LancensDataSource(DataSource):
         return SourceOptions.parse(self.options, extra)
 
     def schema(self) -> Any:
-        from lancens_cli.pipeline.read import READ_OPTIONS, source_schema
+        from lancens_cli.pipeline.read import source_schema
+        from lancens_cli.pipeline.read_plan import READ_OPTIONS
 
         return source_schema(self._options(READ_OPTIONS))
 
     def reader(self, schema: Any) -> Any:
-        from lancens_cli.pipeline.read import READ_OPTIONS, LancensReader
+        from lancens_cli.pipeline.read import LancensReader
+        from lancens_cli.pipeline.read_plan import READ_OPTIONS
 
         return LancensReader(self._options(READ_OPTIONS), schema)
 

@@ -66,7 +66,8 @@ def difference(after: pa.Table, before: pa.Table) -> list[tuple]:
 
 def incremental(root: Root, since: int, until: int | None = None, **extra: str) -> list[tuple]:
     """The data source's incremental read, planned and read as Spark's driver and tasks do."""
-    from lancens_cli.pipeline.read import READ_OPTIONS, LancensReader, source_schema
+    from lancens_cli.pipeline.read import LancensReader, source_schema
+    from lancens_cli.pipeline.read_plan import READ_OPTIONS
     from lancens_cli.pipeline.source_options import SourceOptions
     from lancens_cli.pipeline.task_failures import TaskFailure, surfaced
 

@@ -19,7 +19,8 @@ from lancens_cli.errors import LancensError
 
 def read(root: Root, identifier: str | None = None, **options: str) -> list[int]:
     """The ids an incremental (or whole) read returns, planned and read as Spark does."""
-    from lancens_cli.pipeline.read import READ_OPTIONS, LancensReader, source_schema
+    from lancens_cli.pipeline.read import LancensReader, source_schema
+    from lancens_cli.pipeline.read_plan import READ_OPTIONS
     from lancens_cli.pipeline.source_options import SourceOptions
     from lancens_cli.pipeline.task_failures import TaskFailure, surfaced
 

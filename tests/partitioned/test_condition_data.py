@@ -205,7 +205,7 @@ def test_a_wrong_condition_is_one_input_error(data, words):
 
 
 def test_the_source_reads_the_parsed_condition_without_parsing_sql(monkeypatch):
-    from lancens_cli.pipeline.read import READ_OPTIONS, option_nodes
+    from lancens_cli.pipeline.read_plan import READ_OPTIONS, option_nodes
     from lancens_cli.pipeline.source_options import SourceOptions
 
     where = "i64 >= 5 AND name IN ('a', 'b') AND berlin < TIMESTAMP '2025-03-30 02:30:00+02:00'"

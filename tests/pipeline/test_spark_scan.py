@@ -502,17 +502,17 @@ def test_a_partition_published_by_tag_is_read_at_the_tagged_version(tmp_path, sp
 
 def test_a_big_partition_table_is_read_by_several_tasks():
     """One slice per fragment once fragments are big; small ones share a slice."""
-    from lancens_cli.pipeline.read_plan import ROWS_PER_SLICE, Piece, _group
+    from lancens_cli.pipeline.read_plan import ROWS_PER_SLICE, Piece, slice_groups
 
     def piece(table: str, fragment: int, rows: int) -> Piece:
         return Piece(table, table, 3, None, (fragment,), rows, None, 1)
 
     big = [piece("big", i, ROWS_PER_SLICE) for i in range(3)]
     small = [piece(f"t{i}", 0, 1000) for i in range(50)]
-    slices = _group(big + small, ())
-    assert sum(1 for s in slices if any(p.table == "big" for p in s.pieces)) == 3
+    slices = slice_groups(big + small)
+    assert sum(1 for s in slices if any(p.table == "big" for p in s)) == 3
     assert len(slices) == 4  # the 50 small tables travel together
-    assert sum(p.rows for s in slices for p in s.pieces) == 3 * ROWS_PER_SLICE + 50_000
+    assert sum(p.rows for s in slices for p in s) == 3 * ROWS_PER_SLICE + 50_000
 
 
 def planned_slices_of(df):
