@@ -1,7 +1,7 @@
 """Names vulture cannot see used: the frameworks we plug into call them.
 
 `vulture lancens_cli tools/vulture_whitelist.py --min-confidence 60 --ignore-decorators
-@_view,@_summary,@_warning` must print nothing (test_code_health.py runs it). Add a name here
+@view,@summary,@warning` must print nothing (test_code_health.py runs it). Add a name here
 only when a framework calls it; vulture reads this file, nothing runs it.
 """
 # ruff: noqa: B018, F821

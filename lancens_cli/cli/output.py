@@ -1,6 +1,6 @@
 """Rendering results and errors (the output contract: README "Output and exit codes").
 
-What each result shows is its view (`cli/views.py`); this module only renders views.
+What each result shows is its view (`cli/views/`); this module only renders views.
 
 stdout carries only the result: a rich table on a terminal, tab-separated lines when piped,
 exactly one JSON document with --json. Messages and errors go to stderr; in JSON mode an error is

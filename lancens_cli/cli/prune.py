@@ -89,7 +89,7 @@ Verbose = Annotated[
 @dataclass
 class PruneOnTerminal(Result):
     """A prune report as a terminal shows it without --verbose: the summary and the tables with
-    something to do (cli/views.py); its JSON is the report's."""
+    something to do (cli/views/catalog.py); its JSON is the report's."""
 
     report: Any
 
