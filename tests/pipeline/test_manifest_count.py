@@ -133,3 +133,22 @@ def test_a_wrong_engine_is_refused_before_anything_runs(local_root):
     result = cli(local_root, "scan", "--engine", "fast")
     assert result.exit_code == 2
     assert result.stderr.strip() == "lancens: error: --engine 'fast': auto or spark"
+
+
+@pytest.mark.s3
+def test_counts_on_object_storage_need_no_spark(s3_root, files):
+    """On S3 (a moto server) as on disk: the manifests answer, through the root's storage
+    options, and a count over an incremental window is the rows the second write added."""
+    root = s3_root
+    a, b = events(120, seed=5), events(80, seed=6, start=2000)
+    ok(root, "add-partition-spec", "--schema", files("schema.parquet", events(1)), *SPEC1)
+    ok(root, "write", "--from", files("a.parquet", a))
+    first = ok(root, "versions", "__manifest", "--json").json()
+    after_a = max(v["version"] for v in first["versions"])
+    ok(root, "write", "--from", files("b.parquet", b))
+    for where in (None, "country = 'DE'", "country IS NULL"):
+        counted, words = _count(root, where)
+        assert counted == _oracle([a, b], where), where
+        assert "Lance's manifests" in words, where
+    since, _ = _count(root, None, "--since-version", str(after_a))
+    assert since == len(b)
