@@ -45,7 +45,8 @@ def _more_work(built, n: int) -> None:
     source = next((built.table / "data").iterdir())
     shutil.copy(source, ghost / source.name)
     staged_source = next((built.path / "__manifest" / "data").iterdir())
-    shutil.copy(staged_source, staged_source.with_name(f"{n:08d}" + staged_source.name[8:]))
+    # Lance names data files with 0s and 1s: a leading 9 never names the source itself
+    shutil.copy(staged_source, staged_source.with_name(f"9{n:07d}" + staged_source.name[8:]))
 
 
 def _prune(root) -> subprocess.Popen:
