@@ -20,4 +20,3 @@ _.tables_removed
 _.tables_republished
 _.namespaces_added
 _.namespaces_removed
-_.NAMESPACE  # a member of store/catalog_rows.ObjectKind, made by ObjectKind(row["object_type"])

@@ -1,4 +1,4 @@
-"""The catalog's rows as typed values: a `__manifest` row, and what a table row publishes.
+"""What a `__manifest` table row publishes, as a typed value: the rule written once.
 
 A `__manifest` row arrives from Lance as a dict of its columns. The rule for what a table row
 sends a reader to (the directory namespace specification's Read Behavior: `read_tag` alone, else
@@ -13,27 +13,16 @@ read rows, such as prune's quiet answer, import this module before Lance is need
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 from typing import Any
 
 from lancens_cli.errors import InvalidTableStateError, lance_message
-from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE
 from lancens_cli.store.storage import Storage
 
 # The columns that say what a table row publishes (spec: Manifest Table Schema), in the order
 # `__manifest` holds them.
 READ_VERSION, READ_BRANCH, READ_TAG = "read_version", "read_branch", "read_tag"
 READ_COLUMNS = (READ_VERSION, READ_BRANCH, READ_TAG)
-# The columns every directory namespace's `__manifest` has, whatever else a writer added.
-BASE_COLUMNS = ("object_id", "object_type", "location", "metadata", "base_objects")
-
-
-class ObjectKind(StrEnum):
-    """A row's `object_type`."""
-
-    TABLE = KIND_TABLE
-    NAMESPACE = KIND_NAMESPACE
 
 
 def branch_name(value: Any) -> str | None:
@@ -140,50 +129,6 @@ class PublishedRef:
 
 
 LATEST = PublishedRef()
-
-
-@dataclass(frozen=True)
-class CatalogRow:
-    """One `__manifest` row: its identity, kind and location, what it publishes, and the
-    columns other than the base ones (a partition row's `partition_field_*` values)."""
-
-    object_id: str
-    kind: ObjectKind
-    location: str | None
-    metadata: str | None = None
-    base_objects: list[str] | None = None
-    published: PublishedRef = LATEST
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, row: Mapping[str, Any]) -> CatalogRow:
-        known = set(BASE_COLUMNS) | set(READ_COLUMNS)
-        return cls(
-            object_id=row["object_id"],
-            kind=ObjectKind(row["object_type"]),
-            location=row.get("location"),
-            metadata=row.get("metadata"),
-            base_objects=row.get("base_objects"),
-            published=PublishedRef.of(row),
-            extra={k: v for k, v in row.items() if k not in known},
-        )
-
-    @property
-    def is_table(self) -> bool:
-        return self.kind is ObjectKind.TABLE
-
-    def as_row(self) -> dict[str, Any]:
-        """The row as `__manifest` columns (what `ManifestEdit` commits)."""
-        row = {
-            "object_id": self.object_id,
-            "object_type": str(self.kind),
-            "location": self.location,
-            "metadata": self.metadata,
-            "base_objects": self.base_objects,
-        }
-        if self.is_table:
-            row.update(self.published.columns())
-        return {**row, **self.extra}
 
 
 def open_published(storage: Storage, row: Mapping[str, Any]) -> Any:

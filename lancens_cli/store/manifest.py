@@ -34,7 +34,7 @@ from lancens_cli.errors import (
     lance_message,
 )
 from lancens_cli.models import MANIFEST_TABLE, OBJECT_ID_DELIMITER
-from lancens_cli.store.catalog_rows import CatalogRow, PublishedRef
+from lancens_cli.store.catalog_rows import PublishedRef
 from lancens_cli.store.commit import COMMIT_ERRORS, backoff, is_conflict
 from lancens_cli.store.commit_record import CommitChanges, changes_of, transaction_properties
 from lancens_cli.store.inspect import index_summaries
@@ -190,15 +190,6 @@ class ManifestSnapshot:
     def __contains__(self, object_id: str) -> bool:
         return object_id in self._ids()
 
-    def entry(self, object_id: str) -> CatalogRow | None:
-        """The row of `object_id` as a typed value (None: no such row)."""
-        row = self.get(object_id)
-        return None if row is None else CatalogRow.of(row)
-
-    def entries(self) -> list[CatalogRow]:
-        """Every row as a typed value."""
-        return [CatalogRow.of(row) for row in self.rows]
-
     def children(self, object_id: str, recursive: bool = False) -> list[dict[str, Any]]:
         """Rows directly (or, recursively, anywhere) below a namespace; root is ''."""
         prefix = object_id + OBJECT_ID_DELIMITER if object_id else ""
@@ -289,9 +280,7 @@ class ManifestEdit:
             return True
         return object_id in self.snapshot and object_id not in self._removed
 
-    def add(self, row: dict[str, Any] | CatalogRow) -> None:
-        if isinstance(row, CatalogRow):
-            row = row.as_row()
+    def add(self, row: dict[str, Any]) -> None:
         object_id = row["object_id"]
         if self.has(object_id):
             raise KeyError(object_id)

@@ -16,12 +16,12 @@ from lancens_cli.models import MANIFEST_TABLE
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.protect import (
-    PIN_COLUMNS,
     Pins,
     TablePlan,
     plan_table,
     read_table_state,
 )
+from lancens_cli.store.catalog_rows import READ_COLUMNS
 from lancens_cli.store.manifest import ManifestSnapshot
 
 MANIFEST_COMPACT_FRAGMENTS = 16  # compact __manifest when it has more fragments than this
@@ -47,7 +47,7 @@ def manifest_pins(
         if version == snapshot.version:  # the rows at hand: the catalog is not read again
             return version, _publishing_rows(snapshot)
         ds = lance.dataset(uri, version=version, storage_options=options)
-        columns = [c for c in PIN_COLUMNS if c in ds.schema.names]
+        columns = [c for c in READ_COLUMNS if c in ds.schema.names]
         if not columns:
             return version, []
         where = " OR ".join(f"{c} IS NOT NULL" for c in columns)
@@ -64,7 +64,7 @@ def manifest_pins(
 def _publishing_rows(snapshot: ManifestSnapshot) -> list[dict[str, Any]]:
     """The snapshot's rows that publish a version, tag or branch, as a kept version's `read`
     gives them (a column the catalog lacks reads None)."""
-    names = ("location", *PIN_COLUMNS)
+    names = ("location", *READ_COLUMNS)
     return [
         dict(zip(names, values, strict=True))
         for values in snapshot.columns(*names)

@@ -38,7 +38,7 @@ from lancens_cli.service.prune.branches import (
 from lancens_cli.service.prune.policy import PrunePolicy, show_duration
 from lancens_cli.service.prune.record import Seen, digest_of
 from lancens_cli.store.base_paths import base_path_strings, own_data_files, split_manifest_file
-from lancens_cli.store.catalog_rows import READ_COLUMNS, PublishedRef, branch_name
+from lancens_cli.store.catalog_rows import PublishedRef, branch_name
 from lancens_cli.store.lance_session import (
     HeldDatasets,
     HeldManifest,
@@ -56,8 +56,6 @@ from lancens_cli.store.version_files import (
     list_table,
     version_times,
 )
-
-PIN_COLUMNS = READ_COLUMNS  # what a kept `__manifest` version pins of a table
 
 
 @dataclass
