@@ -83,6 +83,21 @@ def parse_int(key: str, value: object) -> int:
     return number
 
 
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
+_SIZE_POWER = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
+
+
+def parse_size(key: str, value: object) -> int:
+    """A size in bytes from `64MiB`, `64M` or `512KiB` (binary units), `1GB` (decimal) or a
+    plain number of bytes."""
+    found = _SIZE.match(str(value))
+    if found is None:
+        raise ConfigError(f"{key}: {value!r} is not a size (e.g. 64MiB, 1GB, 1000000)")
+    number, prefix, suffix = found.groups()
+    base = 1000 if suffix.lower() == "b" and prefix else 1024
+    return int(float(number) * base ** _SIZE_POWER[prefix.lower()])
+
+
 def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key))
 

@@ -18,6 +18,7 @@ from lancens_cli.cli.output import message, plain_row
 from lancens_cli.cli.progress import spark_progress
 from lancens_cli.cli.session import session
 from lancens_cli.cli.spark_options import spark_named, spark_session
+from lancens_cli.config import parse_size
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.words import noun, plural
 
@@ -81,11 +82,22 @@ ScanEngine = Annotated[
     str,
     typer.Option(
         "--engine",
-        metavar="auto|spark",
+        metavar="auto|local|spark",
         help="auto: a --count that Lance's manifests answer exactly (no condition, or one the "
-        "partitions decide whole) is answered from them without Spark; spark: always Spark "
-        "(so is any --master, --remote, --conf, LANCENS_SPARK_MASTER, SPARK_REMOTE or a "
+        "partitions decide whole) is answered from them, and a read with nothing left for "
+        "Spark to evaluate that plans at most --local-max-bytes is read in this process; the "
+        "rest goes to Spark. local: in this process, or exit 2 saying why not. spark: always "
+        "Spark (so is any --master, --remote, --conf, LANCENS_SPARK_MASTER, SPARK_REMOTE or a "
         "profile's spark settings).",
+    ),
+]
+ScanLocalMaxBytes = Annotated[
+    str,
+    typer.Option(
+        "--local-max-bytes",
+        metavar="SIZE",
+        help="The most data files (as the manifests record them) a read in this process may "
+        "plan, e.g. 64MiB, 1GiB (--engine auto).",
     ),
 ]
 ScanExplain = Annotated[
@@ -115,6 +127,7 @@ def scan(
     remote: Remote = None,
     conf: Conf = None,
     engine: ScanEngine = "auto",
+    local_max_bytes: ScanLocalMaxBytes = "64MiB",
 ) -> None:
     """Read rows with Spark through the lancens data source: print them, count them, or
     write them as Parquet, CSV or JSON files.
@@ -124,10 +137,11 @@ def scan(
     --since-timestamp) only the rows appended after that version are read, each once (with ID:
     after that version of the table; 0: every row); what cannot be told as appends (a delete,
     an overwrite, a restore) is refused in words, before Spark starts. A --count that Lance's
-    manifests answer (no condition, or one the partitions decide whole) needs no Spark.
+    manifests answer (no condition, or one the partitions decide whole) needs no Spark, and a
+    small read with nothing left for Spark to evaluate is read in this process (--engine).
     """
 
-    from lancens_cli.pipeline.scan import ScanCount, check_request, run_scan
+    from lancens_cli.pipeline.scan import check_request, run_scan
     from lancens_cli.pipeline.spark_session import runs_on
 
     asked = {
@@ -144,38 +158,52 @@ def scan(
     }
     request = _request(asked, columns, limit)
     started = time.monotonic()
-    if _may_skip_spark(engine, master, remote, conf) and count:
-        counted = _manifest_count(request)
-        if counted is not None:
-            _report(ScanCount(counted), False, time.monotonic() - started, "Lance's manifests")
-            return
+    named = spark_named(master, conf, remote)
+    why_spark = _without_spark(request, engine, named, local_max_bytes, started)
+    if why_spark is None:
+        return
     check_request(request)  # a bad --where, or an incremental read refused: before Spark starts
-    message("scan: starting Spark")
+    message(f"scan: starting Spark ({why_spark})")
     # while files are written, a bar of Spark tasks (on a terminal only)
     progress = spark_progress("scan --to") if to else nullcontext(lambda spark: spark)
     with progress as watch:
         spark = watch(spark_session(master, conf, remote))
         message(f"scan: reading (Spark on {runs_on(spark)})")
         result = run_scan(spark, request)
+    if explain:
+        result.engine_reason = why_spark
     _report(result, explain, time.monotonic() - started)
 
 
-def _may_skip_spark(engine: str, master: Any, remote: Any, conf: Any) -> bool:
-    """Whether the answer may come from Lance's manifests: `--engine auto`, and no Spark named
-    (a flag, the environment or the profile)."""
-    if engine not in ("auto", "spark"):
-        raise InvalidInputError(f"--engine {engine!r}: auto or spark")
-    return engine == "auto" and spark_named(master, conf, remote) is None
+def _without_spark(
+    request: Any, engine: str, named: str | None, max_bytes: str, started: float
+) -> str | None:
+    """Answer without Spark when the engine allows it: from Lance's manifests (a count), or
+    read in this process (a small read with nothing left for Spark). None: answered; else why
+    Spark reads it."""
+    from lancens_cli.pipeline.local_read import LocalRead, plan_local
+    from lancens_cli.pipeline.scan import ScanCount, count_from_manifests
 
-
-def _manifest_count(request: Any) -> int | None:
-    """The count from Lance's manifests (None: rows must be read), said on stderr."""
-    from lancens_cli.pipeline.scan import count_from_manifests
-
-    counted = count_from_manifests(request)
-    if counted is None:
-        message("scan: the condition filters rows inside partitions: rows must be read")
-    return counted
+    if engine not in ("auto", "local", "spark"):
+        raise InvalidInputError(f"--engine {engine!r}: auto, local or spark")
+    limit = parse_size("--local-max-bytes", max_bytes)
+    if engine == "spark":
+        return "--engine spark"
+    if named is not None and engine == "auto":
+        return f"{named} names a Spark"
+    if request.count and not request.explain:
+        counted = count_from_manifests(request)
+        if counted is not None:
+            _report(ScanCount(counted), False, time.monotonic() - started, "Lance's manifests")
+            return None
+    local = plan_local(request, limit if engine == "auto" else sys.maxsize)
+    if not isinstance(local, LocalRead):
+        if engine == "local":
+            raise InvalidInputError(f"--engine local: {local}; the read needs Spark")
+        return local
+    result = local.run()
+    _report(result, request.explain, time.monotonic() - started, "in this process")
+    return None
 
 
 def _request(asked: dict[str, Any], columns: str | None, limit: int | None) -> Any:
@@ -211,14 +239,14 @@ def _report(result: Any, explain: bool, seconds: float, engine: str = "Spark") -
 
     if isinstance(result, ScanStream):
         _print_stream(result)
-        message(f"scan: done in {seconds:.1f}s")
+        message(f"scan: done in {seconds:.1f}s ({engine})")
         return
     if isinstance(result, ScanCount) and not session().json:
         typer.echo(str(result.count))
     else:
         session().emit(result)
     if isinstance(result, ScanWritten):
-        message(f"scan: wrote {result.format} files to {result.path} in {seconds:.1f}s")
+        message(f"scan: wrote {result.format} files to {result.path} in {seconds:.1f}s ({engine})")
     elif explain and not session().json:
         _print_explain(result)
     elif getattr(result, "truncated", False):
@@ -237,10 +265,13 @@ def _print_stream(result) -> None:
 
 
 def _print_explain(result) -> None:
+    engine = "this process" if result.engine == "local" else "Spark"
+    message(f"read by {engine}: {result.engine_reason}")
     total = "" if result.partitions_total is None else f" of {result.partitions_total}"
     tables = noun(result.partitions_total or len(result.tables), "table")
-    message(f"{len(result.tables)}{total} {tables} read, in {plural(result.slices, 'Spark task')}")
+    slices = plural(result.slices, "Spark task" if result.engine == "spark" else "slice")
+    message(f"{len(result.tables)}{total} {tables} read, in {slices}")
     message(f"pushed to lancens: {' AND '.join(result.pushed) or '(nothing)'}")
     message(f"left to Spark: {result.left_to_spark or '(nothing)'}")
-    message("physical plan:")
+    message("physical plan:" if result.engine == "spark" else "plan:")
     message(result.plan)

@@ -120,7 +120,7 @@ def conform_batch(batch: Any, target: Any, path: str) -> Any:
     the type cannot hold exactly (a timestamp with nanoseconds) is an input error."""
     import pyarrow as pa
 
-    from lancens_cli.pipeline.read import exact_cast
+    from lancens_cli.pipeline.slice_reader import exact_cast
 
     columns = []
     for f in target:

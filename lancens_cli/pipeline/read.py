@@ -4,18 +4,17 @@
 partitioned root, the table's schema for `.load("ns.table")`. `LancensReader` plans the read
 once (`partitions()`, see `read_plan.py`: `__manifest` read once, exact versions, partition
 tables pruned by the `where` / `prune` options, one slice per fragment or group of small
-fragments) and reads a slice in a task (`read()`), yielding Arrow batches in exactly the Arrow
-schema Spark expects. Spark calls all of these in its Python workers, never in a process it
-forks afterwards; Lance (through `store.tables` and `service.partitioned.layout`) is imported
-inside them.
+fragments) and reads a slice in a task (`read()`, with `slice_reader.py`, the reader `scan`'s
+in-process engine runs too), yielding Arrow batches in exactly the Arrow schema Spark expects.
+Spark calls all of these in its Python workers, never in a process it forks afterwards; Lance
+(through `store.tables` and `service.partitioned.layout`) is imported inside them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 from pyspark.sql.types import StructField, StructType
@@ -29,14 +28,9 @@ from lancens_cli.pipeline.read_plan import (
     plan_pieces,
     slice_groups,
 )
+from lancens_cli.pipeline.slice_reader import read_piece
 from lancens_cli.pipeline.source_options import SourceOptions
 from lancens_cli.pipeline.task_failures import marked, marked_iter
-
-if TYPE_CHECKING:
-    from lancens_cli.service.namespace import Namespace
-
-
-BATCH_ROWS = 64 * 1024
 
 
 @marked
@@ -117,67 +111,4 @@ class LancensReader(DataSourceReader):
         target = to_arrow_schema(self.schema, timezone="UTC")
         ns = self.opts.namespace(as_of=False)  # the planned versions are exact: no __manifest
         for piece in partition.pieces:
-            yield from _read_piece(ns, piece, target)
-
-
-def _read_piece(ns: Namespace, piece: Piece, target: Any) -> Iterator[Any]:
-    from lancens_cli.service.history.incremental import in_window
-    from lancens_cli.store.tables import open_table
-
-    on_main = piece.branch is None
-    dataset = open_table(ns.storage, piece.location, version=piece.version if on_main else None)
-    if piece.branch:
-        dataset = dataset.checkout_version((piece.branch, piece.version))
-    present = set(dataset.schema.names)
-    sources = dict(piece.renamed)  # a table of an earlier schema generation
-    held = {f.name: sources.get(f.name, f.name) for f in target}
-    columns = [held[f.name] for f in target if held[f.name] in present]
-    fragments = [dataset.get_fragment(i) for i in piece.fragments]
-    scanner = dataset.scanner(
-        columns=columns,
-        filter=piece.filter,
-        fragments=fragments,
-        batch_size=BATCH_ROWS,
-        with_row_id=not columns and piece.window is None,  # a column to count rows by
-        with_row_address=piece.window is not None,
-    )
-    back = {held[f.name]: f.name for f in target if held[f.name] in present}
-    for batch in scanner.to_batches():
-        if piece.window is not None:  # `_rowaddr` goes with conform_batch (target columns)
-            batch = in_window(batch, piece.fragments[0], *piece.window)
-        if batch.num_rows:
-            if sources:
-                batch = batch.rename_columns([back.get(n, n) for n in batch.schema.names])
-            yield conform_batch(batch, target)
-
-
-def conform_batch(batch: Any, target: Any) -> Any:
-    """`batch` in exactly Spark's Arrow schema: order, types, nullability; absent -> NULL."""
-    names = batch.schema.names
-    arrays = []
-    for f in target:
-        if f.name not in names:
-            if not f.nullable:
-                raise InvalidInputError(f"a table lacks the non-nullable column {f.name!r}")
-            arrays.append(pa.nulls(batch.num_rows, f.type))
-            continue
-        column = batch.column(names.index(f.name))
-        if column.type != f.type:
-            column = exact_cast(
-                column, f, advice="read it as its own type (or a wider one) and convert in Spark"
-            )
-        arrays.append(column)
-    return pa.RecordBatch.from_arrays(arrays, schema=target)
-
-
-def exact_cast(column: Any, field: Any, context: str = "", advice: str = "") -> Any:
-    """`column` as `field`'s type with every value kept exactly, or a one-line error naming the
-    column (after `context`, e.g. the file) and, when given, what to do instead."""
-    try:
-        return column.cast(field.type, safe=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        lost = " (nanoseconds would be lost)" if "would lose data" in str(exc) else ""
-        raise InvalidInputError(
-            f"{context}column {field.name!r} holds {column.type} values that {field.type} "
-            f"cannot hold exactly{lost}" + (f"; {advice}" if advice else "")
-        ) from None
+            yield from read_piece(ns, piece, target)

@@ -141,6 +141,9 @@ class Piece:
     renamed: tuple[tuple[str, str | None], ...] = ()
     # an incremental read: only rows [offset, offset + count) of the one fragment are new
     window: tuple[int, int] | None = None
+    # the bytes of data files the piece reads (a window: its share), as the manifest records
+    # them; None when a data file's size is not recorded (files written by old Lance versions)
+    bytes: int | None = 0
 
 
 @dataclass(frozen=True)
@@ -346,6 +349,7 @@ def _pieces(
                 fragments=(new.fragment_id,),
                 rows=new.count,
                 window=None if new.offset is None else (new.offset, new.count),
+                bytes=fragment_bytes(dataset.get_fragment(new.fragment_id), new.count),
             )
             for new in _new_rows(ns, target, dataset, branch, names)
         ]
@@ -353,8 +357,29 @@ def _pieces(
     for fragment in dataset.get_fragments():
         rows = int(fragment.count_rows())
         if rows:
-            pieces.append(replace(piece, fragments=(int(fragment.fragment_id),), rows=rows))
+            one = (int(fragment.fragment_id),)
+            pieces.append(replace(piece, fragments=one, rows=rows, bytes=fragment_bytes(fragment)))
     return pieces
+
+
+def fragment_bytes(fragment: Any, rows: int | None = None) -> int | None:
+    """The bytes of a fragment's data files, or the share of them `rows` of its physical rows
+    hold; None when the manifest does not record a file's size."""
+    metadata = fragment.metadata
+    sizes = [f.file_size_bytes for f in metadata.files]
+    if any(size is None for size in sizes):
+        return None
+    total = sum(sizes)
+    physical = metadata.physical_rows or 0
+    if rows is None or not physical:
+        return total
+    return total * rows // physical
+
+
+def planned_bytes(pieces: list[Piece]) -> int | None:
+    """The bytes a read of `pieces` reads at most (None: not known from the manifests)."""
+    sizes = [piece.bytes for piece in pieces]
+    return None if any(size is None for size in sizes) else sum(s or 0 for s in sizes)
 
 
 def _filter_for(
@@ -406,7 +431,10 @@ def slice_groups(pieces: list[Piece]) -> list[tuple[Piece, ...]]:
         together = last is not None and last.window is None and piece.window is None
         if together and (last.location, last.version) == (piece.location, piece.version):
             batch[-1] = replace(
-                last, fragments=last.fragments + piece.fragments, rows=last.rows + piece.rows
+                last,
+                fragments=last.fragments + piece.fragments,
+                rows=last.rows + piece.rows,
+                bytes=planned_bytes([last, piece]),
             )
         else:
             batch.append(piece)

@@ -34,6 +34,7 @@ from lancens_cli.partition.condition_data import encode
 from lancens_cli.partition.predicate import FALSE
 from lancens_cli.partition.spark_conditions import Condition, split_condition
 from lancens_cli.pipeline.read_plan import READ_OPTIONS, arrow_schema, plan_pieces
+from lancens_cli.pipeline.row_values import plain_row, utc_clock
 from lancens_cli.pipeline.source_options import SourceOptions
 from lancens_cli.pipeline.spark_session import is_connect
 from lancens_cli.pipeline.task_failures import spark_errors
@@ -135,9 +136,13 @@ class ScanExplain(Result):
     plan: str
     partitions_total: int | None = None
     not_pushed: list[dict[str, str]] = field(default_factory=list)
+    engine: str = "spark"  # what reads the rows: "spark", or "local" (this process)
+    engine_reason: str = ""  # why that engine
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "engine": self.engine,
+            "engine_reason": self.engine_reason,
             "tables": [vars(t) for t in self.tables],
             "tables_read": len(self.tables),
             "partitions_total": self.partitions_total,
@@ -169,7 +174,7 @@ def source_options(request: ScanRequest) -> dict[str, str]:
 
 def request_condition(request: ScanRequest) -> tuple[Any, Condition | None]:
     """The source's Arrow schema and the split `--where` (input errors found before Spark)."""
-    schema = arrow_schema(_request_options(request))
+    schema = arrow_schema(request_options(request))
     if not request.where:
         return schema, None
     return schema, split_condition(
@@ -185,11 +190,11 @@ def check_request(request: ScanRequest) -> None:
     from lancens_cli.service.history.incremental import FLAG_NAMES
 
     schema, condition = request_condition(request)
-    opts = _request_options(request)
+    opts = request_options(request)
     if opts.since() is None:
         return
     nodes = condition.understood if condition is not None else []
-    plan_pieces(opts, schema, nodes, limit=_planned_limit(request, condition), names=FLAG_NAMES)
+    plan_pieces(opts, schema, nodes, limit=planned_limit(request, condition), names=FLAG_NAMES)
 
 
 def count_from_manifests(request: ScanRequest) -> int | None:
@@ -206,13 +211,13 @@ def count_from_manifests(request: ScanRequest) -> int | None:
     nodes = condition.understood if condition is not None else []
     if FALSE in nodes:
         return 0
-    pieces = plan_pieces(_request_options(request), schema, nodes, names=FLAG_NAMES)
+    pieces = plan_pieces(request_options(request), schema, nodes, names=FLAG_NAMES)
     if any(piece.filter is not None for piece in pieces):
         return None
     return sum(piece.rows for piece in pieces)
 
 
-def _request_options(request: ScanRequest) -> SourceOptions:
+def request_options(request: ScanRequest) -> SourceOptions:
     """The data source options of `request`, parsed as the source parses them."""
     options = source_options(request)
     named = {**options, "path": request.identifier} if request.identifier else options
@@ -230,17 +235,17 @@ def prepare(spark: SparkSession, request: ScanRequest) -> tuple[Any, list[str], 
     from lancens_cli.pipeline.read import spark_schema
 
     schema, condition = request_condition(request)
-    columns = _columns(request.columns, schema)
+    columns = result_columns(request.columns, schema)
     needed = set(columns) | (condition.columns if condition is not None else set())
     if request.count and not needed:
-        needed = {_narrowest(schema)}
-    declared = spark_schema(_subset(schema, needed))
+        needed = {count_column(schema)}
+    declared = spark_schema(schema_subset(schema, needed))
     reader = spark.read.format("lancens").schema(declared)
     for key, value in source_options(request).items():
         reader = reader.option(key, value)
     if condition is not None and condition.understood:
         reader = reader.option("pruneCondition", encode(condition.understood))
-    limit = _planned_limit(request, condition)
+    limit = planned_limit(request, condition)
     if limit is not None:
         reader = reader.option("limit", str(limit))
     df = reader.load(request.identifier) if request.identifier else reader.load()
@@ -249,9 +254,12 @@ def prepare(spark: SparkSession, request: ScanRequest) -> tuple[Any, list[str], 
     return df.select(*[F.col(quote_identifier(c)) for c in columns]), columns, condition
 
 
-def _planned_limit(request: ScanRequest, condition: Condition | None) -> int | None:
+def planned_limit(request: ScanRequest, condition: Condition | None) -> int | None:
     """The rows the source plans for: `--limit` and one more (is there more?), when Spark
-    filters nothing out after the source (nothing of `--where` is left to it)."""
+    filters nothing out after the source (nothing of `--where` is left to it). A count and
+    files written take every row: `--limit` is of the rows printed."""
+    if request.count or request.to:
+        return None
     if request.limit is not None and (condition is None or not condition.left):
         return request.limit + 1
     return None
@@ -262,7 +270,7 @@ def quote_identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _columns(requested: list[str] | None, schema: Any) -> list[str]:
+def result_columns(requested: list[str] | None, schema: Any) -> list[str]:
     if not requested:
         return list(schema.names)
     unknown = [c for c in requested if c not in schema.names]
@@ -274,11 +282,11 @@ def _columns(requested: list[str] | None, schema: Any) -> list[str]:
     return list(dict.fromkeys(requested))
 
 
-def _subset(schema: Any, names: set[str]) -> Any:
+def schema_subset(schema: Any, names: set[str]) -> Any:
     return pa.schema([f for f in schema if f.name in names])
 
 
-def _narrowest(schema: Any) -> str:
+def count_column(schema: Any) -> str:
     """A column to count rows by (Spark's Python sources read every declared column)."""
 
     def width(f: Any) -> int:
@@ -303,10 +311,10 @@ def run_scan(spark: SparkSession, request: ScanRequest) -> Any:
 
 
 def _rows(df: DataFrame, columns: list[str], limit: int | None) -> ScanRows:
-    if limit is None:
-        rows = [list(r) for r in df.collect()]
-        return ScanRows(columns, rows, False)
-    found = [list(r) for r in df.limit(limit + 1).collect()]
+    with utc_clock():
+        if limit is None:
+            return ScanRows(columns, [plain_row(r) for r in df.collect()], False)
+        found = [plain_row(r) for r in df.limit(limit + 1).collect()]
     return ScanRows(columns, found[:limit], len(found) > limit)
 
 
@@ -319,9 +327,10 @@ class ScanStream:
 def stream_rows(df: DataFrame) -> Iterator[list[Any]]:
     """Every row, a partition at a time (for an unbounded scan written to a pipe); a Ctrl-C
     stops it at the next row (the rows already fetched are not all printed first)."""
-    for row in df.toLocalIterator():
-        interrupt.checkpoint()
-        yield [json_value(v) for v in row]
+    with utc_clock():
+        for row in df.toLocalIterator():
+            interrupt.checkpoint()
+            yield plain_row(row)
 
 
 def _guarded(rows: Iterator[list[Any]]) -> Iterator[list[Any]]:
@@ -416,12 +425,12 @@ def explain(df: DataFrame, request: ScanRequest, condition: Condition | None) ->
         pushed=[c.text for c in condition.conjuncts if c.node is not None] if condition else [],
         left_to_spark=" AND ".join(c.text for c in left) or None,
         plan=plan.rstrip(),
-        partitions_total=_partition_total(request),
+        partitions_total=partition_total(request),
         not_pushed=[{"condition": c.text, "reason": c.reason or ""} for c in left],
     )
 
 
-def _partition_total(request: ScanRequest) -> int | None:
+def partition_total(request: ScanRequest) -> int | None:
     if request.identifier is not None:
         return None
     from lancens_cli.service.partitioned.partitions import select_partitions

@@ -132,7 +132,7 @@ def test_a_table_with_deleted_rows_is_counted_from_its_manifest(local_root):
 def test_a_wrong_engine_is_refused_before_anything_runs(local_root):
     result = cli(local_root, "scan", "--engine", "fast")
     assert result.exit_code == 2
-    assert result.stderr.strip() == "lancens: error: --engine 'fast': auto or spark"
+    assert result.stderr.strip() == "lancens: error: --engine 'fast': auto, local or spark"
 
 
 @pytest.mark.s3

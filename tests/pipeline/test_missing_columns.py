@@ -26,7 +26,7 @@ from lancens_cli.partition.predicate import (
 )
 from lancens_cli.partition.spark_conditions import split_condition
 from lancens_cli.pipeline.missing_columns import without_columns
-from lancens_cli.pipeline.read import conform_batch
+from lancens_cli.pipeline.slice_reader import conform_batch
 
 SCHEMA = pa.schema(
     [

@@ -1,0 +1,181 @@
+"""`scan` read in this process: small reads that Spark would answer no better, without a JVM.
+
+A read qualifies when nothing of `--where` is left for Spark to evaluate (every conjunct prunes
+partitions or filters in Lance) and the data files the plan reads are small: at most
+`--local-max-bytes` (LOCAL_MAX_BYTES by default) as the manifests record them. It is planned as
+the data source's driver plans it (`read_plan.plan_pieces`, the same slices in the same order)
+and each piece is read with the code Spark's tasks run (`slice_reader.read_piece`), in the Arrow
+schema Spark's tasks hand over (`spark_arrow_schema`), so the rows, their order and their printed
+form (`row_values.py`) are the ones Spark gives. `--to` writes Parquet files here too (to a local
+directory, as Spark lays one out); CSV and JSON text and object-store targets stay Spark's.
+Anything else returns the reason Spark reads it, in words, for stderr and `--explain`.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from lancens_cli import interrupt
+from lancens_cli.errors import InvalidInputError, TableAlreadyExistsError
+from lancens_cli.models import Result
+from lancens_cli.partition.predicate import FALSE
+from lancens_cli.partition.spark_conditions import Condition
+from lancens_cli.pipeline.read_plan import Piece, plan_pieces, planned_bytes, slice_groups
+from lancens_cli.pipeline.row_values import arrow_rows
+from lancens_cli.pipeline.scan import (
+    ScanCount,
+    ScanExplain,
+    ScanRequest,
+    ScanRows,
+    ScanStream,
+    ScanWritten,
+    count_column,
+    partition_total,
+    planned_limit,
+    request_condition,
+    request_options,
+    result_columns,
+    schema_subset,
+    tables_read,
+)
+from lancens_cli.pipeline.slice_reader import read_piece, spark_arrow_schema
+from lancens_cli.words import human_bytes
+
+LOCAL_MAX_BYTES = 64 << 20  # data files a read in this process may plan (--local-max-bytes)
+LOCAL_ENGINE = "local"
+
+
+@dataclass
+class LocalRead:
+    """A scan planned to be read in this process."""
+
+    request: ScanRequest
+    schema: Any  # the source's Arrow schema
+    condition: Condition | None
+    pieces: list[Piece]
+    planned: int  # bytes of data files
+    reason: str  # why this process reads it
+
+    def run(self) -> Result:
+        """What `lancens scan` prints: rows, a count, files written, or the plan."""
+        request = self.request
+        columns = result_columns(request.columns, self.schema)
+        if request.explain:
+            return self.explain()
+        if request.count:
+            return ScanCount(sum(b.num_rows for b in self.batches([count_column(self.schema)])))
+        if request.to:
+            return write_parquet(self.batches(columns), self.target(columns), request.to)
+        if request.stream and request.limit is None:
+            return ScanStream(columns, self.rows(columns))
+        return self.first_rows(columns, request.limit)
+
+    def target(self, columns: list[str]) -> Any:
+        """The Arrow schema of `columns`, in that order, as Spark's tasks hand them over."""
+        held = spark_arrow_schema(schema_subset(self.schema, set(columns)))
+        return pa.schema([held.field(name) for name in columns])
+
+    def batches(self, columns: list[str]) -> Iterator[Any]:
+        """The rows of `columns` (in that order), piece after piece in Spark's slice order."""
+        target = self.target(columns)
+        ns = request_options(self.request).namespace(as_of=False)  # the planned versions
+        for group in slice_groups(self.pieces):
+            for piece in group:
+                for batch in read_piece(ns, piece, target):
+                    interrupt.checkpoint()
+                    yield batch
+
+    def rows(self, columns: list[str]) -> Iterator[list[Any]]:
+        for batch in self.batches(columns):
+            yield from arrow_rows(batch)
+
+    def first_rows(self, columns: list[str], limit: int | None) -> ScanRows:
+        found: list[list[Any]] = []
+        for row in self.rows(columns):
+            if limit is not None and len(found) > limit:
+                break
+            found.append(row)
+        if limit is None:
+            return ScanRows(columns, found, False)
+        return ScanRows(columns, found[:limit], len(found) > limit)
+
+    def explain(self) -> ScanExplain:
+        slices = [_Slice(group) for group in slice_groups(self.pieces)]
+        condition = self.condition
+        return ScanExplain(
+            tables=tables_read(slices),
+            slices=len(slices),
+            pushed=[c.text for c in condition.conjuncts if c.node is not None] if condition else [],
+            left_to_spark=None,
+            plan=f"(no Spark: read in this process, {human_bytes(self.planned)} of data files)",
+            partitions_total=partition_total(self.request),
+            engine=LOCAL_ENGINE,
+            engine_reason=self.reason,
+        )
+
+
+@dataclass(frozen=True)
+class _Slice:
+    """What `tables_read` reads of a Spark slice: its pieces."""
+
+    pieces: tuple[Piece, ...]
+
+
+def plan_local(request: ScanRequest, max_bytes: int) -> LocalRead | str:
+    """The read in this process, or why Spark reads it (words for stderr and `--explain`)."""
+    schema, condition = request_condition(request)
+    if condition is not None and condition.left:
+        left = " AND ".join(c.text for c in condition.left)
+        return f"Spark evaluates {left!r}"
+    if request.to and request.fmt != "parquet":
+        return f"--format {request.fmt} files are written by Spark"
+    if request.to and "://" in request.to:
+        return "files on object storage are written by Spark"
+    from lancens_cli.service.history.incremental import FLAG_NAMES
+
+    nodes = condition.understood if condition is not None else []
+    pieces: list[Piece] = []
+    if FALSE not in nodes:
+        limit = planned_limit(request, condition)
+        opts = request_options(request)
+        pieces = plan_pieces(opts, schema, nodes, limit=limit, names=FLAG_NAMES)
+    planned = planned_bytes(pieces)
+    if planned is None:
+        return "the manifests do not record the size of every data file"
+    if planned > max_bytes:
+        return (
+            f"the read plans {human_bytes(planned)} of data files, more than "
+            f"--local-max-bytes ({human_bytes(max_bytes)})"
+        )
+    reason = (
+        f"nothing is left for Spark to evaluate and the read plans {human_bytes(planned)} "
+        f"of data files (--local-max-bytes {human_bytes(max_bytes)})"
+    )
+    return LocalRead(request, schema, condition, pieces, planned, reason)
+
+
+def write_parquet(batches: Iterator[Any], schema: Any, target: str) -> ScanWritten:
+    """The rows as a directory of Parquet files, as Spark lays one out (`part-*.parquet`, then
+    `_SUCCESS`): the file appears whole (written under a hidden name, then renamed)."""
+    import pyarrow.parquet as pq
+
+    if os.path.exists(target):
+        raise TableAlreadyExistsError(f"--to {target}: it already exists; remove it first")
+    try:
+        os.makedirs(target)
+    except OSError as exc:
+        raise InvalidInputError(f"--to {target}: {exc.strerror}") from None
+    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+    hidden = os.path.join(target, f".{name}.tmp")
+    with pq.ParquetWriter(hidden, schema, compression="snappy") as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+    os.replace(hidden, os.path.join(target, name))
+    open(os.path.join(target, "_SUCCESS"), "wb").close()
+    return ScanWritten(target, "parquet", list(schema.names))
