@@ -251,8 +251,8 @@ def _report(result: Any, explain: bool, seconds: float, engine: str = "Spark") -
         _print_explain(result)
     elif getattr(result, "truncated", False):
         message(
-            f"scan: first {plural(len(result.rows), 'row')} shown in {seconds:.1f}s; "
-            "--limit for more"
+            f"scan: first {plural(len(result.rows), 'row')} shown in {seconds:.1f}s "
+            f"({engine}); --limit for more"
         )
     else:
         message(f"scan: done in {seconds:.1f}s ({engine})")

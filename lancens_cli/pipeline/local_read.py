@@ -2,13 +2,15 @@
 
 A read qualifies when nothing of `--where` is left for Spark to evaluate (every conjunct prunes
 partitions or filters in Lance) and the data files the plan reads are small: at most
-`--local-max-bytes` (LOCAL_MAX_BYTES by default) as the manifests record them. It is planned as
+`--local-max-bytes` (64 MiB by default) as the manifests record them. It is planned as
 the data source's driver plans it (`read_plan.plan_pieces`, the same slices in the same order)
 and each piece is read with the code Spark's tasks run (`slice_reader.read_piece`), in the Arrow
 schema Spark's tasks hand over (`spark_arrow_schema`), so the rows, their order and their printed
 form (`row_values.py`) are the ones Spark gives. `--to` writes Parquet files here too (to a local
 directory, as Spark lays one out); CSV and JSON text and object-store targets stay Spark's.
 Anything else returns the reason Spark reads it, in words, for stderr and `--explain`.
+`pyarrow.parquet` (for `--to` alone) and `service.history.incremental` (its flag names, Lance
+behind them) are imported inside the functions that use them.
 """
 
 from __future__ import annotations
@@ -47,7 +49,6 @@ from lancens_cli.pipeline.scan import (
 from lancens_cli.pipeline.slice_reader import read_piece, spark_arrow_schema
 from lancens_cli.words import human_bytes
 
-LOCAL_MAX_BYTES = 64 << 20  # data files a read in this process may plan (--local-max-bytes)
 LOCAL_ENGINE = "local"
 
 

@@ -305,9 +305,9 @@ def _log_written(
 def _write_fragments(
     storage: Storage, entry: dict[str, Any], rows: Any, schema: Any, job_id: str
 ) -> list[Any]:
-    import lance
+    from lancens_cli.store.lance_input import write_fragments
 
-    fragments = lance.fragment.write_fragments(
+    fragments = write_fragments(
         rows, storage.uri(data_root(entry)), schema=schema, storage_options=storage.lance_options
     )
     _log_written(storage, job_id, entry, fragments)

@@ -38,6 +38,7 @@ from lancens_cli.store.catalog_rows import PublishedRef
 from lancens_cli.store.commit import COMMIT_ERRORS, backoff, is_conflict
 from lancens_cli.store.commit_record import CommitChanges, changes_of, transaction_properties
 from lancens_cli.store.inspect import index_summaries
+from lancens_cli.store.lance_input import write_fragments
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.version_pick import pick_version, version_history
 
@@ -595,7 +596,7 @@ class ManifestStore:
         The transaction records the command and what `edit` changes (store/commit_record.py)."""
         options = self.storage.lance_options
         try:
-            fragments = lance.fragment.write_fragments(
+            fragments = write_fragments(
                 table,
                 self.uri,
                 schema=table.schema,

@@ -15,6 +15,7 @@ import lance
 from lancens_cli.errors import InvalidTableStateError, lance_message
 from lancens_cli.partition.schema import field_id_padding, renumbered_fragments
 from lancens_cli.store.commit import TABLE_COMMIT_ATTEMPTS, retry_on_conflict
+from lancens_cli.store.lance_input import write_fragments
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import VERSIONS_DIR
 
@@ -61,7 +62,7 @@ def start_on_branch(storage: Storage, touch: Any) -> int:
         dataset.create_branch(touch.branch, (None, dataset.version))
     line = dataset.checkout_version((touch.branch, None))
     if touch.fragments is None:
-        touch.fragments = lance.fragment.write_fragments(
+        touch.fragments = write_fragments(
             touch.rows,
             fragments_uri(storage, touch),
             schema=touch.rows.schema,
@@ -115,7 +116,7 @@ def commit_on_base(storage: Storage, touch: Any, confirm_base: Callable[[Any], N
                 return None
             latest = restored.version
         if touch.fragments is None:
-            touch.fragments = lance.fragment.write_fragments(
+            touch.fragments = write_fragments(
                 touch.rows,
                 fragments_uri(storage, touch),
                 schema=touch.rows.schema,

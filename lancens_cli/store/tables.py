@@ -32,6 +32,7 @@ from lancens_cli.models import (
     VERSIONS_DIR,
 )
 from lancens_cli.store.containment import directory_location_problem, shown
+from lancens_cli.store.lance_input import write_fragments
 from lancens_cli.store.storage import DirEntry, Storage
 
 V1_SUFFIX = ".lance"
@@ -202,17 +203,13 @@ def write_new_table(
         data = interrupt.batches_until_interrupted(data)
     try:
         if exclusive or not hasattr(data, "read_next_batch"):
-            fragments = lance.fragment.write_fragments(
-                data, uri, schema=schema, storage_options=options
-            )
+            fragments = write_fragments(data, uri, schema=schema, storage_options=options)
         else:
             # A shared directory: write in bounded chunks so that, should the input fail
             # half-way, we know every file we wrote and remove those alone.
             for chunk in _chunks(data):
                 interrupt.checkpoint()
-                fragments += lance.fragment.write_fragments(
-                    chunk, uri, schema=schema, storage_options=options
-                )
+                fragments += write_fragments(chunk, uri, schema=schema, storage_options=options)
         interrupt.checkpoint()  # Ctrl-C: the write ends here, before anything is committed
     except interrupt.Interrupted:
         _delete_fragment_files(storage, location, fragments)
