@@ -152,3 +152,29 @@ def test_counts_on_object_storage_need_no_spark(s3_root, files):
         assert "Lance's manifests" in words, where
     since, _ = _count(root, None, "--since-version", str(after_a))
     assert since == len(b)
+
+
+@pytest.mark.s3
+def test_small_reads_on_object_storage_are_read_in_this_process_as_spark_reads_them(
+    s3_root, files, spark
+):
+    """On S3 (a moto server): rows read in this process through the root's storage options,
+    the new rows of an incremental read too, print as Spark prints them."""
+    root = s3_root
+    a, b = events(60, seed=7), events(40, seed=8, start=3000)
+    ok(root, "add-partition-spec", "--schema", files("schema.parquet", events(1)), *SPEC1)
+    ok(root, "write", "--from", files("a.parquet", a))
+    first = ok(root, "versions", "__manifest", "--json").json()
+    after_a = max(v["version"] for v in first["versions"])
+    ok(root, "write", "--from", files("b.parquet", b))
+    for args in (
+        ("--where", "country = 'DE' AND id > 10"),
+        ("--since-version", str(after_a), "--columns", "id,country"),
+    ):
+        local = cli(root, "--json", "scan", *args, "--engine", "local")
+        spark_read = cli(root, "--json", "scan", *args, "--engine", "spark", *SPARK)
+        assert local.exit_code == 0 and "(in this process)" in local.stderr, local.stderr
+        assert spark_read.exit_code == 0, spark_read.stderr
+        assert local.stdout == spark_read.stdout and local.json()["rows"], args
+    since = cli(root, "--json", "scan", "--since-version", str(after_a), "--engine", "local")
+    assert sorted(r[0] for r in since.json()["rows"]) == sorted(b.column("id").to_pylist())
