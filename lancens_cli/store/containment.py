@@ -155,13 +155,21 @@ class RowLocations:
         self.refused.setdefault(object_id, RefusedLocation(object_id, text, reason))
 
     def _overlaps(self, placed: list[tuple[str, str, str]]) -> None:
-        """Rows sharing a directory, or one row's directory inside another's: all refused."""
+        """Rows sharing a directory, or one row's directory inside another's: all refused.
+
+        Sorted, what equals or lies below a location comes right after it, together with the
+        siblings whose names start alike; each row looks only that far (no copy of the rest of
+        the list), so a catalog of distinct names costs a sort and one pass."""
         local = self.storage.is_local
         ordered = sorted(placed)
+        location_of: dict[str, str] = {}
+        for _, oid, loc in ordered:
+            location_of.setdefault(oid, loc)
         for i, (real, object_id, location) in enumerate(ordered):
-            for other_real, other_id, _ in ordered[i + 1 :]:
-                if not other_real.startswith(real):
-                    break  # sorted: what is equal to or below `real` comes next, together
+            j = i + 1
+            while j < len(ordered) and ordered[j][0].startswith(real):
+                other_real, other_id, _ = ordered[j]
+                j += 1
                 if other_id == object_id:
                     continue  # one id twice: `check` reports duplicate_object_id
                 if other_real == real:
@@ -173,13 +181,9 @@ class RowLocations:
                 self._refuse(object_id, location, f"{why} {_display(other_id)}")
                 self._refuse(
                     other_id,
-                    self._location_of(ordered, other_id),
+                    location_of[other_id],
                     f"its location overlaps that of {_display(object_id)}",
                 )
-
-    @staticmethod
-    def _location_of(ordered: list[tuple[str, str, str]], object_id: str) -> str:
-        return next(loc for _, oid, loc in ordered if oid == object_id)
 
     def problem(self, object_id: str) -> RefusedLocation | None:
         return self.refused.get(object_id)
