@@ -195,13 +195,8 @@ def reader_for(root: Path, since: int | None, columns: list[str] | None = None):
     """The data source's reader as Spark would make it (all columns, or a declared subset)."""
     import pyarrow as pa
 
-    from lancens_cli.pipeline.read import (
-        READ_OPTIONS,
-        LancensReader,
-        arrow_schema,
-        source_schema,
-        spark_schema,
-    )
+    from lancens_cli.pipeline.read import LancensReader, source_schema, spark_schema
+    from lancens_cli.pipeline.read_plan import READ_OPTIONS, arrow_schema
     from lancens_cli.pipeline.source_options import SourceOptions
 
     options = {"root": str(root)}
@@ -277,7 +272,8 @@ def cold_processes(commands: dict[str, list[str]], runs: int) -> dict[str, dict]
 def warm_session(roots: dict[str, tuple[Path, int | None]], runs: int) -> dict[str, Any]:
     """The same counts through the data source in one Spark session: the session start, the
     first read (workers starting), then per label what `timed` gives."""
-    from lancens_cli.pipeline.read import READ_OPTIONS, arrow_schema, spark_schema
+    from lancens_cli.pipeline.read import spark_schema
+    from lancens_cli.pipeline.read_plan import READ_OPTIONS, arrow_schema
     from lancens_cli.pipeline.source_options import SourceOptions
     from lancens_cli.pipeline.spark_session import SparkSettings, spark_session
 
