@@ -4,8 +4,11 @@ uses are in that folder's conftest.py."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 import uuid
 
 import pyarrow as pa
@@ -19,6 +22,13 @@ os.environ.setdefault("LANCE_LOG", "error")
 os.environ.setdefault("LANCENS_SPARK_MASTER", "local[2]")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# The record of `lancens spark start` that every Spark command consults is this test process's
+# own (empty) state directory: a developer's running server is never used by a test. Through
+# XDG_STATE_HOME rather than LANCENS_STATE_DIR, which a command not yet knowing the variable
+# would warn about on stderr.
+os.environ.pop("LANCENS_STATE_DIR", None)
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="lancens-test-state-")
+atexit.register(shutil.rmtree, os.environ["XDG_STATE_HOME"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

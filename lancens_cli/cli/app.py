@@ -37,6 +37,7 @@ from lancens_cli.cli import (
     rename,
     restore,
     scan,
+    spark,
     tag_partitions,
     versions,
     write,
@@ -67,6 +68,7 @@ _CHANGE = "Change"
 _MAINTAIN = "Migrate and maintain"
 _PARTITIONED = "Partitioned data"
 _HISTORY = "History"
+_SPARK = "Spark"
 
 # The commands in the order a user meets them; `--help` lists them so, group by group.
 COMMANDS: tuple[Command, ...] = (
@@ -93,6 +95,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("versions", versions.versions, _HISTORY),
     Command("diff", diff.diff, _HISTORY),
     Command("restore", restore.restore, _HISTORY),
+    Command("spark", spark.spark_app, _SPARK),
 )
 
 

@@ -21,6 +21,7 @@ GROUPS = {
         "join",
     ],
     "History": ["versions", "diff", "restore"],
+    "Spark": ["spark"],
 }
 
 

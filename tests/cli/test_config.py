@@ -187,6 +187,7 @@ def test_every_variable_lancens_reads_is_known(monkeypatch):
         "LANCENS_CONFIG": "/c.toml",
         "LANCENS_SPARK_MASTER": "local[2]",
         "LANCENS_PRUNE_LEASE_SECONDS": "60",
+        "LANCENS_STATE_DIR": "/state",
         "LANCENS_STORAGE__ENDPOINT": "http://x",
         "PATH": "/bin",
     }

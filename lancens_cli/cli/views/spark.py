@@ -141,3 +141,65 @@ def _ingest_summary(r: Any) -> str:
         else ""
     )
     return f"{verb} {plural(r.rows, 'row')} into {where}{version} in {r.seconds:.1f} s"
+
+
+# --- `lancens spark start|status|stop`: the warm Spark Connect server ---------------------------
+
+
+def _uptime(seconds: float) -> str:
+    """An uptime as a person reads it: "42 s", "5 min", "3 h 20 min", "2 d 4 h"."""
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
+    if hours < 1:
+        return f"{minutes} min"
+    if days < 1:
+        return f"{hours} h {minutes % 60} min"
+    return f"{days} d {hours % 24} h"
+
+
+@view("lancens_cli.pipeline.warm_spark.ServerStarted")
+def _server_started(r: Any) -> View:
+    """The URL alone, so that `$(lancens spark start)` is the URL; the rest is on stderr."""
+    return View(["url"], [[r.server.url]], "Spark Connect server")
+
+
+@summary("lancens_cli.pipeline.warm_spark.ServerStarted")
+def _server_started_summary(r: Any) -> str:
+    s = r.server
+    if r.already_running:
+        return (
+            f"spark: already running (pid {s.pid}, {s.master}, up {_uptime(s.uptime_seconds())}); "
+            "`lancens spark stop` stops it"
+        )
+    replaced = f"; replaced a stale record: {r.replaced}" if r.replaced else ""
+    return (
+        f"spark: started the Spark Connect server (pid {s.pid}, {s.master}); the Spark commands "
+        f"use it until `lancens spark stop`; log: {s.log}{replaced}"
+    )
+
+
+@view("lancens_cli.pipeline.warm_spark.ServerStatus")
+def _server_status(r: Any) -> View:
+    s = r.server
+    columns = ["state", "url", "pid", "uptime", "master", "started_at", "python", "log"]
+    row = ["running", s.url, s.pid, _uptime(r.uptime), s.master, s.started_at, s.python, s.log]
+    return View(columns, [row], "Spark Connect server", optional=("python", "log", "started_at"))
+
+
+@view("lancens_cli.pipeline.warm_spark.ServerStopped")
+def _server_stopped(r: Any) -> View:
+    state = "stopped" if r.stopped_pids else "not running"
+    url = r.server.url if r.server is not None else None
+    pids = ", ".join(map(str, r.stopped_pids)) or None
+    return View(["state", "pid", "url"], [[state, pids, url]])
+
+
+@summary("lancens_cli.pipeline.warm_spark.ServerStopped")
+def _server_stopped_summary(r: Any) -> str:
+    note = f" ({r.note}; record removed)" if r.note else ""
+    if not r.stopped_pids:
+        return f"spark: no Spark Connect server of `lancens spark start` was running{note}"
+    pids = ", ".join(map(str, r.stopped_pids))
+    return f"spark: stopped the Spark Connect server (pid {pids}){note}"
