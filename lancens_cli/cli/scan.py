@@ -142,7 +142,7 @@ def scan(
     """
 
     from lancens_cli.pipeline.scan import check_request, run_scan
-    from lancens_cli.pipeline.spark_session import runs_on
+    from lancens_cli.pipeline.spark_session import DEFAULT_MASTER, runs_on
 
     asked = {
         "identifier": identifier,
@@ -163,6 +163,8 @@ def scan(
     if why_spark is None:
         return
     check_request(request)  # a bad --where, or an incremental read refused: before Spark starts
+    if explain and named is None:
+        master = DEFAULT_MASTER  # the JVM's plan: a Spark Connect client cannot reach it
     message(f"scan: starting Spark ({why_spark})")
     # while files are written, a bar of Spark tasks (on a terminal only)
     progress = spark_progress("scan --to") if to else nullcontext(lambda spark: spark)
