@@ -1,8 +1,9 @@
 """`lancens spark start|status|stop`: a warm local Spark Connect server for the Spark commands.
 
-A thin layer over `pipeline/warm_spark.py`, which owns the record, the liveness rule and the
-server's processes. The pipeline module is imported inside the commands, so that `lancens
---help` starts without it (and `status` and `stop` never import pyspark at all).
+A thin layer over `pipeline/spark_server.py`, which owns the server's processes (its record and
+the liveness rule are `pipeline/server_record.py`'s). The pipeline module is imported inside the
+commands, so that `lancens --help` starts without it (and `status` and `stop` never import
+pyspark at all).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def start(
     """Start a Spark Connect server on 127.0.0.1 in the background and print its URL; the
     Spark commands use it (rather than a fresh local Spark) while it runs. Already running:
     says so, starts nothing."""
-    from lancens_cli.pipeline.warm_spark import start_server
+    from lancens_cli.pipeline.spark_server import start_server
 
     result = start_server(master, conf, port, timeout, debug=session().debug, say=message)
     session().emit(result)
@@ -62,7 +63,7 @@ def start(
 def status() -> None:
     """Whether the server of `lancens spark start` runs: its URL, pid and uptime (exit 0), or
     why not (exit 3; a stale record is removed)."""
-    from lancens_cli.pipeline.warm_spark import server_status
+    from lancens_cli.pipeline.spark_server import server_status
 
     session().emit(server_status())
 
@@ -70,7 +71,7 @@ def status() -> None:
 def stop() -> None:
     """Stop the server of `lancens spark start` and remove its record; nothing running is
     exit 0 too."""
-    from lancens_cli.pipeline.warm_spark import stop_server
+    from lancens_cli.pipeline.spark_server import stop_server
 
     result = stop_server()
     session().emit(result)

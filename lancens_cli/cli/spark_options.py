@@ -1,12 +1,13 @@
 """The Spark session of the commands that run Spark (`ingest`, `scan`, `join`, `prune --master`).
 
-Their `--master`, `--remote` and `--conf` options are in cli/options.py. When nothing names a
-Spark (`spark_named`), a live server of `lancens spark start` is used (its record in the state
-directory, `pipeline/warm_spark.py`), said in one line on stderr; a stale record (its server is
-gone) is never used: the command runs a fresh local Spark and says so in one line, leaving the
-record for `lancens spark start|status|stop` to replace or remove (a reader that removed it
-could race a `spark start` writing a new one). Nor is a server whose Python workers run another
-interpreter or lancens version: they would import another lancens than this command's.
+Their `--master`, `--remote` and `--conf` options are in cli/options.py. When nothing names a Spark
+(`spark_named`), a live server of `lancens spark start` is used (its record in the state directory,
+`pipeline/server_record.py`; a session of `pipeline/server_sessions.py`), said in one line on
+stderr; a stale record (its server is gone) is never used: the command runs a fresh local Spark and
+says so in one line, leaving the record for `lancens spark start|status|stop` to replace or remove
+(a reader that removed it could race a `spark start` writing a new one). Nor is a server whose
+Python workers run another interpreter or lancens version: they would import another lancens than
+this command's.
 
 The Spark pipeline is imported inside `spark_session` so that `lancens --help` starts without it.
 """
@@ -60,7 +61,8 @@ def spark_named(master: str | None, conf: list[str] | None, remote: str | None) 
 def warm_server_url() -> str | None:
     """The URL of the live server `lancens spark start` recorded, said on stderr (None: none
     recorded, or a stale record, said too). No pyspark: a pid check and one TCP connect."""
-    from lancens_cli.pipeline.warm_spark import HINT, mismatch, recorded, session_url
+    from lancens_cli.pipeline.server_record import HINT, mismatch, recorded
+    from lancens_cli.pipeline.server_sessions import session_url
 
     found = recorded()
     if found.live:

@@ -30,7 +30,7 @@ import pytest
 from data import events, partitioned_root
 from helpers import Result, invoke
 
-from lancens_cli.pipeline import warm_spark
+from lancens_cli.pipeline import server_record
 
 pytestmark = pytest.mark.spark
 
@@ -125,9 +125,9 @@ def listening(port: int) -> bool:
 
 def gone(pid: int, timeout: float = 60) -> bool:
     deadline = time.monotonic() + timeout
-    while warm_spark.process_is_server(pid) and time.monotonic() < deadline:
+    while server_record.process_is_server(pid) and time.monotonic() < deadline:
         time.sleep(0.2)
-    return not warm_spark.process_is_server(pid)
+    return not server_record.process_is_server(pid)
 
 
 @pytest.fixture(scope="module")
@@ -400,10 +400,10 @@ def test_a_garbage_record_is_one_line_and_stale(state, text):
 
 def test_the_record_never_names_a_server_for_another_lancens():
     """A live record of another interpreter is not used (its workers import another lancens)."""
-    server = warm_spark.SparkServer.from_json(json.loads(a_record(os.getpid(), 1)))
-    assert warm_spark.mismatch(server) is not None  # lancens_version "0"
+    server = server_record.SparkServer.from_json(json.loads(a_record(os.getpid(), 1)))
+    assert server_record.mismatch(server) is not None  # lancens_version "0"
     other = dataclasses.replace(server, python="/other/python")
-    assert "/other/python" in (warm_spark.mismatch(other) or "")
+    assert "/other/python" in (server_record.mismatch(other) or "")
 
 
 @pytest.mark.parametrize("argv", [["spark", "status"], ["spark", "stop"]])
@@ -423,12 +423,12 @@ def test_status_and_stop_import_no_pyspark(state, argv):
 def test_the_state_directory(monkeypatch, tmp_path):
     monkeypatch.setenv("LANCENS_STATE_DIR", str(tmp_path / "explicit"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
-    assert warm_spark.state_dir() == tmp_path / "explicit"
+    assert server_record.state_dir() == tmp_path / "explicit"
     monkeypatch.delenv("LANCENS_STATE_DIR")
-    assert warm_spark.state_dir() == tmp_path / "xdg" / "lancens"
+    assert server_record.state_dir() == tmp_path / "xdg" / "lancens"
     monkeypatch.setenv("XDG_STATE_HOME", "relative/state")  # not absolute: ignored, as XDG says
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert warm_spark.state_dir() == tmp_path / "home" / ".local" / "state" / "lancens"
+    assert server_record.state_dir() == tmp_path / "home" / ".local" / "state" / "lancens"
 
 
 def test_start_refuses_what_lancens_owns_before_starting_anything(state):

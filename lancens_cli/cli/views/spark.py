@@ -159,13 +159,13 @@ def _uptime(seconds: float) -> str:
     return f"{days} d {hours % 24} h"
 
 
-@view("lancens_cli.pipeline.warm_spark.ServerStarted")
+@view("lancens_cli.pipeline.spark_server.ServerStarted")
 def _server_started(r: Any) -> View:
     """The URL alone, so that `$(lancens spark start)` is the URL; the rest is on stderr."""
     return View(["url"], [[r.server.url]], "Spark Connect server")
 
 
-@summary("lancens_cli.pipeline.warm_spark.ServerStarted")
+@summary("lancens_cli.pipeline.spark_server.ServerStarted")
 def _server_started_summary(r: Any) -> str:
     s = r.server
     if r.already_running:
@@ -180,7 +180,7 @@ def _server_started_summary(r: Any) -> str:
     )
 
 
-@view("lancens_cli.pipeline.warm_spark.ServerStatus")
+@view("lancens_cli.pipeline.spark_server.ServerStatus")
 def _server_status(r: Any) -> View:
     s = r.server
     columns = ["state", "url", "pid", "uptime", "master", "started_at", "python", "log"]
@@ -188,7 +188,7 @@ def _server_status(r: Any) -> View:
     return View(columns, [row], "Spark Connect server", optional=("python", "log", "started_at"))
 
 
-@view("lancens_cli.pipeline.warm_spark.ServerStopped")
+@view("lancens_cli.pipeline.spark_server.ServerStopped")
 def _server_stopped(r: Any) -> View:
     state = "stopped" if r.stopped_pids else "not running"
     url = r.server.url if r.server is not None else None
@@ -196,7 +196,7 @@ def _server_stopped(r: Any) -> View:
     return View(["state", "pid", "url"], [[state, pids, url]])
 
 
-@summary("lancens_cli.pipeline.warm_spark.ServerStopped")
+@summary("lancens_cli.pipeline.spark_server.ServerStopped")
 def _server_stopped_summary(r: Any) -> str:
     note = f" ({r.note}; record removed)" if r.note else ""
     if not r.stopped_pids:

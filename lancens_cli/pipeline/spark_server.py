@@ -1,40 +1,30 @@
-"""A warm Spark for every Spark command: one local Spark Connect server that outlives commands.
+"""Starting, checking and stopping the warm Spark Connect server of `lancens spark start`.
 
 A fresh local Spark costs each `scan`, `join` or `ingest` 15-75 s of JVM start on a small
 machine; `lancens spark start` pays that once. The server is started from the pyspark package's
 own `sbin/start-connect-server.sh` (SPARK_HOME = the installed package, found without importing
 it) on 127.0.0.1, its Python workers on this interpreter so that the `lancens` data source
-imports there, and recorded in a JSON file in the state directory (`$LANCENS_STATE_DIR`, else
-`$XDG_STATE_HOME/lancens`, else `~/.local/state/lancens`).
+imports there, and recorded in the state directory (`server_record.py`: the record, its lock and
+the liveness rule). Stopping runs `sbin/stop-connect-server.sh`, then TERM/KILL until the JVM is
+gone.
 
-A record is trusted only while it is LIVE: its pid is alive, is a SparkConnectServer (not a
-program that got the pid after a reboot or a kill) and its port answers. Anything else is STALE:
-never used, said in words, and removed by the next `spark start`, `status` or `stop`. The check
-reads a file, /proc and makes one TCP connection, so every Spark command can afford it (no
-pyspark). Starting is serialised by an exclusive lock file, so two starts at once make one
-server; the readiness probe runs a trivial Connect query in a child Python, so no pyspark is
-imported here. Commands on the server reuse a few Connect sessions (`session_url`), whose Python
-workers are then already running: a new session would start its own, seconds of every command.
+The readiness probe runs a trivial Connect query in a child Python, so no pyspark is imported
+here; it runs in the session of every slot (`server_sessions.py`), so that the first commands
+find those sessions' Python workers already running.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
-import importlib.metadata
 import importlib.util
-import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,6 +33,24 @@ from lancens_cli import interrupt
 from lancens_cli.config import parse_key_values
 from lancens_cli.errors import ExitCode, InvalidInputError, LancensError
 from lancens_cli.models import Result, to_plain
+from lancens_cli.pipeline.server_record import (
+    HINT,
+    HOST,
+    LOCK_NAME,
+    SERVER_CLASS,
+    SparkServer,
+    installed_version,
+    locked,
+    made_state_dir,
+    port_answers,
+    process_is_server,
+    recorded,
+    remove_record,
+    start_under_way,
+    state_dir,
+    write_record,
+)
+from lancens_cli.pipeline.server_sessions import SESSION_TIMEOUT, slots_held
 from lancens_cli.pipeline.spark_session import (
     ARROW_JAVA_OPTIONS,
     BASE_CONF,
@@ -55,26 +63,10 @@ from lancens_cli.pipeline.spark_session import (
 )
 from lancens_cli.words import utc_iso
 
-STATE_ENV = "LANCENS_STATE_DIR"
-RECORD_NAME = "spark-connect.json"
-LOCK_NAME = "spark-connect.lock"
 SERVER_DIR = "spark-connect"  # its logs/ and pids/ (the SPARK_PID_DIR the stop script reads)
-SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 IDENT = "lancens"  # SPARK_IDENT_STRING: the pid and log files' names do not depend on $USER
-HOST = "127.0.0.1"
 START_TIMEOUT = 240.0
 STOP_TIMEOUT = 30.0
-CONNECT_TIMEOUT = 0.5  # the liveness check's TCP connect: a listening port accepts at once
-HINT = "`lancens spark start` starts another"
-# Connect gives every session its own Python worker daemons (its artifact UUID is in their
-# environment), which cost a command seconds to start and to import Lance in. So commands reuse
-# sessions: a few slots, each a session id a command holds (a lock) while it runs, so that two
-# commands at once never share one. A slot idle longer than SESSION_REUSE gets a new id before
-# the server's own idle timeout (SESSION_TIMEOUT) has closed the old one for good.
-SESSION_SLOTS = 2
-SESSION_REUSE = 7 * 3600.0  # a working day's pauses keep their sessions
-SESSION_TIMEOUT = "8h"
-_HELD_SLOTS: list[int] = []  # the slot locks this process holds until it exits
 _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 # Settings of ours a --conf may not change: the record's port and the loopback address.
 _BINDING = ("spark.connect.grpc.binding.port", "spark.connect.grpc.binding.address")
@@ -130,61 +122,6 @@ class ServerNotRunningError(LancensError):
 
 
 @dataclass(frozen=True)
-class SparkServer(Result):
-    """The record of a running server, as `spark-connect.json` holds it."""
-
-    url: str
-    port: int
-    pid: int  # the JVM's
-    master: str
-    spark_home: str
-    log: str
-    python: str
-    started_at: str
-    lancens_version: str
-
-    @classmethod
-    def from_json(cls, data: Any) -> SparkServer:
-        """The record from its JSON document; ValueError when it is not one (or names a server
-        anywhere but on 127.0.0.1 at its own port)."""
-        if not isinstance(data, dict):
-            raise ValueError("not a JSON object")
-        values = {}
-        for f in fields(cls):
-            value = data.get(f.name)
-            wanted = int if f.type == "int" else str
-            if not isinstance(value, wanted) or isinstance(value, bool):
-                raise ValueError(f"no valid {f.name!r}")
-            values[f.name] = value
-        server = cls(**values)
-        if not 0 < server.port < 65536 or server.pid <= 0:
-            raise ValueError("no valid 'port' or 'pid'")
-        if server.url != f"sc://{HOST}:{server.port}":  # never a server elsewhere
-            raise ValueError(f"'url' is not sc://{HOST}:{server.port}")
-        return server
-
-    def uptime_seconds(self) -> float:
-        try:
-            started = datetime.fromisoformat(self.started_at.replace("Z", "+00:00"))
-        except ValueError:
-            return 0.0
-        return max(0.0, (datetime.now(UTC) - started).total_seconds())
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """What the record says now: a live server, a stale record (`stale`: why, in words), or
-    nothing recorded (both None)."""
-
-    server: SparkServer | None
-    stale: str | None = None
-
-    @property
-    def live(self) -> bool:
-        return self.server is not None and self.stale is None
-
-
-@dataclass(frozen=True)
 class ServerStarted(Result):
     """`spark start`: the server now running; `replaced` says why a stale record was dropped."""
 
@@ -224,190 +161,7 @@ class ServerStopped(Result):
         }
 
 
-# --- the state directory and the record --------------------------------------------------------
-
-
-def state_dir() -> Path:
-    """Where the record, the lock and the server's logs live (`$LANCENS_STATE_DIR`, else
-    `$XDG_STATE_HOME/lancens`, else `~/.local/state/lancens`; a relative XDG path is ignored,
-    as the XDG specification says)."""
-    explicit = os.environ.get(STATE_ENV)
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_STATE_HOME")
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "state"
-    return base / "lancens"
-
-
-def record_path() -> Path:
-    return state_dir() / RECORD_NAME
-
-
-def _made_state_dir() -> Path:
-    """The state directory, created 0700 (only this user may read the server's logs or reach its
-    pid files); one that exists keeps its mode."""
-    directory = state_dir()
-    if not directory.is_dir():
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        directory.chmod(0o700)
-    return directory
-
-
-def recorded() -> Recorded:
-    """The record and whether it is live: a pid check, /proc and one TCP connect (no pyspark),
-    cheap enough for every Spark command."""
-    path = record_path()
-    try:
-        server = SparkServer.from_json(json.loads(path.read_text(encoding="utf-8")))
-    except FileNotFoundError:
-        return Recorded(None)
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        return Recorded(None, f"the record {path} is unreadable ({_first_line(exc)})")
-    owner = process_is_server(server.pid)
-    if owner is None:
-        return Recorded(server, f"recorded server pid {server.pid} is gone (a reboot or a kill)")
-    if not owner:
-        return Recorded(
-            server, f"recorded server pid {server.pid} is now another program (the server is gone)"
-        )
-    if not _listening(server.port):
-        return Recorded(
-            server, f"recorded server pid {server.pid} does not answer on port {server.port}"
-        )
-    return Recorded(server)
-
-
-def mismatch(server: SparkServer) -> str | None:
-    """Why this lancens should not use a live server, in words (None: it may): its Python
-    workers run another interpreter, or another version of lancens, than this command."""
-    if server.python != sys.executable:
-        return f"its Python workers run {server.python}, this command {sys.executable}"
-    if server.lancens_version != _version():
-        return f"it runs lancens {server.lancens_version}, this is lancens {_version()}"
-    return None
-
-
-def _write_record(server: SparkServer) -> None:
-    """Atomically: a reader sees the old record or the new one, never half of one."""
-    directory = _made_state_dir()
-    fd, temporary = tempfile.mkstemp(prefix=".spark-connect-", suffix=".json", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(to_plain(server), out, indent=2)
-            out.write("\n")
-        os.replace(temporary, directory / RECORD_NAME)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
-def _remove_record() -> None:
-    with contextlib.suppress(FileNotFoundError):
-        record_path().unlink()
-
-
-@contextlib.contextmanager
-def _locked(wait: float) -> Iterator[bool]:
-    """The state directory's lock, held for the block; yields False when another process holds
-    it past `wait` seconds (0: do not wait). Ctrl-C ends the wait."""
-    directory = _made_state_dir()
-    fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-            if time.monotonic() >= deadline:
-                yield False
-                return
-            interrupt.checkpoint()
-            time.sleep(0.2)
-        yield True
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
-
-
-def session_url(server: SparkServer) -> str:
-    """The server's URL with the session id of a free slot, held by this process until it exits
-    (the plain URL, a fresh session, when every slot is in use)."""
-    for slot in range(SESSION_SLOTS):
-        try:
-            fd = os.open(
-                state_dir() / f"spark-connect-session-{slot}", os.O_RDWR | os.O_CREAT, 0o600
-            )
-        except OSError:
-            return server.url
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            session = _slot_session(fd, server)
-        except OSError:
-            os.close(fd)
-            continue
-        _HELD_SLOTS.append(fd)
-        return f"{server.url}/;session_id={session}"
-    return server.url
-
-
-def _slot_session(fd: int, server: SparkServer) -> str:
-    """The slot's session id: the one it holds when it belongs to this server and was used
-    within SESSION_REUSE, else a new one; the slot is marked used now."""
-    owner = f"{server.pid}@{server.started_at}"
-    held = os.pread(fd, 4096, 0).decode("utf-8", "replace").split()
-    idle = time.time() - os.fstat(fd).st_mtime
-    if len(held) == 2 and held[0] == owner and idle < SESSION_REUSE:
-        session = held[1]
-    else:
-        session = str(uuid.uuid4())
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{owner} {session}\n".encode(), 0)
-    return session
-
-
 # --- processes and ports -----------------------------------------------------------------------
-
-
-def process_is_server(pid: int) -> bool | None:
-    """Whether `pid` is a running SparkConnectServer: None when no process has it (or only a
-    zombie), False when another program has it now."""
-    if pid <= 0:
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:  # another user's process: not ours
-        return False
-    proc = Path(f"/proc/{pid}")
-    if proc.is_dir():
-        try:
-            stat = (proc / "stat").read_text()
-            if stat.rsplit(")", 1)[1].split()[0] == "Z":
-                return None  # dead, not yet reaped
-            return SERVER_CLASS.encode() in (proc / "cmdline").read_bytes()
-        except (OSError, IndexError):
-            return None  # gone while we looked
-    shown = subprocess.run(
-        ["ps", "-p", str(pid), "-o", "stat=,command="],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if shown.returncode != 0 or not shown.stdout.strip():
-        return None
-    if shown.stdout.strip().startswith("Z"):
-        return None
-    return SERVER_CLASS in shown.stdout
-
-
-def _listening(port: int, timeout: float = CONNECT_TIMEOUT) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(timeout)
-        return sock.connect_ex((HOST, port)) == 0
 
 
 def _free_port(port: int | None) -> int:
@@ -457,7 +211,7 @@ def spark_home() -> Path:
 
 def _server_dirs() -> tuple[Path, Path]:
     """The server's SPARK_LOG_DIR and SPARK_PID_DIR."""
-    base = _made_state_dir() / SERVER_DIR
+    base = made_state_dir() / SERVER_DIR
     logs, pids = base / "logs", base / "pids"
     for directory in (base, logs, pids):
         directory.mkdir(mode=0o700, exist_ok=True)
@@ -593,14 +347,14 @@ def start_server(
     settings = parse_key_values(conf, "--conf")
     check_conf(settings)
     home = spark_home()
-    with _locked(wait=timeout + 2 * STOP_TIMEOUT + 150) as held:
+    with locked(wait=timeout + 2 * STOP_TIMEOUT + 150) as held:
         if not held:
             raise LancensError(f"another `lancens spark start` holds {state_dir() / LOCK_NAME}")
         found = recorded()
         if found.live:
             assert found.server is not None
             return ServerStarted(found.server, already_running=True)
-        _remove_record()
+        remove_record()
         logs, pids = _server_dirs()
         env = _server_env(home, logs, pids)
         _stop_by_pid_file(home, env, pids)
@@ -617,7 +371,7 @@ def start_server(
         except BaseException:
             _stop_by_pid_file(home, env, pids)
             raise
-        _write_record(server)
+        write_record(server)
         return ServerStarted(server, already_running=False, replaced=found.stale)
 
 
@@ -643,7 +397,7 @@ def _launch(
         log=str(log),
         python=sys.executable,
         started_at=utc_iso(datetime.now(UTC)),
-        lancens_version=_version(),
+        lancens_version=installed_version(),
     )
     _wait_ready(server, deadline)
     return server
@@ -659,7 +413,7 @@ def _wait_ready(server: SparkServer, deadline: float) -> None:
         if not process_is_server(server.pid):
             failure = "its JVM exited"
             break
-        if not _listening(server.port):
+        if not port_answers(server.port):
             time.sleep(0.5)
             continue
         try:
@@ -679,15 +433,7 @@ def _wait_ready(server: SparkServer, deadline: float) -> None:
 
 def _probe(server: SparkServer, timeout: float) -> subprocess.CompletedProcess[str]:
     """The probe in the session of each slot (held meanwhile, then released)."""
-    held = []
-    try:
-        urls = []
-        for _ in range(SESSION_SLOTS):
-            url = session_url(server)
-            if url == server.url:
-                break  # a slot some other process holds: it gets a session of its own
-            urls.append(url)
-            held.append(_HELD_SLOTS.pop())
+    with slots_held(server) as urls:
         return subprocess.run(
             [sys.executable, "-c", _PROBE, *(urls or [server.url])],
             capture_output=True,
@@ -696,9 +442,6 @@ def _probe(server: SparkServer, timeout: float) -> subprocess.CompletedProcess[s
             env={k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"},
             check=False,
         )
-    finally:
-        for fd in held:
-            os.close(fd)
 
 
 def _stop_by_pid_file(home: Path, env: dict[str, str], pids: Path) -> list[int]:
@@ -717,13 +460,6 @@ def _stop_by_pid_file(home: Path, env: dict[str, str], pids: Path) -> list[int]:
     return [pid]
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version("lancens-cli")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
-
-
 def server_status() -> ServerStatus:
     """The live server, or ServerNotRunningError (exit 3) saying why; a stale record is removed
     (unless a `spark start` holds the lock: it replaces the record itself)."""
@@ -735,36 +471,21 @@ def server_status() -> ServerStatus:
         "no Spark Connect server is running yet: a `lancens spark start` is under way"
     )
     if found.stale is None:
-        if _start_under_way():
+        if start_under_way():
             raise under_way
         raise ServerNotRunningError(
             "no Spark Connect server of `lancens spark start` is running; `lancens spark start` "
             "starts one"
         )
-    with _locked(wait=0) as held:
+    with locked(wait=0) as held:
         if not held:
             raise under_way
         found = recorded()  # again, under the lock: a start may have just finished
         if found.live:
             assert found.server is not None
             return ServerStatus(found.server, found.server.uptime_seconds())
-        _remove_record()
+        remove_record()
     raise ServerNotRunningError(f"{found.stale}; {HINT}")
-
-
-def _start_under_way() -> bool:
-    """Whether a `spark start` holds the lock now (without creating anything)."""
-    try:
-        fd = os.open(state_dir() / LOCK_NAME, os.O_RDWR)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    return False
 
 
 def stop_server(timeout: float = STOP_TIMEOUT) -> ServerStopped:
@@ -772,7 +493,7 @@ def stop_server(timeout: float = STOP_TIMEOUT) -> ServerStopped:
     and one a killed `start` left behind; remove the record. Nothing running is no error."""
     if not state_dir().is_dir():
         return ServerStopped(None, [])
-    with _locked(wait=START_TIMEOUT + 2 * STOP_TIMEOUT + 150) as held:
+    with locked(wait=START_TIMEOUT + 2 * STOP_TIMEOUT + 150) as held:
         if not held:
             raise LancensError(f"a `lancens spark start` holds {state_dir() / LOCK_NAME}")
         found = recorded()
@@ -783,7 +504,7 @@ def stop_server(timeout: float = STOP_TIMEOUT) -> ServerStopped:
             stopped = _stop_by_pid_file(home, _server_env(home, logs, pids), pids)
         if found.server is not None and _end_process(found.server.pid, timeout):
             stopped.append(found.server.pid)
-        _remove_record()
+        remove_record()
     server = found.server if found.live else None
     return ServerStopped(server, sorted(set(stopped)), found.stale)
 
@@ -799,8 +520,3 @@ def _last_line(text: str | None, prefix: str = "") -> str:
     """The last line of a child's output that says something, after `prefix` ("" for none)."""
     lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
     return f"{prefix}{lines[-1]}" if lines else ""
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
