@@ -242,6 +242,20 @@ def test_a_named_master_does_not_use_the_server(warm):
 
 
 @pytest.mark.slow
+def test_small_reads_skip_the_server_and_explain_plans_on_a_local_spark(warm):
+    """With the server up: a read nothing is left to Spark in is still read in the command's
+    own process; `--explain`, which needs the JVM's plan, runs a local Spark, not the server."""
+    small = warm.run("--root", warm.root, "scan", "--where", "country = 'DE'", "--count")
+    assert small.exit_code == 0 and "Spark Connect server" not in small.stderr, small.stderr
+    assert int(small.stdout) == expected(warm.table, lambda r: r["country"] == "DE")
+    plan = warm.run("--root", warm.root, "--json", "scan", "--where", "id % 5 = 0", "--explain")
+    assert plan.exit_code == 0, plan.stderr
+    assert "Spark Connect server" not in plan.stderr
+    shown = json.loads(plan.stdout)
+    assert shown["engine"] == "spark" and "BatchScan" in shown["physical_plan"]
+
+
+@pytest.mark.slow
 def test_a_killed_server_is_stale_and_a_scan_falls_back_to_local_spark(warm):
     record = warm.record()
     assert record is not None and warm.servers() == [record["pid"]]
