@@ -107,11 +107,10 @@ class LocalRead:
         return ScanRows(columns, found[:limit], len(found) > limit)
 
     def explain(self) -> ScanExplain:
-        slices = [_Slice(group) for group in slice_groups(self.pieces)]
         condition = self.condition
         return ScanExplain(
-            tables=tables_read(slices),
-            slices=len(slices),
+            tables=tables_read(self.pieces),
+            slices=len(slice_groups(self.pieces)),
             pushed=[c.text for c in condition.conjuncts if c.node is not None] if condition else [],
             left_to_spark=None,
             plan=f"(no Spark: read in this process, {human_bytes(self.planned)} of data files)",
@@ -119,13 +118,6 @@ class LocalRead:
             engine=LOCAL_ENGINE,
             engine_reason=self.reason,
         )
-
-
-@dataclass(frozen=True)
-class _Slice:
-    """What `tables_read` reads of a Spark slice: its pieces."""
-
-    pieces: tuple[Piece, ...]
 
 
 def plan_local(request: ScanRequest, max_bytes: int) -> LocalRead | str:

@@ -45,7 +45,7 @@ def plain_value(value: Any) -> Any:
     return value
 
 
-def plain_row(row: Any) -> list[Any]:
+def plain_values(row: Any) -> list[Any]:
     """One row (a Spark Row, or a list of Python values) as plain values."""
     return [plain_value(value) for value in row]
 

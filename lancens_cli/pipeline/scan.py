@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import pickle
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ from lancens_cli.partition.condition_data import encode
 from lancens_cli.partition.predicate import FALSE
 from lancens_cli.partition.spark_conditions import Condition, split_condition
 from lancens_cli.pipeline.read_plan import READ_OPTIONS, arrow_schema, plan_pieces
-from lancens_cli.pipeline.row_values import plain_row, utc_clock
+from lancens_cli.pipeline.row_values import plain_values, utc_clock
 from lancens_cli.pipeline.source_options import SourceOptions
 from lancens_cli.pipeline.spark_session import is_connect
 from lancens_cli.pipeline.task_failures import spark_errors
@@ -313,8 +313,8 @@ def run_scan(spark: SparkSession, request: ScanRequest) -> Any:
 def _rows(df: DataFrame, columns: list[str], limit: int | None) -> ScanRows:
     with utc_clock():
         if limit is None:
-            return ScanRows(columns, [plain_row(r) for r in df.collect()], False)
-        found = [plain_row(r) for r in df.limit(limit + 1).collect()]
+            return ScanRows(columns, [plain_values(r) for r in df.collect()], False)
+        found = [plain_values(r) for r in df.limit(limit + 1).collect()]
     return ScanRows(columns, found[:limit], len(found) > limit)
 
 
@@ -330,7 +330,7 @@ def stream_rows(df: DataFrame) -> Iterator[list[Any]]:
     with utc_clock():
         for row in df.toLocalIterator():
             interrupt.checkpoint()
-            yield plain_row(row)
+            yield plain_values(row)
 
 
 def _guarded(rows: Iterator[list[Any]]) -> Iterator[list[Any]]:
@@ -385,10 +385,10 @@ def _scan_nodes(node: Any) -> Iterator[Any]:
         yield from _scan_nodes(children.apply(i))
 
 
-def tables_read(slices: list[Any]) -> list[TableChoice]:
-    """One line per table (and version) the slices read, fragments and rows summed."""
+def tables_read(pieces: Iterable[Any]) -> list[TableChoice]:
+    """One line per table (and version) the pieces read, fragments and rows summed."""
     by_table: dict[tuple[str, int, str | None], TableChoice] = {}
-    for piece in (p for s in slices for p in s.pieces):
+    for piece in pieces:
         key = (piece.location, piece.version, piece.branch)
         seen = by_table.get(key)
         if seen is None:
@@ -420,7 +420,7 @@ def explain(df: DataFrame, request: ScanRequest, condition: Condition | None) ->
     plan = df._jdf.queryExecution().executedPlan().toString()
     left = condition.left if condition is not None else []
     return ScanExplain(
-        tables=tables_read(slices),
+        tables=tables_read(p for s in slices for p in s.pieces),
         slices=len(slices),
         pushed=[c.text for c in condition.conjuncts if c.node is not None] if condition else [],
         left_to_spark=" AND ".join(c.text for c in left) or None,
