@@ -226,6 +226,14 @@ def start_under_way() -> bool:
 # --- processes and ports -----------------------------------------------------------------------
 
 
+def _threads(proc: Path) -> int:
+    """How many threads the process of `proc` (a /proc/<pid> folder) still has; 0 when gone."""
+    for line in (proc / "status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    return 0
+
+
 def process_is_server(pid: int) -> bool | None:
     """Whether `pid` is a running SparkConnectServer: None when no process has it (or only a
     zombie), False when another program has it now."""
@@ -242,7 +250,9 @@ def process_is_server(pid: int) -> bool | None:
         try:
             stat = (proc / "stat").read_text()
             if stat.rsplit(")", 1)[1].split()[0] == "Z":
-                return None  # dead, not yet reaped
+                # A zombie leader whose other threads still run is a JVM still shutting down
+                # (its cmdline is empty by then, and its port may still be bound).
+                return True if _threads(proc) > 1 else None
             return SERVER_CLASS.encode() in (proc / "cmdline").read_bytes()
         except (OSError, IndexError):
             return None  # gone while we looked

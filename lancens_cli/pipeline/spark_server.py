@@ -194,6 +194,17 @@ def _end_process(pid: int, timeout: float) -> bool:
     return True
 
 
+def _wait_port_closed(port: int, timeout: float) -> None:
+    """Wait until nothing accepts on `port`, so a `start` right after a `stop` finds it free."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            sock.settimeout(1.0)
+            if sock.connect_ex((HOST, port)) != 0:
+                return
+        time.sleep(0.2)
+
+
 # --- the server --------------------------------------------------------------------------------
 
 
@@ -504,6 +515,7 @@ def stop_server(timeout: float = STOP_TIMEOUT) -> ServerStopped:
             stopped = _stop_by_pid_file(home, _server_env(home, logs, pids), pids)
         if found.server is not None and _end_process(found.server.pid, timeout):
             stopped.append(found.server.pid)
+            _wait_port_closed(found.server.port, timeout)
         remove_record()
     server = found.server if found.live else None
     return ServerStopped(server, sorted(set(stopped)), found.stale)
