@@ -11,6 +11,14 @@ A local driver that runs no rows itself (the `scheduler_only()` of `ingest` of P
 starts with C1 compilation only. Ctrl-C stays the command's (`cancelled_on_interrupt`): a session
 started here does not keep PySpark's own SIGINT handler.
 
+What a fresh JVM costs before a command's first task is cut here (bench/bench_cold_start.py): the
+driver maps the class archive of `jvm_archive.py` (built once, in the background), a local
+session's Python workers import pyspark's compiled modules rather than its zip
+(`worker_python.py`), Spark does not start a Python process to look up installed data sources
+(NO_LOOKUP_PYTHON) nor `spark-submit` one to find SPARK_HOME, the driver's own warnings go to its
+stderr, its C2 compiles wait for hot code (DRIVER_JIT_OPTIONS), and its stdout is not ours (a
+reader of a command's rows is not kept waiting while the JVM stops).
+
 Nothing Lance-native runs here: PySpark forks its Python workers from a daemon, and Lance is not
 fork-safe, so Lance is imported only inside the functions that tasks call. pyspark is imported
 inside functions too, so that this module imports without it and `require_pyspark` can say
@@ -43,6 +51,14 @@ from lancens_cli import interrupt
 from lancens_cli.config import parse_key_values
 from lancens_cli.errors import InvalidInputError, LancensError
 from lancens_cli.pipeline import register
+from lancens_cli.pipeline.jvm_archive import (
+    Launch,
+    archive_key,
+    build_after_exit,
+    cache_dir,
+    launch_options,
+)
+from lancens_cli.pipeline.worker_python import worker_python
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -72,6 +88,24 @@ _SCHEDULER_ONLY = contextvars.ContextVar("lancens_scheduler_only", default=False
 ARROW_JAVA_OPTIONS = (
     "-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false"
 )
+# The driver's own warnings (class sharing, GC) go to its stderr: the JVM's default for them is
+# stdout, which carries a command's rows.
+DRIVER_LOG_OPTIONS = "-Xlog:disable -Xlog:all=warning:stderr"
+# The driver's C2 compiles wait for ten times the calls and loops they wait for by default: the
+# code Spark runs while it starts stays with C1 (a cold `scan` 12% sooner on 2 cores at a load of
+# 2, 30% at 5: C2 compiles compete with the start for a core), a loop over rows still reaches C2
+# within the first batches (5M rows counted, collected, written to Parquet: as fast, cold or
+# warm). C1 alone started sooner still, but wrote Parquet three times slower.
+DRIVER_JIT_OPTIONS = (
+    "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
+    "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
+)
+# Spark looks up Python data sources installed as `pyspark_*` packages the first time a session
+# registers one, in a Python process of its own (2 to 3.5 s of a cold `scan` on 2 cores), unless
+# the Python it would use is no command (DataSourceManager.shouldLoadPythonDataSources reads
+# PYSPARK_DRIVER_PYTHON as the JVM started). lancens registers its own source and reads no other,
+# so the JVM starts with this name there; nothing else of a driver reads it.
+NO_LOOKUP_PYTHON = "lancens-registers-its-own-data-sources"
 
 
 # Spark talks to its Python workers over loopback TCP, where a task's first input reaches its
@@ -175,15 +209,22 @@ def require_pyspark() -> None:
         ) from None
 
 
-def java_version(java: str) -> int | None:
-    """The major version `java -version` reports, or None when it cannot be read."""
+@functools.cache  # one probe a process: a JVM start
+def java_banner(java: str) -> str | None:
+    """What `java -version` prints (None: it did not run)."""
     try:
         probe = subprocess.run(
             [java, "-version"], capture_output=True, text=True, timeout=30, check=False
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    found = re.search(r'version "(\d+)(?:\.(\d+))?', probe.stderr + probe.stdout)
+    return probe.stderr + probe.stdout
+
+
+def java_version(java: str) -> int | None:
+    """The major version `java -version` reports, or None when it cannot be read."""
+    banner = java_banner(java)
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', banner or "")
     if not found:
         return None
     major = int(found.group(1))
@@ -215,10 +256,15 @@ def require_java(environ: Mapping[str, str] | None = None) -> None:
 
 
 def _prepare_environment(settings: SparkSettings) -> None:
+    """This interpreter for Spark's Python; a local session's workers through the launcher of
+    `worker_python.py` (pyspark's compiled modules, not its zip's)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     if settings.master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        launcher = worker_python(_socket_dir())
+        if launcher is not None:
+            os.environ["PYSPARK_PYTHON"] = launcher
 
 
 def worker_socket_conf(settings: SparkSettings) -> dict[str, str]:
@@ -296,17 +342,8 @@ def spark_session(settings: SparkSettings, *, data_source: bool = True) -> Any:
     require_java()
     _prepare_environment(settings)
     builder = SparkSession.builder.master(settings.master).appName("lancens")
-    options = _java_options(settings.debug)
-    conf = {**BASE_CONF, **worker_socket_conf(settings), **settings.conf, **FIXED_CONF}
-    for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
-        conf[key] = f"{ARROW_JAVA_OPTIONS} {conf.get(key, '')}".strip()
-    if _SCHEDULER_ONLY.get() and settings.master.startswith("local"):
-        driver = "spark.driver.extraJavaOptions"
-        conf[driver] = f"{SCHEDULER_JAVA_OPTIONS} {conf[driver]}"
-    if options:
-        for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
-            conf[key] = f"{conf[key]} {options}"
-    conf.setdefault("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+    conf = _session_conf(settings)
+    archive = _hotspot_options(settings, conf)
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:
@@ -314,15 +351,79 @@ def spark_session(settings: SparkSettings, *, data_source: bool = True) -> Any:
             # Lance warns on any fork once imported; the JVM gateway is forked and exec'd at
             # once and never runs Lance (Python workers come from Spark's own daemon).
             warnings.filterwarnings("ignore", message="lance is not fork-safe")
-            with _jvm_stderr(settings.debug), _sigint_kept():
+            with _jvm_output(settings.debug), _sigint_kept(), _launch_environment():
                 spark = builder.getOrCreate()
     except Exception as exc:  # the JVM did not start: one line, the trace only with --debug
         raise LancensError(f"Spark did not start on {settings.master}: {_first_line(exc)}") from exc
+    with contextlib.suppress(Exception):  # the archive only ever saves time
+        build_after_exit(archive, spark.sparkContext._jvm)
     spark.sparkContext.setLogLevel("INFO" if settings.debug else "ERROR")
     _quiet_python_loggers(settings.debug)
     if data_source:
         _register(spark)
     return spark
+
+
+def _session_conf(settings: SparkSettings) -> dict[str, str]:
+    """The configuration of a JVM started here: ours, the user's over it (but the time zone),
+    and the JVM options in the order that lets the user's win."""
+    driver, executor = "spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"
+    conf = {**BASE_CONF, **worker_socket_conf(settings), **settings.conf, **FIXED_CONF}
+    for key in (driver, executor):
+        conf[key] = f"{ARROW_JAVA_OPTIONS} {conf.get(key, '')}".strip()
+    if _SCHEDULER_ONLY.get() and settings.master.startswith("local"):
+        conf[driver] = f"{SCHEDULER_JAVA_OPTIONS} {conf[driver]}"
+    options = _java_options(settings.debug)
+    if options:
+        for key in (driver, executor):
+            conf[key] = f"{conf[key]} {options}"
+    conf.setdefault("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+    return conf
+
+
+def _hotspot_options(settings: SparkSettings, conf: dict[str, str]) -> Launch:
+    """A HotSpot driver's options of ours, before the user's: its warnings to stderr
+    (DRIVER_LOG_OPTIONS), DRIVER_JIT_OPTIONS and the class-data-sharing archive of
+    `jvm_archive.py` (mapped when built, else the class list it is built from). Another JVM
+    (OpenJ9) gets none of them."""
+    java = find_java()
+    banner = java_banner(java) if java else None
+    if java is None or banner is None or "OpenJ9" in banner or "Server VM" not in banner:
+        return Launch()
+    driver = "spark.driver.extraJavaOptions"
+    key = archive_key(
+        java, banner, _spark_home(), conf.get("spark.driver.extraClassPath", ""), os.environ
+    )
+    launch = launch_options(cache_dir(), key, settings.conf.get(driver, ""))
+    ours = f"{launch.options} {DRIVER_LOG_OPTIONS} {DRIVER_JIT_OPTIONS}".strip()
+    conf[driver] = f"{ours} {conf[driver]}"
+    return launch
+
+
+def _spark_home() -> str:
+    """The Spark PySpark starts (SPARK_HOME, else the installed pyspark package), as it finds it."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    return _find_spark_home()
+
+
+@contextlib.contextmanager
+def _launch_environment() -> Iterator[None]:
+    """The environment the JVM starts with (ours is restored at once): SPARK_HOME named, so that
+    `spark-submit` does not start a Python to find it, and PYSPARK_DRIVER_PYTHON naming no
+    command (NO_LOOKUP_PYTHON), which is how Spark decides that there are no Python data
+    sources to look up."""
+    saved = {name: os.environ.get(name) for name in ("SPARK_HOME", "PYSPARK_DRIVER_PYTHON")}
+    os.environ["SPARK_HOME"] = _spark_home()
+    os.environ["PYSPARK_DRIVER_PYTHON"] = NO_LOOKUP_PYTHON
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _connect_session(settings: SparkSettings, data_source: bool = True) -> Any:
@@ -354,26 +455,36 @@ def _connect_session(settings: SparkSettings, data_source: bool = True) -> Any:
 
 
 @contextlib.contextmanager
-def _jvm_stderr(debug: bool) -> Iterator[None]:
-    """The JVM started inside writes its stderr to an unnamed temporary file, not ours.
+def _jvm_output(debug: bool) -> Iterator[None]:
+    """The JVM started inside writes its stderr to an unnamed temporary file, not ours, and its
+    stdout there too (with --debug: to our stderr), never to our stdout.
 
     The JVM prints lines of its own at start ("Using incubator modules", log4j notices) and
     Spark's task failures later; a command reports what matters in one line of its own, so
-    they reach the terminal only with --debug. The JVM inherits the descriptor while it is
-    started; ours is restored at once.
+    they reach the terminal only with --debug. Our stdout carries the command's output alone,
+    and a reader of it (`lancens scan | head`) sees its end when lancens exits, not when the
+    JVM has stopped after it. The JVM inherits the descriptors while it is started; ours are
+    restored at once.
     """
-    if debug:
-        yield
-        return
-    sys.stderr.flush()
-    with tempfile.TemporaryFile(prefix="lancens-spark-") as sink:
-        saved = os.dup(2)
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
+    with contextlib.ExitStack() as stack:
+        if debug:
+            target = 2
+        else:
+            target = stack.enter_context(tempfile.TemporaryFile(prefix="lancens-spark-")).fileno()
+        saved: list[tuple[int, int]] = []
         try:
-            os.dup2(sink.fileno(), 2)
+            for fd in (1,) if debug else (1, 2):
+                with contextlib.suppress(OSError):  # a closed descriptor stays closed
+                    saved.append((fd, os.dup(fd)))
+                    os.dup2(target, fd)
             yield
         finally:
-            os.dup2(saved, 2)
-            os.close(saved)
+            for fd, copy in saved:
+                os.dup2(copy, fd)
+                os.close(copy)
 
 
 @contextlib.contextmanager
