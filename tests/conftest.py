@@ -29,6 +29,14 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.pop("LANCENS_STATE_DIR", None)
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="lancens-test-state-")
 atexit.register(shutil.rmtree, os.environ["XDG_STATE_HOME"], ignore_errors=True)
+# The JVM class archive a Spark driver builds after its first start (pipeline/jvm_archive.py) is
+# one for the whole run, shared by pytest-xdist's workers (they inherit the controller's
+# environment), and never written to the user's home; the process that made it removes it.
+if os.environ.get("TEST_CACHE_OWNER_PID") is None:
+    os.environ["TEST_CACHE_OWNER_PID"] = str(os.getpid())
+    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="lancens-test-cache-")
+if os.environ["TEST_CACHE_OWNER_PID"] == str(os.getpid()):
+    atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,8 @@ it, and only then renames it into the cache directory (`$XDG_CACHE_HOME/lancens/
 `~/.cache/lancens/jvm`). Not a static archive (`-Xshare:dump`): on JDK 17 the JVM that mapped
 one crashed as soon as anything hooked class loading (a Java agent, Java Flight Recorder); the
 dynamic one ran with both. Not the command's own JVM dumping at its exit: that JVM ran 50%
-slower. A half-written archive is never named (a truncated one crashes the JVM that maps it); a
+slower. A half-written archive is never named, and an archive's name holds its size, so one cut
+short later is removed rather than mapped (a truncated archive crashes the JVM that maps it); a
 build that fails is tried again only after a week for the same JDK, Spark jars and class path
 (the archive's key); one build runs at a time (a lock file naming its process); the two
 archives used last are kept. A JVM given an archive that no longer fits it ignores it. A user's
@@ -113,10 +114,31 @@ def archive_key(java: str, banner: str, spark_home: str, class_path: str, enviro
 def _paths(directory: Path, key: str) -> dict[str, Path]:
     stem = f"spark-{key}"
     return {
-        "archive": directory / f"{stem}.jsa",
         "lock": directory / f"{stem}.lock",
         "failed": directory / f"{stem}.failed",
     }
+
+
+def archive_name(key: str, size: int) -> str:
+    """An archive's file name holds its size: a JVM that maps a truncated archive crashes, so
+    one whose size is not its name's is never given to a JVM."""
+    return f"spark-{key}.{size}.jsa"
+
+
+def whole_archive(directory: Path, key: str) -> Path | None:
+    """The archive of `key` whose size is the one its name records; others of `key` (cut short
+    by a full disk or a copy, or written by another version) are removed."""
+    found = None
+    for path in directory.glob(f"spark-{key}.*.jsa"):
+        try:
+            whole = path.stat().st_size == int(path.name.split(".")[1])
+        except (OSError, ValueError):
+            whole = False
+        if whole and found is None:
+            found = path
+        else:
+            path.unlink(missing_ok=True)
+    return found
 
 
 def launch_options(directory: Path, key: str, user_options: str) -> Launch:
@@ -127,10 +149,11 @@ def launch_options(directory: Path, key: str, user_options: str) -> Launch:
     if any(c.isspace() or c in "\"'\\" for c in str(directory)):
         return Launch()  # Spark splits the JVM options at spaces
     paths = _paths(directory, key)
-    if paths["archive"].is_file():
+    archive = whole_archive(directory, key) if directory.is_dir() else None
+    if archive is not None:
         with contextlib.suppress(OSError):
-            os.utime(paths["archive"])  # used: kept over older ones
-        return Launch(f"-XX:SharedArchiveFile={paths['archive']}", key)
+            os.utime(archive)  # used: kept over older ones
+        return Launch(f"-XX:SharedArchiveFile={archive}", key)
     if _recent(paths["failed"], RETRY_SECONDS) or _live_lock(paths["lock"]):
         return Launch()
     try:
@@ -164,7 +187,8 @@ def _start_build(job: dict[str, Any]) -> None:
     class_list = Path(job["class_list"])
     paths = _paths(class_list.parent, job["key"])
     lock = paths["lock"]
-    if paths["archive"].exists() or not _take_lock(lock):  # another driver's build came first
+    # another driver's build came first
+    if whole_archive(class_list.parent, job["key"]) or not _take_lock(lock):
         class_list.unlink(missing_ok=True)
         return
     environ = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "PYTHONPATH", "LANG")}
@@ -241,7 +265,7 @@ def build(job: dict[str, Any]) -> str | None:
         if time.monotonic() > deadline:
             return "the driver did not exit"
         time.sleep(0.5)
-    if paths["archive"].exists():
+    if whole_archive(class_list.parent, job["key"]):
         return None
     base = [job["java"], "-Xlog:disable", "-cp", job["class_path"], *job["arguments"]]
     loader = class_list.with_suffix(".java")
@@ -250,7 +274,8 @@ def build(job: dict[str, Any]) -> str | None:
         dump = [*base, f"-XX:ArchiveClassesAtExit={part}", str(loader), str(class_list)]
         _run(dump, "the dump")
         _run([*base, "-Xshare:on", f"-XX:SharedArchiveFile={part}", "-version"], "a JVM on it")
-        os.replace(part, paths["archive"])
+        archive = archive_name(job["key"], part.stat().st_size)
+        os.replace(part, class_list.parent / archive)
     except RuntimeError as exc:
         paths["failed"].write_text(f"{exc}\n")
         return str(exc)
