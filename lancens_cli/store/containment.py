@@ -51,7 +51,7 @@ def syntax_problem(location: Any) -> str | None:
         return "the row has no location"
     if len(location) > MAX_LOCATION_CHARS:
         return f"the location is {len(location)} characters long (at most {MAX_LOCATION_CHARS})"
-    if any(not ch.isprintable() for ch in location):
+    if not location.isprintable():
         return "the location holds control characters"
 
     try:
@@ -74,6 +74,41 @@ def canonical_root(storage: Any) -> str:
     return os.path.realpath(storage.uri()) if storage.is_local else ""
 
 
+class LocalResolver:
+    """`canonical` for many locations under one local root, at one directory listing per
+    directory instead of one `lstat` per component of every path.
+
+    `os.path.realpath` of `<root>/a/b` asks the file system about every component of the whole
+    path, the root's included: at 100k catalog rows that was two thirds of `ls`. Here the root is
+    resolved once, each directory the locations pass through is listed once (`os.scandir` knows
+    which entries are symbolic links), and a location meets `realpath` only when one of its own
+    components is a link. The answer is `realpath`'s: a component that is no link, or does not
+    exist, is appended as it is."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._links: dict[str, frozenset[str]] = {}
+
+    def resolve(self, location: str) -> str:
+        real = self.root
+        for part in location.split("/"):
+            if part in self._linked(real):
+                return os.path.realpath(os.path.join(self.root, location))
+            real = f"{real.rstrip(os.sep)}{os.sep}{part}"
+        return real
+
+    def _linked(self, directory: str) -> frozenset[str]:
+        found = self._links.get(directory)
+        if found is None:
+            try:
+                with os.scandir(directory) as entries:
+                    found = frozenset(e.name for e in entries if e.is_symlink())
+            except OSError:  # missing, or not a directory: realpath appends, and so do we
+                found = frozenset()
+            self._links[directory] = found
+        return found
+
+
 def inside(child: str, parent: str, local: bool) -> bool:
     """Whether canonical `child` lies strictly below canonical `parent` (a `/` boundary)."""
     if not local:
@@ -89,6 +124,7 @@ class RowLocations:
         self.storage = storage
         self.refused: dict[str, RefusedLocation] = {}
         self._root = root = canonical_root(storage)
+        resolver = LocalResolver(root) if storage.is_local else None
         placed: list[tuple[str, str, str]] = []  # (canonical, object_id, location)
         for object_id, object_type, location in rows:
             if object_type != KIND_TABLE:
@@ -96,7 +132,7 @@ class RowLocations:
             problem = syntax_problem(location)
             if problem is None:
                 try:
-                    real = canonical(storage, location)
+                    real = resolver.resolve(location) if resolver else location
                 except (OSError, ValueError) as exc:
                     problem = f"the location cannot be resolved ({exc})"
                 else:

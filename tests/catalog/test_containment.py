@@ -408,3 +408,35 @@ def test_prune_removes_a_dead_writes_symlink_never_what_it_leads_to(world, pace)
     assert result.exit_code in (0, 6), result.stderr
     assert world.outside() == before
     assert world.legit() == legit
+
+
+# --- one listing per directory resolves as realpath does ---------------------------------------
+
+NAMES = st.sampled_from(["a", "b", "t.lance", "x y", "é", "a-b"])
+LINK_TARGETS = st.sampled_from(["..", ".", "a", "../..", "b/a", "/", "missing", "a/../b", "loop"])
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    dirs=st.lists(st.lists(NAMES, min_size=1, max_size=3), max_size=6),
+    links=st.lists(st.tuples(st.lists(NAMES, min_size=1, max_size=2), LINK_TARGETS), max_size=5),
+    locations=st.lists(st.lists(NAMES, min_size=1, max_size=4), min_size=1, max_size=12),
+)
+def test_the_resolver_answers_what_realpath_answers(tmp_path_factory, dirs, links, locations):
+    from lancens_cli.store.containment import LocalResolver
+
+    base = tmp_path_factory.mktemp("tree")
+    root = base / "root"
+    root.mkdir()
+    for parts in dirs:
+        (root.joinpath(*parts)).mkdir(parents=True, exist_ok=True)
+    for parts, target in links:
+        path = root.joinpath(*parts)
+        if path.parent.is_dir() and not os.path.lexists(path):
+            os.symlink(str(path) if target == "loop" else target, path)
+    resolver = LocalResolver(os.path.realpath(root))
+    for parts in locations:
+        location = "/".join(parts)
+        assert resolver.resolve(location) == os.path.realpath(root / location), location
