@@ -253,7 +253,7 @@ class Listing(Result):
     def to_json(self) -> dict[str, Any]:
         plain: dict[str, Any] = {
             "namespace": self.namespace,
-            "entries": [e.to_json() for e in self.entries],
+            "entries": Streamed(self.entries, Entry.to_json),  # a line each, as encoded
             "next_page_token": self.next_page_token,
         }
         if self.partitioning is not None:
