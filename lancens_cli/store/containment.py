@@ -41,6 +41,8 @@ class RefusedLocation:
 
 def shown(text: str, limit: int = 120) -> str:
     """A location fit for a one-line message: control characters escaped, length bounded."""
+    if len(text) <= limit and text.isprintable():
+        return text
     escaped = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
     return escaped if len(escaped) <= limit else escaped[:limit] + f"... ({len(text)} chars)"
 
