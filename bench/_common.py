@@ -65,27 +65,15 @@ def table_name(i: int) -> str:
     return f"t{i:06d}"
 
 
-def build_namespace(root: Path, n: int, workdir: Path) -> float:
-    """A compatibility-mode root with n tables: `<name>.lance` copies plus one manifest commit.
-
-    The on-disk result equals n reference `create_table` calls at the root (same directories,
-    same `__manifest` rows: object_id = name, location = `<name>.lance`, no metadata), except
-    that `__manifest` has 1 version instead of n. Returns the seconds it took.
-    """
-    os.environ.setdefault("LANCE_LOG", "error")
+def register_tables(root: Path, n: int) -> None:
+    """The `__manifest` rows of tables 0..n-1 in one commit (rows already there are kept), as
+    n reference `create_table` calls would write them: object_id = name, location =
+    `<name>.lance`, no metadata."""
     from lancens_cli.service.namespace import Namespace
-
-    started = time.perf_counter()
-    template = template_table(workdir)
-    root.mkdir(parents=True, exist_ok=True)
-    for i in range(n):
-        target = root / f"{table_name(i)}.lance"
-        if not target.exists():
-            shutil.copytree(template, target)
 
     ns = Namespace.from_properties({"root": str(root)})
 
-    def plan(snapshot, edit):
+    def plan(snapshot, edit) -> None:
         for i in range(n):
             name = table_name(i)
             if not edit.has(name):
@@ -100,6 +88,26 @@ def build_namespace(root: Path, n: int, workdir: Path) -> float:
                 )
 
     ns.manifest.mutate(plan)
+
+
+def build_namespace(root: Path, n: int, workdir: Path) -> float:
+    """A compatibility-mode root with n tables: `<name>.lance` copies plus one manifest commit.
+
+    The on-disk result equals n reference `create_table` calls at the root (same directories,
+    same `__manifest` rows: object_id = name, location = `<name>.lance`, no metadata), except
+    that `__manifest` has 1 version instead of n. Returns the seconds it took.
+    """
+    os.environ.setdefault("LANCE_LOG", "error")
+
+    started = time.perf_counter()
+    template = template_table(workdir)
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        target = root / f"{table_name(i)}.lance"
+        if not target.exists():
+            shutil.copytree(template, target)
+
+    register_tables(root, n)
     return time.perf_counter() - started
 
 

@@ -47,6 +47,7 @@ from _common import (  # noqa: E402
     lancens_cmd,
     load_average,
     print_table,
+    register_tables,
     table_name,
     template_table,
     versions,
@@ -172,28 +173,6 @@ def is_built(root: Path, n: int) -> bool:
     """A build finished for this size: the marker is written last."""
     path = marker(root)
     return root.is_dir() and path.is_file() and path.read_text().strip() == str(n)
-
-
-def register_tables(root: Path, n: int) -> None:
-    """All n `__manifest` rows in one commit, as n reference create_table calls would write."""
-    from lancens_cli.service.namespace import Namespace
-
-    ns = Namespace.from_properties({"root": str(root)})
-
-    def plan(snapshot, edit) -> None:
-        for i in range(n):
-            name = table_name(i)
-            edit.add(
-                {
-                    "object_id": name,
-                    "object_type": "table",
-                    "location": f"{name}.lance",
-                    "metadata": None,
-                    "base_objects": None,
-                }
-            )
-
-    ns.manifest.mutate(plan)
 
 
 def build_root(root: Path, n: int, workdir: Path) -> float:

@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lancens_cli.processes import pid_alive
+
 _USER_CHOICES = ("-Xshare", "SharedArchiveFile", "ArchiveClassesAtExit", "ClassList")
 # What else decides the driver's class path (Spark's launcher adds these), besides the JDK and jars
 _CLASS_PATH_ENV = (
@@ -241,17 +243,7 @@ def _live_lock(lock: Path) -> bool:
         return True
     if pid is None:
         return age < 60
-    return age < STALE_SECONDS * 6 and _alive(int(pid))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return age < STALE_SECONDS * 6 and pid_alive(int(pid))
 
 
 def build(job: dict[str, Any]) -> str | None:
@@ -261,7 +253,7 @@ def build(job: dict[str, Any]) -> str | None:
     paths = _paths(class_list.parent, job["key"])
     part = class_list.with_suffix(".part")
     deadline = time.monotonic() + WAIT_FOR_JVM_SECONDS
-    while _alive(job["jvm_pid"]):
+    while pid_alive(job["jvm_pid"]):
         if time.monotonic() > deadline:
             return "the driver did not exit"
         time.sleep(0.5)

@@ -21,21 +21,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from lancens_cli.errors import ConcurrentModificationError
+from lancens_cli.processes import pid_alive
 from lancens_cli.store.containment import LEASE_DIR
 from lancens_cli.store.exclusive_files import create_exclusive, read_json
 from lancens_cli.store.storage import Storage
 
 LEASE_SECONDS = int(os.environ.get("LANCENS_PRUNE_LEASE_SECONDS", "600"))
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _is_live(lease: dict | None) -> bool:
@@ -48,7 +39,7 @@ def _is_live(lease: dict | None) -> bool:
     if expires <= datetime.now(UTC):
         return False
     if lease.get("host") == socket.gethostname() and isinstance(lease.get("pid"), int):
-        return _pid_alive(lease["pid"])
+        return pid_alive(lease["pid"])
     return True
 
 
