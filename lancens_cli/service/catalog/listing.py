@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -56,47 +57,30 @@ def list_namespace(
     snapshot = ns.snapshot()
     ns.require_namespace(ident, snapshot)
 
-    entries: dict[str, Entry] = {}
     verdicts = row_locations(ns.storage, snapshot)
-    refused: set[str] = set()
     summary = partition_summary(snapshot) if snapshot.exists else None
     partitions = _PartitionView(snapshot, summary)
-    for row in snapshot.children(ident.object_id, recursive=recursive):
-        if not all_rows and partitions.is_level(row):
-            continue
-        child = Identifier.from_object_id(row["object_id"])
-        problem = verdicts.problem(row["object_id"])
-        location = row["location"] if row["object_type"] == KIND_TABLE else None
-        state = ""
-        if row["object_type"] == KIND_NAMESPACE:
-            damaged = properties_problem(row)
-            state = STATE_OK if damaged is None else f"{STATE_DAMAGED}: {damaged}"
-        if problem is not None:  # shown, never opened
-            refused.add(row["object_id"])
-            location, state = shown(problem.location), f"{STATE_REFUSED}: {problem.reason}"
-        entries[row["object_id"]] = Entry(
-            id=child.display(delimiter),
-            kind=row["object_type"],
-            location=location,
-            source=SOURCE_MANIFEST,
-            state=state,
-            label=partitions.labels.get(row["object_id"]),
-            spec=partitions.specs.get(row["object_id"]),
-            current=row["object_id"] == partitions.current,
-            partitions=partitions.counts.get(row["object_id"]),
-        )
-    if ident.is_root:
-        _merge_directory_tables(ns, snapshot, entries)
-
-    keys = sorted(entries)
+    rows = {
+        row["object_id"]: row
+        for row in snapshot.children(ident.object_id, recursive=recursive)
+        if all_rows or not partitions.is_level(row)
+    }
+    directories, both = _directory_tables(ns, snapshot, rows) if ident.is_root else ({}, set())
+    keys = sorted(rows.keys() | directories.keys())
     if page_token:
         after = Identifier.parse(page_token, delimiter).object_id
-        keys = [k for k in keys if k > after]
-    ordered = [entries[k] for k in keys]
+        keys = keys[bisect.bisect_right(keys, after) :]
     next_token = None
-    if limit is not None and len(ordered) > limit:
-        ordered = ordered[:limit]
-        next_token = ordered[-1].id
+    if limit is not None and len(keys) > limit:
+        keys = keys[:limit]
+        next_token = Identifier.from_object_id(keys[-1]).display(delimiter)
+    # Entries are made for the page's rows only: a page of a big catalog costs its rows here
+    ordered = [
+        _row_entry(rows[key], verdicts, partitions, both, delimiter)
+        if key in rows
+        else _directory_entry(ns, key, directories[key])
+        for key in keys
+    ]
     tables = [e for e in ordered if e.kind == KIND_TABLE and not e.state]
     if with_state and tables:
         _fill_states(ns, tables)
@@ -135,19 +119,58 @@ class _PartitionView:
         )
 
 
-def _merge_directory_tables(ns: Namespace, snapshot, entries: dict[str, Entry]) -> None:
-    """Spec 000: merge root `<name>.lance` directories, deduplicated by location and name."""
-    by_location = {e.location: e for e in entries.values() if e.kind == KIND_TABLE}
+def _row_entry(
+    row: dict[str, Any],
+    verdicts: Any,
+    partitions: _PartitionView,
+    both: set[str],
+    delimiter: str,
+) -> Entry:
+    """A catalog row as `ls` shows it: a refused location shown, never opened."""
+    object_id = row["object_id"]
+    location = row["location"] if row["object_type"] == KIND_TABLE else None
+    state = ""
+    if row["object_type"] == KIND_NAMESPACE:
+        damaged = properties_problem(row)
+        state = STATE_OK if damaged is None else f"{STATE_DAMAGED}: {damaged}"
+    problem = verdicts.problem(object_id)
+    if problem is not None:
+        location, state = shown(problem.location), f"{STATE_REFUSED}: {problem.reason}"
+    in_directory = row["object_type"] == KIND_TABLE and row["location"] in both
+    return Entry(
+        id=Identifier.from_object_id(object_id).display(delimiter),
+        kind=row["object_type"],
+        location=location,
+        source=SOURCE_BOTH if in_directory else SOURCE_MANIFEST,
+        state=state,
+        label=partitions.labels.get(object_id),
+        spec=partitions.specs.get(object_id),
+        current=object_id == partitions.current,
+        partitions=partitions.counts.get(object_id),
+    )
+
+
+def _directory_tables(
+    ns: Namespace, snapshot: Any, rows: dict[str, dict[str, Any]]
+) -> tuple[dict[str, str], set[str]]:
+    """Spec 000: the root's `<name>.lance` directories, deduplicated by location and name
+    against the listed rows: those no row knows (name -> location), and the locations that
+    both a row and a directory hold."""
+    known = {row["location"] for row in rows.values() if row["object_type"] == KIND_TABLE}
+    only: dict[str, str] = {}
+    both: set[str] = set()
     for name, location in ns.visible_dir_tables(snapshot).items():
-        known = by_location.get(location)
-        if known is not None:
-            known.source = SOURCE_BOTH
-        elif name not in entries:
-            problem = directory_location_problem(ns.storage, location)
-            state = "" if problem is None else f"{STATE_REFUSED}: {problem}"
-            entries[name] = Entry(
-                id=name, kind=KIND_TABLE, location=location, source=SOURCE_DIRECTORY, state=state
-            )
+        if location in known:
+            both.add(location)
+        elif name not in rows:
+            only[name] = location
+    return only, both
+
+
+def _directory_entry(ns: Namespace, name: str, location: str) -> Entry:
+    problem = directory_location_problem(ns.storage, location)
+    state = "" if problem is None else f"{STATE_REFUSED}: {problem}"
+    return Entry(id=name, kind=KIND_TABLE, location=location, source=SOURCE_DIRECTORY, state=state)
 
 
 def _fill_states(ns: Namespace, tables: list[Entry]) -> None:
