@@ -440,3 +440,27 @@ def test_the_resolver_answers_what_realpath_answers(tmp_path_factory, dirs, link
     for parts in locations:
         location = "/".join(parts)
         assert resolver.resolve(location) == os.path.realpath(root / location), location
+
+
+def reference_syntax_problem(location: str) -> str | None:
+    """The location rules as check_relative states them, without syntax_problem's fast path."""
+    from lancens_cli.errors import InvalidInputError
+    from lancens_cli.store.containment import RESERVED_TOP
+    from lancens_cli.store.storage import check_relative
+
+    try:
+        top = check_relative(location).split("/")[0]
+    except InvalidInputError as exc:
+        return exc.message
+    return f"the location is inside {top}, which lancens reserves" if top in RESERVED_TOP else None
+
+
+PIECES = [*"ab.-_/\\:0Z\u00e9 ", "__manifest", ".lancens-prune", ".lancens-jobs"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=8).map("".join))
+def test_plain_locations_are_judged_as_check_relative_judges_them(location):
+    from lancens_cli.store.containment import syntax_problem
+
+    assert syntax_problem(location) == reference_syntax_problem(location)
