@@ -8,6 +8,7 @@ its in-memory state. That is the run that shows the jobs are cluster-ready.
 from __future__ import annotations
 
 import random
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -48,7 +49,14 @@ def test_join_on_a_standalone_cluster(spark_cluster, tmp_path):
     assert result_rows(payload) == expected
     # the rows were joined by executors the worker launched, not by the driver
     assert spark_cluster.executor_dirs(), "no executor ran on the worker"
-    finished = spark_cluster.state().get("completedapps", [])
+    # the master marks the application completed when the driver's JVM has told it so, which
+    # may be a moment after the command's process has exited
+    deadline = time.monotonic() + 60
+    while True:
+        finished = spark_cluster.state().get("completedapps", [])
+        if any(app.get("name") == "lancens" for app in finished) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert any(app.get("name") == "lancens" for app in finished)
 
 
