@@ -45,6 +45,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ENV, REPO, load_average, print_table  # noqa: E402
+from _probe import ProbeHook  # noqa: E402
 from bench_spark_ingest import (  # noqa: E402
     event_log,
     gaps,
@@ -80,60 +81,6 @@ PROBED = [
 
 
 # --- the probe: runs in the measured process ---------------------------------------------------
-
-
-def _timed(function: Any, label: str, calls: list, depth: threading.local) -> Any:
-    def timed(*args: Any, **kwargs: Any) -> Any:
-        level = getattr(depth, "level", 0)
-        depth.level = level + 1
-        started = time.time()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            calls.append((label, started, time.time(), level))
-            depth.level = level
-
-    timed.__wrapped__ = function  # type: ignore[attr-defined]
-    return timed
-
-
-class _ProbeHook:
-    """A meta path finder that times PROBED functions as soon as their module has run."""
-
-    def __init__(self, calls: list) -> None:
-        self.calls, self.depth = calls, threading.local()
-        self.names = {name for name, _, _ in PROBED}
-
-    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        if name not in self.names:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        run = spec.loader.exec_module
-
-        def exec_module(module: Any) -> None:
-            run(module)
-            self.patch(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-    def patch(self, module: Any) -> None:
-        for name, path, label in PROBED:
-            if name != module.__name__:
-                continue
-            *owners, attr = path.split(".")
-            owner = module
-            for part in owners:
-                owner = getattr(owner, part, None)
-            if owner is not None and hasattr(owner, attr):
-                setattr(owner, attr, _timed(getattr(owner, attr), label, self.calls, self.depth))
 
 
 def _process_name(pid: str) -> str | None:
@@ -194,7 +141,7 @@ def probe(log: Path, checkout: Path, args: list[str]) -> None:
     processes: list = []
     here = {str(REPO), str(Path(__file__).resolve().parent)}
     sys.path[:] = [str(checkout)] + [entry for entry in sys.path if entry not in here]
-    sys.meta_path.insert(0, _ProbeHook(calls))
+    sys.meta_path.insert(0, ProbeHook(PROBED, calls))
     stop = threading.Event()
     threading.Thread(target=_watch, args=(processes, stop), daemon=True).start()
     from lancens_cli.cli.app import main

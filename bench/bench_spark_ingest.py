@@ -48,6 +48,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ENV, REPO, lancens_cmd  # noqa: E402
+from _probe import ProbeHook  # noqa: E402
 
 SPEC = ["--field", "year(event_date) as event_year", "--field", "bucket(50, customer_id) as cb"]
 MONTH_SPEC = ["--field", "country", "--field", "month(event_date) as event_month"]
@@ -241,67 +242,13 @@ PROBED = [
 ]
 
 
-def _timed(function, label: str, calls: list, depth: threading.local):
-    def timed(*args, **kwargs):
-        level = getattr(depth, "level", 0)
-        depth.level = level + 1
-        started = time.time()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            calls.append((label, started, time.time(), level))
-            depth.level = level
-
-    timed.__wrapped__ = function
-    return timed
-
-
-def _patch(module, calls: list, depth: threading.local) -> None:
-    for name, path, label in PROBED:
-        if name != module.__name__:
-            continue
-        *owners, attr = path.split(".")
-        owner = module
-        for part in owners:
-            owner = getattr(owner, part)
-        setattr(owner, attr, _timed(getattr(owner, attr), label, calls, depth))
-
-
-class _ProbeHook:
-    """A meta path finder that times PROBED functions as soon as their module has run."""
-
-    def __init__(self, calls: list) -> None:
-        self.calls, self.depth = calls, threading.local()
-        self.names = {name for name, _, _ in PROBED}
-
-    def find_spec(self, name, path, target=None):
-        if name not in self.names:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            _patch(module, self.calls, self.depth)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
 def probe(log: Path, args: list[str]) -> None:
     """Run `lancens ARGS` in this process with PROBED timed; the timings go to `log`."""
     started = time.time()
     calls: list = []
     here = {str(REPO), str(Path(__file__).resolve().parent)}
     sys.path[:] = [entry for entry in sys.path if entry not in here]  # as the `lancens` script
-    sys.meta_path.insert(0, _ProbeHook(calls))
+    sys.meta_path.insert(0, ProbeHook(PROBED, calls))
     from lancens_cli.cli.app import main
 
     imported = time.time()
