@@ -49,6 +49,7 @@ from _probe import ProbeHook  # noqa: E402
 from bench_spark_ingest import (  # noqa: E402
     event_log,
     gaps,
+    job_rows,
     print_timeline,
     run_process,
     spark_events,
@@ -251,21 +252,6 @@ def print_whole(found: dict[tuple[str, str], list[tuple[float, float]]], base: s
         spread = f"{min(t[0] for t in times):.1f}-{max(t[0] for t in times):.1f}"
         rows.append([name, label, f"{exited:.2f} s", spread, f"{gone:.2f} s", ratio])
     print_table(["command", "checkout", "exit (median)", "min-max", "gone", "vs baseline"], rows)
-
-
-def job_rows(events: dict[str, Any], depth: int) -> list:
-    """Each Spark job: submission to its first task, its tasks, its last task to its end."""
-    rows = []
-    for number, job in sorted(events["jobs"].items()):
-        if job["first"] is None:
-            continue
-        name = f"Spark job {number}"
-        rows.append((job["submitted"], job["first"], f"{name}: submitted -> first task", depth))
-        rows.append((job["first"], job["last"], f"{name}: {job['tasks']} task(s)", depth))
-        rows.append(
-            (job["last"], job.get("ended", job["last"]), f"{name}: last task -> end", depth)
-        )
-    return rows
 
 
 def probed_run(root: Path, name: str, label: str, checkout: Path, workdir: Path) -> dict[str, Any]:

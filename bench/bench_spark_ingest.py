@@ -416,16 +416,18 @@ def gaps(rows: list[tuple[float, float, str, int]]) -> list[tuple[float, float, 
     return found
 
 
-def job_rows(events: dict[str, Any], depth: int) -> list:
-    """Each Spark job: submission to its first task, its tasks, its last task to its end."""
+def job_rows(events: dict[str, Any], depth: int, where: str = "") -> list:
+    """Each Spark job: submission to its first task, its tasks (`where`: " on <master>"), its
+    last task to its end (the last task's time when the log holds no end)."""
     rows = []
     for number, job in sorted(events["jobs"].items()):
         if job["first"] is None:
             continue
         name = f"Spark job {number}"
+        ended = job.get("ended", job["last"])
         rows.append((job["submitted"], job["first"], f"{name}: submitted -> first task", depth))
-        rows.append((job["first"], job["last"], f"{name}: {job['tasks']} tasks on {MASTER}", depth))
-        rows.append((job["last"], job["ended"], f"{name}: last task -> job end", depth))
+        rows.append((job["first"], job["last"], f"{name}: {job['tasks']} task(s){where}", depth))
+        rows.append((job["last"], ended, f"{name}: last task -> job end", depth))
     return rows
 
 
@@ -444,7 +446,7 @@ def lancens_phases(workdir: Path, data: Path) -> tuple[float, float]:
     rows.append((probed["start"], probed["cli"], "import the CLI (typer, lancens_cli.cli)", 0))
     rows += [(start, end, label, depth) for label, start, end, depth in probed["calls"]]
     job = next((r for r in rows if r[2] == "the job and the commit"), None)
-    rows += job_rows(events, job[3] + 1 if job else 0)
+    rows += job_rows(events, job[3] + 1 if job else 0, f" on {MASTER}")
     rows.append((probed["main"], launched + exited, "exit: interpreter shutdown", 0))
     rows.append((launched + exited, launched + gone, "(after exit: the JVM stops)", 0))
     rows += gaps(rows)
@@ -487,7 +489,7 @@ def user_phases(workdir: Path, data: Path) -> tuple[float, float]:
     rows += [
         (start, end, label, 0) for (_, start), (label, end) in zip(marks, marks[1:], strict=False)
     ]
-    rows += job_rows(events, 1)
+    rows += job_rows(events, 1, f" on {MASTER}")
     rows.append((marks[-1][1], launched + exited, "exit: Python, then the JVM", 0))
     print(f"b. the user's job, with its marks: exits at {exited:.2f} s")
     print_timeline(launched, rows)

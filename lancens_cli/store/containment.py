@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import bisect
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -29,9 +28,6 @@ MAX_LOCATION_CHARS = 1024  # far beyond any name lancens makes; longer is not a 
 LEASE_DIR = ".lancens-prune"  # prune's leases (service/prune/lease.py)
 JOBS_DIR = ".lancens-jobs"  # Spark write jobs' logs of data files (pipeline/write_task.py)
 RESERVED_TOP = frozenset({MANIFEST_TABLE, LEASE_DIR, JOBS_DIR})
-# A relative path of plain names, none of them `.` or `..` (no name starts with a dot), no
-# backslash, no scheme: check_relative accepts it as it is. Anything else goes through it.
-_PLAIN = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]*(?:/[A-Za-z0-9_\-][A-Za-z0-9_.\-]*)*")
 
 
 @dataclass(frozen=True)
@@ -60,15 +56,12 @@ def syntax_problem(location: Any) -> str | None:
     if not location.isprintable():
         return "the location holds control characters"
 
-    if _PLAIN.fullmatch(location):
-        normal = location  # what check_relative would return, without its splits
-    else:
-        try:
-            normal = check_relative(location)
-        except InvalidInputError as exc:
-            return exc.message
-    if normal.split("/", 1)[0] in RESERVED_TOP:
-        return f"the location is inside {normal.split('/')[0]}, which lancens reserves"
+    try:
+        top = check_relative(location).split("/", 1)[0]
+    except InvalidInputError as exc:
+        return exc.message
+    if top in RESERVED_TOP:
+        return f"the location is inside {top}, which lancens reserves"
     return None
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import posixpath
+import re
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
@@ -27,9 +28,16 @@ from lancens_cli.store.storage_options import lance_options
 
 __all__ = ["DirEntry", "Storage", "check_relative"]
 
+# A relative path of plain names, none of them `.` or `..` (no name starts with a dot), no
+# backslash, no scheme: accepted as it is, without the splits below (a catalog of 100k rows
+# judges 100k locations).
+_PLAIN = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]*(?:/[A-Za-z0-9_\-][A-Za-z0-9_.\-]*)*")
+
 
 def check_relative(location: str) -> str:
     """Refuse a location that is absolute, a URI, or climbs out of the root."""
+    if _PLAIN.fullmatch(location):
+        return location
     if not location or location.startswith(("/", "\\")) or "://" in location:
         raise InvalidInputError(f"location {location!r} must be a path relative to the root")
     parts = location.replace("\\", "/").split("/")

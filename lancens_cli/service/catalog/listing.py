@@ -70,17 +70,15 @@ def list_namespace(
     if page_token:
         after = Identifier.parse(page_token, delimiter).object_id
         keys = keys[bisect.bisect_right(keys, after) :]
-    next_token = None
-    if limit is not None and len(keys) > limit:
-        keys = keys[:limit]
-        next_token = Identifier.from_object_id(keys[-1]).display(delimiter)
+    more = limit is not None and len(keys) > limit
     # Entries are made for the page's rows only: a page of a big catalog costs its rows here
     ordered = [
         _row_entry(rows[key], verdicts, partitions, both, delimiter)
         if key in rows
         else _directory_entry(ns, key, directories[key])
-        for key in keys
+        for key in keys[:limit]
     ]
+    next_token = ordered[-1].id if more else None
     tables = [e for e in ordered if e.kind == KIND_TABLE and not e.state]
     if with_state and tables:
         _fill_states(ns, tables)
