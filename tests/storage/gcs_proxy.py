@@ -1,0 +1,223 @@
+"""A reverse proxy that lets Lance write to fake-gcs-server: it fills the emulator's XML PUT gap.
+
+Lance's object_store GCS client uploads an object with the XML API, `PUT /bucket/object`, and
+makes a commit conditional with `x-goog-if-generation-match: 0` on every `_versions/*.manifest`.
+fake-gcs-server 1.54 (the binary the PyPI wrapper ships) has no XML upload: it answers such a PUT
+with 400 "invalid uploadType". Of its JSON uploads only the multipart form honours
+`ifGenerationMatch` (simple and resumable uploads ignore it), so this proxy turns each plain XML
+PUT into
+
+    POST /upload/storage/v1/b/<bucket>/o?uploadType=multipart&name=<object>[&ifGenerationMatch=N]
+
+and answers the PUT as GCS would: 200 with `ETag` and `x-goog-generation`, or 412 Precondition
+Failed when the emulator refuses the precondition (another writer won that version). Every other
+request (GET, HEAD, DELETE, listings, POSTs, copies and multipart-part PUTs) goes to the emulator
+unchanged. Lance is pointed at the proxy; gcsfs may talk to the emulator directly.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import urllib.parse
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+
+# Headers that belong to one hop, never forwarded (RFC 9110 7.6.1), plus the ones we recompute.
+HOP_HEADERS = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "content-length",
+}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """One request: an XML object PUT is translated, anything else is forwarded as it is."""
+
+    protocol_version = "HTTP/1.1"  # keep-alive for reqwest; every answer has a Content-Length
+    server: _ProxyServer
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        """Silent: the emulator keeps its own log; a test run needs no access log on stderr."""
+
+    def _body(self) -> bytes:
+        """The request body, sized by Content-Length or sent chunked (reqwest may stream)."""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            parts = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def _upstream(
+        self, method: str, path: str, body: bytes | None, headers: dict[str, str]
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        """One request to the emulator; its status, headers and whole body."""
+        conn = http.client.HTTPConnection(self.server.upstream_host, timeout=120)
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            response = conn.getresponse()
+            data = b"" if method == "HEAD" else response.read()
+            return response.status, response.getheaders(), data
+        finally:
+            conn.close()
+
+    def _reply(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+        """Answer the client with a fixed-length body (HEAD: the upstream length, no body)."""
+        self.send_response(status)
+        length = str(len(body))
+        for name, value in headers:
+            if name.lower() == "content-length" and self.command == "HEAD":
+                length = value
+            elif name.lower() not in HOP_HEADERS:
+                self.send_header(name, value)
+        self.send_header("Content-Length", length)
+        self.end_headers()
+        if self.command != "HEAD" and body:
+            self.wfile.write(body)
+
+    def _forward(self) -> None:
+        """Pass the request through unchanged (except hop-by-hop headers)."""
+        body = self._body() if self.command in ("PUT", "POST", "PATCH", "DELETE") else None
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
+        status, out_headers, data = self._upstream(self.command, self.path, body, headers)
+        self._reply(status, out_headers, data)
+
+    def _is_object_upload(self) -> bool:
+        """A plain XML object PUT: no query (multipart parts have one), not a server-side copy."""
+        split = urllib.parse.urlsplit(self.path)
+        return (
+            not split.query
+            and "x-goog-copy-source" not in {k.lower() for k in self.headers}
+            and split.path.count("/") >= 2
+        )
+
+    def _put_as_multipart(self) -> None:
+        """Upload the PUT's body as a JSON-API multipart upload, the form that honours
+        ifGenerationMatch, and answer with what object_store reads from an XML PUT."""
+        bucket, _, name = urllib.parse.urlsplit(self.path).path.lstrip("/").partition("/")
+        bucket, name = urllib.parse.unquote(bucket), urllib.parse.unquote(name)
+        data = self._body()
+        content_type = self.headers.get("Content-Type") or "application/octet-stream"
+        query = {"uploadType": "multipart", "name": name}
+        precondition = self.headers.get("x-goog-if-generation-match")
+        if precondition is not None:
+            query["ifGenerationMatch"] = precondition
+        boundary = f"lancens-proxy-{uuid.uuid4().hex}"
+        metadata = json.dumps({"name": name, "contentType": content_type}).encode()
+        body = b"".join(
+            [
+                f"--{boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".encode(),
+                metadata,
+                f"\r\n--{boundary}\r\nContent-Type: {content_type}\r\n\r\n".encode(),
+                data,
+                f"\r\n--{boundary}--\r\n".encode(),
+            ]
+        )
+        path = (
+            f"/upload/storage/v1/b/{urllib.parse.quote(bucket, safe='')}/o?"
+            + urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
+        )
+        headers = {"Content-Type": f"multipart/related; boundary={boundary}"}
+        status, out_headers, answer = self._upstream("POST", path, body, headers)
+        if status == 200:
+            created = json.loads(answer)
+            etag = created.get("etag") or created.get("md5Hash") or created["generation"]
+            reply = [("ETag", f'"{etag}"'), ("x-goog-generation", str(created["generation"]))]
+            self._reply(200, reply, b"")
+        elif status == 412:
+            with self.server.lock:
+                self.server.refused += 1
+            self._reply(412, [("Content-Type", "application/xml")], _precondition_failed())
+        else:
+            self._reply(status, out_headers, answer)
+
+    def do_PUT(self) -> None:  # noqa: N802
+        """Translate uploads; other PUTs (parts of a multipart upload, copies) pass through."""
+        if self._is_object_upload():
+            self._put_as_multipart()
+        else:
+            self._forward()
+
+    do_GET = do_HEAD = do_DELETE = do_POST = do_PATCH = _forward  # noqa: N815
+
+
+def _precondition_failed() -> bytes:
+    """The XML error body GCS sends with a 412 (object_store reads only the status)."""
+    return (
+        b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>PreconditionFailed</Code>"
+        b"<Message>At least one of the pre-conditions you specified did not hold.</Message>"
+        b"</Error>"
+    )
+
+
+class _ProxyServer(ThreadingHTTPServer):
+    """The threaded server, knowing the emulator's host:port."""
+
+    daemon_threads = True
+
+    def __init__(self, upstream_host: str) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.upstream_host = upstream_host
+        self.refused = 0  # conditional PUTs answered 412: commits another writer won
+        self.lock = threading.Lock()
+
+
+class GcsWriteProxy:
+    """The proxy on 127.0.0.1 on a free port, in front of the emulator at `upstream` (a URL).
+
+    Use as a context manager, or call start() and stop(); `url` is what Lance's
+    `gcs_base_url` should name.
+    """
+
+    def __init__(self, upstream: str) -> None:
+        self._server = _ProxyServer(urllib.parse.urlsplit(upstream).netloc)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="gcs-write-proxy", daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def refused(self) -> int:
+        """How many conditional uploads were refused (412) so far: lost commit races."""
+        return self._server.refused
+
+    def start(self) -> GcsWriteProxy:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket; safe to call twice."""
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._thread.join(timeout=10)
+        self._server.server_close()
+
+    def __enter__(self) -> GcsWriteProxy:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

