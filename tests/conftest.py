@@ -1,6 +1,6 @@
-"""Fixtures every test folder uses: a moto S3 server on 127.0.0.1, namespace roots, the shared
-Spark session and Parquet files. Non-fixture helpers are in helpers.py; fixtures only one folder
-uses are in that folder's conftest.py."""
+"""Fixtures every test folder uses: a moto S3 server and a GCS emulator on 127.0.0.1, namespace
+roots, the shared Spark session and Parquet files. Non-fixture helpers are in helpers.py;
+fixtures only one folder uses are in that folder's conftest.py."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ import uuid
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from gcs_emulator import fake_gcs_server, service_account_key
+from gcs_proxy import GcsWriteProxy
 from helpers import S3_KEY, S3_SECRET, Root, free_port, s3_client
 
 os.environ.setdefault("LANCE_LOG", "error")
@@ -82,9 +84,66 @@ def s3_root(s3_bucket, s3_options) -> Root:
     return Root(f"s3://{s3_bucket}/ns", dict(s3_options), None)
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture(scope="session")
+def gcs_endpoint(tmp_path_factory):
+    """fake-gcs-server (gcs_emulator.py) on 127.0.0.1 for the whole session."""
+    with fake_gcs_server(tmp_path_factory.mktemp("gcs") / "fake-gcs-server.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def gcs_proxy(gcs_endpoint):
+    """The write proxy (gcs_proxy.py) in front of the emulator: Lance's base URL."""
+    with GcsWriteProxy(gcs_endpoint) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def gcs_lance_options(gcs_proxy) -> dict[str, str]:
+    """What pylance needs to reach a gs:// root here: the proxy as base URL, over HTTP."""
+    return {"service_account_key": service_account_key(gcs_proxy.url), "allow_http": "true"}
+
+
+@pytest.fixture(scope="session")
+def gcs_options(gcs_endpoint, gcs_lance_options) -> dict[str, str]:
+    """The CLI's options (Lance spelling): Lance at the proxy, gcsfs at the emulator itself
+    (`endpoint`, anonymous), as a user with an emulator would write them."""
+    return {
+        "endpoint": gcs_endpoint,
+        "service_account_key": gcs_lance_options["service_account_key"],
+        "skip_signature": "true",
+        "allow_http": "true",
+    }
+
+
+@pytest.fixture(scope="session")
+def gcs_fs(gcs_endpoint):
+    """A plain gcsfs client for making buckets and looking at objects from outside."""
+    import gcsfs.core
+
+    return gcsfs.core.GCSFileSystem(
+        endpoint_url=gcs_endpoint, token="anon", project="test", skip_instance_cache=True
+    )
+
+
+@pytest.fixture
+def gcs_root(gcs_fs, gcs_options) -> Root:
+    """`gs://<fresh bucket>/ns`."""
+    bucket = f"g-{uuid.uuid4().hex[:12]}"
+    gcs_fs.mkdir(bucket)
+    return Root(f"gs://{bucket}/ns", dict(gcs_options), None)
+
+
+@pytest.fixture(
+    params=[
+        "local",
+        pytest.param("s3", marks=pytest.mark.s3),
+        pytest.param("gcs", marks=pytest.mark.gcs),
+    ]
+)
 def any_root(request) -> Root:
-    """Every test using this runs once on a local directory and once on S3 (moto)."""
+    """Every test using this runs on a local directory, on S3 (moto) and on GCS
+    (fake-gcs-server behind the write proxy)."""
     return request.getfixturevalue(f"{request.param}_root")
 
 

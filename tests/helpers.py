@@ -139,6 +139,71 @@ def root_s3_client(root: Root):
     return s3_client(root.storage_options["endpoint"])
 
 
+def root_fs(root: Root):
+    """An fsspec filesystem reaching a remote root (moto S3 or the GCS emulator), built from the
+    test's own options without lancens_cli, and the root's path in it."""
+    options = root.storage_options
+    scheme, _, path = root.uri.partition("://")
+    if scheme == "s3":
+        import s3fs
+
+        fs = s3fs.S3FileSystem(
+            key=options["access_key_id"],
+            secret=options["secret_access_key"],
+            client_kwargs={"endpoint_url": options["endpoint"], "region_name": options["region"]},
+            skip_instance_cache=True,
+        )
+    elif scheme in ("gs", "gcs"):
+        import gcsfs.core
+
+        fs = gcsfs.core.GCSFileSystem(
+            endpoint_url=options["endpoint"], token="anon", project="test", skip_instance_cache=True
+        )
+    else:
+        raise ValueError(f"not a remote root: {root.uri}")
+    return fs, path.rstrip("/")
+
+
+def put_object(root: Root, rel: str, data: bytes) -> None:
+    """One object below a remote root (a "directory" there is a prefix with an object in it)."""
+    fs, base = root_fs(root)
+    fs.pipe_file(f"{base}/{rel}", data)
+
+
+def delete_object(root: Root, rel: str) -> None:
+    """Delete one object below a remote root."""
+    fs, base = root_fs(root)
+    fs.rm_file(f"{base}/{rel}")
+
+
+def copy_object(root: Root, src: str, dst: str) -> None:
+    """A server-side copy of one object below a remote root."""
+    fs, base = root_fs(root)
+    fs.copy(f"{base}/{src}", f"{base}/{dst}")
+
+
+def object_tags(root: Root, under: str = "") -> dict[str, tuple[object, int]]:
+    """Every object below a remote root (or `under`), relative to the root, with what changes
+    when it is rewritten (S3's ETag, GCS's generation) and its size."""
+    fs, base = root_fs(root)
+    start = f"{base}/{under}".rstrip("/")
+    found = fs.find(start, detail=True) if fs.exists(start) else {}
+    return {
+        name[len(base) + 1 :]: (info.get("ETag") or info.get("generation"), info["size"])
+        for name, info in found.items()
+    }
+
+
+def child_names(root: Root, rel: str = "") -> set[str]:
+    """Names directly below `rel` of a remote root (objects and prefixes)."""
+    fs, base = root_fs(root)
+    start = f"{base}/{rel}".rstrip("/")
+    try:
+        return {name.rstrip("/").rsplit("/", 1)[-1] for name in fs.ls(start, detail=False)}
+    except FileNotFoundError:
+        return set()
+
+
 def tree_snapshot(path: Path) -> dict[str, bytes]:
     """Every file below `path` with its bytes, to prove that nothing changed."""
     found = {}

@@ -9,6 +9,8 @@ changes nothing; `check ID` looks at one table or namespace only.
 
 from __future__ import annotations
 
+import os
+
 import lance
 import lance_namespace as ln
 import pyarrow as pa
@@ -16,7 +18,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from data import numbered
-from helpers import Root, invoke, root_s3_client, run_cli, tree_snapshot, uri
+from helpers import (
+    Root,
+    copy_object,
+    delete_object,
+    invoke,
+    object_tags,
+    run_cli,
+    tree_snapshot,
+    uri,
+)
 from lance.namespace import DirectoryNamespace
 
 WRITER_FLAGS_KEY = "lance.namespace.manifest.writer_feature_flags"
@@ -47,59 +58,39 @@ def parquet(tmp_path) -> str:
     return str(path)
 
 
-def s3_split(address: str) -> tuple[str, str]:
-    bucket, key = address[len("s3://") :].split("/", 1)
-    return bucket, key
-
-
 def delete(root: Root, location: str) -> None:
     """Delete one file below the root."""
     if root.local_path is not None:
         (root.local_path / location).unlink()
-        return
-    bucket, key = s3_split(uri(root, location))
-    root_s3_client(root).delete_object(Bucket=bucket, Key=key)
+    else:
+        delete_object(root, location)
 
 
 def delete_uri(root: Root, address: str) -> None:
-    if address.startswith("s3://"):
-        bucket, key = s3_split(address)
-        root_s3_client(root).delete_object(Bucket=bucket, Key=key)
-    else:
-        import os
-
+    """Delete one file by its full address (a base path may lie outside the root)."""
+    if "://" not in address:
         os.remove(address)
+        return
+    scheme, _, rest = address.partition("://")
+    bucket, _, key = rest.partition("/")
+    delete_object(Root(f"{scheme}://{bucket}", root.storage_options, None), key)
 
 
 def copy(root: Root, src: str, dst: str) -> None:
     if root.local_path is not None:
         (root.local_path / dst).parent.mkdir(parents=True, exist_ok=True)
         (root.local_path / dst).write_bytes((root.local_path / src).read_bytes())
-        return
-    bucket, src_key = s3_split(uri(root, src))
-    _, dst_key = s3_split(uri(root, dst))
-    root_s3_client(root).copy_object(
-        Bucket=bucket, Key=dst_key, CopySource={"Bucket": bucket, "Key": src_key}
-    )
+    else:
+        copy_object(root, src, dst)
 
 
 def files(root: Root, under: str = "") -> dict[str, object]:
-    """Every file below the root (or `under`), relative to the root, with content / ETag."""
+    """Every file below the root (or `under`), relative to the root, with content / tag."""
     if root.local_path is not None:
         base = root.local_path / under if under else root.local_path
         prefix = f"{under}/" if under else ""
         return {prefix + k: v for k, v in tree_snapshot(base).items() if not k.endswith("/")}
-    bucket, prefix = s3_split(root.uri.rstrip("/") + "/")
-    found = {}
-    pages = (
-        root_s3_client(root)
-        .get_paginator("list_objects_v2")
-        .paginate(Bucket=bucket, Prefix=prefix + under)
-    )
-    for page in pages:
-        for obj in page.get("Contents", []):
-            found[obj["Key"][len(prefix) :]] = obj["ETag"]
-    return found
+    return object_tags(root, under)
 
 
 def manifest_ds(root: Root, **kwargs):
@@ -260,7 +251,8 @@ def test_base_path_missing_data_file(any_root, parquet, tmp_path):
     if any_root.local_path is not None:
         cold = str(tmp_path / "cold")
     else:
-        cold = f"s3://{s3_split(any_root.uri)[0]}/cold-tier"
+        scheme, _, rest = any_root.uri.partition("://")
+        cold = f"{scheme}://{rest.split('/')[0]}/cold-tier"
     table_ds(any_root, location).add_bases(
         [DatasetBasePath(cold, name="cold", is_dataset_root=True)]
     )

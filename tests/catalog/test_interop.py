@@ -21,7 +21,7 @@ import lance
 import lance_namespace as ln
 import pyarrow as pa
 import pyarrow.parquet as pq
-from helpers import Root, invoke, root_s3_client, run_cli, uri
+from helpers import Root, invoke, object_tags, put_object, run_cli, uri
 from lance.namespace import DirectoryNamespace
 from lance_namespace.errors import NamespaceNotFoundError, TableNotFoundError
 
@@ -137,16 +137,7 @@ def write_external(root: Root, location: str, n: int) -> None:
 def exists_on_storage(root: Root, location: str) -> bool:
     if root.local_path is not None:
         return (root.local_path / location).exists()
-    import s3fs
-
-    opts = root.storage_options
-    fs = s3fs.S3FileSystem(
-        key=opts["access_key_id"],
-        secret=opts["secret_access_key"],
-        client_kwargs={"endpoint_url": opts["endpoint"], "region_name": opts["region"]},
-        skip_instance_cache=True,
-    )
-    return bool(fs.find(uri(root, location).split("://", 1)[1]))
+    return bool(object_tags(root, location))
 
 
 _LANCEDB_SCRIPT = """
@@ -751,8 +742,7 @@ def test_a_marker_of_any_shape_hides_a_table_from_both_tools_and_from_prune(any_
         (r.local_path / marker).parent.mkdir()
         (r.local_path / marker).write_bytes(b"")
     else:
-        bucket, prefix = r.uri[len("s3://") :].split("/", 1)
-        root_s3_client(r).put_object(Bucket=bucket, Key=f"{prefix}/{marker}", Body=b"")
+        put_object(r, marker, b"")
     assert ref_tables(ref(r)) == ["plain"]
     assert set(listing(r)) == {"plain"}
     time.sleep(1.1)

@@ -27,7 +27,7 @@ import lance
 import lance_namespace as ln
 import pytest
 from data import numbered
-from helpers import Root, invoke, root_s3_client, run_cli, tree_snapshot, uri
+from helpers import Root, invoke, object_tags, put_object, run_cli, tree_snapshot, uri
 from lance.namespace import DirectoryNamespace
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -56,8 +56,7 @@ def put_file(root: Root, location: str, body: bytes = b"hello") -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(body)
         return
-    bucket, prefix = root.uri[len("s3://") :].split("/", 1)
-    root_s3_client(root).put_object(Bucket=bucket, Key=f"{prefix}/{location}", Body=body)
+    put_object(root, location, body)
 
 
 def snapshot(root: Root, under: str = "") -> dict[str, object]:
@@ -65,15 +64,7 @@ def snapshot(root: Root, under: str = "") -> dict[str, object]:
     if root.local_path is not None:
         base = root.local_path / under if under else root.local_path
         return tree_snapshot(base)
-    bucket, prefix = root.uri[len("s3://") :].split("/", 1)
-    prefix = f"{prefix}/{under}" if under else f"{prefix}/"
-    found = {}
-    for page in (
-        root_s3_client(root).get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-    ):
-        for obj in page.get("Contents", []):
-            found[obj["Key"]] = (obj["ETag"], obj["Size"])
-    return found
+    return object_tags(root, under)
 
 
 def without_manifest(snap: dict[str, object]) -> dict[str, object]:

@@ -17,7 +17,18 @@ import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from helpers import Root, cli, invoke, ok, root_s3_client, run_cli, tree_snapshot, uri
+from helpers import (
+    Root,
+    child_names,
+    cli,
+    invoke,
+    object_tags,
+    ok,
+    put_object,
+    run_cli,
+    tree_snapshot,
+    uri,
+)
 
 V2_DIR = re.compile(r"^[0-9a-f]{8}_(?P<id>.+)$")
 COMPAT_MODE = "compatibility (V1 + V2)"
@@ -28,26 +39,12 @@ V1_MODE = "V1 (directory listing only)"
 # --- storage helpers (independent of lancens_cli) -------------------------------------------
 
 
-def _s3(root: Root):
-    client = root_s3_client(root)
-    bucket, _, prefix = root.uri[len("s3://") :].partition("/")
-    return client, bucket, prefix
-
-
 def children(root: Root, rel: str = "") -> set[str]:
     """Names directly below `rel` (files and directories)."""
     if root.local_path is not None:
         path = root.local_path / rel if rel else root.local_path
         return set(os.listdir(path)) if path.is_dir() else set()
-    client, bucket, prefix = _s3(root)
-    full = f"{prefix}/{rel}/" if rel else f"{prefix}/"
-    names: set[str] = set()
-    for page in client.get_paginator("list_objects_v2").paginate(
-        Bucket=bucket, Prefix=full, Delimiter="/"
-    ):
-        names.update(c["Prefix"][len(full) :].rstrip("/") for c in page.get("CommonPrefixes", []))
-        names.update(o["Key"][len(full) :] for o in page.get("Contents", []))
-    return {n for n in names if n}
+    return child_names(root, rel)
 
 
 def exists(root: Root, rel: str) -> bool:
@@ -63,20 +60,14 @@ def put_file(root: Root, rel: str, data: bytes = b"not lance") -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         return
-    client, bucket, prefix = _s3(root)
-    client.put_object(Bucket=bucket, Key=f"{prefix}/{rel}", Body=data)
+    put_object(root, rel, data)
 
 
 def snapshot(root: Root) -> dict:
     """Every object below the root with its content, to prove nothing changed."""
     if root.local_path is not None:
         return tree_snapshot(root.local_path)
-    client, bucket, prefix = _s3(root)
-    found = {}
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-        for obj in page.get("Contents", []):
-            found[obj["Key"]] = (obj["ETag"], obj["Size"])
-    return found
+    return object_tags(root)
 
 
 def write_lance(root: Root, rel: str, table: pa.Table, **kwargs) -> lance.LanceDataset:

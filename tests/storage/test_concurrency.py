@@ -28,7 +28,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from helpers import Root, root_s3_client, run_cli
+from helpers import Root, child_names, object_tags, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -74,8 +74,8 @@ if spec["mode"] == "cli":
     from lancens_cli.cli.app import main
     import lancens_cli.service.catalog.create, lancens_cli.store.manifest  # noqa: F401,E401
     import lancens_cli.store.sources  # noqa: F401
-    if spec.get("s3"):
-        import s3fs  # noqa: F401
+    if spec.get("remote"):
+        import gcsfs, s3fs  # noqa: F401,E401
     for r, argv in enumerate(spec["rounds"]):
         wait_for_go(r)
         sys.argv = ["lancens", *argv]
@@ -192,28 +192,11 @@ def _run_together(specs: list[dict], sync_dir: Path) -> list[list[dict]]:
 # --- looking at the namespace from the outside -----------------------------------------------
 
 
-def _s3_bucket_prefix(root: Root, rel: str) -> tuple[str, str]:
-    bucket, _, base = root.uri[len("s3://") :].partition("/")
-    prefix = f"{base}/{rel}".strip("/") + "/"
-    return bucket, prefix
-
-
 def root_children(root: Root) -> set[str]:
     """Names of the directories directly below the root."""
     if root.local_path is not None:
         return set(os.listdir(root.local_path))
-    bucket, prefix = _s3_bucket_prefix(root, "")
-    names = set()
-    for page in (
-        root_s3_client(root)
-        .get_paginator("list_objects_v2")
-        .paginate(Bucket=bucket, Prefix=prefix, Delimiter="/")
-    ):
-        for common in page.get("CommonPrefixes", []):
-            names.add(common["Prefix"][len(prefix) :].rstrip("/"))
-        for obj in page.get("Contents", []):
-            names.add(obj["Key"][len(prefix) :])
-    return names
+    return child_names(root)
 
 
 def files_below(root: Root, rel: str) -> set[str]:
@@ -221,14 +204,7 @@ def files_below(root: Root, rel: str) -> set[str]:
     if root.local_path is not None:
         top = root.local_path / rel
         return {os.path.relpath(os.path.join(d, f), top) for d, _, fs in os.walk(top) for f in fs}
-    bucket, prefix = _s3_bucket_prefix(root, rel)
-    found = set()
-    for page in (
-        root_s3_client(root).get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-    ):
-        for obj in page.get("Contents", []):
-            found.add(obj["Key"][len(prefix) :])
-    return found
+    return {name[len(rel) + 1 :] for name in object_tags(root, rel)}
 
 
 def table_uri(root: Root, location: str) -> str:
@@ -455,7 +431,7 @@ def _race(root: Root, tmp_path: Path, argv_for, racers: int, rounds: int) -> lis
         {
             "mode": "cli",
             "rounds": [[*argv_for(r, k), "--json", *root.args] for r in range(rounds)],
-            "s3": root.local_path is None,
+            "remote": root.local_path is None,
         }
         for k in range(racers)
     ]
@@ -580,16 +556,23 @@ def test_race_same_namespace(local_root, tmp_path):
         )
 
 
-# --- 4. the same on S3 (moto) ------------------------------------------------------------------
+# --- 4. the same on S3 (moto) and GCS (fake-gcs-server behind the write proxy) -----------------
+
+OBJECT_STORES = [
+    pytest.param("s3", marks=pytest.mark.s3),
+    pytest.param("gcs", marks=pytest.mark.gcs),
+]
 
 
-@pytest.mark.s3
+@pytest.mark.parametrize("store", OBJECT_STORES)
 @pytest.mark.parametrize("parent", ["ns", ""], ids=["child", "root"])
-def test_s3_service_workers_create_tables(s3_root, tmp_path, parent):
-    _many_creates(s3_root, tmp_path, parent, processes=3, per_process=10)
+def test_object_store_service_workers_create_tables(store, tmp_path, parent, request):
+    root = request.getfixturevalue(f"{store}_root")
+    _many_creates(root, tmp_path, parent, processes=3, per_process=10)
 
 
-@pytest.mark.s3
+@pytest.mark.parametrize("store", OBJECT_STORES)
 @pytest.mark.parametrize("parent", ["ns", ""], ids=["child", "root"])
-def test_s3_race_same_table(s3_root, tmp_path, parent):
-    _table_race(s3_root, tmp_path, parent, rounds=3, racers=4)
+def test_object_store_race_same_table(store, tmp_path, parent, request):
+    root = request.getfixturevalue(f"{store}_root")
+    _table_race(root, tmp_path, parent, rounds=3, racers=4)

@@ -10,9 +10,12 @@ PUT into
     POST /upload/storage/v1/b/<bucket>/o?uploadType=multipart&name=<object>[&ifGenerationMatch=N]
 
 and answers the PUT as GCS would: 200 with `ETag` and `x-goog-generation`, or 412 Precondition
-Failed when the emulator refuses the precondition (another writer won that version). Every other
-request (GET, HEAD, DELETE, listings, POSTs, copies and multipart-part PUTs) goes to the emulator
-unchanged. Lance is pointed at the proxy; gcsfs may talk to the emulator directly.
+Failed when the emulator refuses the precondition (another writer won that version). An XML copy
+(`x-goog-copy-source`, which lancedb sends with the same precondition to reserve a table) is
+served the same way: the source is read and uploaded under the new name, because the emulator's
+own copy ignores preconditions. Every other request (GET, HEAD, DELETE, listings, POSTs and
+multipart-part PUTs) goes to the emulator unchanged. Lance is pointed at the proxy; gcsfs may
+talk to the emulator directly.
 """
 
 from __future__ import annotations
@@ -97,21 +100,25 @@ class _Handler(BaseHTTPRequestHandler):
         status, out_headers, data = self._upstream(self.command, self.path, body, headers)
         self._reply(status, out_headers, data)
 
-    def _is_object_upload(self) -> bool:
-        """A plain XML object PUT: no query (multipart parts have one), not a server-side copy."""
+    def _object_of_put(self) -> tuple[str, str] | None:
+        """The (bucket, object) a plain XML object PUT or copy writes, or None for other PUTs
+        (parts of a multipart upload carry a query); the path may be %2F-encoded."""
         split = urllib.parse.urlsplit(self.path)
-        return (
-            not split.query
-            and "x-goog-copy-source" not in {k.lower() for k in self.headers}
-            and split.path.count("/") >= 2
-        )
+        bucket, _, name = split.path.lstrip("/").partition("/")
+        if split.query or not (bucket and name):
+            return None
+        return urllib.parse.unquote(bucket), urllib.parse.unquote(name)
 
-    def _put_as_multipart(self) -> None:
-        """Upload the PUT's body as a JSON-API multipart upload, the form that honours
+    def _copy_source(self) -> bytes | None:
+        """The bytes an XML copy (`x-goog-copy-source: bucket/object`) copies, read from the
+        emulator; None when the source does not exist."""
+        source = urllib.parse.unquote(self.headers["x-goog-copy-source"]).lstrip("/")
+        status, _headers, data = self._upstream("GET", "/" + urllib.parse.quote(source), None, {})
+        return data if status == 200 else None
+
+    def _put_as_multipart(self, bucket: str, name: str, data: bytes) -> None:
+        """Upload `data` as a JSON-API multipart upload, the form that honours
         ifGenerationMatch, and answer with what object_store reads from an XML PUT."""
-        bucket, _, name = urllib.parse.urlsplit(self.path).path.lstrip("/").partition("/")
-        bucket, name = urllib.parse.unquote(bucket), urllib.parse.unquote(name)
-        data = self._body()
         content_type = self.headers.get("Content-Type") or "application/octet-stream"
         query = {"uploadType": "multipart", "name": name}
         precondition = self.headers.get("x-goog-if-generation-match")
@@ -147,11 +154,24 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(status, out_headers, answer)
 
     def do_PUT(self) -> None:  # noqa: N802
-        """Translate uploads; other PUTs (parts of a multipart upload, copies) pass through."""
-        if self._is_object_upload():
-            self._put_as_multipart()
-        else:
+        """Translate uploads and copies; other PUTs (parts of a multipart upload) pass through.
+
+        A copy (lancedb's copy-if-not-exists sends one with `x-goog-if-generation-match: 0`)
+        becomes a read of the source and a conditional upload: the emulator's own copy
+        (`copyTo`) ignores the precondition."""
+        target = self._object_of_put()
+        if target is None:
             self._forward()
+            return
+        if "x-goog-copy-source" not in self.headers:
+            self._put_as_multipart(*target, self._body())
+            return
+        self._body()  # a copy's body is empty; read it to keep the connection usable
+        data = self._copy_source()
+        if data is None:
+            self._reply(404, [("Content-Type", "application/xml")], b"")
+        else:
+            self._put_as_multipart(*target, data)
 
     do_GET = do_HEAD = do_DELETE = do_POST = do_PATCH = _forward  # noqa: N815
 
