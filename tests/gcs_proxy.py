@@ -13,20 +13,31 @@ and answers the PUT as GCS would: 200 with `ETag` and `x-goog-generation`, or 41
 Failed when the emulator refuses the precondition (another writer won that version). An XML copy
 (`x-goog-copy-source`, which lancedb sends with the same precondition to reserve a table) is
 served the same way: the source is read and uploaded under the new name, because the emulator's
-own copy ignores preconditions. Every other request (GET, HEAD, DELETE, listings, POSTs and
-multipart-part PUTs) goes to the emulator unchanged. Lance is pointed at the proxy; gcsfs may
-talk to the emulator directly.
+own copy ignores preconditions.
+
+The emulator has no XML multipart upload either (`POST ?uploads`, `PUT ?partNumber&uploadId`,
+`POST ?uploadId`, `DELETE ?uploadId`), which Lance uses for every file above
+LANCE_INITIAL_UPLOAD_SIZE (5 MiB). The proxy holds the parts itself and, on completion, stores
+their concatenation with one upload: Lance's multipart requests are exercised, the parts'
+storage is the proxy's, not GCS's (see docs/gcs.md).
+
+Every other request (GET, HEAD, DELETE, listings, JSON-API POSTs) goes to the emulator
+unchanged. Lance is pointed at the proxy; gcsfs may talk to the emulator directly.
 """
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import threading
 import urllib.parse
 import uuid
+from dataclasses import dataclass
+from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
+from xml.etree import ElementTree
 
 # Headers that belong to one hop, never forwarded (RFC 9110 7.6.1), plus the ones we recompute.
 HOP_HEADERS = {
@@ -116,12 +127,12 @@ class _Handler(BaseHTTPRequestHandler):
         status, _headers, data = self._upstream("GET", "/" + urllib.parse.quote(source), None, {})
         return data if status == 200 else None
 
-    def _put_as_multipart(self, bucket: str, name: str, data: bytes) -> None:
-        """Upload `data` as a JSON-API multipart upload, the form that honours
-        ifGenerationMatch, and answer with what object_store reads from an XML PUT."""
-        content_type = self.headers.get("Content-Type") or "application/octet-stream"
+    def _upload(
+        self, bucket: str, name: str, data: bytes, content_type: str, precondition: str | None
+    ) -> tuple[int, list[tuple[str, str]]]:
+        """Store `data` with a JSON-API multipart upload, the form that honours
+        ifGenerationMatch; the status and the headers an XML PUT answers with."""
         query = {"uploadType": "multipart", "name": name}
-        precondition = self.headers.get("x-goog-if-generation-match")
         if precondition is not None:
             query["ifGenerationMatch"] = precondition
         boundary = f"lancens-proxy-{uuid.uuid4().hex}"
@@ -140,25 +151,38 @@ class _Handler(BaseHTTPRequestHandler):
             + urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
         )
         headers = {"Content-Type": f"multipart/related; boundary={boundary}"}
-        status, out_headers, answer = self._upstream("POST", path, body, headers)
+        status, _headers, answer = self._upstream("POST", path, body, headers)
+        if status != 200:
+            return status, []
+        created = json.loads(answer)
+        etag = created.get("etag") or created.get("md5Hash") or created["generation"]
+        return 200, [("ETag", f'"{etag}"'), ("x-goog-generation", str(created["generation"]))]
+
+    def _put_as_multipart(self, bucket: str, name: str, data: bytes) -> None:
+        """Answer an XML PUT (or copy) of `data` as GCS does: 200, or 412 when the
+        `x-goog-if-generation-match` precondition fails (another writer won that version)."""
+        content_type = self.headers.get("Content-Type") or "application/octet-stream"
+        precondition = self.headers.get("x-goog-if-generation-match")
+        status, headers = self._upload(bucket, name, data, content_type, precondition)
         if status == 200:
-            created = json.loads(answer)
-            etag = created.get("etag") or created.get("md5Hash") or created["generation"]
-            reply = [("ETag", f'"{etag}"'), ("x-goog-generation", str(created["generation"]))]
-            self._reply(200, reply, b"")
+            self._reply(200, headers, b"")
         elif status == 412:
             with self.server.lock:
                 self.server.refused += 1
             self._reply(412, [("Content-Type", "application/xml")], _precondition_failed())
         else:
-            self._reply(status, out_headers, answer)
+            self._reply(status, [("Content-Type", "application/xml")], b"")
 
     def do_PUT(self) -> None:  # noqa: N802
-        """Translate uploads and copies; other PUTs (parts of a multipart upload) pass through.
+        """Translate uploads, copies and the parts of a multipart upload.
 
         A copy (lancedb's copy-if-not-exists sends one with `x-goog-if-generation-match: 0`)
         becomes a read of the source and a conditional upload: the emulator's own copy
         (`copyTo`) ignores the precondition."""
+        upload_id = self._query().get("uploadId")
+        if upload_id is not None:
+            self._store_part(upload_id, int(self._query()["partNumber"]), self._body())
+            return
         target = self._object_of_put()
         if target is None:
             self._forward()
@@ -173,7 +197,90 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._put_as_multipart(*target, data)
 
-    do_GET = do_HEAD = do_DELETE = do_POST = do_PATCH = _forward  # noqa: N815
+    def do_POST(self) -> None:  # noqa: N802
+        """Start (`?uploads`) or complete (`?uploadId=`) an XML multipart upload; any other
+        POST (the JSON API gcsfs uses) passes through."""
+        query = self._query()
+        target = self._object_of_path()
+        if target is not None and "uploads" in query:
+            self._body()
+            self._start_multipart(*target)
+        elif target is not None and "uploadId" in query:
+            self._complete_multipart(query["uploadId"], self._body())
+        else:
+            self._forward()
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        """Abort an XML multipart upload (`?uploadId=`); other deletes pass through."""
+        upload_id = self._query().get("uploadId")
+        if upload_id is None:
+            self._forward()
+            return
+        with self.server.lock:
+            self.server.uploads.pop(upload_id, None)
+        self._reply(204, [], b"")
+
+    do_GET = do_HEAD = do_PATCH = _forward  # noqa: N815
+
+    # --- XML multipart uploads, which the emulator lacks: parts are held here --------------
+
+    def _query(self) -> dict[str, str]:
+        query = urllib.parse.urlsplit(self.path).query
+        return dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+
+    def _object_of_path(self) -> tuple[str, str] | None:
+        bucket, _, name = urllib.parse.urlsplit(self.path).path.lstrip("/").partition("/")
+        if not (bucket and name):
+            return None
+        return urllib.parse.unquote(bucket), urllib.parse.unquote(name)
+
+    def _start_multipart(self, bucket: str, name: str) -> None:
+        upload_id = uuid.uuid4().hex
+        content_type = self.headers.get("Content-Type") or "application/octet-stream"
+        with self.server.lock:
+            self.server.uploads[upload_id] = _Upload(bucket, name, content_type, {})
+        body = (
+            "<?xml version='1.0' encoding='UTF-8'?><InitiateMultipartUploadResult>"
+            f"<Bucket>{escape(bucket)}</Bucket><Key>{escape(name)}</Key>"
+            f"<UploadId>{upload_id}</UploadId></InitiateMultipartUploadResult>"
+        ).encode()
+        self._reply(200, [("Content-Type", "application/xml")], body)
+
+    def _store_part(self, upload_id: str, number: int, data: bytes) -> None:
+        with self.server.lock:
+            upload = self.server.uploads.get(upload_id)
+            if upload is not None:
+                upload.parts[number] = data
+        if upload is None:
+            self._reply(404, [("Content-Type", "application/xml")], b"")
+        else:
+            self._reply(200, [("ETag", f'"{hashlib.md5(data).hexdigest()}"')], b"")
+
+    def _complete_multipart(self, upload_id: str, manifest: bytes) -> None:
+        """Join the parts the completion names, in its order, and upload them as one object."""
+        with self.server.lock:
+            upload = self.server.uploads.pop(upload_id, None)
+        if upload is None:
+            self._reply(404, [("Content-Type", "application/xml")], b"")
+            return
+        numbers = [int(n.text or 0) for n in ElementTree.fromstring(manifest).iter("PartNumber")]
+        if any(n not in upload.parts for n in numbers):
+            self._reply(400, [("Content-Type", "application/xml")], b"<Error>InvalidPart</Error>")
+            return
+        data = b"".join(upload.parts[n] for n in numbers)
+        status, headers = self._upload(upload.bucket, upload.name, data, upload.content_type, None)
+        if status != 200:
+            self._reply(status, [], b"")
+            return
+        with self.server.lock:
+            self.server.multipart_objects += 1
+        etag = dict(headers)["ETag"]
+        body = (
+            "<?xml version='1.0' encoding='UTF-8'?><CompleteMultipartUploadResult>"
+            f"<Bucket>{escape(upload.bucket)}</Bucket><Key>{escape(upload.name)}</Key>"
+            f"<ETag>{escape(etag)}</ETag></CompleteMultipartUploadResult>"
+        ).encode()
+        self._reply(200, [("Content-Type", "application/xml"), *headers], body)
 
 
 def _precondition_failed() -> bytes:
@@ -185,6 +292,16 @@ def _precondition_failed() -> bytes:
     )
 
 
+@dataclass
+class _Upload:
+    """An XML multipart upload in progress: where it goes and the parts received so far."""
+
+    bucket: str
+    name: str
+    content_type: str
+    parts: dict[int, bytes]
+
+
 class _ProxyServer(ThreadingHTTPServer):
     """The threaded server, knowing the emulator's host:port."""
 
@@ -194,6 +311,8 @@ class _ProxyServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.upstream_host = upstream_host
         self.refused = 0  # conditional PUTs answered 412: commits another writer won
+        self.uploads: dict[str, _Upload] = {}  # XML multipart uploads by upload id
+        self.multipart_objects = 0  # objects stored by a completed XML multipart upload
         self.lock = threading.Lock()
 
 
@@ -219,6 +338,11 @@ class GcsWriteProxy:
     def refused(self) -> int:
         """How many conditional uploads were refused (412) so far: lost commit races."""
         return self._server.refused
+
+    @property
+    def multipart_objects(self) -> int:
+        """How many objects were stored by a completed XML multipart upload so far."""
+        return self._server.multipart_objects
 
     def start(self) -> GcsWriteProxy:
         self._thread.start()

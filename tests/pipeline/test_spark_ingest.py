@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
-from helpers import invoke, ok, run_cli, tree_snapshot
+from helpers import invoke, ok, root_fs, run_cli, tree_snapshot
 from lance.namespace import DirectoryNamespace
 
 pytestmark = pytest.mark.spark
@@ -278,27 +278,30 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(local_root, tmp_path, 
     assert tree_snapshot(local_root.local_path) == before
 
 
-@pytest.mark.s3
-def test_ingest_on_s3(s3_root, tmp_path, spark, moto_endpoint):
-    from helpers import s3_client
-
-    ok(s3_root, "add-partition-spec", "--schema", schema_file(tmp_path), *SPEC)
+@pytest.mark.parametrize(
+    "store", [pytest.param("s3", marks=pytest.mark.s3), pytest.param("gcs", marks=pytest.mark.gcs)]
+)
+def test_ingest_on_an_object_store(store, tmp_path, spark, request):
+    """Ingest into an S3 (moto) or GCS (fake-gcs-server) root, from a local file and from a
+    folder in the same bucket; every row lands once."""
+    root = request.getfixturevalue(f"{store}_root")
+    ok(root, "add-partition-spec", "--schema", schema_file(tmp_path), *SPEC)
     local = write_parquet(tmp_path, "a.parquet", events(400, seed=11))
-    report = ok(s3_root, "--json", "ingest", local, *MASTER).json()
+    report = ok(root, "--json", "ingest", local, *MASTER).json()
     assert report["rows"] == 400
-    bucket = s3_root.uri.split("/")[2]
-    client = s3_client(moto_endpoint)
-    client.upload_file(
+    fs, base = root_fs(root)
+    bucket = base.split("/")[0]
+    fs.put_file(
         write_parquet(tmp_path, "b.parquet", events(300, seed=12, start=400)),
-        bucket,
-        "input/b.parquet",
+        f"{bucket}/input/b.parquet",
     )
-    remote = ok(s3_root, "--json", "ingest", f"s3://{bucket}/input/", *MASTER).json()
+    scheme = root.uri.split("://")[0]
+    remote = ok(root, "--json", "ingest", f"{scheme}://{bucket}/input/", *MASTER).json()
     assert remote["rows"] == 300
-    ns = DirectoryNamespace(**{**s3_root.properties, "dir_listing_enabled": "false"})
+    ns = DirectoryNamespace(**{**root.properties, "dir_listing_enabled": "false"})
     ids = []
-    options = s3_root.storage_options
-    for row in invoke(*s3_root.args, "--json", "partitions").json()["partitions"]:
+    options = root.storage_options
+    for row in invoke(*root.args, "--json", "partitions").json()["partitions"]:
         location = ns.describe_table(ln.DescribeTableRequest(id=row["table"].split("."))).location
         ds = lance.dataset(location, version=row["read_version"], storage_options=options)
         ids += ds.to_table(columns=["id"]).column("id").to_pylist()

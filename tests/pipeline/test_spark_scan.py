@@ -382,14 +382,20 @@ def test_plain_table_by_identifier(tmp_path, spark):
     assert no_id.stderr.count("lancens: error") == 1
 
 
-def test_scan_on_s3_through_moto(s3_root, tmp_path, spark):
-    data = build(s3_root, tmp_path)
+@pytest.mark.parametrize(
+    "store", [pytest.param("s3", marks=pytest.mark.s3), pytest.param("gcs", marks=pytest.mark.gcs)]
+)
+def test_scan_on_an_object_store(store, tmp_path, spark, request):
+    """The same scan on S3 (moto) and on GCS (fake-gcs-server behind the write proxy), through
+    the CLI and through the data source with the root's storage options."""
+    root = request.getfixturevalue(f"{store}_root")
+    data = build(root, tmp_path)
     where = "country = 'DE' AND id > 200000"
-    assert scanned_ids(s3_root, where) == brute_force(data, where)
-    plan = explained(s3_root, where)
-    assert {t["location"] for t in plan["tables"]} == pruned(s3_root, where)
-    df = spark.read.format("lancens").option("root", s3_root.uri)
-    for key, value in s3_root.storage_options.items():
+    assert scanned_ids(root, where) == brute_force(data, where)
+    plan = explained(root, where)
+    assert {t["location"] for t in plan["tables"]} == pruned(root, where)
+    df = spark.read.format("lancens").option("root", root.uri)
+    for key, value in root.storage_options.items():
         df = df.option(f"storage.{key}", value)
     assert df.load().count() == data.num_rows
 

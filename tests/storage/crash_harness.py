@@ -31,6 +31,8 @@ What "consistent" means is spelled out in `Scenario` and `_verify`:
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import random
 import shutil
@@ -47,7 +49,7 @@ from pathlib import Path
 import lance
 import pyarrow as pa
 import pyarrow.compute as pc
-from helpers import Root, invoke
+from helpers import Root, invoke, root_fs
 
 from lancens_cli.models import KIND_TABLE, STATE_UNCOMMITTED, Identifier
 from lancens_cli.service.catalog.listing import list_namespace
@@ -123,39 +125,27 @@ def local_files(path: Path) -> set[str]:
 class Place:
     """Fresh copies of a local template namespace for the trials.
 
-    Locally every trial gets its own copy of the directory. On S3 every trial uses the same
-    prefix, brought back to exactly the template's objects before it: objects the last trial
-    added are deleted, and those it deleted or changed (ETag differs from the template file's
-    MD5) are uploaded again. That costs a few requests instead of one upload per object.
+    Locally every trial gets its own copy of the directory. On an object store (S3 or GCS)
+    every trial uses the same prefix, brought back to exactly the template's objects before
+    it: objects the last trial added are deleted, and those it deleted or changed (MD5 differs
+    from the template file's) are uploaded again. That costs a few requests instead of one
+    upload per object.
     """
 
-    def __init__(self, kind: str, workdir: Path, s3_root: Root | None = None):
+    def __init__(self, kind: str, workdir: Path, remote_root: Root | None = None):
         self.kind = kind
         self.workdir = workdir
-        self.s3_root = s3_root
-        self._client = None
+        self.remote_root = remote_root
         self._md5: dict[str, str] = {}
         self._ns: Namespace | None = None
-        if kind == "s3":
-            import boto3
-
-            opts = s3_root.storage_options
-            self.bucket, self.prefix = s3_root.uri.split("://", 1)[1].split("/", 1)
-            self._client = boto3.client(
-                "s3",
-                endpoint_url=opts["endpoint"],
-                region_name=opts["region"],
-                aws_access_key_id=opts["access_key_id"],
-                aws_secret_access_key=opts["secret_access_key"],
-            )
+        if remote_root is not None:
+            self._fs, self._base = root_fs(remote_root)
 
     def copy(self, template: Path, label: str) -> Root:
         if self.kind == "local":
             path = self.workdir / label
             shutil.copytree(template, path)
             return Root(str(path), {}, path)
-        import hashlib
-
         if not self._md5:
             for path in template.rglob("*"):
                 if path.is_file():
@@ -164,30 +154,25 @@ class Place:
         current = self._objects()
         stale = [name for name in current if name not in self._md5]
         missing = [name for name, md5 in self._md5.items() if current.get(name) != md5]
-        self._delete(stale)
+        if stale:
+            self._fs.rm([f"{self._base}/{name}" for name in stale])
 
         def upload(name: str) -> None:
-            body = (template / name).read_bytes()
-            self._client.put_object(Bucket=self.bucket, Key=f"{self.prefix}/{name}", Body=body)
+            self._fs.pipe_file(f"{self._base}/{name}", (template / name).read_bytes())
 
         with ThreadPoolExecutor(max_workers=8) as pool:
             list(pool.map(upload, missing))
-        return self.s3_root
+        return self.remote_root
 
     def _objects(self) -> dict[str, str]:
-        """name -> ETag of every object below the prefix."""
-        found = {}
-        paginator = self._client.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + "/"):
-            for item in page.get("Contents", []):
-                found[item["Key"][len(self.prefix) + 1 :]] = item["ETag"].strip('"')
-        return found
-
-    def _delete(self, names: list[str]) -> None:
-        keys = [f"{self.prefix}/{name}" for name in names]
-        for start in range(0, len(keys), 1000):
-            chunk = [{"Key": k} for k in keys[start : start + 1000]]
-            self._client.delete_objects(Bucket=self.bucket, Delete={"Objects": chunk})
+        """name -> MD5 (hex) of every object below the prefix."""
+        self._fs.invalidate_cache()
+        if not self._fs.exists(self._base):
+            return {}
+        return {
+            name[len(self._base) + 1 :]: _md5_hex(info)
+            for name, info in self._fs.find(self._base, detail=True).items()
+        }
 
     def namespace(self, root: Root) -> Namespace | None:
         """A handle to reuse for inspecting `root` (S3: the shared prefix), or None."""
@@ -204,9 +189,16 @@ class Place:
         return set(self._objects())
 
     def remove(self, root: Root) -> None:
-        """Done with a trial's root (on S3 the next copy() restores the shared prefix)."""
+        """Done with a trial's root (remote: the next copy() restores the shared prefix)."""
         if root.local_path is not None:
             shutil.rmtree(root.local_path, ignore_errors=True)
+
+
+def _md5_hex(info: dict) -> str:
+    """An object's MD5 as hex, from S3's ETag (single-part uploads) or GCS's md5Hash."""
+    if info.get("md5Hash"):
+        return base64.b64decode(info["md5Hash"]).hex()
+    return str(info.get("ETag", "")).strip('"')
 
 
 # --- scenarios -----------------------------------------------------------------------------
@@ -270,8 +262,8 @@ def make_parquet(data_dir: Path, kind: str) -> Path:
 
 # Sizes per kind of root: moto answers every request in the test process, so S3 trials are
 # several times slower than local ones; their data is kept smaller to fit the time budget.
-CREATE_ROWS = {"local": 2_500_000, "s3": 1_500_000}
-MIGRATE_TABLES = {"local": 40, "s3": 16}
+CREATE_ROWS = {"local": 2_500_000, "s3": 1_500_000, "gcs": 1_000_000}
+MIGRATE_TABLES = {"local": 40, "s3": 16, "gcs": 12}
 
 
 def scenarios(data_dir: Path, kind: str) -> dict[str, Scenario]:

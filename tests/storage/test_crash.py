@@ -4,10 +4,12 @@ Covered: `create table --from` (a child table in a V2 directory, a root table in
 `rename` (a root V1 table, which moves to a V2 directory; a V2 child table into another
 namespace), `drop` (a table with many data files; a namespace with --cascade), `migrate-v1`
 (40 V1 tables) and `register` (a directory under a child name; a deregistered root table), on
-local roots and on S3 (moto). Each kill lands uniformly in [0.3, 1.0] x the command's cold
-runtime: during start-up, data writes and commits. After each kill the state is checked, the
-same command is rerun and the namespace must be consistent with the effect complete exactly once
-(see crash_harness.py for the precise definition per command).
+local roots and on S3 (moto); create, migrate-v1, rename and drop also on GCS (fake-gcs-server
+behind the write proxy, LANCENS_CRASH_GCS_KILLS kills each, default 3). Each kill lands
+uniformly in [0.3, 1.0] x the command's cold runtime: during start-up, data writes and commits.
+After each kill the state is checked, the same command is rerun and the namespace must be
+consistent with the effect complete exactly once (see crash_harness.py for the precise definition
+per command).
 
 LANCENS_CRASH_KILLS (default 50) is the number of kills per command, over local and S3 roots
 (70 % local: 35 + 15 by default); a command with two variants splits them. LANCENS_CRASH_SEED
@@ -39,6 +41,8 @@ pytestmark = pytest.mark.slow  # kill loops: hundreds of processes
 KILLS = int(os.environ.get("LANCENS_CRASH_KILLS", "50"))
 SEED = int(os.environ.get("LANCENS_CRASH_SEED", "0"))
 LOCAL_SHARE = 0.7  # 35 local + 15 S3 kills per command by default
+GCS_KILLS = int(os.environ.get("LANCENS_CRASH_GCS_KILLS", "3"))  # per GCS scenario
+GCS_SCENARIOS = ["create-root", "create-child", "migrate-v1", "rename-v1", "drop-namespace"]
 VARIANTS = {
     "create": ["create-child", "create-root"],
     "rename": ["rename-v1", "rename-v2"],
@@ -50,6 +54,8 @@ VARIANTS = {
 
 def kills_for(name: str, kind: str) -> int:
     """This scenario's share of the command's kills on this kind of root."""
+    if kind == "gcs":
+        return GCS_KILLS
     command = next(c for c, names in VARIANTS.items() if name in names)
     local = round(KILLS * LOCAL_SHARE)
     total = local if kind == "local" else KILLS - local
@@ -75,7 +81,7 @@ CASES = sorted(
         for name in names
     ),
     key=lambda case: ORDER.index(case.id),
-)
+) + [pytest.param(name, "gcs", id=f"{name}-gcs", marks=pytest.mark.gcs) for name in GCS_SCENARIOS]
 
 _OUTCOMES = []
 
@@ -141,8 +147,8 @@ def trial_dir(tmp_path):
 @pytest.mark.parametrize(("name", "kind"), CASES)
 def test_kill_and_rerun(name, kind, data_dir, trial_dir, tmp_path, request):
     scenario = scenarios(data_dir, kind)[name]
-    s3_root = request.getfixturevalue("s3_root") if kind == "s3" else None
-    place = Place(kind, trial_dir, s3_root)
+    remote = request.getfixturevalue(f"{kind}_root") if kind != "local" else None
+    place = Place(kind, trial_dir, remote)
     template = tmp_path / "template"
     prepare(scenario, template)
     seed = zlib.crc32(f"{name}-{kind}-{SEED}".encode()) % 100_000

