@@ -60,6 +60,18 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive for reqwest; every answer has a Content-Length
     server: _ProxyServer
 
+    def parse_request(self) -> bool:
+        """Note the Authorization each request carries, by API: "json" (`/storage/v1/...`,
+        `/upload/...`: gcsfs) or "xml" (`/bucket/object`: Lance's object_store)."""
+        parsed = super().parse_request()
+        if parsed and self.headers.get("Authorization"):
+            json_api = self.path.startswith(("/storage/v1/", "/upload/storage/v1/"))
+            with self.server.lock:
+                self.server.authorizations.add(
+                    ("json" if json_api else "xml", self.headers["Authorization"])
+                )
+        return parsed
+
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002
         """Silent: the emulator keeps its own log; a test run needs no access log on stderr."""
 
@@ -313,6 +325,7 @@ class _ProxyServer(ThreadingHTTPServer):
         self.refused = 0  # conditional PUTs answered 412: commits another writer won
         self.uploads: dict[str, _Upload] = {}  # XML multipart uploads by upload id
         self.multipart_objects = 0  # objects stored by a completed XML multipart upload
+        self.authorizations: set[tuple[str, str]] = set()  # (API, Authorization) seen
         self.lock = threading.Lock()
 
 
@@ -343,6 +356,12 @@ class GcsWriteProxy:
     def multipart_objects(self) -> int:
         """How many objects were stored by a completed XML multipart upload so far."""
         return self._server.multipart_objects
+
+    @property
+    def authorizations(self) -> set[tuple[str, str]]:
+        """Every (API, Authorization header) a request carried so far; API "json" or "xml"."""
+        with self._server.lock:
+            return set(self._server.authorizations)
 
     def start(self) -> GcsWriteProxy:
         self._thread.start()

@@ -92,15 +92,20 @@ _GCS_TOKEN_PATH_KEYS = (
     "google_application_credentials",
 )
 _GCS_ANONYMOUS_KEYS = ("skip_signature", "google_skip_signature", "anonymous", "allow_anonymous")
+# A static OAuth access token (Lance sends it as `Authorization: Bearer ...`) and the base URL
+# of the JSON/XML APIs, in the spellings Lance accepts.
+_GCS_BEARER_KEYS = ("google_bearer_token", "bearer_token", "google_storage_token")
+_GCS_BASE_URL_KEYS = ("google_base_url", "base_url")
 
 
 def _make_gcsfs(options: dict[str, str]) -> Any:
     """gcsfs for the options Lance reads (object_store's Google keys), independent of order.
 
     A service-account key with object_store's emulator extension (`gcs_base_url`,
-    `disable_oauth`) sets the endpoint and anonymous access, as it does for Lance. With any custom
-    endpoint the plain JSON-API client is used: gcsfs' default "extended" client asks a gRPC
-    storage-layout API at the same host for every bucket and waits 60 s when that fails.
+    `disable_oauth`) sets the endpoint and anonymous access, as it does for Lance; so does
+    Lance's own `google_base_url`, and a `google_bearer_token` is sent by both clients. With any
+    custom endpoint the plain JSON-API client is used: gcsfs' default "extended" client asks a
+    gRPC storage-layout API at the same host for every bucket and waits 60 s when that fails.
     """
 
     import gcsfs
@@ -125,6 +130,10 @@ def _make_gcsfs(options: dict[str, str]) -> Any:
                 anonymous = True
             else:
                 kwargs["token"] = info
+        elif lowered in _GCS_BEARER_KEYS:
+            kwargs["token"] = _bearer_credentials(value)
+        elif lowered in _GCS_BASE_URL_KEYS:
+            key_endpoint = value
         elif lowered in ("endpoint", "google_endpoint", "endpoint_url"):
             endpoint = value
         elif lowered in ("project", "project_id"):
@@ -137,6 +146,15 @@ def _make_gcsfs(options: dict[str, str]) -> Any:
     if endpoint:
         return PlainGCSFileSystem(endpoint_url=endpoint, skip_instance_cache=True, **kwargs)
     return gcsfs.GCSFileSystem(skip_instance_cache=True, **kwargs)
+
+
+def _bearer_credentials(token: str) -> Any:
+    """gcsfs credentials that send a static access token (it takes no raw token string).
+
+    google-auth comes with gcsfs; imported here, where a gs:// root with a token needs it."""
+    from google.oauth2.credentials import Credentials
+
+    return Credentials(token=token)
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$", re.IGNORECASE)

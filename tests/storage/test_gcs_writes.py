@@ -19,6 +19,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -326,3 +327,44 @@ def test_concurrent_creates_each_land_once(root, gcs_lance_options, gcs_proxy, t
         assert ids(read) == list(range(i * 10, i * 10 + 10)), name
     listed = {e["id"] for e in gok(root, "ls", "--json").json()["entries"]}
     assert listed == set(names)
+
+
+# --- Lance's own GCS keys, for both clients; the token never shown --------------------------
+
+TOKEN = "ya29.not-a-real-access-token-4d1e"
+
+
+@pytest.mark.parametrize(
+    ("base_key", "token_key"),
+    [
+        ("google_base_url", "google_bearer_token"),
+        ("base_url", "bearer_token"),
+        ("google_base_url", "google_storage_token"),
+    ],
+)
+def test_base_url_and_bearer_token_reach_both_clients(
+    base_key, token_key, gcs_fs, gcs_proxy, gcs_lance_options, tmp_path
+):
+    """Only Lance's keys, as a user with a token from `gcloud auth print-access-token` writes
+    them: Lance and gcsfs both go to the base URL and both send the token; describe, JSON output
+    and an error show it as ****, never its value."""
+    bucket = f"t-{uuid.uuid4().hex[:12]}"
+    gcs_fs.mkdir(bucket)
+    options = {base_key: gcs_proxy.url, token_key: TOKEN, "allow_http": "true"}
+    root = Root(f"gs://{bucket}/ns", options, None)
+    source = parquet(tmp_path, "t.parquet", pa.table({"id": list(range(5))}))
+    gok(root, "create", "table", "orders", "--from", source)
+    listed = gok(root, "ls", "--json").json()["entries"]
+    assert [e["id"] for e in listed] == ["orders"], listed
+    gok(root, "drop", "orders", "--yes")
+    assert table_rows(root, gcs_lance_options) == {}
+    bearer = f"Bearer {TOKEN}"
+    assert {("xml", bearer), ("json", bearer)} <= gcs_proxy.authorizations  # Lance and gcsfs
+
+    described = gok(root, "describe", "--json")
+    assert described.json()["config"][f"storage.{token_key}"] == "****"
+    assert described.json()["config"][f"storage.{base_key}"] == gcs_proxy.url
+    missing = gcli(root, "describe", "nope", "--json")
+    assert missing.exit_code == 3
+    for run in (described, gok(root, "describe"), missing):
+        assert TOKEN not in run.stdout + run.stderr
