@@ -39,6 +39,8 @@ SECRETS = {
     "secret_access_key": SECRET_ACCESS_KEY,
     "session_token": SESSION_TOKEN,
 }
+# GCS: a static access token (Lance's `google_bearer_token`), sent by Lance and gcsfs alike.
+GCS_SECRETS = {"google_bearer_token": f"ya29.SECRETgcs{secrets.token_hex(10)}/x+y={_HEX2}"}
 AWS_ENV = {
     "AWS_ACCESS_KEY_ID": ACCESS_KEY_ID,
     "AWS_SECRET_ACCESS_KEY": SECRET_ACCESS_KEY,
@@ -55,7 +57,7 @@ RUNS = {"count": 0}
 
 def leak_forms() -> dict[str, list[str]]:
     forms = {}
-    for key, value in SECRETS.items():
+    for key, value in {**SECRETS, **GCS_SECRETS}.items():
         found = {value, quote(value, safe=""), quote_plus(value), quote(value)}
         found.update(re.findall(r"[A-Za-z0-9]{10,}", value))
         forms[key] = sorted(found)
@@ -78,17 +80,19 @@ def assert_no_leak(what: str, *texts: str) -> None:
 SOURCES = ("flag", "env", "profile", "aws-env")
 
 
-def source_setup(source: str, tmp_path: Path) -> tuple[list[str], dict[str, str]]:
-    """CLI arguments and environment that hand the three secrets over."""
+def source_setup(
+    source: str, tmp_path: Path, given: dict[str, str] = SECRETS
+) -> tuple[list[str], dict[str, str]]:
+    """CLI arguments and environment that hand the secrets over (S3's three by default)."""
     env = {"LANCENS_CONFIG": str(tmp_path / "no-such-config.toml")}
     if source == "flag":
-        return [a for k, v in SECRETS.items() for a in ("-s", f"{k}={v}")], env
+        return [a for k, v in given.items() for a in ("-s", f"{k}={v}")], env
     if source == "env":
-        env.update({f"LANCENS_STORAGE__{k.upper()}": v for k, v in SECRETS.items()})
+        env.update({f"LANCENS_STORAGE__{k.upper()}": v for k, v in given.items()})
         return [], env
     if source == "profile":
         path = tmp_path / "config.toml"
-        lines = ["[profiles.sec.storage]"] + [f"{k} = {json.dumps(v)}" for k, v in SECRETS.items()]
+        lines = ["[profiles.sec.storage]"] + [f"{k} = {json.dumps(v)}" for k, v in given.items()]
         path.write_text("\n".join(lines) + "\n")
         env["LANCENS_CONFIG"] = str(path)
         return ["--profile", "sec"], env
@@ -184,9 +188,11 @@ def _context(tmp_path: Path) -> dict:
 MODES = {"plain": [], "json": ["--json"], "debug": ["--debug"]}
 
 
-def _run_steps(steps, ctx, root_args, bad_root_args, sources, mode, tmp_path, capfd) -> list[str]:
+def _run_steps(
+    steps, ctx, root_args, bad_root_args, sources, mode, tmp_path, capfd, given=SECRETS
+) -> list[str]:
     """Run each step with the secrets of sources[i % len(sources)]; check every output."""
-    setups = [source_setup(source, tmp_path) for source in sources]
+    setups = [source_setup(source, tmp_path, given) for source in sources]
     ran = []
     capfd.readouterr()
     for index, (name, args, allowed, bad_root) in enumerate(steps):
@@ -205,15 +211,15 @@ def _run_steps(steps, ctx, root_args, bad_root_args, sources, mode, tmp_path, ca
     return ran
 
 
-def _assert_redacted(root_args, source, tmp_path) -> None:
+def _assert_redacted(root_args, source, tmp_path, given=SECRETS) -> None:
     """describe --json shows **** for each secret it was given."""
-    extra, env = source_setup(source, tmp_path)
+    extra, env = source_setup(source, tmp_path, given)
     res = lancens_with([*root_args, *extra, "describe", "--json"], env)
     assert_no_leak(f"{source}/describe-json", res.stdout, res.stderr)
     assert res.exit_code == 0, res
     config = json.loads(res.stdout)["config"]
     if source != "aws-env":
-        for key in SECRETS:
+        for key in given:
             assert config[f"storage.{key}"] == "****", config
 
 
@@ -276,6 +282,34 @@ def test_s3_failures_never_print_secrets(source, mode, s3_bucket, moto_endpoint,
     ctx = _context(tmp_path)
     ran = _run_steps(_failures(ctx, short=True), ctx, root, bad, [source], mode, tmp_path, capfd)
     _report(f"s3/failures/{source}/{mode}", ran)
+
+
+@pytest.mark.gcs
+def test_gcs_lifecycle_and_failures_never_print_secrets(gcs_fs, gcs_proxy, tmp_path, capfd):
+    """GCS (fake-gcs-server behind the write proxy), reached with Lance's own keys and a bearer
+    token: every command succeeding, then the failing ones, the token's source rotating over
+    flag, environment and profile and the mode over plain, --json and --debug."""
+    bucket = f"sec-{secrets.token_hex(6)}"
+    gcs_fs.mkdir(bucket)
+
+    def gcs_args(name: str) -> list[str]:
+        return [
+            "--root", f"gs://{name}/ns",
+            "-s", f"google_base_url={gcs_proxy.url}",
+            "-s", "allow_http=true",
+        ]  # fmt: skip
+
+    root, bad = gcs_args(bucket), gcs_args(f"no-such-bucket-{secrets.token_hex(4)}")
+    ctx = _context(tmp_path)
+    sources, ran = ("flag", "env", "profile"), []
+    steps = (step for part in (_lifecycle(ctx), _failures(ctx)) for step in part)  # lazy
+    for index, step in enumerate(steps):
+        mode = ("plain", "json", "debug")[index % 3]
+        source = sources[(index // 3) % len(sources)]
+        ran += _run_steps([step], ctx, root, bad, [source], mode, tmp_path, capfd, GCS_SECRETS)
+    for source in sources:
+        _assert_redacted(root, source, tmp_path, GCS_SECRETS)
+    _report("gcs/lifecycle+failures", ran)
 
 
 # --- real processes -------------------------------------------------------------------------------
@@ -395,6 +429,9 @@ CREDENTIAL_OPTIONS = [
     "service_account",
     "google_service_account",
     "google_application_credentials",
+    "google_bearer_token",
+    "bearer_token",
+    "google_storage_token",
     # spelled in capitals (keys from LANCENS_STORAGE__* are lowercased; flags are taken as given)
     "AWS_SECRET_ACCESS_KEY",
     "Session_Token",
