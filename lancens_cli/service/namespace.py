@@ -12,6 +12,8 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow.compute as pc
+
 from lancens_cli.config import NamespaceConfig
 from lancens_cli.errors import (
     InvalidInputError,
@@ -217,14 +219,27 @@ def stale_rename_sources(snapshot: ManifestSnapshot) -> set[str]:
     """Old `<name>.lance` directories of renames whose manifest commit has landed.
 
     Until the last step of a rename deletes the old directory, it must not reappear through
-    directory listing; the new row names it in its metadata.
+    directory listing; the new row names it in its metadata. Only rows whose metadata text
+    holds the key (or a `\\u` escape, which could spell it) are decoded: a pass in Arrow, not
+    a JSON parse per row.
     """
+    table = snapshot.table
+    if "metadata" not in table.column_names or table.num_rows == 0:
+        return set()
+    metadata = table.column("metadata")
+    may_name = pc.or_(
+        pc.match_substring(metadata, RENAMED_FROM_KEY), pc.match_substring(metadata, "\\u")
+    )
+    candidates = table.filter(pc.and_(may_name, pc.equal(table.column("object_type"), KIND_TABLE)))
     stale = set()
-    for object_type, metadata, location in snapshot.columns("object_type", "metadata", "location"):
-        if object_type == KIND_TABLE and metadata:
-            source = decode_properties(metadata).get(RENAMED_FROM_KEY)
-            if source and source != location:
-                stale.add(source)
+    for metadata_text, location in zip(
+        candidates.column("metadata").to_pylist(),
+        candidates.column("location").to_pylist(),
+        strict=True,
+    ):
+        source = decode_properties(metadata_text).get(RENAMED_FROM_KEY)
+        if source and source != location:
+            stale.add(source)
     return stale
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -94,12 +95,13 @@ class LocalResolver:
     def resolve(self, location: str) -> str:
         real = self.root
         for part in location.split("/"):
-            if part in self._linked(real):
+            if part in self.links_in(real):
                 return os.path.realpath(os.path.join(self.root, location))
             real = f"{real.rstrip(os.sep)}{os.sep}{part}"
         return real
 
-    def _linked(self, directory: str) -> frozenset[str]:
+    def links_in(self, directory: str) -> frozenset[str]:
+        """The names of the symbolic links in one directory (listed once)."""
         found = self._links.get(directory)
         if found is None:
             try:
@@ -118,18 +120,43 @@ def inside(child: str, parent: str, local: bool) -> bool:
     return child != parent and child.startswith(parent.rstrip(os.sep) + os.sep)
 
 
+# One plain path component (what lancens and the reference name a table's directory): no
+# separator, no control or special character, not `.`/`..`; `$` joins a child's name parts.
+_ONE_PLAIN_COMPONENT = re.compile(r"[A-Za-z0-9_$\-][A-Za-z0-9_.$\-]{0,254}")
+
+
 class RowLocations:
-    """The verdict on every table row's location in one `__manifest` snapshot."""
+    """The verdict on every table row's location in one `__manifest` snapshot.
+
+    Most rows name one plain directory right below the root. Such a row is inside the root by
+    its spelling (unless that name is a link, or reserved), and can overlap only a row with the
+    same location or one whose directory lies inside it; so it is accepted at the cost of a
+    regular-expression match and a dictionary entry, and only the other rows (and the plain
+    ones they touch) are resolved and sorted. A catalog of a million plain rows is judged in
+    one pass."""
 
     def __init__(self, storage: Any, rows: Iterable[tuple[str, Any, Any]]) -> None:
         """`rows`: each row's (object_id, object_type, location)."""
         self.storage = storage
         self.refused: dict[str, RefusedLocation] = {}
         self._root = root = canonical_root(storage)
-        resolver = LocalResolver(root) if storage.is_local else None
+        local = storage.is_local
+        resolver = LocalResolver(root) if local else None
+        root_links = resolver.links_in(root) if resolver else frozenset()
+        plain = _ONE_PLAIN_COMPONENT.fullmatch
+        simple: dict[str, str] = {}  # location -> object_id: plain, one component, no link
         placed: list[tuple[str, str, str]] = []  # (canonical, object_id, location)
         for object_id, object_type, location in rows:
             if object_type != KIND_TABLE:
+                continue
+            if (
+                type(location) is str
+                and plain(location)
+                and location not in simple
+                and location not in root_links
+                and location not in RESERVED_TOP
+            ):
+                simple[location] = object_id
                 continue
             problem = syntax_problem(location)
             if problem is None:
@@ -138,15 +165,56 @@ class RowLocations:
                 except (OSError, ValueError) as exc:
                     problem = f"the location cannot be resolved ({exc})"
                 else:
-                    if storage.is_local and not inside(real, root, True):
+                    if local and not inside(real, root, True):
                         problem = f"the location resolves outside the root, to {shown(real)}"
                     else:
                         placed.append((real, object_id, location))
             if problem is not None:
                 self._refuse(object_id, location, problem)
+        self._join_plain_rows_they_touch(simple, placed)
         self._overlaps(placed)
-        # the accepted rows' canonical locations, sorted, for `admit`
-        self._owners = sorted((real, oid) for real, oid, _ in placed if oid not in self.refused)
+        self._simple = simple  # accepted without a sort
+        self._placed = [(real, oid) for real, oid, _ in placed if oid not in self.refused]
+        self._sorted_owners: list[tuple[str, str]] | None = None
+
+    def _join_plain_rows_they_touch(
+        self, simple: dict[str, str], placed: list[tuple[str, str, str]]
+    ) -> None:
+        """Move into `placed` each plain row that a placed row lies at or below, and every row
+        of an id that is placed already (one id twice is judged as a whole), until none is
+        left to move: the rows that `_overlaps` must compare."""
+        pending = list(placed)
+        while pending:
+            tops = {self._top(real) for real, _, _ in pending}
+            ids = {object_id for _, object_id, _ in pending}
+            moved = [loc for loc in tops if loc in simple]
+            moved += [loc for loc, oid in simple.items() if oid in ids and loc not in tops]
+            pending = [(self._canonical_plain(loc), simple.pop(loc), loc) for loc in moved]
+            placed.extend(pending)
+
+    def _canonical_plain(self, location: str) -> str:
+        """The canonical form of a plain one-component location (no link: see __init__)."""
+        return (
+            f"{self._root.rstrip(os.sep)}{os.sep}{location}" if self.storage.is_local else location
+        )
+
+    def _top(self, real: str) -> str:
+        """The first component below the root of a canonical location inside it."""
+        if not self.storage.is_local:
+            return real.split("/", 1)[0]
+        return real[len(self._root.rstrip(os.sep)) + 1 :].split(os.sep, 1)[0]
+
+    @property
+    def _owners(self) -> list[tuple[str, str]]:
+        """The accepted rows' canonical locations, sorted: made when `admit` first asks."""
+        if self._sorted_owners is None:
+            owners = [
+                (self._canonical_plain(loc), oid)
+                for loc, oid in self._simple.items()
+                if oid not in self.refused  # one id twice, refused for its other row
+            ]
+            self._sorted_owners = sorted(owners + self._placed)
+        return self._sorted_owners
 
     def admit(self, object_id: str, location: str) -> str | None:
         """Why a row about to be added at `location` would be refused beside the rows judged

@@ -193,15 +193,27 @@ class ManifestSnapshot:
 
     def children(self, object_id: str, recursive: bool = False) -> list[dict[str, Any]]:
         """Rows directly (or, recursively, anywhere) below a namespace; root is ''."""
+        mask = self._child_mask(object_id, recursive)
+        if self._rows is not None:
+            return [self._rows[i] for i in pc.indices_nonzero(mask).to_pylist()]
+        return self.table.filter(mask).to_pylist()
+
+    def child_table(self, object_id: str, recursive: bool = False) -> Any:
+        """`children` as an Arrow table: the rows below a namespace without a dict for each
+        (a listing of a million root tables makes dicts for one page only)."""
+        return self.table.filter(self._child_mask(object_id, recursive))
+
+    def _child_mask(self, object_id: str, recursive: bool) -> Any:
+        """Which rows lie below `object_id` (directly, unless recursive): one pass in Arrow."""
+        ids = self.table.column("object_id")
         prefix = object_id + OBJECT_ID_DELIMITER if object_id else ""
-        depth = prefix.count(OBJECT_ID_DELIMITER)
-        found = []
-        for row in self.rows:
-            oid = row["object_id"]
-            below = oid.startswith(prefix) and oid != object_id
-            if below and (recursive or oid.count(OBJECT_ID_DELIMITER) == depth):
-                found.append(row)
-        return found
+        mask = pc.not_equal(ids, object_id)
+        if prefix:
+            mask = pc.and_(mask, pc.starts_with(ids, prefix))
+        if not recursive:
+            depth = prefix.count(OBJECT_ID_DELIMITER)
+            mask = pc.and_(mask, pc.equal(pc.count_substring(ids, OBJECT_ID_DELIMITER), depth))
+        return mask
 
     def locations(self) -> dict[str, str]:
         """location -> object_id of every table row."""

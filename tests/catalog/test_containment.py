@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import lance
@@ -465,3 +466,53 @@ def test_plain_locations_are_judged_as_the_rules_judge_them(location):
     from lancens_cli.store.containment import syntax_problem
 
     assert syntax_problem(location) == reference_syntax_problem(location)
+
+
+# --- the one-pass verdict on plain rows is the sorted comparison's -------------------------------
+
+ROW_LOCATIONS = st.sampled_from(
+    ["a", "b", "a-b", "t.lance", "x$y", "a/b", "a/b/c", "b/a", "lnk", "lnk/a", "ab", "a/../b",
+     "__manifest", ".lancens-prune", "é", "a b", "./a", "", "/abs", "out"]
+)  # fmt: skip
+ROW_IDS = st.sampled_from(["t1", "t2", "t3", "ns$t4", "t5", "t6"])
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    dirs=st.lists(st.lists(NAMES, min_size=1, max_size=2), max_size=4),
+    link_to=st.sampled_from([None, "a", "b/a", "..", "missing"]),
+    rows=st.lists(st.tuples(ROW_IDS, ROW_LOCATIONS), min_size=1, max_size=10),
+    candidates=st.lists(ROW_LOCATIONS, max_size=4),
+)
+def test_plain_rows_judged_in_one_pass_as_by_sorting_them_all(
+    tmp_path_factory, dirs, link_to, rows, candidates
+):
+    """RowLocations accepts a plain one-component row without resolving or sorting it unless
+    another row lies at or below its directory; the verdicts (and `admit`'s answers after them)
+    must be exactly those of resolving and sorting every row, links and duplicates included."""
+    from lancens_cli.store import containment
+
+    root = tmp_path_factory.mktemp("rows") / "root"
+    root.mkdir()
+    for parts in dirs:
+        root.joinpath(*parts).mkdir(parents=True, exist_ok=True)
+    if link_to is not None:
+        os.symlink(link_to, root / "lnk")
+        if link_to == "a":
+            os.symlink("a", root / "x$y")  # a plain-looking name that is a link
+    storage = Namespace.from_properties({"root": str(root)}).storage
+    triples = [(oid, "table", location) for oid, location in rows]
+
+    def judged() -> tuple[dict[str, tuple[str, str]], list[str | None]]:
+        verdict = containment.RowLocations(storage, triples)
+        refused = {oid: (r.location, r.reason) for oid, r in verdict.refused.items()}
+        answers = [verdict.admit(f"new{i}", loc) for i, loc in enumerate(candidates)]
+        return refused, answers
+
+    fast = judged()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(containment, "_ONE_PLAIN_COMPONENT", re.compile(r"(?!)"))  # never plain
+        sorted_all = judged()
+    assert fast == sorted_all, (rows, candidates)

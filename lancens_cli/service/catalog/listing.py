@@ -29,6 +29,7 @@ from lancens_cli.store.containment import directory_location_problem, row_locati
 from lancens_cli.store.manifest import properties_problem
 from lancens_cli.store.tables import table_state
 
+ROW_KEYS = ("object_id", "object_type", "location")
 STATE_REFUSED = "refused"  # a location lancens will not open (store/containment.py)
 STATE_DAMAGED = "damaged"  # a row whose stored properties cannot be read (`check` reports it)
 
@@ -60,10 +61,13 @@ def list_namespace(
     verdicts = row_locations(ns.storage, snapshot)
     summary = partition_summary(snapshot) if snapshot.exists else None
     partitions = _PartitionView(snapshot, summary)
-    rows = {
-        row["object_id"]: row
-        for row in snapshot.children(ident.object_id, recursive=recursive)
-        if all_rows or not partitions.is_level(row)
+    child = snapshot.child_table(ident.object_id, recursive=recursive)
+    rows = {  # object_id -> (object_type, location, position in `child`); no dict per row
+        object_id: (kind, location, position)
+        for position, (object_id, kind, location) in enumerate(
+            zip(*(child.column(c).to_pylist() for c in ROW_KEYS), strict=True)
+        )
+        if all_rows or not partitions.is_level(object_id, kind)
     }
     directories, both = _directory_tables(ns, snapshot, rows) if ident.is_root else ({}, set())
     keys = sorted(rows.keys() | directories.keys())
@@ -71,12 +75,16 @@ def list_namespace(
         after = Identifier.parse(page_token, delimiter).object_id
         keys = keys[bisect.bisect_right(keys, after) :]
     more = limit is not None and len(keys) > limit
-    # Entries are made for the page's rows only: a page of a big catalog costs its rows here
+    # Entries (and row dicts) are made for the page's rows only, taken from Arrow in one go
+    page = keys[:limit]
+    in_rows = [key for key in page if key in rows]
+    taken = child.take([rows[key][2] for key in in_rows]).to_pylist() if in_rows else []
+    page_rows = dict(zip(in_rows, taken, strict=True))
     ordered = [
-        _row_entry(rows[key], verdicts, partitions, both, delimiter)
-        if key in rows
+        _row_entry(page_rows[key], verdicts, partitions, both, delimiter)
+        if key in page_rows
         else _directory_entry(ns, key, directories[key])
-        for key in keys[:limit]
+        for key in page
     ]
     next_token = ordered[-1].id if more else None
     tables = [e for e in ordered if e.kind == KIND_TABLE and not e.state]
@@ -107,11 +115,10 @@ class _PartitionView:
         self.specs = {f"v{v}": ", ".join(summary["spec_fields"][str(v)]) for v in versions}
         self.counts = {f"v{v}": summary["partitions_by_spec"][str(v)] for v in versions}
 
-    def is_level(self, row: dict[str, Any]) -> bool:
+    def is_level(self, object_id: str, object_type: str) -> bool:
         """A namespace between `v<N>` and a partition table (one per partition level)."""
-        object_id = row["object_id"]
         return (
-            row["object_type"] == KIND_NAMESPACE
+            object_type == KIND_NAMESPACE
             and OBJECT_ID_DELIMITER in object_id
             and top_namespace(object_id) in self.spec_namespaces
         )
@@ -149,12 +156,12 @@ def _row_entry(
 
 
 def _directory_tables(
-    ns: Namespace, snapshot: Any, rows: dict[str, dict[str, Any]]
+    ns: Namespace, snapshot: Any, rows: dict[str, tuple[str, Any, int]]
 ) -> tuple[dict[str, str], set[str]]:
     """Spec 000: the root's `<name>.lance` directories, deduplicated by location and name
-    against the listed rows: those no row knows (name -> location), and the locations that
-    both a row and a directory hold."""
-    known = {row["location"] for row in rows.values() if row["object_type"] == KIND_TABLE}
+    against the listed rows (object_id -> (object_type, location, position)): those no row
+    knows (name -> location), and the locations that both a row and a directory hold."""
+    known = {location for kind, location, _ in rows.values() if kind == KIND_TABLE}
     only: dict[str, str] = {}
     both: set[str] = set()
     for name, location in ns.visible_dir_tables(snapshot).items():
