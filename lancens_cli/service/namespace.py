@@ -115,13 +115,12 @@ class Namespace:
         """Root `<name>.lance` directories (name -> location), when dir listing is on."""
         if not self.config.dir_listing_enabled:
             return {}
-        found = {}
-        for entry in self.storage.list_dir():
-            if entry.is_dir and entry.name.endswith(V1_SUFFIX) and len(entry.name) > 6:
-                name = entry.name[: -len(V1_SUFFIX)]
-                if OBJECT_ID_DELIMITER not in name:
-                    found[name] = entry.name
-        return found
+        cut = len(V1_SUFFIX)
+        return {
+            directory[:-cut]: directory
+            for directory in self.storage.dir_names("", V1_SUFFIX)
+            if len(directory) > cut and OBJECT_ID_DELIMITER not in directory
+        }
 
     def visible_dir_tables(
         self, snapshot: ManifestSnapshot, unless: Container[str] = ()
@@ -130,11 +129,15 @@ class Namespace:
         at a location in `unless` are neither looked at (a request each on an object store)
         nor returned."""
         claimed = stale_rename_sources(snapshot)
+        directories = self.dir_tables()
+        if not directories:
+            return {}
+        in_rows = snapshot.object_ids()
         found = {}
-        for name, location in self.dir_tables().items():
+        for name, location in directories.items():
             if location in claimed or location in unless:
                 continue
-            if name not in snapshot and is_deregistered(self.storage, location):
+            if name not in in_rows and is_deregistered(self.storage, location):
                 continue
             found[name] = location
         return found

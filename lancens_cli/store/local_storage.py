@@ -35,6 +35,15 @@ class LocalFiles:
         except (FileNotFoundError, NotADirectoryError):
             return []
 
+    def dir_names(self, rel: str, suffix: str) -> list[str]:
+        """The names of the directories in `rel` that end with `suffix`, without an entry
+        object each: a root of a million `<name>.lance` directories is listed in C speed."""
+        try:
+            with os.scandir(self.path(rel)) as it:
+                return [e.name for e in it if e.name.endswith(suffix) and e.is_dir()]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
     def exists(self, rel: str) -> bool:
         return os.path.exists(self.path(rel))
 

@@ -89,6 +89,10 @@ class ObjectStoreFiles:
                 entries.append(DirEntry(name, info.get("type") == "directory"))
         return entries
 
+    def dir_names(self, rel: str, suffix: str) -> list[str]:
+        """The names of the prefixes in `rel` that end with `suffix` (one listing)."""
+        return [e.name for e in self.list_dir(rel) if e.is_dir and e.name.endswith(suffix)]
+
     def exists(self, rel: str) -> bool:
         try:
             return bool(self.remote(self.fs.exists, self.path(rel)))
