@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import bisect
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from lancens_cli.errors import InvalidInputError, RefusedError
 from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE, Identifier
@@ -122,7 +124,9 @@ def inside(child: str, parent: str, local: bool) -> bool:
 
 # One plain path component (what lancens and the reference name a table's directory): no
 # separator, no control or special character, not `.`/`..`; `$` joins a child's name parts.
-_ONE_PLAIN_COMPONENT = re.compile(r"[A-Za-z0-9_$\-][A-Za-z0-9_.$\-]{0,254}")
+# RE2 syntax: Arrow matches every row's location against it at once.
+PLAIN_LOCATION = r"^[A-Za-z0-9_$\-][A-Za-z0-9_.$\-]{0,254}$"
+ROW_COLUMNS = ("object_id", "object_type", "location")
 
 
 class RowLocations:
@@ -130,67 +134,93 @@ class RowLocations:
 
     Most rows name one plain directory right below the root. Such a row is inside the root by
     its spelling (unless that name is a link, or reserved), and can overlap only a row with the
-    same location or one whose directory lies inside it; so it is accepted at the cost of a
-    regular-expression match and a dictionary entry, and only the other rows (and the plain
-    ones they touch) are resolved and sorted. A catalog of a million plain rows is judged in
-    one pass."""
+    same location or one whose directory lies inside it. So the rows are split in Arrow, in
+    one pass over the columns: the plain rows whose location no other row repeats are accepted
+    without a Python object each, and only the others (and the plain ones they touch) are
+    resolved and sorted. A catalog of a million plain rows costs a few column passes."""
 
-    def __init__(self, storage: Any, rows: Iterable[tuple[str, Any, Any]]) -> None:
-        """`rows`: each row's (object_id, object_type, location)."""
+    def __init__(self, storage: Any, rows: Any) -> None:
+        """`rows`: an Arrow table with the columns of ROW_COLUMNS, or each row's
+        (object_id, object_type, location)."""
+        if not isinstance(rows, pa.Table):
+            rows = _rows_table(rows)
         self.storage = storage
         self.refused: dict[str, RefusedLocation] = {}
-        self._root = root = canonical_root(storage)
-        local = storage.is_local
-        resolver = LocalResolver(root) if local else None
-        root_links = resolver.links_in(root) if resolver else frozenset()
-        plain = _ONE_PLAIN_COMPONENT.fullmatch
-        simple: dict[str, str] = {}  # location -> object_id: plain, one component, no link
+        self._root = canonical_root(storage)
+        resolver = LocalResolver(self._root) if storage.is_local else None
+        tables = rows.filter(pc.equal(rows.column("object_type"), KIND_TABLE))
+        ids, locations = tables.column("object_id"), tables.column("location")
+        plain = self._plain_and_alone(locations, resolver)
+        rest = tables.filter(pc.invert(plain))
         placed: list[tuple[str, str, str]] = []  # (canonical, object_id, location)
-        for object_id, object_type, location in rows:
-            if object_type != KIND_TABLE:
-                continue
-            if (
-                type(location) is str
-                and plain(location)
-                and location not in simple
-                and location not in root_links
-                and location not in RESERVED_TOP
-            ):
-                simple[location] = object_id
-                continue
-            problem = syntax_problem(location)
-            if problem is None:
-                try:
-                    real = resolver.resolve(location) if resolver else location
-                except (OSError, ValueError) as exc:
-                    problem = f"the location cannot be resolved ({exc})"
-                else:
-                    if local and not inside(real, root, True):
-                        problem = f"the location resolves outside the root, to {shown(real)}"
-                    else:
-                        placed.append((real, object_id, location))
-            if problem is not None:
-                self._refuse(object_id, location, problem)
-        self._join_plain_rows_they_touch(simple, placed)
+        for object_id, location in zip(
+            rest.column("object_id").to_pylist(), rest.column("location").to_pylist(), strict=True
+        ):
+            self._place(object_id, location, resolver, placed)
+        simple_ids, simple_locations = ids.filter(plain), locations.filter(plain)
+        kept = self._join_plain_rows_they_touch(simple_ids, simple_locations, placed)
         self._overlaps(placed)
-        self._simple = simple  # accepted without a sort
+        self._simple = (simple_ids.filter(kept), simple_locations.filter(kept))  # no sort
         self._placed = [(real, oid) for real, oid, _ in placed if oid not in self.refused]
         self._sorted_owners: list[tuple[str, str]] | None = None
 
-    def _join_plain_rows_they_touch(
-        self, simple: dict[str, str], placed: list[tuple[str, str, str]]
+    def _plain_and_alone(self, locations: Any, resolver: LocalResolver | None) -> Any:
+        """Which rows name one plain directory (no link, nothing reserved) that no other
+        row names: accepted as they are."""
+        plain = pc.fill_null(pc.match_substring_regex(locations, PLAIN_LOCATION), False)
+        links = resolver.links_in(self._root) if resolver else frozenset()
+        excluded = pa.array(sorted(RESERVED_TOP | links), pa.string())
+        plain = pc.and_(plain, pc.invert(pc.is_in(locations, value_set=excluded)))
+        counts = pc.value_counts(locations.filter(plain))
+        repeated = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+        if len(repeated):
+            plain = pc.and_(plain, pc.invert(pc.is_in(locations, value_set=repeated)))
+        return plain
+
+    def _place(
+        self,
+        object_id: str,
+        location: Any,
+        resolver: LocalResolver | None,
+        placed: list[tuple[str, str, str]],
     ) -> None:
+        """Judge one row alone (syntax, where it resolves); placed if it may be compared."""
+        problem = syntax_problem(location)
+        if problem is None:
+            try:
+                real = resolver.resolve(location) if resolver else location
+            except (OSError, ValueError) as exc:
+                problem = f"the location cannot be resolved ({exc})"
+            else:
+                if resolver and not inside(real, self._root, True):
+                    problem = f"the location resolves outside the root, to {shown(real)}"
+                else:
+                    placed.append((real, object_id, location))
+        if problem is not None:
+            self._refuse(object_id, location, problem)
+
+    def _join_plain_rows_they_touch(
+        self, ids: Any, locations: Any, placed: list[tuple[str, str, str]]
+    ) -> Any:
         """Move into `placed` each plain row that a placed row lies at or below, and every row
         of an id that is placed already (one id twice is judged as a whole), until none is
-        left to move: the rows that `_overlaps` must compare."""
+        left to move: the rows that `_overlaps` must compare. Returns the plain rows kept."""
+        moved = pa.array([False] * len(locations), pa.bool_())
         pending = list(placed)
         while pending:
-            tops = {self._top(real) for real, _, _ in pending}
-            ids = {object_id for _, object_id, _ in pending}
-            moved = [loc for loc in tops if loc in simple]
-            moved += [loc for loc, oid in simple.items() if oid in ids and loc not in tops]
-            pending = [(self._canonical_plain(loc), simple.pop(loc), loc) for loc in moved]
+            tops = pa.array(sorted({self._top(real) for real, _, _ in pending}), pa.string())
+            pending_ids = pa.array(sorted({oid for _, oid, _ in pending}), pa.string())
+            hit = pc.or_(pc.is_in(locations, value_set=tops), pc.is_in(ids, value_set=pending_ids))
+            hit = pc.and_(hit, pc.invert(moved))
+            pending = [
+                (self._canonical_plain(loc), oid, loc)
+                for oid, loc in zip(
+                    ids.filter(hit).to_pylist(), locations.filter(hit).to_pylist(), strict=True
+                )
+            ]
             placed.extend(pending)
+            moved = pc.or_(moved, hit)
+        return pc.invert(moved)
 
     def _canonical_plain(self, location: str) -> str:
         """The canonical form of a plain one-component location (no link: see __init__)."""
@@ -208,9 +238,10 @@ class RowLocations:
     def _owners(self) -> list[tuple[str, str]]:
         """The accepted rows' canonical locations, sorted: made when `admit` first asks."""
         if self._sorted_owners is None:
+            ids, locations = (column.to_pylist() for column in self._simple)
             owners = [
                 (self._canonical_plain(loc), oid)
-                for loc, oid in self._simple.items()
+                for oid, loc in zip(ids, locations, strict=True)
                 if oid not in self.refused  # one id twice, refused for its other row
             ]
             self._sorted_owners = sorted(owners + self._placed)
@@ -308,10 +339,22 @@ def row_locations(storage: Any, snapshot: Any) -> RowLocations:
     """The verdicts for a snapshot, computed once per snapshot."""
     cached = getattr(snapshot, "_containment", None)
     if cached is None:
-        rows = snapshot.columns("object_id", "object_type", "location") if snapshot.exists else []
+        present = snapshot.exists and set(ROW_COLUMNS) <= set(snapshot.table.column_names)
+        rows = snapshot.table.select(list(ROW_COLUMNS)) if present else _rows_table([])
         cached = RowLocations(storage, rows)
         snapshot._containment = cached
     return cached
+
+
+def _rows_table(rows: Iterable[tuple[str, Any, Any]]) -> Any:
+    """(object_id, object_type, location) tuples as the Arrow table RowLocations reads."""
+    columns = list(zip(*rows, strict=True)) or [(), (), ()]
+    return pa.table(
+        {
+            name: pa.array(list(values), pa.string())
+            for name, values in zip(ROW_COLUMNS, columns, strict=True)
+        }
+    )
 
 
 def directory_location_problem(storage: Any, location: str) -> str | None:
