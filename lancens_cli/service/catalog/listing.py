@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import bisect
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.models import (
@@ -20,7 +22,6 @@ from lancens_cli.models import (
     Identifier,
     Listing,
 )
-from lancens_cli.partition.rows import top_namespace
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.label import PartitionLabel
 from lancens_cli.service.partitioned.layout import partition_summary
@@ -29,7 +30,6 @@ from lancens_cli.store.containment import directory_location_problem, row_locati
 from lancens_cli.store.manifest import properties_problem
 from lancens_cli.store.tables import table_state
 
-ROW_KEYS = ("object_id", "object_type", "location")
 STATE_REFUSED = "refused"  # a location lancens will not open (store/containment.py)
 STATE_DAMAGED = "damaged"  # a row whose stored properties cannot be read (`check` reports it)
 
@@ -61,30 +61,30 @@ def list_namespace(
     verdicts = row_locations(ns.storage, snapshot)
     summary = partition_summary(snapshot) if snapshot.exists else None
     partitions = _PartitionView(snapshot, summary)
-    child = snapshot.child_table(ident.object_id, recursive=recursive)
-    rows = {  # object_id -> (object_type, location, position in `child`); no dict per row
-        object_id: (kind, location, position)
-        for position, (object_id, kind, location) in enumerate(
-            zip(*(child.column(c).to_pylist() for c in ROW_KEYS), strict=True)
-        )
-        if all_rows or not partitions.is_level(object_id, kind)
-    }
-    directories, both = _directory_tables(ns, snapshot, rows) if ident.is_root else ({}, set())
-    keys = sorted(rows.keys() | directories.keys())
+    child = _listed_rows(snapshot, ident, recursive, partitions, all_rows)
+    ids = child.column("object_id").combine_chunks()
+    directories = _directory_tables(ns, snapshot, child) if ident.is_root else _NO_DIRECTORIES
+    # Every key is sorted in Arrow; Python objects are made for the page's entries only.
+    keys = pa.concat_arrays([ids.cast(pa.string()), directories.names])
+    order = pc.sort_indices(keys)
     if page_token:
         after = Identifier.parse(page_token, delimiter).object_id
-        keys = keys[bisect.bisect_right(keys, after) :]
-    more = limit is not None and len(keys) > limit
-    # Entries (and row dicts) are made for the page's rows only, taken from Arrow in one go
-    page = keys[:limit]
-    in_rows = [key for key in page if key in rows]
-    taken = child.take([rows[key][2] for key in in_rows]).to_pylist() if in_rows else []
-    page_rows = dict(zip(in_rows, taken, strict=True))
+        order = order.filter(pc.greater(keys.take(order), after))
+    more = limit is not None and len(order) > limit
+    page = order[:limit].to_pylist() if limit is not None else order.to_pylist()
+    row_count = len(ids)
+    taken = child.take(pa.array([p for p in page if p < row_count], pa.int64())).to_pylist()
+    also_directories = _locations_also_directories(taken, directories)
+    rows = iter(taken)
     ordered = [
-        _row_entry(page_rows[key], verdicts, partitions, both, delimiter)
-        if key in page_rows
-        else _directory_entry(ns, key, directories[key])
-        for key in page
+        _row_entry(next(rows), verdicts, partitions, also_directories, delimiter)
+        if position < row_count
+        else _directory_entry(
+            ns,
+            directories.names[position - row_count].as_py(),
+            directories.locations[position - row_count].as_py(),
+        )
+        for position in page
     ]
     next_token = ordered[-1].id if more else None
     tables = [e for e in ordered if e.kind == KIND_TABLE and not e.state]
@@ -94,6 +94,22 @@ def list_namespace(
     if ident.is_root:
         listing.partitioning = summary
     return listing
+
+
+def _listed_rows(
+    snapshot: Any, ident: Identifier, recursive: bool, partitions: _PartitionView, all_rows: bool
+) -> Any:
+    """The catalog rows `ls` lists, as an Arrow table: the namespace's children (less the
+    partition levels, unless `all_rows`), one row per object id (the last, as a reader that
+    keys rows by id keeps)."""
+    child = snapshot.child_table(ident.object_id, recursive=recursive)
+    if not all_rows and partitions.spec_namespaces:
+        child = child.filter(pc.invert(partitions.level_mask(child)))
+    ids = child.column("object_id")
+    if pc.count_distinct(ids).as_py() != len(ids):
+        last = {object_id: i for i, object_id in enumerate(ids.to_pylist())}
+        child = child.take(sorted(last.values()))
+    return child
 
 
 class _PartitionView:
@@ -115,13 +131,14 @@ class _PartitionView:
         self.specs = {f"v{v}": ", ".join(summary["spec_fields"][str(v)]) for v in versions}
         self.counts = {f"v{v}": summary["partitions_by_spec"][str(v)] for v in versions}
 
-    def is_level(self, object_id: str, object_type: str) -> bool:
-        """A namespace between `v<N>` and a partition table (one per partition level)."""
-        return (
-            object_type == KIND_NAMESPACE
-            and OBJECT_ID_DELIMITER in object_id
-            and top_namespace(object_id) in self.spec_namespaces
-        )
+    def level_mask(self, rows: Any) -> Any:
+        """Which of `rows` (an Arrow table) are namespaces between `v<N>` and a partition
+        table (one per partition level)."""
+        ids = rows.column("object_id")
+        below_spec = pa.array([False] * len(ids), pa.bool_())
+        for namespace in self.spec_namespaces:
+            below_spec = pc.or_(below_spec, pc.starts_with(ids, namespace + OBJECT_ID_DELIMITER))
+        return pc.and_(pc.equal(rows.column("object_type"), KIND_NAMESPACE), below_spec)
 
 
 def _row_entry(
@@ -155,21 +172,42 @@ def _row_entry(
     )
 
 
-def _directory_tables(
-    ns: Namespace, snapshot: Any, rows: dict[str, tuple[str, Any, int]]
-) -> tuple[dict[str, str], set[str]]:
-    """Spec 000: the root's `<name>.lance` directories, deduplicated by location and name
-    against the listed rows (object_id -> (object_type, location, position)): those no row
-    knows (name -> location), and the locations that both a row and a directory hold."""
-    known = {location for kind, location, _ in rows.values() if kind == KIND_TABLE}
-    only: dict[str, str] = {}
-    both: set[str] = set()
-    for name, location in ns.visible_dir_tables(snapshot).items():
-        if location in known:
-            both.add(location)
-        elif name not in rows:
-            only[name] = location
-    return only, both
+class _Directories(NamedTuple):
+    """The root's `<name>.lance` directories as `ls` lists them, in Arrow: those no listed
+    row knows (`names` -> `locations`), and the locations of all of them (`all_locations`)."""
+
+    names: Any
+    locations: Any
+    all_locations: Any
+
+
+_NO_DIRECTORIES = _Directories(*(pa.array([], pa.string()) for _ in range(3)))
+
+
+def _directory_tables(ns: Namespace, snapshot: Any, rows: Any) -> _Directories:
+    """Spec 000: the root's `<name>.lance` directories, deduplicated against the listed rows
+    by location and by name."""
+    found = ns.visible_dir_tables(snapshot)
+    if not found:
+        return _NO_DIRECTORIES
+    names = pa.array(list(found), pa.string())
+    locations = pa.array(list(found.values()), pa.string())
+    tables = rows.filter(pc.equal(rows.column("object_type"), KIND_TABLE))
+    known = pc.or_(
+        pc.is_in(locations, value_set=tables.column("location").combine_chunks()),
+        pc.is_in(names, value_set=rows.column("object_id").combine_chunks()),
+    )
+    only = pc.invert(known)
+    return _Directories(names.filter(only), locations.filter(only), locations)
+
+
+def _locations_also_directories(rows: list[dict[str, Any]], directories: _Directories) -> set[str]:
+    """Which of the page's table rows' locations a root directory also holds."""
+    locations = [r["location"] for r in rows if r["object_type"] == KIND_TABLE and r["location"]]
+    if not locations or not len(directories.all_locations):
+        return set()
+    found = pc.is_in(pa.array(locations, pa.string()), value_set=directories.all_locations)
+    return {loc for loc, hit in zip(locations, found.to_pylist(), strict=True) if hit}
 
 
 def _directory_entry(ns: Namespace, name: str, location: str) -> Entry:
