@@ -54,7 +54,7 @@ from lancens_cli.pipeline.write_task import (
     run_task,
 )
 from lancens_cli.store.commit_record import CommitOrigin, committing_as
-from lancens_cli.store.containment import row_locations
+from lancens_cli.store.row_verdicts import row_locations
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType

@@ -42,8 +42,9 @@ from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout_check import check_partitions, fix_partitions
 from lancens_cli.service.partitioned.naming import partition_labels
 from lancens_cli.service.partitioned.published_check import check_published
-from lancens_cli.store.containment import JOBS_DIR, row_locations, shown
+from lancens_cli.store.containment import JOBS_DIR, shown
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
+from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.store.tables import V1_SUFFIX, is_v2_location, v2_location_object_id
 
 DEFAULT_GRACE = timedelta(hours=1)

@@ -31,13 +31,9 @@ from lancens_cli.partition.spec import SPEC_NAMESPACE, specs_from_metadata
 from lancens_cli.service.catalog.manifest_rows import RENAMED_FROM_KEY, rename_intent
 from lancens_cli.service.check_report import CheckReport
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.store.containment import (
-    JOBS_DIR,
-    directory_location_problem,
-    row_locations,
-    shown,
-)
+from lancens_cli.store.containment import JOBS_DIR, directory_location_problem, shown
 from lancens_cli.store.manifest import ManifestSnapshot, decode_properties
+from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.store.tables import (
     V1_SUFFIX,
     is_deregistered,

@@ -33,7 +33,7 @@ from lancens_cli.service.catalog.manifest_rows import (
 from lancens_cli.service.check_report import CheckReport
 from lancens_cli.service.debris_check import UNCOMMITTED_WRITE, abandoned
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.store.containment import directory_location_problem, row_locations, shown
+from lancens_cli.store.containment import directory_location_problem, shown
 from lancens_cli.store.manifest import (
     BASE_COLUMNS,
     KNOWN_READER_FLAGS,
@@ -43,6 +43,7 @@ from lancens_cli.store.manifest import (
     metadata_problem,
     properties_problem,
 )
+from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.store.tables import table_state
 from lancens_cli.store.verify import verify_table
 

@@ -8,10 +8,11 @@ Child namespaces exist only in the manifest.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Container
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancens_cli.config import NamespaceConfig
@@ -39,7 +40,7 @@ from lancens_cli.service.catalog.manifest_rows import (  # noqa: F401 (callers i
     RENAME_INTENT_KEY,
     RENAMED_FROM_KEY,
 )
-from lancens_cli.store.containment import directory_location_problem, row_locations
+from lancens_cli.store.containment import directory_location_problem
 from lancens_cli.store.manifest import (
     ManifestSnapshot,
     ManifestStore,
@@ -47,6 +48,7 @@ from lancens_cli.store.manifest import (
     manifest_schema,
     require_writable,
 )
+from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import V1_SUFFIX, is_deregistered, v1_location
 
@@ -111,36 +113,48 @@ class Namespace:
             return ManifestSnapshot(0, manifest_schema().empty_table(), {})
         return self.manifest.read()
 
-    def dir_tables(self) -> dict[str, str]:
-        """Root `<name>.lance` directories (name -> location), when dir listing is on."""
+    def dir_table_columns(self) -> tuple[Any, Any]:
+        """Root `<name>.lance` directories, when dir listing is on, as two Arrow arrays (names
+        and locations): a root of a million tables is filtered and cut in Arrow, not a string
+        at a time."""
         if not self.config.dir_listing_enabled:
-            return {}
+            return _NO_NAMES, _NO_NAMES
+        found = pa.array(self.storage.dir_names("", V1_SUFFIX), pa.string())
         cut = len(V1_SUFFIX)
-        return {
-            directory[:-cut]: directory
-            for directory in self.storage.dir_names("", V1_SUFFIX)
-            if len(directory) > cut and OBJECT_ID_DELIMITER not in directory
-        }
+        keep = pc.and_(
+            pc.greater(pc.utf8_length(found), cut),
+            pc.invert(pc.match_substring(found, OBJECT_ID_DELIMITER)),
+        )
+        locations = found.filter(keep)
+        return pc.utf8_slice_codeunits(locations, 0, -cut), locations
 
     def visible_dir_tables(
-        self, snapshot: ManifestSnapshot, unless: Container[str] = ()
+        self, snapshot: ManifestSnapshot, unless: Collection[str] = ()
     ) -> dict[str, str]:
         """Directory tables not hidden by a deregistration marker or a finished rename; those
         at a location in `unless` are neither looked at (a request each on an object store)
         nor returned."""
-        claimed = stale_rename_sources(snapshot)
-        directories = self.dir_tables()
-        if not directories:
-            return {}
-        in_rows = snapshot.object_ids()
-        found = {}
-        for name, location in directories.items():
-            if location in claimed or location in unless:
-                continue
-            if name not in in_rows and is_deregistered(self.storage, location):
-                continue
-            found[name] = location
-        return found
+        names, locations = self.visible_dir_table_columns(snapshot, unless)
+        return dict(zip(names.to_pylist(), locations.to_pylist(), strict=True))
+
+    def visible_dir_table_columns(
+        self, snapshot: ManifestSnapshot, unless: Collection[str] = ()
+    ) -> tuple[Any, Any]:
+        """`visible_dir_tables` as Arrow arrays (names, locations). Only a directory no row
+        names is looked into for a deregistration marker."""
+        names, locations = self.dir_table_columns()
+        if not len(names):
+            return names, locations
+        hidden = pa.array([*stale_rename_sources(snapshot), *unless], pa.string())
+        shown = pc.invert(pc.is_in(locations, value_set=hidden))
+        names, locations = names.filter(shown), locations.filter(shown)
+        ids = snapshot.table.column("object_id").combine_chunks()
+        unknown = pc.indices_nonzero(pc.invert(pc.is_in(names, value_set=ids))).to_pylist()
+        marked = [i for i in unknown if is_deregistered(self.storage, locations[i].as_py())]
+        if marked:
+            keep = pc.invert(pc.is_in(pa.array(range(len(names))), value_set=pa.array(marked)))
+            names, locations = names.filter(keep), locations.filter(keep)
+        return names, locations
 
     def namespace_exists(self, ident: Identifier, snapshot: ManifestSnapshot) -> bool:
         if ident.is_root:
@@ -216,6 +230,9 @@ class Namespace:
 
     def table_uri(self, location: str) -> str:
         return self.storage.uri(location)
+
+
+_NO_NAMES = pa.array([], pa.string())
 
 
 def stale_rename_sources(snapshot: ManifestSnapshot) -> set[str]:

@@ -2,29 +2,25 @@
 
 `__manifest` is a Lance table any Lance writer can append to, so a row's location is input, not
 a fact. Every location a command opens, writes or deletes for a catalog row goes through
-`RowLocations` (one per `__manifest` snapshot): it accepts a location only when it is a plain
-relative path, names nothing the layout reserves, resolves (local: the real path, symlinks
-followed; object stores: bucket and normalised key) strictly inside the root (a `/` boundary:
-`cat-sib/` is not inside `cat/`), and belongs to no other row (neither the same directory nor
-one inside another row's). A refused row is reported by `check`, shown by `ls` without being
-opened, refused by the commands that name it (exit 5), and skipped, with a word, by the commands
-that walk the whole catalog. Shallow clones may read a source outside the root; that is Lance
-following a base path, not a catalog row, and nothing here writes or deletes there.
+`RowLocations` (store/row_verdicts.py, one per `__manifest` snapshot): it accepts a location
+only when it is a plain relative path, names nothing the layout reserves, resolves (local: the
+real path, symlinks followed; object stores: bucket and normalised key) strictly inside the
+root (a `/` boundary: `cat-sib/` is not inside `cat/`), and belongs to no other row (neither
+the same directory nor one inside another row's). A refused row is reported by `check`, shown
+by `ls` without being opened, refused by the commands that name it (exit 5), and skipped, with
+a word, by the commands that walk the whole catalog. Shallow clones may read a source outside
+the root; that is Lance following a base path, not a catalog row, and nothing here writes or
+deletes there. This module holds the rules; row_verdicts.py applies them to a snapshot.
 """
 
 from __future__ import annotations
 
-import bisect
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from lancens_cli.errors import InvalidInputError, RefusedError
-from lancens_cli.models import KIND_TABLE, MANIFEST_TABLE, Identifier
+from lancens_cli.errors import InvalidInputError
+from lancens_cli.models import MANIFEST_TABLE
 from lancens_cli.store.storage import check_relative
 
 MAX_LOCATION_CHARS = 1024  # far beyond any name lancens makes; longer is not a real table
@@ -122,241 +118,6 @@ def inside(child: str, parent: str, local: bool) -> bool:
     return child != parent and child.startswith(parent.rstrip(os.sep) + os.sep)
 
 
-# One plain path component (what lancens and the reference name a table's directory): no
-# separator, no control or special character, not `.`/`..`; `$` joins a child's name parts.
-# RE2 syntax: Arrow matches every row's location against it at once.
-PLAIN_LOCATION = r"^[A-Za-z0-9_$\-][A-Za-z0-9_.$\-]{0,254}$"
-ROW_COLUMNS = ("object_id", "object_type", "location")
-
-
-class RowLocations:
-    """The verdict on every table row's location in one `__manifest` snapshot.
-
-    Most rows name one plain directory right below the root. Such a row is inside the root by
-    its spelling (unless that name is a link, or reserved), and can overlap only a row with the
-    same location or one whose directory lies inside it. So the rows are split in Arrow, in
-    one pass over the columns: the plain rows whose location no other row repeats are accepted
-    without a Python object each, and only the others (and the plain ones they touch) are
-    resolved and sorted. A catalog of a million plain rows costs a few column passes."""
-
-    def __init__(self, storage: Any, rows: Any) -> None:
-        """`rows`: an Arrow table with the columns of ROW_COLUMNS, or each row's
-        (object_id, object_type, location)."""
-        if not isinstance(rows, pa.Table):
-            rows = _rows_table(rows)
-        self.storage = storage
-        self.refused: dict[str, RefusedLocation] = {}
-        self._root = canonical_root(storage)
-        resolver = LocalResolver(self._root) if storage.is_local else None
-        tables = rows.filter(pc.equal(rows.column("object_type"), KIND_TABLE))
-        ids, locations = tables.column("object_id"), tables.column("location")
-        plain = self._plain_and_alone(locations, resolver)
-        rest = tables.filter(pc.invert(plain))
-        placed: list[tuple[str, str, str]] = []  # (canonical, object_id, location)
-        for object_id, location in zip(
-            rest.column("object_id").to_pylist(), rest.column("location").to_pylist(), strict=True
-        ):
-            self._place(object_id, location, resolver, placed)
-        simple_ids, simple_locations = ids.filter(plain), locations.filter(plain)
-        kept = self._join_plain_rows_they_touch(simple_ids, simple_locations, placed)
-        self._overlaps(placed)
-        self._simple = (simple_ids.filter(kept), simple_locations.filter(kept))  # no sort
-        self._placed = [(real, oid) for real, oid, _ in placed if oid not in self.refused]
-        self._sorted_owners: list[tuple[str, str]] | None = None
-
-    def _plain_and_alone(self, locations: Any, resolver: LocalResolver | None) -> Any:
-        """Which rows name one plain directory (no link, nothing reserved) that no other
-        row names: accepted as they are."""
-        plain = pc.fill_null(pc.match_substring_regex(locations, PLAIN_LOCATION), False)
-        links = resolver.links_in(self._root) if resolver else frozenset()
-        excluded = pa.array(sorted(RESERVED_TOP | links), pa.string())
-        plain = pc.and_(plain, pc.invert(pc.is_in(locations, value_set=excluded)))
-        counts = pc.value_counts(locations.filter(plain))
-        repeated = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
-        if len(repeated):
-            plain = pc.and_(plain, pc.invert(pc.is_in(locations, value_set=repeated)))
-        return plain
-
-    def _place(
-        self,
-        object_id: str,
-        location: Any,
-        resolver: LocalResolver | None,
-        placed: list[tuple[str, str, str]],
-    ) -> None:
-        """Judge one row alone (syntax, where it resolves); placed if it may be compared."""
-        problem = syntax_problem(location)
-        if problem is None:
-            try:
-                real = resolver.resolve(location) if resolver else location
-            except (OSError, ValueError) as exc:
-                problem = f"the location cannot be resolved ({exc})"
-            else:
-                if resolver and not inside(real, self._root, True):
-                    problem = f"the location resolves outside the root, to {shown(real)}"
-                else:
-                    placed.append((real, object_id, location))
-        if problem is not None:
-            self._refuse(object_id, location, problem)
-
-    def _join_plain_rows_they_touch(
-        self, ids: Any, locations: Any, placed: list[tuple[str, str, str]]
-    ) -> Any:
-        """Move into `placed` each plain row that a placed row lies at or below, and every row
-        of an id that is placed already (one id twice is judged as a whole), until none is
-        left to move: the rows that `_overlaps` must compare. Returns the plain rows kept."""
-        moved = pa.array([False] * len(locations), pa.bool_())
-        pending = list(placed)
-        while pending:
-            tops = pa.array(sorted({self._top(real) for real, _, _ in pending}), pa.string())
-            pending_ids = pa.array(sorted({oid for _, oid, _ in pending}), pa.string())
-            hit = pc.or_(pc.is_in(locations, value_set=tops), pc.is_in(ids, value_set=pending_ids))
-            hit = pc.and_(hit, pc.invert(moved))
-            pending = [
-                (self._canonical_plain(loc), oid, loc)
-                for oid, loc in zip(
-                    ids.filter(hit).to_pylist(), locations.filter(hit).to_pylist(), strict=True
-                )
-            ]
-            placed.extend(pending)
-            moved = pc.or_(moved, hit)
-        return pc.invert(moved)
-
-    def _canonical_plain(self, location: str) -> str:
-        """The canonical form of a plain one-component location (no link: see __init__)."""
-        return (
-            f"{self._root.rstrip(os.sep)}{os.sep}{location}" if self.storage.is_local else location
-        )
-
-    def _top(self, real: str) -> str:
-        """The first component below the root of a canonical location inside it."""
-        if not self.storage.is_local:
-            return real.split("/", 1)[0]
-        return real[len(self._root.rstrip(os.sep)) + 1 :].split(os.sep, 1)[0]
-
-    @property
-    def _owners(self) -> list[tuple[str, str]]:
-        """The accepted rows' canonical locations, sorted: made when `admit` first asks."""
-        if self._sorted_owners is None:
-            ids, locations = (column.to_pylist() for column in self._simple)
-            owners = [
-                (self._canonical_plain(loc), oid)
-                for oid, loc in zip(ids, locations, strict=True)
-                if oid not in self.refused  # one id twice, refused for its other row
-            ]
-            self._sorted_owners = sorted(owners + self._placed)
-        return self._sorted_owners
-
-    def admit(self, object_id: str, location: str) -> str | None:
-        """Why a row about to be added at `location` would be refused beside the rows judged
-        so far, or None, and then it counts as placed (a later candidate that shares or nests
-        with it is refused). `migrate-v1` asks this of each directory before it opens it."""
-        problem = syntax_problem(location)
-        if problem is not None:
-            return problem
-        try:
-            real = canonical(self.storage, location)
-        except (OSError, ValueError) as exc:
-            return f"the location cannot be resolved ({exc})"
-        local = self.storage.is_local
-        if local and not inside(real, self._root, True):
-            return f"the location leads outside the root (it resolves to {shown(real)})"
-        clash = self._clash(real, local)
-        if clash is not None:
-            return clash
-        bisect.insort(self._owners, (real, object_id))
-        return None
-
-    def _clash(self, real: str, local: bool) -> str | None:
-        """Which accepted row's location equals, holds or lies inside `real`, in words."""
-        sep = os.sep if local else "/"
-        at = bisect.bisect_left(self._owners, (real, ""))
-        if at < len(self._owners):
-            other_real, other_id = self._owners[at]
-            if other_real == real:
-                return f"its directory is also that of {_display(other_id)} (a link to it?)"
-            if other_real.startswith(real.rstrip(sep) + sep):
-                return f"its directory holds that of {_display(other_id)}"
-        parent = real
-        while sep in parent:
-            parent = parent.rsplit(sep, 1)[0]
-            if len(parent) <= len(self._root):
-                break
-            at = bisect.bisect_left(self._owners, (parent, ""))
-            if at < len(self._owners) and self._owners[at][0] == parent:
-                return f"its directory lies inside that of {_display(self._owners[at][1])}"
-        return None
-
-    def _refuse(self, object_id: str, location: Any, reason: str) -> None:
-        text = location if isinstance(location, str) else ""
-        self.refused.setdefault(object_id, RefusedLocation(object_id, text, reason))
-
-    def _overlaps(self, placed: list[tuple[str, str, str]]) -> None:
-        """Rows sharing a directory, or one row's directory inside another's: all refused.
-
-        Sorted, what equals or lies below a location comes right after it, together with the
-        siblings whose names start alike; each row looks only that far (no copy of the rest of
-        the list), so a catalog of distinct names costs a sort and one pass."""
-        local = self.storage.is_local
-        ordered = sorted(placed)
-        location_of: dict[str, str] = {}
-        for _, oid, loc in ordered:
-            location_of.setdefault(oid, loc)
-        for i, (real, object_id, location) in enumerate(ordered):
-            j = i + 1
-            while j < len(ordered) and ordered[j][0].startswith(real):
-                other_real, other_id, _ = ordered[j]
-                j += 1
-                if other_id == object_id:
-                    continue  # one id twice: `check` reports duplicate_object_id
-                if other_real == real:
-                    why = "its location is also that of"
-                elif inside(other_real, real, local):
-                    why = "its location holds that of"
-                else:
-                    continue  # a sibling whose name starts alike (`cat-sib` beside `cat`)
-                self._refuse(object_id, location, f"{why} {_display(other_id)}")
-                self._refuse(
-                    other_id,
-                    location_of[other_id],
-                    f"its location overlaps that of {_display(object_id)}",
-                )
-
-    def problem(self, object_id: str) -> RefusedLocation | None:
-        return self.refused.get(object_id)
-
-    def require(self, object_id: str) -> None:
-        """Refuse (exit 5) a command that would open, write or delete this row's location."""
-        found = self.refused.get(object_id)
-        if found is not None:
-            raise RefusedError(
-                f"{_display(object_id)}: lancens will not touch its location "
-                f"{shown(found.location)!r}: {found.reason} (see `lancens check`)"
-            )
-
-
-def row_locations(storage: Any, snapshot: Any) -> RowLocations:
-    """The verdicts for a snapshot, computed once per snapshot."""
-    cached = getattr(snapshot, "_containment", None)
-    if cached is None:
-        present = snapshot.exists and set(ROW_COLUMNS) <= set(snapshot.table.column_names)
-        rows = snapshot.table.select(list(ROW_COLUMNS)) if present else _rows_table([])
-        cached = RowLocations(storage, rows)
-        snapshot._containment = cached
-    return cached
-
-
-def _rows_table(rows: Iterable[tuple[str, Any, Any]]) -> Any:
-    """(object_id, object_type, location) tuples as the Arrow table RowLocations reads."""
-    columns = list(zip(*rows, strict=True)) or [(), (), ()]
-    return pa.table(
-        {
-            name: pa.array(list(values), pa.string())
-            for name, values in zip(ROW_COLUMNS, columns, strict=True)
-        }
-    )
-
-
 def directory_location_problem(storage: Any, location: str) -> str | None:
     """Whether one location may be opened, without the whole catalog at hand (a `<name>.lance`
     directory found by listing, a partition table a read selected): its syntax, reserved
@@ -368,10 +129,3 @@ def directory_location_problem(storage: Any, location: str) -> str | None:
     if not inside(real, canonical_root(storage), True):
         return f"the directory resolves outside the root, to {shown(real)}"
     return None
-
-
-def _display(object_id: str) -> str:
-    try:
-        return shown(Identifier.from_object_id(object_id).display())
-    except Exception:  # noqa: BLE001 - a hostile id is shown as it is, escaped
-        return shown(object_id)

@@ -191,10 +191,6 @@ class ManifestSnapshot:
     def __contains__(self, object_id: str) -> bool:
         return object_id in self._ids()
 
-    def object_ids(self) -> Any:
-        """Every row's object id, as a set-like view (for many `in` tests in a row)."""
-        return self._ids().keys()
-
     def children(self, object_id: str, recursive: bool = False) -> list[dict[str, Any]]:
         """Rows directly (or, recursively, anywhere) below a namespace; root is ''."""
         mask = self._child_mask(object_id, recursive)

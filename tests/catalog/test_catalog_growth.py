@@ -20,7 +20,7 @@ from lancens_cli.models import Identifier
 from lancens_cli.service.catalog.listing import list_namespace
 from lancens_cli.service.check import check
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.store.containment import RowLocations
+from lancens_cli.store.row_verdicts import RowLocations
 
 SMALL = 1_000
 GROWTH = 4

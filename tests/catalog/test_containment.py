@@ -491,7 +491,7 @@ def test_plain_rows_judged_in_one_pass_as_by_sorting_them_all(
     """RowLocations accepts a plain one-component row without resolving or sorting it unless
     another row lies at or below its directory; the verdicts (and `admit`'s answers after them)
     must be exactly those of resolving and sorting every row, links and duplicates included."""
-    from lancens_cli.store import containment
+    from lancens_cli.store import row_verdicts
 
     root = tmp_path_factory.mktemp("rows") / "root"
     root.mkdir()
@@ -505,13 +505,13 @@ def test_plain_rows_judged_in_one_pass_as_by_sorting_them_all(
     triples = [(oid, "table", location) for oid, location in rows]
 
     def judged() -> tuple[dict[str, tuple[str, str]], list[str | None]]:
-        verdict = containment.RowLocations(storage, triples)
+        verdict = row_verdicts.RowLocations(storage, triples)
         refused = {oid: (r.location, r.reason) for oid, r in verdict.refused.items()}
         answers = [verdict.admit(f"new{i}", loc) for i, loc in enumerate(candidates)]
         return refused, answers
 
     fast = judged()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(containment, "PLAIN_LOCATION", r"[^\s\S]")  # no row is plain
+        patch.setattr(row_verdicts, "PLAIN_LOCATION", r"[^\s\S]")  # no row is plain
         sorted_all = judged()
     assert fast == sorted_all, (rows, candidates)

@@ -13,8 +13,8 @@ from lancens_cli.errors import RefusedError
 from lancens_cli.models import KIND_TABLE, ChangeSet, Identifier
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.store.base_path_readers import Dependent, find_dependents
-from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import ManifestSnapshot
+from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.words import plural
 
 

@@ -29,13 +29,14 @@ from lancens_cli.service.catalog.dependents import attach, outside_dependents, r
 from lancens_cli.service.catalog.manifest_rows import DROPPING_KEY, refuse_taken, table_row
 from lancens_cli.service.namespace import Namespace, stale_rename_sources
 from lancens_cli.service.partitioned.refusals import refuse_spec_names
-from lancens_cli.store.containment import directory_location_problem, row_locations
+from lancens_cli.store.containment import directory_location_problem
 from lancens_cli.store.manifest import (
     ManifestEdit,
     ManifestSnapshot,
     decode_properties,
     encode_properties,
 )
+from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.store.storage import check_relative
 from lancens_cli.store.tables import (
     DEREGISTERED_MARKER,

@@ -26,8 +26,9 @@ from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.label import PartitionLabel
 from lancens_cli.service.partitioned.layout import partition_summary
 from lancens_cli.service.partitioned.naming import partition_labels
-from lancens_cli.store.containment import directory_location_problem, row_locations, shown
+from lancens_cli.store.containment import directory_location_problem, shown
 from lancens_cli.store.manifest import properties_problem
+from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.store.tables import table_state
 
 STATE_REFUSED = "refused"  # a location lancens will not open (store/containment.py)
@@ -187,11 +188,9 @@ _NO_DIRECTORIES = _Directories(*(pa.array([], pa.string()) for _ in range(3)))
 def _directory_tables(ns: Namespace, snapshot: Any, rows: Any) -> _Directories:
     """Spec 000: the root's `<name>.lance` directories, deduplicated against the listed rows
     by location and by name."""
-    found = ns.visible_dir_tables(snapshot)
-    if not found:
+    names, locations = ns.visible_dir_table_columns(snapshot)
+    if not len(names):
         return _NO_DIRECTORIES
-    names = pa.array(list(found), pa.string())
-    locations = pa.array(list(found.values()), pa.string())
     tables = rows.filter(pc.equal(rows.column("object_type"), KIND_TABLE))
     known = pc.or_(
         pc.is_in(locations, value_set=tables.column("location").combine_chunks()),

@@ -26,8 +26,8 @@ from lancens_cli.models import (
 )
 from lancens_cli.service.catalog.manifest_rows import table_row
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
+from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.store.tables import (
     V1_SUFFIX,
     is_deregistered,

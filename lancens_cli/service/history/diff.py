@@ -35,8 +35,8 @@ from lancens_cli.service.partitioned.layout import PartitionLayout, layout_of, s
 from lancens_cli.service.partitioned.naming import label_for, label_of
 from lancens_cli.service.partitioned.sizes import version_size
 from lancens_cli.store.catalog_rows import PublishedRef, branch_name
-from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import ManifestSnapshot
+from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import open_table
 from lancens_cli.store.version_pick import parse_version, pick_version, version_history

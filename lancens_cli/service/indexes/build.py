@@ -44,8 +44,8 @@ from lancens_cli.service.partitioned.layout import layout_of
 from lancens_cli.service.partitioned.naming import label_of
 from lancens_cli.service.partitioned.republish import Republish, republish
 from lancens_cli.store.catalog_rows import PublishedRef, open_published
-from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
+from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.words import plural
 
 BUILDERS = 4  # partition tables indexed at once (Lance's index builds use every core)

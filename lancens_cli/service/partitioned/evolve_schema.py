@@ -60,8 +60,8 @@ from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import PartitionLayout, layout_of
 from lancens_cli.store.catalog_rows import PublishedRef, open_published
 from lancens_cli.store.commit import TABLE_COMMIT_ATTEMPTS, retry_on_conflict
-from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
+from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.store.storage import Storage
 
 WOULD_APPLY = "would apply"  # a dry run's outcome for a change the real run applies

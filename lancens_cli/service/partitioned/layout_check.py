@@ -36,13 +36,13 @@ from lancens_cli.service.partitioned.layout import (
     layout_of,
     manifest_columns,
 )
-from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import (
     PARTITIONED_WRITER_FLAG,
     WRITER_FLAGS_KEY,
     ManifestEdit,
     ManifestSnapshot,
 )
+from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.store.tables import open_table
 
 FIXABLE = ("partition_guard_missing", "partition_columns_missing", "spec_namespace_missing")

@@ -18,9 +18,9 @@ from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE
 from lancens_cli.partition.rows import NAME_ALPHABET, NAME_LENGTH, child_id, partition_rows
 from lancens_cli.partition.spec import PartitionSpec
 from lancens_cli.store.catalog_rows import LATEST, PublishedRef
-from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import ManifestSnapshot
 from lancens_cli.store.partition_tables import read_back
+from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import v2_location
 

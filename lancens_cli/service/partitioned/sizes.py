@@ -10,8 +10,8 @@ from typing import Any
 
 from lancens_cli.errors import LancensError
 from lancens_cli.store.catalog_rows import open_published
-from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import ManifestSnapshot
+from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.store.storage import Storage
 
 _WORKERS_LOCAL, _WORKERS_REMOTE = 4, 16

@@ -60,7 +60,6 @@ from lancens_cli.service.partitioned.placement import (
     prepare,
 )
 from lancens_cli.store.catalog_rows import LATEST, READ_COLUMNS, PublishedRef
-from lancens_cli.store.containment import row_locations
 from lancens_cli.store.manifest import (
     PARTITIONED_WRITER_FLAG,
     WRITER_FLAGS_KEY,
@@ -73,6 +72,7 @@ from lancens_cli.store.partition_tables import (
     empty_like,
     start_on_branch,
 )
+from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import (
     VERSIONS_DIR,

@@ -42,9 +42,10 @@ from lancens_cli.service.prune.table import (
     TableWork,
     record_failure,
 )
-from lancens_cli.store.containment import directory_location_problem, row_locations, shown
+from lancens_cli.store.containment import directory_location_problem, shown
 from lancens_cli.store.lance_session import HeldDatasets
 from lancens_cli.store.manifest import ManifestSnapshot
+from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.store.version_files import UnorderedListing, list_tables
 
 
