@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -134,27 +134,28 @@ class Namespace:
         """Directory tables not hidden by a deregistration marker or a finished rename; those
         at a location in `unless` are neither looked at (a request each on an object store)
         nor returned."""
-        names, locations = self.visible_dir_table_columns(snapshot, unless)
-        return dict(zip(names.to_pylist(), locations.to_pylist(), strict=True))
+        found = self.visible_dir_table_columns(snapshot, unless)
+        return dict(zip(found.names.to_pylist(), found.locations.to_pylist(), strict=True))
 
     def visible_dir_table_columns(
         self, snapshot: ManifestSnapshot, unless: Collection[str] = ()
-    ) -> tuple[Any, Any]:
-        """`visible_dir_tables` as Arrow arrays (names, locations). Only a directory no row
-        names is looked into for a deregistration marker."""
+    ) -> DirectoryTables:
+        """`visible_dir_tables` as Arrow arrays. Only a directory no row names is looked into
+        for a deregistration marker."""
         names, locations = self.dir_table_columns()
         if not len(names):
-            return names, locations
+            return DirectoryTables(names, locations, pa.array([], pa.bool_()))
         hidden = pa.array([*stale_rename_sources(snapshot), *unless], pa.string())
         shown = pc.invert(pc.is_in(locations, value_set=hidden))
         names, locations = names.filter(shown), locations.filter(shown)
         ids = snapshot.table.column("object_id").combine_chunks()
-        unknown = pc.indices_nonzero(pc.invert(pc.is_in(names, value_set=ids))).to_pylist()
+        named = pc.is_in(names, value_set=ids)
+        unknown = pc.indices_nonzero(pc.invert(named)).to_pylist()
         marked = [i for i in unknown if is_deregistered(self.storage, locations[i].as_py())]
         if marked:
             keep = pc.invert(pc.is_in(pa.array(range(len(names))), value_set=pa.array(marked)))
-            names, locations = names.filter(keep), locations.filter(keep)
-        return names, locations
+            names, locations, named = (a.filter(keep) for a in (names, locations, named))
+        return DirectoryTables(names, locations, named)
 
     def namespace_exists(self, ident: Identifier, snapshot: ManifestSnapshot) -> bool:
         if ident.is_root:
@@ -233,6 +234,15 @@ class Namespace:
 
 
 _NO_NAMES = pa.array([], pa.string())
+
+
+class DirectoryTables(NamedTuple):
+    """The root's visible `<name>.lance` directories as Arrow arrays: `names`, `locations`,
+    and `named`, whether a catalog row has the same id as the name."""
+
+    names: Any
+    locations: Any
+    named: Any
 
 
 def stale_rename_sources(snapshot: ManifestSnapshot) -> set[str]:

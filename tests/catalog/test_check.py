@@ -9,6 +9,7 @@ changes nothing; `check ID` looks at one table or namespace only.
 
 from __future__ import annotations
 
+import json
 import os
 
 import lance
@@ -293,6 +294,10 @@ def test_duplicate_object_id(local_root, parquet):
     report = check(local_root, code=1)
     assert codes(report) == ["duplicate_object_id"]
     assert report["findings"][0]["object"] == "ns1$t"
+    listed = invoke(*local_root.args, "ls", "--recursive", "--json")
+    assert listed.exit_code == 0, listed.stderr
+    ids = [e["id"] for e in json.loads(listed.stdout)["entries"]]
+    assert ids.count("ns1.t") == 1, ids  # one entry for the id held by two rows
 
 
 def test_missing_parent(local_root, parquet):

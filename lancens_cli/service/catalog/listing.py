@@ -106,8 +106,9 @@ def _listed_rows(
     child = snapshot.child_table(ident.object_id, recursive=recursive)
     if not all_rows and partitions.spec_namespaces:
         child = child.filter(pc.invert(partitions.level_mask(child)))
-    ids = child.column("object_id")
-    if pc.count_distinct(ids).as_py() != len(ids):
+    ids = child.column("object_id").combine_chunks()
+    ordered = ids.take(pc.sort_indices(ids))
+    if len(ids) > 1 and pc.any(pc.equal(ordered[1:], ordered[:-1])).as_py():
         last = {object_id: i for i, object_id in enumerate(ids.to_pylist())}
         child = child.take(sorted(last.values()))
     return child
@@ -188,14 +189,12 @@ _NO_DIRECTORIES = _Directories(*(pa.array([], pa.string()) for _ in range(3)))
 def _directory_tables(ns: Namespace, snapshot: Any, rows: Any) -> _Directories:
     """Spec 000: the root's `<name>.lance` directories, deduplicated against the listed rows
     by location and by name."""
-    names, locations = ns.visible_dir_table_columns(snapshot)
+    names, locations, named = ns.visible_dir_table_columns(snapshot)
     if not len(names):
         return _NO_DIRECTORIES
     tables = rows.filter(pc.equal(rows.column("object_type"), KIND_TABLE))
-    known = pc.or_(
-        pc.is_in(locations, value_set=tables.column("location").combine_chunks()),
-        pc.is_in(names, value_set=rows.column("object_id").combine_chunks()),
-    )
+    # `named`: by any row's id; at the root, a name (no `$`) can equal only a listed row's id
+    known = pc.or_(pc.is_in(locations, value_set=tables.column("location").combine_chunks()), named)
     only = pc.invert(known)
     return _Directories(names.filter(only), locations.filter(only), locations)
 
