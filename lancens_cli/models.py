@@ -246,7 +246,7 @@ class Entry:
 @dataclass
 class Listing(Result):
     namespace: str
-    entries: list[Entry]
+    entries: Sequence[Entry]  # a long page's are made as they are read (service/catalog/listing)
     next_page_token: str | None = None
     partitioning: dict[str, Any] | None = None  # the root of a partitioned namespace (spec 004)
 

@@ -234,6 +234,42 @@ def test_ls_missing_state_when_the_directory_is_gone(lns, files):
     assert listing(lns, "a")["a.t"]["state"] == "missing"
 
 
+def test_a_listing_made_in_chunks_reads_as_one_made_whole(lns, monkeypatch):
+    """A long page's entries are made a chunk at a time (ls --json of a million tables holds
+    one chunk); with a chunk of 3 the listing, its states and its pages read exactly as with
+    one chunk: manifest rows, directory-only tables, a row a directory also holds (listed
+    once, by the row's name) and a deregistered directory among them."""
+    from lancens_cli.service.catalog import listing
+
+    for i in range(5):
+        ok(lns, "create", "namespace", f"ns{i}")
+        ok(lns, "create", "table", f"t{i}", "--declare")
+    for i in range(4):
+        write_lance(lns, f"dir{i}.lance", rows(3))  # directory-only (V1) tables
+    write_lance(lns, "gone.lance", rows(2))
+    ok(lns, "deregister", "gone")
+    ok(lns, "register", "shared", "dir0.lance")  # a row a directory also holds
+
+    def pages(limit: int | None) -> list[list[dict]]:
+        found, token = [], None
+        while True:
+            args = ["ls", *(["--limit", str(limit)] if limit else [])]
+            doc = js(lns, *args, *(["--page-token", token] if token else []))
+            found.append(doc["entries"])
+            token = doc["next_page_token"]
+            if token is None:
+                return found
+
+    whole = {limit: pages(limit) for limit in (None, 4, 7)}
+    monkeypatch.setattr(listing, "ENTRY_CHUNK", 3)
+    assert {limit: pages(limit) for limit in (None, 4, 7)} == whole
+    entries = {e["id"]: e for e in whole[None][0]}
+    assert len(entries) == 5 + 5 + 3 + 1, sorted(entries)  # dir0 is listed as `shared`
+    assert entries["dir1"]["source"] == "directory" and entries["dir1"]["state"] == "ok"
+    assert entries["shared"]["source"] == "both" and "gone" not in entries
+    assert [e["id"] for e in whole[None][0]] == sorted(entries)
+
+
 def test_ls_pagination(lns):
     for name in ("n1", "n2", "n3", "n4", "n5"):
         ok(lns, "create", "namespace", name)

@@ -14,12 +14,13 @@ from lancens_cli.words import human_time, plural
 @view("lancens_cli.models.Listing")
 def _listing(r: Any) -> View:
     columns = ["id", "kind", "location", "source", "state"]
-    rows = [[e.id, e.kind, e.location, e.source, e.state] for e in r.entries]
-    if any(e.partition_text() for e in r.entries):  # a partitioned root: which partition
+    entries = list(r.entries)  # a long listing's entries are made as read: read them once
+    rows = [[e.id, e.kind, e.location, e.source, e.state] for e in entries]
+    if any(e.partition_text() for e in entries):  # a partitioned root: which partition
         columns.append("partition")
-        for row, e in zip(rows, r.entries, strict=True):
+        for row, e in zip(rows, entries, strict=True):
             row.append(e.partition_text())
-    styles = [None if e.state in ("ok", "") else "yellow" for e in r.entries]
+    styles = [None if e.state in ("ok", "") else "yellow" for e in entries]
     after = (f"next page: --page-token {r.next_page_token}",) if r.next_page_token else ()
     title = f"namespace {r.namespace or '(root)'}"
     return View(columns, rows, title, styles, after, optional=("source", "location"))

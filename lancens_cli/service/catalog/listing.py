@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -72,29 +73,110 @@ def list_namespace(
         after = Identifier.parse(page_token, delimiter).object_id
         order = order.filter(pc.greater(keys.take(order), after))
     more = limit is not None and len(order) > limit
-    page = order[:limit].to_pylist() if limit is not None else order.to_pylist()
-    row_count = len(ids)
-    taken = child.take(pa.array([p for p in page if p < row_count], pa.int64())).to_pylist()
-    also_directories = _locations_also_directories(taken, directories)
-    rows = iter(taken)
-    ordered = [
-        _row_entry(next(rows), verdicts, partitions, also_directories, delimiter)
-        if position < row_count
-        else _directory_entry(
-            ns,
-            directories.names[position - row_count].as_py(),
-            directories.locations[position - row_count].as_py(),
-        )
-        for position in page
-    ]
-    next_token = ordered[-1].id if more else None
-    tables = [e for e in ordered if e.kind == KIND_TABLE and not e.state]
-    if with_state and tables:
-        _fill_states(ns, tables)
-    listing = Listing(ident.display(delimiter), ordered, next_token)
+    page = _PageEntries(
+        order[:limit] if limit is not None else order,
+        _EntryMaker(ns, child, directories, verdicts, partitions, delimiter, with_state),
+    )
+    next_token = page[len(page) - 1].id if more else None
+    listing = Listing(ident.display(delimiter), page, next_token)
     if ident.is_root:
         listing.partitioning = summary
     return listing
+
+
+ENTRY_CHUNK = 4096  # entries made (and table states looked up) at a time
+
+
+class _EntryMaker:
+    """Makes the entries of some of a listing's positions (positions in its sorted keys: a
+    listed row below the row count, a root directory above it)."""
+
+    def __init__(
+        self,
+        ns: Namespace,
+        child: Any,
+        directories: _Directories,
+        verdicts: Any,
+        partitions: _PartitionView,
+        delimiter: str,
+        with_state: bool,
+    ) -> None:
+        self.ns, self.child, self.directories = ns, child, directories
+        self.verdicts, self.partitions, self.delimiter = verdicts, partitions, delimiter
+        self.with_state = with_state
+        self.row_count = child.num_rows
+        self._in_directory: Any = None  # for every listed row, made when a long page asks
+
+    def __call__(self, positions: list[int]) -> list[Entry]:
+        count = self.row_count
+        row_positions = pa.array([p for p in positions if p < count], pa.int64())
+        rows = self.child.take(row_positions).to_pylist()
+        in_directory = self._in_directory_of(row_positions, rows, len(positions))
+        next_row = iter(zip(rows, in_directory, strict=True))
+        made = [
+            _row_entry(*next(next_row), self.verdicts, self.partitions, self.delimiter)
+            if position < count
+            else _directory_entry(
+                self.ns,
+                self.directories.names[position - count].as_py(),
+                self.directories.locations[position - count].as_py(),
+            )
+            for position in positions
+        ]
+        tables = [e for e in made if e.kind == KIND_TABLE and not e.state]
+        if self.with_state and tables:
+            _fill_states(self.ns, tables)
+        return made
+
+    def _in_directory_of(self, positions: Any, rows: list[dict[str, Any]], asked: int) -> list:
+        """Whether a root `<name>.lance` directory also holds each row's location. A chunk of
+        a long page takes it from one test of every listed row (hashing all the directories
+        once); a short page asks which directories hold its own few locations."""
+        directories = self.directories.all_locations
+        if not len(directories):
+            return [False] * len(rows)
+        if asked >= ENTRY_CHUNK:
+            if self._in_directory is None:
+                locations = self.child.column("location").combine_chunks()
+                self._in_directory = pc.is_in(locations, value_set=directories)
+            return self._in_directory.take(positions).to_pylist()
+        wanted = pa.array([row["location"] for row in rows], pa.string())
+        held = set(directories.filter(pc.is_in(directories, value_set=wanted)).to_pylist())
+        return [row["location"] in held for row in rows]
+
+
+class _PageEntries(Sequence[Entry]):
+    """A page's entries, made ENTRY_CHUNK at a time as they are read: `ls --json` of a million
+    tables never holds a million entries (or row dicts) at once. A page of at most one chunk
+    is made once and kept; a longer one is made again each time it is read."""
+
+    def __init__(self, positions: Any, make: _EntryMaker) -> None:
+        self._positions = positions  # Arrow indices into the sorted keys
+        self._make = make
+        self._kept: list[Entry] | None = None
+        if len(positions) <= ENTRY_CHUNK:
+            self._kept = make(positions.to_pylist())
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    def __iter__(self) -> Iterator[Entry]:
+        if self._kept is not None:
+            yield from self._kept
+            return
+        for start in range(0, len(self._positions), ENTRY_CHUNK):
+            yield from self._make(self._positions[start : start + ENTRY_CHUNK].to_pylist())
+
+    @overload
+    def __getitem__(self, index: int) -> Entry: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Entry]: ...
+    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
+        if self._kept is not None:
+            return self._kept[index]
+        if isinstance(index, slice):
+            return self._make(self._positions.to_pylist()[index])
+        return self._make([self._positions[index].as_py()])[0]
 
 
 def _listed_rows(
@@ -145,12 +227,13 @@ class _PartitionView:
 
 def _row_entry(
     row: dict[str, Any],
+    in_directory: bool,
     verdicts: Any,
     partitions: _PartitionView,
-    both: set[str],
     delimiter: str,
 ) -> Entry:
-    """A catalog row as `ls` shows it: a refused location shown, never opened."""
+    """A catalog row as `ls` shows it: a refused location shown, never opened;
+    `in_directory`, whether a root `<name>.lance` directory also holds its location."""
     object_id = row["object_id"]
     location = row["location"] if row["object_type"] == KIND_TABLE else None
     state = ""
@@ -160,7 +243,7 @@ def _row_entry(
     problem = verdicts.problem(object_id)
     if problem is not None:
         location, state = shown(problem.location), f"{STATE_REFUSED}: {problem.reason}"
-    in_directory = row["object_type"] == KIND_TABLE and row["location"] in both
+    in_directory = in_directory and row["object_type"] == KIND_TABLE
     return Entry(
         id=Identifier.from_object_id(object_id).display(delimiter),
         kind=row["object_type"],
@@ -197,15 +280,6 @@ def _directory_tables(ns: Namespace, snapshot: Any, rows: Any) -> _Directories:
     known = pc.or_(pc.is_in(locations, value_set=tables.column("location").combine_chunks()), named)
     only = pc.invert(known)
     return _Directories(names.filter(only), locations.filter(only), locations)
-
-
-def _locations_also_directories(rows: list[dict[str, Any]], directories: _Directories) -> set[str]:
-    """Which of the page's table rows' locations a root directory also holds."""
-    locations = [r["location"] for r in rows if r["object_type"] == KIND_TABLE and r["location"]]
-    if not locations or not len(directories.all_locations):
-        return set()
-    found = pc.is_in(pa.array(locations, pa.string()), value_set=directories.all_locations)
-    return {loc for loc, hit in zip(locations, found.to_pylist(), strict=True) if hit}
 
 
 def _directory_entry(ns: Namespace, name: str, location: str) -> Entry:
