@@ -77,8 +77,10 @@ class RowLocations:
         links = resolver.links_in(self._root) if resolver else frozenset()
         excluded = pa.array(sorted(RESERVED_TOP | links), pa.string())
         plain = pc.and_(plain, pc.invert(pc.is_in(locations, value_set=excluded)))
-        counts = pc.value_counts(locations.filter(plain))
-        repeated = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+        # repeats found in sorted order: a sort holds less than a hash of every location
+        candidates = locations.filter(plain)
+        ordered = candidates.take(pc.sort_indices(candidates))
+        repeated = ordered[1:].filter(pc.equal(ordered[1:], ordered[:-1]))
         if len(repeated):
             plain = pc.and_(plain, pc.invert(pc.is_in(locations, value_set=repeated)))
         return plain
