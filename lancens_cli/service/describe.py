@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from lancens_cli.errors import InvalidTableStateError
 from lancens_cli.models import (
     KIND_NAMESPACE,
     KIND_TABLE,
+    OBJECT_ID_DELIMITER,
     STATE_DECLARED,
     STATE_OK,
     Identifier,
@@ -15,7 +19,7 @@ from lancens_cli.models import (
     RootDescription,
     TableDescription,
 )
-from lancens_cli.partition.rows import partition_table_rows, top_namespace
+from lancens_cli.partition.rows import partition_table_rows
 from lancens_cli.partition.schema_evolution import history_from_metadata
 from lancens_cli.service.indexes.optimize import namespace_indexes, unindexed_rows
 from lancens_cli.service.namespace import Namespace
@@ -61,22 +65,25 @@ def describe_root(ns: Namespace, snapshot) -> RootDescription:
     """The root. `namespaces` and `tables` count what users made: a partitioned namespace's
     spec-version namespaces, the namespaces between them and their partition tables, and
     those tables are counted (with their rows and bytes) under `partitioning` instead."""
-    rows = snapshot.children("", recursive=True)
+    rows = snapshot.child_table("", recursive=True)  # counted in Arrow: no dict per row
     summary = partition_summary(snapshot) if snapshot.exists else None
     trees = {f"v{v}" for v in (summary or {}).get("spec_versions", [])}
-    own = [r for r in rows if top_namespace(r["object_id"]) not in trees]
-    namespaces = sum(1 for r in own if r["object_type"] == KIND_NAMESPACE)
-    manifest_tables = {r["location"] for r in rows if r["object_type"] == KIND_TABLE}
-    dir_only = [  # deduplicated by location and by name, as the listing is
-        loc
-        for name, loc in ns.visible_dir_tables(snapshot).items()
-        if loc not in manifest_tables and name not in snapshot
-    ]
+    ids, kinds = rows.column("object_id"), rows.column("object_type")
+    in_trees = pc.is_in(ids, value_set=pa.array(sorted(trees), pa.string()))
+    for tree in trees:
+        in_trees = pc.or_(in_trees, pc.starts_with(ids, tree + OBJECT_ID_DELIMITER))
+    own = pc.invert(in_trees)
+    namespaces = pc.sum(pc.and_(own, pc.equal(kinds, KIND_NAMESPACE))).as_py() or 0
+    is_table = pc.equal(kinds, KIND_TABLE)
+    found = ns.visible_dir_table_columns(snapshot)
+    known = pc.is_in(found.locations, value_set=rows.column("location").filter(is_table))
+    # deduplicated by location and by name, as the listing is
+    dir_only = pc.sum(pc.invert(pc.or_(known, found.named))).as_py() or 0
     manifest_info = None
     if snapshot.exists:
         manifest_info = {
             "version": snapshot.version,
-            "rows": len(rows),
+            "rows": rows.num_rows,
             "indexes": ns.manifest.describe_indexes(),
             "reader_feature_flags": snapshot.reader_flags,
             "writer_feature_flags": snapshot.writer_flags,
@@ -97,13 +104,14 @@ def describe_root(ns: Namespace, snapshot) -> RootDescription:
             manifest_info["partitioning"] = summary
             if "unreadable" not in summary:
                 _partition_totals(ns, snapshot, summary)
-    user_tables = {r["location"] for r in own if r["object_type"] == KIND_TABLE}
+    own_locations = rows.column("location").filter(pc.and_(own, is_table))
+    user_tables = pc.count_distinct(own_locations, mode="all").as_py()
     return RootDescription(
         root=ns.storage.root_uri,
         mode=ns.config.mode,
         config=ns.config.to_properties(redacted=True),
         namespaces=namespaces,
-        tables=len(user_tables) + len(dir_only),
+        tables=user_tables + dir_only,
         manifest=manifest_info,
     )
 
