@@ -78,7 +78,7 @@ def describe_root(ns: Namespace, snapshot) -> RootDescription:
     found = ns.visible_dir_table_columns(snapshot)
     known = pc.is_in(found.locations, value_set=rows.column("location").filter(is_table))
     # deduplicated by location and by name, as the listing is
-    dir_only = pc.sum(pc.invert(pc.or_(known, found.named))).as_py() or 0
+    dir_only = (pc.sum(pc.invert(pc.or_(known, found.named))).as_py() or 0) + len(found.odd)
     manifest_info = None
     if snapshot.exists:
         manifest_info = {

@@ -48,7 +48,7 @@ from lancens_cli.store.manifest import (
     manifest_schema,
     require_writable,
 )
-from lancens_cli.store.row_verdicts import row_locations
+from lancens_cli.store.row_verdicts import arrow_strings, row_locations
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import V1_SUFFIX, is_deregistered, v1_location
 
@@ -113,20 +113,21 @@ class Namespace:
             return ManifestSnapshot(0, manifest_schema().empty_table(), {})
         return self.manifest.read()
 
-    def dir_table_columns(self) -> tuple[Any, Any]:
+    def dir_table_columns(self) -> tuple[Any, Any, list[str]]:
         """Root `<name>.lance` directories, when dir listing is on, as two Arrow arrays (names
-        and locations): a root of a million tables is filtered and cut in Arrow, not a string
-        at a time."""
+        and locations), filtered and cut in Arrow, not a string at a time; and the locations
+        whose names are not UTF-8 (Arrow holds no such text; listed, and refused, as before)."""
         if not self.config.dir_listing_enabled:
-            return _NO_NAMES, _NO_NAMES
-        found = pa.array(self.storage.dir_names("", V1_SUFFIX), pa.string())
+            return _NO_NAMES, _NO_NAMES, []
+        found, odd = arrow_strings(self.storage.dir_names("", V1_SUFFIX))
         cut = len(V1_SUFFIX)
         keep = pc.and_(
             pc.greater(pc.utf8_length(found), cut),
             pc.invert(pc.match_substring(found, OBJECT_ID_DELIMITER)),
         )
         locations = found.filter(keep)
-        return pc.utf8_slice_codeunits(locations, 0, -cut), locations
+        odd = [loc for loc in odd if len(loc) > cut and OBJECT_ID_DELIMITER not in loc]
+        return pc.utf8_slice_codeunits(locations, 0, -cut), locations, odd
 
     def visible_dir_tables(
         self, snapshot: ManifestSnapshot, unless: Collection[str] = ()
@@ -135,17 +136,24 @@ class Namespace:
         at a location in `unless` are neither looked at (a request each on an object store)
         nor returned."""
         found = self.visible_dir_table_columns(snapshot, unless)
-        return dict(zip(found.names.to_pylist(), found.locations.to_pylist(), strict=True))
+        listed = zip(found.names.to_pylist(), found.locations.to_pylist(), strict=True)
+        return {**dict(listed), **found.odd}
 
     def visible_dir_table_columns(
         self, snapshot: ManifestSnapshot, unless: Collection[str] = ()
     ) -> DirectoryTables:
         """`visible_dir_tables` as Arrow arrays. Only a directory no row names is looked into
         for a deregistration marker."""
-        names, locations = self.dir_table_columns()
+        names, locations, odd_locations = self.dir_table_columns()
+        claimed = stale_rename_sources(snapshot)
+        odd = {  # no row can name these: each is looked into
+            loc[: -len(V1_SUFFIX)]: loc
+            for loc in odd_locations
+            if loc not in claimed and loc not in unless and not is_deregistered(self.storage, loc)
+        }
         if not len(names):
-            return DirectoryTables(names, locations, pa.array([], pa.bool_()))
-        hidden = pa.array([*stale_rename_sources(snapshot), *unless], pa.string())
+            return DirectoryTables(names, locations, pa.array([], pa.bool_()), odd)
+        hidden, _ = arrow_strings([*claimed, *unless])
         shown = pc.invert(pc.is_in(locations, value_set=hidden))
         names, locations = names.filter(shown), locations.filter(shown)
         ids = snapshot.table.column("object_id").combine_chunks()
@@ -155,7 +163,7 @@ class Namespace:
         if marked:
             keep = pc.invert(pc.is_in(pa.array(range(len(names))), value_set=pa.array(marked)))
             names, locations, named = (a.filter(keep) for a in (names, locations, named))
-        return DirectoryTables(names, locations, named)
+        return DirectoryTables(names, locations, named, odd)
 
     def namespace_exists(self, ident: Identifier, snapshot: ManifestSnapshot) -> bool:
         if ident.is_root:
@@ -238,11 +246,13 @@ _NO_NAMES = pa.array([], pa.string())
 
 class DirectoryTables(NamedTuple):
     """The root's visible `<name>.lance` directories as Arrow arrays: `names`, `locations`,
-    and `named`, whether a catalog row has the same id as the name."""
+    and `named`, whether a catalog row has the same id as the name; and `odd`, those whose
+    names are not UTF-8 (name -> location), which no row can name."""
 
     names: Any
     locations: Any
     named: Any
+    odd: dict[str, str]
 
 
 def stale_rename_sources(snapshot: ManifestSnapshot) -> set[str]:

@@ -75,7 +75,7 @@ class RowLocations:
         row names: accepted as they are."""
         plain = pc.fill_null(pc.match_substring_regex(locations, PLAIN_LOCATION), False)
         links = resolver.links_in(self._root) if resolver else frozenset()
-        excluded = pa.array(sorted(RESERVED_TOP | links), pa.string())
+        excluded, _ = arrow_strings(sorted(RESERVED_TOP | links))  # an odd name is no row's
         plain = pc.and_(plain, pc.invert(pc.is_in(locations, value_set=excluded)))
         # repeats found in sorted order: a sort holds less than a hash of every location
         candidates = locations.filter(plain)
@@ -252,6 +252,25 @@ def row_locations(storage: Any, snapshot: Any) -> RowLocations:
         cached = RowLocations(storage, rows)
         snapshot._containment = cached
     return cached
+
+
+def arrow_strings(values: list[str]) -> tuple[Any, list[str]]:
+    """The values Arrow can hold as UTF-8 text, as an array, and the others: a file name that
+    is not UTF-8, which `os.scandir` gives with surrogates, can be no catalog row's."""
+    try:
+        return pa.array(values, pa.string()), []
+    except UnicodeEncodeError:
+        odd = [value for value in values if not _is_utf8(value)]
+        kept = [value for value in values if _is_utf8(value)]
+        return pa.array(kept, pa.string()), odd
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _rows_table(rows: Iterable[tuple[str, Any, Any]]) -> Any:

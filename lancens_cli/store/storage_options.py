@@ -103,7 +103,8 @@ def _make_gcsfs(options: dict[str, str]) -> Any:
 
     A service-account key with object_store's emulator extension (`gcs_base_url`,
     `disable_oauth`) sets the endpoint and anonymous access, as it does for Lance; so does
-    Lance's own `google_base_url`, and a `google_bearer_token` is sent by both clients. With any
+    Lance's own `google_base_url` (which wins over the key's), and a `google_bearer_token` is
+    sent by both clients; a bearer token beside a service account is refused. With any
     custom endpoint the plain JSON-API client is used: gcsfs' default "extended" client asks a
     gRPC storage-layout API at the same host for every bucket and waits 60 s when that fails.
     """
@@ -112,7 +113,7 @@ def _make_gcsfs(options: dict[str, str]) -> Any:
     from gcsfs.core import GCSFileSystem as PlainGCSFileSystem
 
     kwargs: dict[str, Any] = {}
-    endpoint = key_endpoint = None
+    endpoint = base_url = key_endpoint = bearer = None
     anonymous = False
     for key, value in options.items():
         lowered = key.lower()
@@ -131,18 +132,25 @@ def _make_gcsfs(options: dict[str, str]) -> Any:
             else:
                 kwargs["token"] = info
         elif lowered in _GCS_BEARER_KEYS:
-            kwargs["token"] = _bearer_credentials(value)
+            bearer = value
         elif lowered in _GCS_BASE_URL_KEYS:
-            key_endpoint = value
+            base_url = value
         elif lowered in ("endpoint", "google_endpoint", "endpoint_url"):
             endpoint = value
         elif lowered in ("project", "project_id"):
             kwargs["project"] = value
         elif lowered in _GCS_ANONYMOUS_KEYS:
             anonymous = anonymous or parse_bool(key, value)
+    if bearer is not None and "token" in kwargs:
+        raise ConfigError(
+            "storage: give either a bearer token or a service account for gs://, not both "
+            "(which one a client uses would depend on the client)"
+        )
     if anonymous:
         kwargs["token"] = "anon"
-    endpoint = endpoint or key_endpoint
+    elif bearer is not None:
+        kwargs["token"] = _bearer_credentials(bearer)
+    endpoint = endpoint or base_url or key_endpoint
     if endpoint:
         return PlainGCSFileSystem(endpoint_url=endpoint, skip_instance_cache=True, **kwargs)
     return gcsfs.GCSFileSystem(skip_instance_cache=True, **kwargs)

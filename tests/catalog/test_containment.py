@@ -515,3 +515,33 @@ def test_plain_rows_judged_in_one_pass_as_by_sorting_them_all(
         patch.setattr(row_verdicts, "PLAIN_LOCATION", r"[^\s\S]")  # no row is plain
         sorted_all = judged()
     assert fast == sorted_all, (rows, candidates)
+
+
+def test_names_that_are_not_utf8_are_listed_refused_and_break_nothing(tmp_path):
+    """A root whose directory holds a `<name>.lance` directory and a symbolic link whose names
+    are not UTF-8 (os.scandir gives them with surrogates, which Arrow cannot hold): ls lists
+    the directory, refused, and pages past it; describe counts it; check and prune run."""
+    root = tmp_path / "ns"
+    root.mkdir()
+    ok_table = pa.table({"id": [1, 2]})
+    lance.write_dataset(ok_table, str(root / "plain.lance"))
+    os.mkdir(os.path.join(os.fsencode(root), b"\xff.lance"))
+    os.symlink(str(tmp_path), os.path.join(os.fsencode(root), b"\xfe"))
+    run = [*["--root", str(root)]]
+    listed = invoke(*run, "ls", "--json")
+    assert listed.exit_code == 0, listed.stderr
+    entries = {e["id"]: e for e in json.loads(listed.stdout)["entries"]}
+    assert set(entries) == {"plain", "\udcff"}
+    assert entries["\udcff"]["state"].startswith("refused: ")
+    assert entries["plain"]["state"] == "ok"
+    first = json.loads(invoke(*run, "ls", "--json", "--limit", "1").stdout)
+    token = first["next_page_token"]
+    second = json.loads(invoke(*run, "ls", "--json", "--limit", "1", "--page-token", token).stdout)
+    paged = [e["id"] for e in first["entries"] + second["entries"]]
+    assert paged == ["plain", "\udcff"] and second["next_page_token"] is None
+    described = invoke(*run, "describe", "--json")
+    assert described.exit_code == 0 and json.loads(described.stdout)["tables"] == 2
+    assert invoke(*run, "check", "--json").exit_code == 1  # the odd name is a finding
+    assert invoke(*run, "prune", "--dry-run", "--json").exit_code == 0
+    assert invoke(*run, "create", "table", "t", "--declare").exit_code == 0  # with a manifest
+    assert invoke(*run, "ls", "--json").exit_code == 0

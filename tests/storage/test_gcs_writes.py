@@ -368,3 +368,26 @@ def test_base_url_and_bearer_token_reach_both_clients(
     assert missing.exit_code == 3
     for run in (described, gok(root, "describe"), missing):
         assert TOKEN not in run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("token_first", [True, False], ids=["token-first", "account-first"])
+def test_a_bearer_token_beside_a_service_account_is_refused(
+    token_first, gcs_fs, gcs_proxy, tmp_path
+):
+    """Which of two credentials a client uses would depend on the client (and so could differ
+    between Lance and gcsfs): both together are refused, in either order, with exit 2 and
+    nothing written."""
+    bucket = f"o-{uuid.uuid4().hex[:12]}"
+    gcs_fs.mkdir(bucket)
+    account = tmp_path / "account.json"
+    account.write_text("{}")
+    token = {"google_bearer_token": TOKEN}
+    rest = {"service_account": str(account), "google_base_url": gcs_proxy.url}
+    options = {**token, **rest} if token_first else {**rest, **token}
+    root = Root(f"gs://{bucket}/ns", {**options, "allow_http": "true"}, None)
+    refused = gcli(root, "create", "namespace", "sales")
+    assert refused.exit_code == 2, (refused.stdout, refused.stderr)
+    assert "bearer token or a service account" in refused.stderr
+    assert TOKEN not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    gcs_fs.invalidate_cache()
+    assert gcs_fs.find(bucket) == []

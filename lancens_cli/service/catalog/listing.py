@@ -70,7 +70,7 @@ def list_namespace(
     keys = pa.concat_arrays([ids.cast(pa.string()), directories.names])
     order = pc.sort_indices(keys)
     if page_token:
-        after = Identifier.parse(page_token, delimiter).object_id
+        after = _stand_in(Identifier.parse(page_token, delimiter).object_id)
         order = order.filter(pc.greater(keys.take(order), after))
     more = limit is not None and len(order) > limit
     page = _PageEntries(
@@ -116,17 +116,20 @@ class _EntryMaker:
         made = [
             _row_entry(*next(next_row), self.verdicts, self.partitions, self.delimiter)
             if position < count
-            else _directory_entry(
-                self.ns,
-                self.directories.names[position - count].as_py(),
-                self.directories.locations[position - count].as_py(),
-            )
+            else _directory_entry(self.ns, *self._directory(position - count))
             for position in positions
         ]
         tables = [e for e in made if e.kind == KIND_TABLE and not e.state]
         if self.with_state and tables:
             _fill_states(self.ns, tables)
         return made
+
+    def _directory(self, index: int) -> tuple[str, str]:
+        """The name and location of the listing's `index`th directory-only table."""
+        real = self.directories.real.get(index)
+        if real is not None:
+            return real
+        return self.directories.names[index].as_py(), self.directories.locations[index].as_py()
 
     def _in_directory_of(self, positions: Any, rows: list[dict[str, Any]], asked: int) -> list:
         """Whether a root `<name>.lance` directory also holds each row's location. A chunk of
@@ -222,7 +225,8 @@ class _PartitionView:
         below_spec = pa.array([False] * len(ids), pa.bool_())
         for namespace in self.spec_namespaces:
             below_spec = pc.or_(below_spec, pc.starts_with(ids, namespace + OBJECT_ID_DELIMITER))
-        return pc.and_(pc.equal(rows.column("object_type"), KIND_NAMESPACE), below_spec)
+        level = pc.and_(pc.equal(rows.column("object_type"), KIND_NAMESPACE), below_spec)
+        return pc.fill_null(level, False)  # a row of no type is listed, as it was
 
 
 def _row_entry(
@@ -259,27 +263,42 @@ def _row_entry(
 
 class _Directories(NamedTuple):
     """The root's `<name>.lance` directories as `ls` lists them, in Arrow: those no listed
-    row knows (`names` -> `locations`), and the locations of all of them (`all_locations`)."""
+    row knows (`names` -> `locations`; for a name that is not UTF-8, a stand-in that `real`
+    maps from its position to the name and location), and the locations of all of them."""
 
     names: Any
     locations: Any
     all_locations: Any
+    real: dict[int, tuple[str, str]]
 
 
-_NO_DIRECTORIES = _Directories(*(pa.array([], pa.string()) for _ in range(3)))
+_NO_DIRECTORIES = _Directories(*(pa.array([], pa.string()) for _ in range(3)), {})
 
 
 def _directory_tables(ns: Namespace, snapshot: Any, rows: Any) -> _Directories:
     """Spec 000: the root's `<name>.lance` directories, deduplicated against the listed rows
     by location and by name."""
-    names, locations, named = ns.visible_dir_table_columns(snapshot)
-    if not len(names):
+    names, locations, named, odd = ns.visible_dir_table_columns(snapshot)
+    if not len(names) and not odd:
         return _NO_DIRECTORIES
     tables = rows.filter(pc.equal(rows.column("object_type"), KIND_TABLE))
     # `named`: by any row's id; at the root, a name (no `$`) can equal only a listed row's id
     known = pc.or_(pc.is_in(locations, value_set=tables.column("location").combine_chunks()), named)
     only = pc.invert(known)
-    return _Directories(names.filter(only), locations.filter(only), locations)
+    names, only_locations = names.filter(only), locations.filter(only)
+    real = {len(names) + i: pair for i, pair in enumerate(sorted(odd.items()))}
+    if real:  # sorted and paged by a printable stand-in; shown as they are
+        stand_ins = pa.array([_stand_in(name) for name, _ in real.values()], pa.string())
+        names = pa.concat_arrays([names, stand_ins])
+        only_locations = pa.concat_arrays([only_locations, stand_ins])
+    return _Directories(names, only_locations, locations, real)
+
+
+def _stand_in(text: str) -> str:
+    """A name that is not UTF-8, as text Arrow can sort: each undecodable byte (a surrogate,
+    as `os.scandir` gives it) as U+FFFD, which sorts it after the names of other tables, as
+    its surrogates did."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def _directory_entry(ns: Namespace, name: str, location: str) -> Entry:
