@@ -272,7 +272,8 @@ class _Directories(NamedTuple):
     real: dict[int, tuple[str, str]]
 
 
-_NO_DIRECTORIES = _Directories(*(pa.array([], pa.string()) for _ in range(3)), {})
+_NONE = pa.array([], pa.string())
+_NO_DIRECTORIES = _Directories(names=_NONE, locations=_NONE, all_locations=_NONE, real={})
 
 
 def _directory_tables(ns: Namespace, snapshot: Any, rows: Any) -> _Directories:
