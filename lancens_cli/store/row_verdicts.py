@@ -116,7 +116,7 @@ class RowLocations:
         moved = pa.array([False] * len(locations), pa.bool_())
         pending = list(placed)
         while pending:
-            tops = pa.array(sorted({self._top(real) for real, _, _ in pending}), pa.string())
+            tops, _ = arrow_strings(sorted({self._top(real) for real, _, _ in pending}))
             pending_ids = pa.array(sorted({oid for _, oid, _ in pending}), pa.string())
             hit = pc.or_(pc.is_in(locations, value_set=tops), pc.is_in(ids, value_set=pending_ids))
             hit = pc.and_(hit, pc.invert(moved))

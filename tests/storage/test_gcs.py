@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 from gcs_emulator import service_account_key
-from helpers import Root, invoke, run_cli
+from helpers import Root, invoke, object_tags, run_cli
 
 # A value that must never be printed: it sits in the service-account JSON that is redacted.
 SECRET = "not-a-real-private-key-7f3a9c"
@@ -41,13 +41,6 @@ def secret_root(gcs_root, gcs_proxy) -> Root:
 
 def gcs_cli(root: Root, *args: str):
     return run_cli(*root.args, *args)
-
-
-def objects(fs, root: Root) -> list[str]:
-    """Every object below the root, relative to it."""
-    base = root.uri[len("gs://") :]
-    fs.invalidate_cache()
-    return sorted(p[len(base) + 1 :] for p in fs.find(base))
 
 
 # --- tables made by pylance, uploaded with gcsfs ---------------------------------------------
@@ -168,7 +161,7 @@ def test_check_finds_a_missing_data_file(v1_root, gcs_fs):
     assert first.exit_code == 1  # junk.lance is reported, nothing else
     codes = {(f["code"], f["object"]) for f in first.json()["findings"]}
     assert all(obj == "junk" for _code, obj in codes), codes
-    data = [o for o in objects(gcs_fs, v1_root) if o.startswith("orders.lance/data/")]
+    data = [o for o in sorted(object_tags(v1_root)) if o.startswith("orders.lance/data/")]
     gcs_fs.rm_file(f"{v1_root.uri[len('gs://') :]}/{data[0]}")
     second = gcs_cli(v1_root, "check", "orders", "--json")
     assert second.exit_code == 1
@@ -177,7 +170,7 @@ def test_check_finds_a_missing_data_file(v1_root, gcs_fs):
 
 
 def test_migrate_v1_check_and_dry_run_change_nothing(v1_root, gcs_fs):
-    before = objects(gcs_fs, v1_root)
+    before = sorted(object_tags(v1_root))
     check = gcs_cli(v1_root, "migrate-v1", "--check", "--json")
     assert check.exit_code == 7, check.stderr
     doc = check.json()
@@ -190,7 +183,7 @@ def test_migrate_v1_check_and_dry_run_change_nothing(v1_root, gcs_fs):
     dry = gcs_cli(v1_root, "migrate-v1", "--dry-run", "--json")
     assert dry.exit_code == 0, dry.stderr
     assert dry.json()["dry_run"] is True and dry.json()["commits"] == 0
-    assert objects(gcs_fs, v1_root) == before
+    assert sorted(object_tags(v1_root)) == before
 
 
 def test_drop_and_deregister_v1_tables(v1_root, gcs_fs):
@@ -199,7 +192,7 @@ def test_drop_and_deregister_v1_tables(v1_root, gcs_fs):
     assert dropped.exit_code == 0, dropped.stderr
     gone = gcs_cli(v1_root, "deregister", "orders")
     assert gone.exit_code == 0, gone.stderr
-    left = objects(gcs_fs, v1_root)
+    left = sorted(object_tags(v1_root))
     assert not [o for o in left if o.startswith("events.lance/")]
     assert "orders.lance/.lance-deregistered" in left
     assert any(o.startswith("orders.lance/data/") for o in left)  # data kept
@@ -265,7 +258,7 @@ def test_refused_write_is_one_clean_error_and_leaves_nothing(
     key = service_account_key(gcs_endpoint, private_key=SECRET)
     refusing = Root(v1_root.uri, {**v1_root.storage_options, "service_account_key": key}, None)
     pq.write_table(pa.table({"id": [1, 2, 3]}), tmp_path / "t.parquet")
-    before = objects(gcs_fs, v1_root)
+    before = sorted(object_tags(v1_root))
     for args in (
         ["create", "table", "fresh", "--from", str(tmp_path / "t.parquet")],
         ["create", "namespace", "sales"],
@@ -277,7 +270,7 @@ def test_refused_write_is_one_clean_error_and_leaves_nothing(
             and len(result.stderr.strip().splitlines()) == 1
         ), result.stderr
         assert "Traceback" not in result.stderr and SECRET not in result.stderr
-    assert objects(gcs_fs, v1_root) == before
+    assert sorted(object_tags(v1_root)) == before
 
 
 # --- 5. custom endpoints and options gcsfs needs ---------------------------------------------
