@@ -21,6 +21,7 @@ from typing import Any
 
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.models import MANIFEST_TABLE
+from lancens_cli.store import link_record
 from lancens_cli.store.storage import check_relative
 
 MAX_LOCATION_CHARS = 1024  # far beyond any name lancens makes; longer is not a real table
@@ -99,15 +100,18 @@ class LocalResolver:
         return real
 
     def links_in(self, directory: str) -> frozenset[str]:
-        """The names of the symbolic links in one directory (listed once)."""
+        """The names of the symbolic links in one directory (listed once, or taken from the
+        listing that found the root's tables: store/link_record.py)."""
         found = self._links.get(directory)
+        if found is None:
+            found = link_record.recorded_links(directory)
         if found is None:
             try:
                 with os.scandir(directory) as entries:
                     found = frozenset(e.name for e in entries if e.is_symlink())
             except OSError:  # missing, or not a directory: realpath appends, and so do we
                 found = frozenset()
-            self._links[directory] = found
+        self._links[directory] = found
         return found
 
 

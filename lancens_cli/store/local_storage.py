@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 from lancens_cli.errors import ConfigError
+from lancens_cli.store import link_record
 from lancens_cli.store.dir_entry import DirEntry
 
 
@@ -37,12 +38,23 @@ class LocalFiles:
 
     def dir_names(self, rel: str, suffix: str) -> list[str]:
         """The names of the directories in `rel` that end with `suffix`, without an entry
-        object each: a root of a million `<name>.lance` directories is listed in C speed."""
+        object each; the links the same pass meets are recorded (store/link_record.py), so
+        that judging locations below `rel` need not list it again."""
+        path = self.path(rel)
+        before, started = link_record.stamp(path), link_record.listing_started()
+        names: list[str] = []
+        links: list[str] = []
         try:
-            with os.scandir(self.path(rel)) as it:
-                return [e.name for e in it if e.name.endswith(suffix) and e.is_dir()]
+            with os.scandir(path) as it:
+                for entry in it:
+                    if entry.is_symlink():
+                        links.append(entry.name)
+                    if entry.name.endswith(suffix) and entry.is_dir():
+                        names.append(entry.name)
         except (FileNotFoundError, NotADirectoryError):
             return []
+        link_record.record_links(before, started, links)
+        return names
 
     def exists(self, rel: str) -> bool:
         return os.path.exists(self.path(rel))

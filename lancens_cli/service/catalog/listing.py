@@ -30,7 +30,7 @@ from lancens_cli.service.partitioned.naming import partition_labels
 from lancens_cli.store.containment import directory_location_problem, shown
 from lancens_cli.store.manifest import properties_problem
 from lancens_cli.store.row_verdicts import row_locations
-from lancens_cli.store.tables import table_state
+from lancens_cli.store.tables import V1_SUFFIX, table_state
 
 STATE_REFUSED = "refused"  # a location lancens will not open (store/containment.py)
 STATE_DAMAGED = "damaged"  # a row whose stored properties cannot be read (`check` reports it)
@@ -60,12 +60,12 @@ def list_namespace(
     snapshot = ns.snapshot()
     ns.require_namespace(ident, snapshot)
 
-    verdicts = row_locations(ns.storage, snapshot)
     summary = partition_summary(snapshot) if snapshot.exists else None
     partitions = _PartitionView(snapshot, summary)
     child = _listed_rows(snapshot, ident, recursive, partitions, all_rows)
     ids = child.column("object_id").combine_chunks()
     directories = _directory_tables(ns, snapshot, child) if ident.is_root else _NO_DIRECTORIES
+    verdicts = row_locations(ns.storage, snapshot)  # after the listing: its links are kept
     # Every key is sorted in Arrow; Python objects are made for the page's entries only.
     keys = pa.concat_arrays([ids.cast(pa.string()), directories.names])
     order = pc.sort_indices(keys)
@@ -282,9 +282,15 @@ def _directory_tables(ns: Namespace, snapshot: Any, rows: Any) -> _Directories:
     names, locations, named, odd = ns.visible_dir_table_columns(snapshot)
     if not len(names) and not odd:
         return _NO_DIRECTORIES
+    # `named`: by any row's id; at the root, a name (no `$`) can equal only a listed row's id.
+    # So a row at `<its id>.lance` hides no directory `named` does not: only the others are
+    # looked up by location (at a million rows, a hash of none rather than of every row).
     tables = rows.filter(pc.equal(rows.column("object_type"), KIND_TABLE))
-    # `named`: by any row's id; at the root, a name (no `$`) can equal only a listed row's id
-    known = pc.or_(pc.is_in(locations, value_set=tables.column("location").combine_chunks()), named)
+    usual = pc.binary_join_element_wise(tables.column("object_id"), V1_SUFFIX, "")
+    moved = tables.filter(
+        pc.invert(pc.fill_null(pc.equal(tables.column("location"), usual), False))
+    )
+    known = pc.or_(pc.is_in(locations, value_set=moved.column("location").combine_chunks()), named)
     only = pc.invert(known)
     names, only_locations = names.filter(only), locations.filter(only)
     real = {len(names) + i: pair for i, pair in enumerate(sorted(odd.items()))}

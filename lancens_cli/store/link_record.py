@@ -1,0 +1,54 @@
+"""Which entries of a local directory are symbolic links, as one listing of it found them, so
+that a second pass over a root of a million entries is not needed.
+
+Listing a root's `<name>.lance` directories and judging every catalog row's location (a link
+there may lead a row elsewhere) each need one pass over the root; at a million entries a pass
+is half a second. The listing pass records the links it saw, and the location pass takes them
+when the directory cannot have changed since: the same directory (device and inode) with the
+same modification and change times, and those times settled well before the listing began. A
+directory's times move with every entry added, removed or renamed in it; a time at most a
+clock tick old could still be shared by a change made after the listing, so such a record is
+not kept (as git treats an index written in the same second as a file: racily clean).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+# Times this far before a listing began cannot be shared by a change made after it began: the
+# coarse clock that stamps directories lags the wall clock by a tick (milliseconds).
+SETTLED_NS = 2_000_000_000
+KEPT = 8  # records kept (a command lists the root, now and then a directory or two more)
+
+_Stamp = tuple[int, int, int, int]
+_records: dict[_Stamp, frozenset[str]] = {}
+
+
+def stamp(path: str) -> _Stamp | None:
+    """The directory's identity and times, or None when it cannot be read."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino, found.st_mtime_ns, found.st_ctime_ns)
+
+
+def record_links(before: _Stamp | None, listed_at_ns: int, links: list[str]) -> None:
+    """Keep the links one listing found, when the directory's times (`before`, taken before
+    the listing began at `listed_at_ns`) had settled."""
+    if before is None or max(before[2], before[3]) > listed_at_ns - SETTLED_NS:
+        return
+    if len(_records) >= KEPT:
+        _records.pop(next(iter(_records)))
+    _records[before] = frozenset(links)
+
+
+def recorded_links(path: str) -> frozenset[str] | None:
+    """The links a listing recorded for this directory as it still is, or None."""
+    now = stamp(path)
+    return None if now is None else _records.get(now)
+
+
+def listing_started() -> int:
+    return time.time_ns()
