@@ -113,13 +113,16 @@ class Namespace:
             return ManifestSnapshot(0, manifest_schema().empty_table(), {})
         return self.manifest.read()
 
-    def dir_table_columns(self) -> tuple[Any, Any, list[str]]:
+    def dir_table_columns(self, between: NameRange = (None, None)) -> tuple[Any, Any, list[str]]:
         """Root `<name>.lance` directories, when dir listing is on, as two Arrow arrays (names
         and locations), filtered and cut in Arrow, not a string at a time; and the locations
-        whose names are not UTF-8 (Arrow holds no such text; listed, and refused, as before)."""
+        whose names are not UTF-8 (Arrow holds no such text; listed, and refused, as before).
+        `between`: at least the tables whose names lie in (after, until] (a page of `ls`)."""
         if not self.config.dir_listing_enabled:
             return _NO_NAMES, _NO_NAMES, []
-        found, odd = arrow_strings(self.storage.dir_names("", V1_SUFFIX))
+        after, until = between
+        last_key = None if until is None else _last_key(until)
+        found, odd = arrow_strings(self.storage.dir_names("", V1_SUFFIX, after, last_key))
         cut = len(V1_SUFFIX)
         keep = pc.and_(
             pc.greater(pc.utf8_length(found), cut),
@@ -140,11 +143,14 @@ class Namespace:
         return {**dict(listed), **found.odd}
 
     def visible_dir_table_columns(
-        self, snapshot: ManifestSnapshot, unless: Collection[str] = ()
+        self,
+        snapshot: ManifestSnapshot,
+        unless: Collection[str] = (),
+        between: NameRange = (None, None),
     ) -> DirectoryTables:
-        """`visible_dir_tables` as Arrow arrays. Only a directory no row names is looked into
-        for a deregistration marker."""
-        names, locations, odd_locations = self.dir_table_columns()
+        """`visible_dir_tables` as Arrow arrays (`between`: see `dir_table_columns`). Only a
+        directory no row names is looked into for a deregistration marker."""
+        names, locations, odd_locations = self.dir_table_columns(between)
         claimed = stale_rename_sources(snapshot)
         odd = {  # no row can name these: each is looked into
             loc[: -len(V1_SUFFIX)]: loc
@@ -242,6 +248,14 @@ class Namespace:
 
 
 _NO_NAMES = pa.array([], pa.string())
+NameRange = tuple[str | None, str | None]  # (after, until]: names of root tables, in byte order
+
+
+def _last_key(until: str) -> str:
+    """The greatest `<name>.lance` key of a name <= `until`: a listing that stops past it
+    misses none. Not `until.lance` itself: a name that is a prefix of `until` (`t` beside
+    `t-1`) has a key after it (`t.lance` > `t-1.lance`, as `.` > `-`)."""
+    return max(until[:end] + V1_SUFFIX for end in range(1, len(until) + 1))
 
 
 class DirectoryTables(NamedTuple):

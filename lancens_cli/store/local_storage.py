@@ -36,10 +36,13 @@ class LocalFiles:
         except (FileNotFoundError, NotADirectoryError):
             return []
 
-    def dir_names(self, rel: str, suffix: str) -> list[str]:
+    def dir_names(
+        self, rel: str, suffix: str, after: str | None = None, until: str | None = None
+    ) -> list[str]:
         """The names of the directories in `rel` that end with `suffix`, without an entry
         object each; the links the same pass meets are recorded (store/link_record.py), so
-        that judging locations below `rel` need not list it again."""
+        that judging locations below `rel` need not list it again. A directory lists in no
+        order: `after` and `until` (a range some names must lie in) are no help here."""
         path = self.path(rel)
         before, started = link_record.stamp(path), link_record.listing_started()
         names: list[str] = []

@@ -89,9 +89,29 @@ class ObjectStoreFiles:
                 entries.append(DirEntry(name, info.get("type") == "directory"))
         return entries
 
-    def dir_names(self, rel: str, suffix: str) -> list[str]:
-        """The names of the prefixes in `rel` that end with `suffix` (one listing)."""
-        return [e.name for e in self.list_dir(rel) if e.is_dir and e.name.endswith(suffix)]
+    def dir_names(
+        self, rel: str, suffix: str, after: str | None = None, until: str | None = None
+    ) -> list[str]:
+        """The names of the prefixes in `rel` that end with `suffix`. With `after` and
+        `until`, only those between (`after` < name <= `until`, as the store orders keys):
+        S3 and GCS list keys in order, so the listing starts past `after` and its pages stop
+        past `until`, a request per thousand names wanted, not per thousand in `rel`."""
+        if (after is None and until is None) or self.scheme not in ("s3", "gs"):
+            return [e.name for e in self.list_dir(rel) if e.is_dir and e.name.endswith(suffix)]
+        bucket, _, key = self.path(rel).partition("/")
+        prefix = f"{key}/" if key else ""
+        pages = _s3_pages if self.scheme == "s3" else _gcs_pages
+        names: list[str] = []
+        for page in pages(self, bucket, prefix, prefix + after if after else None):
+            for name in page:
+                name = name[len(prefix) :].rstrip("/")
+                if after is not None and name <= after:
+                    continue
+                if until is not None and name > until:
+                    return names
+                if name.endswith(suffix):
+                    names.append(name)
+        return names
 
     def exists(self, rel: str) -> bool:
         try:
@@ -239,3 +259,30 @@ def modified_of(info: dict) -> datetime | None:
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     return None
+
+
+def _s3_pages(files: ObjectStoreFiles, bucket: str, prefix: str, start: str | None):
+    """The common prefixes below `prefix`, a page (a request) at a time, from past `start`."""
+    params: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "Delimiter": "/"}
+    if start:
+        params["StartAfter"] = start
+    while True:
+        page = files.remote(files.fs.call_s3, "list_objects_v2", **params)
+        yield [found["Prefix"] for found in page.get("CommonPrefixes", [])]
+        if not page.get("IsTruncated"):
+            return
+        params["ContinuationToken"] = page["NextContinuationToken"]
+
+
+def _gcs_pages(files: ObjectStoreFiles, bucket: str, prefix: str, start: str | None):
+    """`_s3_pages` through the GCS JSON API (`startOffset` is inclusive: the caller skips
+    a name equal to `start`)."""
+    params: dict[str, Any] = {"prefix": prefix, "delimiter": "/", "maxResults": 1000}
+    if start:
+        params["startOffset"] = start
+    while True:
+        page = files.remote(files.fs.call, "GET", "b/{}/o", bucket, json_out=True, **params)
+        yield page.get("prefixes", [])
+        if not page.get("nextPageToken"):
+            return
+        params["pageToken"] = page["nextPageToken"]

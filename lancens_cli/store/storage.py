@@ -157,10 +157,14 @@ class Storage:
         """Immediate children of a directory; empty when it does not exist."""
         return self._files.list_dir(rel)
 
-    def dir_names(self, rel: str = "", suffix: str = "") -> list[str]:
+    def dir_names(
+        self, rel: str = "", suffix: str = "", after: str | None = None, until: str | None = None
+    ) -> list[str]:
         """The names of the directories in `rel` ending with `suffix`; empty when it does
-        not exist. Cheaper than `list_dir` where only names are wanted."""
-        return self._files.dir_names(rel, suffix)
+        not exist. Cheaper than `list_dir` where only names are wanted. `after` < name <=
+        `until` (byte order) asks for those between: an object store lists only as far as
+        that; a local directory, in no order, is listed whole (more names, never fewer)."""
+        return self._files.dir_names(rel, suffix, after, until)
 
     def exists(self, rel: str) -> bool:
         return self._files.exists(rel)

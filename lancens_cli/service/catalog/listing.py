@@ -23,7 +23,7 @@ from lancens_cli.models import (
     Identifier,
     Listing,
 )
-from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.namespace import NameRange, Namespace
 from lancens_cli.service.partitioned.label import PartitionLabel
 from lancens_cli.service.partitioned.layout import partition_summary
 from lancens_cli.service.partitioned.naming import partition_labels
@@ -64,13 +64,17 @@ def list_namespace(
     partitions = _PartitionView(snapshot, summary)
     child = _listed_rows(snapshot, ident, recursive, partitions, all_rows)
     ids = child.column("object_id").combine_chunks()
-    directories = _directory_tables(ns, snapshot, child) if ident.is_root else _NO_DIRECTORIES
+    after = _stand_in(Identifier.parse(page_token, delimiter).object_id) if page_token else None
+    directories = (
+        _directory_tables(ns, snapshot, child, _page_range(ns, ids, after, limit))
+        if ident.is_root
+        else _NO_DIRECTORIES
+    )
     verdicts = row_locations(ns.storage, snapshot)  # after the listing: its links are kept
     # Every key is sorted in Arrow; Python objects are made for the page's entries only.
     keys = pa.concat_arrays([ids.cast(pa.string()), directories.names])
     order = pc.sort_indices(keys)
-    if page_token:
-        after = _stand_in(Identifier.parse(page_token, delimiter).object_id)
+    if after is not None:
         order = order.filter(pc.greater(keys.take(order), after))
     more = limit is not None and len(order) > limit
     page = _PageEntries(
@@ -276,10 +280,26 @@ _NONE = pa.array([], pa.string())
 _NO_DIRECTORIES = _Directories(names=_NONE, locations=_NONE, all_locations=_NONE, real={})
 
 
-def _directory_tables(ns: Namespace, snapshot: Any, rows: Any) -> _Directories:
-    """Spec 000: the root's `<name>.lance` directories, deduplicated against the listed rows
-    by location and by name."""
-    names, locations, named, odd = ns.visible_dir_table_columns(snapshot)
+def _page_range(ns: Namespace, ids: Any, after: str | None, limit: int | None) -> NameRange:
+    """The names a page's directories can have: past the page token, and, when more rows
+    than the page follow it, up to the last row that fills the page (a directory after that
+    would sort after the page). Only an object store gains from it: it lists in order, and
+    stops there; a local directory is listed whole either way."""
+    if limit is None or ns.storage.is_local:
+        return (None, None)
+    following = ids if after is None else ids.filter(pc.greater(ids, after))
+    if len(following) <= limit:
+        return (after, None)
+    ordered = following.take(pc.sort_indices(following))
+    return (after, ordered[limit - 1].as_py())
+
+
+def _directory_tables(
+    ns: Namespace, snapshot: Any, rows: Any, between: NameRange = (None, None)
+) -> _Directories:
+    """Spec 000: the root's `<name>.lance` directories (at least those named in `between`),
+    deduplicated against the listed rows by location and by name."""
+    names, locations, named, odd = ns.visible_dir_table_columns(snapshot, between=between)
     if not len(names) and not odd:
         return _NO_DIRECTORIES
     # `named`: by any row's id; at the root, a name (no `$`) can equal only a listed row's id.
