@@ -12,7 +12,6 @@ removes the same debris (`service/prune/debris.py`) without verifying every tabl
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,6 +25,7 @@ from lancens_cli.models import (
     Identifier,
     validate_name,
 )
+from lancens_cli.parallel import ordered
 from lancens_cli.partition.rows import split_id, top_namespace
 from lancens_cli.partition.spec import SPEC_NAMESPACE, specs_from_metadata
 from lancens_cli.service.catalog.manifest_rows import RENAMED_FROM_KEY, rename_intent
@@ -376,18 +376,17 @@ def check_unreferenced_data(
         return row, found
 
     workers = 4 if ns.storage.is_local else 16
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for row, files in pool.map(scan, tables):
-            for path, expired in files:
-                report.add(
-                    "unreferenced_data_file",
-                    Identifier.from_object_id(row["object_id"]).display(delimiter),
-                    f"{row['location']}/{path}",
-                    "a data file no table version references (a write that died before "
-                    "its commit)"
-                    + ("" if expired else f" (younger than {grace}; may be a write in flight)"),
-                    fixable=expired,
-                )
+    for row, files in ordered(scan, tables, workers):  # bounded, unlike pool.map
+        for path, expired in files:
+            report.add(
+                "unreferenced_data_file",
+                Identifier.from_object_id(row["object_id"]).display(delimiter),
+                f"{row['location']}/{path}",
+                "a data file no table version references (a write that died before "
+                "its commit)"
+                + ("" if expired else f" (younger than {grace}; may be a write in flight)"),
+                fixable=expired,
+            )
 
 
 def _unreferenced(

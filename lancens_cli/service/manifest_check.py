@@ -9,7 +9,6 @@ It stands apart from `check.py`, which orders the checks and applies the fixes, 
 from __future__ import annotations
 
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pyarrow as pa
@@ -24,6 +23,7 @@ from lancens_cli.models import (
     Identifier,
     validate_name,
 )
+from lancens_cli.parallel import ordered
 from lancens_cli.partition.rows import split_id
 from lancens_cli.service.catalog.manifest_rows import (
     RENAME_INTENT_KEY,
@@ -169,12 +169,11 @@ def check_rows(
 
     workers = 4 if ns.storage.is_local else 16
     advance = progress(len(tables)) if progress else None
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for name, location, problems in pool.map(verify, tables):
-            for code, message, fixable in problems:
-                report.add(code, name, location, message, fixable)
-            if advance:
-                advance()
+    for name, location, problems in ordered(verify, tables, workers):  # bounded, unlike pool.map
+        for code, message, fixable in problems:
+            report.add(code, name, location, message, fixable)
+        if advance:
+            advance()
 
 
 def _interrupted_rename(ns: Namespace, row: dict, properties: dict[str, str]) -> str:

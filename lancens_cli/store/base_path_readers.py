@@ -17,11 +17,11 @@ path Lance recorded relative to some working directory cannot be placed and is n
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from lancens_cli.errors import LancensError
+from lancens_cli.parallel import ordered
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import open_table
 
@@ -85,21 +85,20 @@ def find_dependents(
     result: dict[str, list[Dependent]] = {location: [] for location in wanted}
     if not wanted:
         return result
-    ordered = sorted(wanted, key=len, reverse=True)  # the deepest location owns a path
+    deepest_first = sorted(wanted, key=len, reverse=True)  # the deepest location owns a path
     workers = 4 if storage.is_local else 16
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        scans = pool.map(lambda loc: (loc, referenced_paths(storage, loc)), list(tables))
-        for location, paths in scans:
-            found: dict[str, Dependent] = {}
-            for label, path in paths:
-                owner = _owner(storage, path, ordered)
-                if owner is None or owner == location:
-                    continue
-                dependent = found.setdefault(owner, Dependent(tables[location], location, owner))
-                if label not in dependent.via:
-                    dependent.via.append(label)
-            for owner, dependent in found.items():
-                result[owner].append(dependent)
+    scans = ordered(lambda loc: (loc, referenced_paths(storage, loc)), list(tables), workers)
+    for location, paths in scans:  # bounded, unlike pool.map (a future per table at once)
+        found: dict[str, Dependent] = {}
+        for label, path in paths:
+            owner = _owner(storage, path, deepest_first)
+            if owner is None or owner == location:
+                continue
+            dependent = found.setdefault(owner, Dependent(tables[location], location, owner))
+            if label not in dependent.via:
+                dependent.via.append(label)
+        for owner, dependent in found.items():
+            result[owner].append(dependent)
     for dependents in result.values():
         dependents.sort(key=lambda d: d.table)
     return result

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from lancens_cli.errors import InvalidInputError
@@ -24,6 +23,7 @@ from lancens_cli.models import (
     to_plain,
     validate_name,
 )
+from lancens_cli.parallel import ordered
 from lancens_cli.service.catalog.manifest_rows import table_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
@@ -163,11 +163,10 @@ def _classify(ns: Namespace, locations: list[str], progress) -> dict[str, str]:
 
     states = {}
     workers = 1 if ns.storage.is_local else 16
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for location, result in zip(locations, pool.map(state, locations), strict=True):
-            states[location] = result
-            if progress:
-                progress()
+    for location, result in zip(locations, ordered(state, locations, workers), strict=True):
+        states[location] = result
+        if progress:
+            progress()
     return states
 
 
