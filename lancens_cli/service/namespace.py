@@ -171,6 +171,25 @@ class Namespace:
             names, locations, named = (a.filter(keep) for a in (names, locations, named))
         return DirectoryTables(names, locations, named, odd)
 
+    def lists_directory(self, snapshot: ManifestSnapshot, location: str) -> bool:
+        """Whether `visible_dir_table_columns` of the whole root would hold `location`, asked
+        of that one directory: a row on a page whose listing covered only the page's names
+        may be held by a directory outside them (a table registered at another's location)."""
+        name = location[: -len(V1_SUFFIX)]
+        if (
+            not self.config.dir_listing_enabled
+            or "/" in location
+            or not location.endswith(V1_SUFFIX)
+            or not name
+            or OBJECT_ID_DELIMITER in name
+            or location in stale_rename_sources(snapshot)
+            or not self.storage.is_dir(location)
+        ):
+            return False
+        ids = snapshot.table.column("object_id")
+        named = len(ids) > 0 and pc.any(pc.equal(ids, name)).as_py()
+        return bool(named) or not is_deregistered(self.storage, location)
+
     def namespace_exists(self, ident: Identifier, snapshot: ManifestSnapshot) -> bool:
         if ident.is_root:
             return True
@@ -252,10 +271,11 @@ NameRange = tuple[str | None, str | None]  # (after, until]: names of root table
 
 
 def _last_key(until: str) -> str:
-    """The greatest `<name>.lance` key of a name <= `until`: a listing that stops past it
-    misses none. Not `until.lance` itself: a name that is a prefix of `until` (`t` beside
-    `t-1`) has a key after it (`t.lance` > `t-1.lance`, as `.` > `-`)."""
-    return max(until[:end] + V1_SUFFIX for end in range(1, len(until) + 1))
+    """The greatest key (`<name>.lance/`, as an object store lists the prefix) of a name <=
+    `until`: a listing that stops past it misses none. Not `until.lance/` itself: a name that
+    is a prefix of `until` (`t` beside `t-1`) has a key after it (`t.lance/` > `t-1.lance/`,
+    as `.` > `-`)."""
+    return max(until[:end] + V1_SUFFIX + "/" for end in range(1, len(until) + 1))
 
 
 class DirectoryTables(NamedTuple):

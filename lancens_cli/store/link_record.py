@@ -14,6 +14,7 @@ not kept (as git treats an index written in the same second as a file: racily cl
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 # Times this far before a listing began cannot be shared by a change made after it began: the
@@ -23,6 +24,7 @@ KEPT = 8  # records kept (a command lists the root, now and then a directory or 
 
 _Stamp = tuple[int, int, int, int]
 _records: dict[_Stamp, frozenset[str]] = {}
+_lock = threading.Lock()
 
 
 def stamp(path: str) -> _Stamp | None:
@@ -34,14 +36,22 @@ def stamp(path: str) -> _Stamp | None:
     return (found.st_dev, found.st_ino, found.st_mtime_ns, found.st_ctime_ns)
 
 
-def record_links(before: _Stamp | None, listed_at_ns: int, links: list[str]) -> None:
-    """Keep the links one listing found, when the directory's times (`before`, taken before
-    the listing began at `listed_at_ns`) had settled."""
+def record_links(path: str, before: _Stamp | None, listed_at_ns: int, links: list[str]) -> None:
+    """Keep the links one listing of `path` found, when the directory's times (`before`,
+    taken before the listing began at `listed_at_ns`) had settled, and the directory is the
+    same after it (a path through a link swapped meanwhile names another). Times in whole
+    seconds (a network or FUSE file system, stamped by a clock that may lag ours) are not
+    trusted to move with a change in the same second: no record."""
     if before is None or max(before[2], before[3]) > listed_at_ns - SETTLED_NS:
         return
-    if len(_records) >= KEPT:
-        _records.pop(next(iter(_records)))
-    _records[before] = frozenset(links)
+    if before[2] % 1_000_000_000 == 0 and before[3] % 1_000_000_000 == 0:
+        return
+    if stamp(path) != before:
+        return
+    with _lock:  # commands list in threads now and then
+        while len(_records) >= KEPT:
+            _records.pop(next(iter(_records)))
+        _records[before] = frozenset(links)
 
 
 def recorded_links(path: str) -> frozenset[str] | None:

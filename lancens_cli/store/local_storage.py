@@ -56,7 +56,7 @@ class LocalFiles:
                         names.append(entry.name)
         except (FileNotFoundError, NotADirectoryError):
             return []
-        link_record.record_links(before, started, links)
+        link_record.record_links(path, before, started, links)
         return names
 
     def exists(self, rel: str) -> bool:

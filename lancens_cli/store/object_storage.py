@@ -93,25 +93,33 @@ class ObjectStoreFiles:
         self, rel: str, suffix: str, after: str | None = None, until: str | None = None
     ) -> list[str]:
         """The names of the prefixes in `rel` that end with `suffix`. With `after` and
-        `until`, only those between (`after` < name <= `until`, as the store orders keys):
-        S3 and GCS list keys in order, so the listing starts past `after` and its pages stop
-        past `until`, a request per thousand names wanted, not per thousand in `rel`."""
-        if (after is None and until is None) or self.scheme not in ("s3", "gs"):
-            return [e.name for e in self.list_dir(rel) if e.is_dir and e.name.endswith(suffix)]
+        `until`, at least those after the name `after` whose keys below `rel` (`<name>/`, the
+        slash included: `t.lance-old/` sorts before `t.lance/`) are at most `until`: S3 and
+        GCS list keys in order, so the listing starts past `after` and its pages stop past
+        `until`, a request per thousand names wanted, not per thousand in `rel`."""
         bucket, _, key = self.path(rel).partition("/")
+        if (after is None and until is None) or not self._lists_in_order(bucket):
+            return [e.name for e in self.list_dir(rel) if e.is_dir and e.name.endswith(suffix)]
         prefix = f"{key}/" if key else ""
         pages = _s3_pages if self.scheme == "s3" else _gcs_pages
         names: list[str] = []
-        for page in pages(self, bucket, prefix, prefix + after if after else None):
-            for name in page:
-                name = name[len(prefix) :].rstrip("/")
-                if after is not None and name <= after:
-                    continue
-                if until is not None and name > until:
-                    return names
-                if name.endswith(suffix):
-                    names.append(name)
+        try:
+            for page in pages(self, bucket, prefix, prefix + after if after else None):
+                for found in page:
+                    below = found[len(prefix) :]  # `<name>/`: keys order with the slash
+                    if until is not None and below > until:
+                        return names
+                    name = below.rstrip("/")
+                    if (after is None or name > after) and name.endswith(suffix):
+                        names.append(name)
+        except FileNotFoundError:  # no bucket: nothing listed, as `list_dir` answers
+            return []
         return names
+
+    def _lists_in_order(self, bucket: str) -> bool:
+        """S3 general-purpose buckets and GCS list keys in byte order from a start key; S3
+        Express directory buckets (`--x-s3`) list in no order and take no start key."""
+        return self.scheme == "gs" or (self.scheme == "s3" and not bucket.endswith("--x-s3"))
 
     def exists(self, rel: str) -> bool:
         try:

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from lancens_cli.service.namespace import Namespace, _last_key
 
-# names around `.` in byte order: `-` < `.` < `0` < `_` < `a`
-NAME = st.text(alphabet="t-0_a", min_size=1, max_size=6)
+# names around `.` and `/` in byte order: `!` < `-` < `.` < `/` < `0` < `_` < `a`
+NAME = st.text(alphabet="t!-.0_a", min_size=1, max_size=6)
 
 
 def _ls(root: Root, *args: str) -> dict:
@@ -25,11 +25,12 @@ def _ls(root: Root, *args: str) -> dict:
     return json.loads(result.stdout)
 
 
-def _pages(root: Root, limit: int) -> list[list[str]]:
+def _pages(root: Root, limit: int) -> list[list[dict]]:
     pages, token = [], None
     while True:
-        doc = _ls(root, "--limit", str(limit), *(["--page-token", token] if token else []))
-        pages.append([e["id"] for e in doc["entries"]])
+        args = ("--no-state", "--limit", str(limit), *(["--page-token", token] if token else []))
+        doc = _ls(root, *args)
+        pages.append(doc["entries"])
         token = doc["next_page_token"]
         if token is None:
             return pages
@@ -50,11 +51,14 @@ def test_pages_read_as_the_whole_listing(any_root: Root) -> None:
         _write_dir_table(any_root, name)
     assert invoke(*any_root.args, "deregister", "gone").exit_code == 0
     assert invoke(*any_root.args, "register", "shared", "held.lance").exit_code == 0
-    whole = [e["id"] for e in _ls(any_root, "--no-state")["entries"]]
-    assert whole == sorted(["m", "t-2", "t0", "ta", "z", "t", "t-1", "t_", "a", "a-b", "shared"])
+    whole = _ls(any_root, "--no-state")["entries"]
+    assert [e["id"] for e in whole] == sorted(
+        ["m", "t-2", "t0", "ta", "z", "t", "t-1", "t_", "a", "a-b", "shared"]
+    )
+    assert {e["id"]: e["source"] for e in whole}["shared"] == "both"
     for limit in (1, 2, 3, 5):
         pages = _pages(any_root, limit)
-        assert [i for page in pages for i in page] == whole, limit
+        assert [e for page in pages for e in page] == whole, limit
         assert all(len(page) == limit for page in pages[:-1])
 
 
@@ -62,8 +66,8 @@ def test_pages_read_as_the_whole_listing(any_root: Root) -> None:
 def test_no_name_up_to_the_bound_has_a_key_past_the_last_key(until: str, names: list[str]):
     last = _last_key(until)
     for name in names:
-        if name <= until:
-            assert f"{name}.lance" <= last, (name, until, last)
+        if name <= until:  # as the store lists it: `<name>.lance/`
+            assert f"{name}.lance/" <= last, (name, until, last)
 
 
 class _Counting:
@@ -86,9 +90,11 @@ def test_a_range_is_listed_in_the_requests_it_needs(request, store: str) -> None
     tenth, one; the names between is the whole listing cut, whatever the bounds."""
     root: Root = request.getfixturevalue(f"{store}_root")
     fs, base = root_fs(root)
-    names = [f"d{i:05d}" for i in range(1100)] + ["d", "d0-x", "e"]
+    # `d.lance-old/` and `d.lance.lance/` (a table named `d.lance`) sort before `d.lance/`
+    names = [f"d{i:05d}" for i in range(1100)] + ["d", "d!", "d.lance", "d0-x", "e"]
     fs.pipe({f"{base}/{name}.lance/x": b"" for name in names})
     put_object(root, "not-a-table/x", b"")
+    put_object(root, "d.lance-old/x", b"")
     storage = Namespace.from_properties(root.properties).storage
     files = storage._files
     method = "call_s3" if store == "s3" else "call"
@@ -100,9 +106,16 @@ def test_a_range_is_listed_in_the_requests_it_needs(request, store: str) -> None
     first = storage.dir_names("", ".lance", None, _last_key("d00009"))
     assert counting.calls == 1
     wanted = sorted(f"{n}.lance" for n in names if n <= "d00009")
-    assert len(wanted) == 12  # d, d0-x and the first ten
+    assert len(wanted) == 14  # d, d!, d.lance, d0-x and the first ten
     assert sorted(n for n in first if n[: -len(".lance")] <= "d00009") == wanted
-    for after, until in (("d00005", "d00100"), ("d", "d0"), (None, "e"), ("d01099", None)):
+    for after, until in (
+        ("d00005", "d00100"),
+        ("d", "d0"),
+        (None, "d"),
+        ("d!", "d.lance"),
+        (None, "e"),
+        ("d01099", None),
+    ):
         found = storage.dir_names("", ".lance", after, None if until is None else _last_key(until))
         wanted = sorted(f"{n}.lance" for n in names if _between(n, after, until))
         assert sorted(n for n in found if _between(n[: -len(".lance")], after, until)) == wanted

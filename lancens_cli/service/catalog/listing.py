@@ -79,7 +79,7 @@ def list_namespace(
     more = limit is not None and len(order) > limit
     page = _PageEntries(
         order[:limit] if limit is not None else order,
-        _EntryMaker(ns, child, directories, verdicts, partitions, delimiter, with_state),
+        _EntryMaker(ns, snapshot, child, directories, verdicts, partitions, delimiter, with_state),
     )
     next_token = page[len(page) - 1].id if more else None
     listing = Listing(ident.display(delimiter), page, next_token)
@@ -98,6 +98,7 @@ class _EntryMaker:
     def __init__(
         self,
         ns: Namespace,
+        snapshot: Any,
         child: Any,
         directories: _Directories,
         verdicts: Any,
@@ -105,7 +106,7 @@ class _EntryMaker:
         delimiter: str,
         with_state: bool,
     ) -> None:
-        self.ns, self.child, self.directories = ns, child, directories
+        self.ns, self.snapshot, self.child, self.directories = ns, snapshot, child, directories
         self.verdicts, self.partitions, self.delimiter = verdicts, partitions, delimiter
         self.with_state = with_state
         self.row_count = child.num_rows
@@ -139,6 +140,21 @@ class _EntryMaker:
         """Whether a root `<name>.lance` directory also holds each row's location. A chunk of
         a long page takes it from one test of every listed row (hashing all the directories
         once); a short page asks which directories hold its own few locations."""
+        held = self._listed_directory_holds(positions, rows, asked)
+        after, until = self.directories.between
+        if after is None and until is None:
+            return held
+        return [  # a location whose name the page's listing did not cover is asked of itself
+            found or (_outside(row["location"], after, until) and self._lists(row["location"]))
+            for found, row in zip(held, rows, strict=True)
+        ]
+
+    def _lists(self, location: str) -> bool:
+        return self.ns.lists_directory(self.snapshot, location)
+
+    def _listed_directory_holds(
+        self, positions: Any, rows: list[dict[str, Any]], asked: int
+    ) -> list:
         directories = self.directories.all_locations
         if not len(directories):
             return [False] * len(rows)
@@ -150,6 +166,14 @@ class _EntryMaker:
         wanted = pa.array([row["location"] for row in rows], pa.string())
         held = set(directories.filter(pc.is_in(directories, value_set=wanted)).to_pylist())
         return [row["location"] in held for row in rows]
+
+
+def _outside(location: Any, after: str | None, until: str | None) -> bool:
+    """Whether a root `<name>.lance` location's name lies outside (after, until]."""
+    if not isinstance(location, str) or not location.endswith(V1_SUFFIX):
+        return False
+    name = location[: -len(V1_SUFFIX)]
+    return (after is not None and name <= after) or (until is not None and name > until)
 
 
 class _PageEntries(Sequence[Entry]):
@@ -268,12 +292,14 @@ def _row_entry(
 class _Directories(NamedTuple):
     """The root's `<name>.lance` directories as `ls` lists them, in Arrow: those no listed
     row knows (`names` -> `locations`; for a name that is not UTF-8, a stand-in that `real`
-    maps from its position to the name and location), and the locations of all of them."""
+    maps from its position to the name and location), and the locations of all of them
+    (all those named in `between`, when the listing covered only a page's names)."""
 
     names: Any
     locations: Any
     all_locations: Any
     real: dict[int, tuple[str, str]]
+    between: NameRange = (None, None)
 
 
 _NONE = pa.array([], pa.string())
@@ -318,7 +344,7 @@ def _directory_tables(
         stand_ins = pa.array([_stand_in(name) for name, _ in real.values()], pa.string())
         names = pa.concat_arrays([names, stand_ins])
         only_locations = pa.concat_arrays([only_locations, stand_ins])
-    return _Directories(names, only_locations, locations, real)
+    return _Directories(names, only_locations, locations, real, between)
 
 
 def _stand_in(text: str) -> str:
