@@ -122,15 +122,7 @@ class Namespace:
             return _NO_NAMES, _NO_NAMES, []
         after, until = between
         last_key = None if until is None else _last_key(until)
-        found, odd = arrow_strings(self.storage.dir_names("", V1_SUFFIX, after, last_key))
-        cut = len(V1_SUFFIX)
-        keep = pc.and_(
-            pc.greater(pc.utf8_length(found), cut),
-            pc.invert(pc.match_substring(found, OBJECT_ID_DELIMITER)),
-        )
-        locations = found.filter(keep)
-        odd = [loc for loc in odd if len(loc) > cut and OBJECT_ID_DELIMITER not in loc]
-        return pc.utf8_slice_codeunits(locations, 0, -cut), locations, odd
+        return _table_columns(self.storage.dir_names("", V1_SUFFIX, after, last_key))
 
     def visible_dir_tables(
         self, snapshot: ManifestSnapshot, unless: Collection[str] = ()
@@ -150,7 +142,16 @@ class Namespace:
     ) -> DirectoryTables:
         """`visible_dir_tables` as Arrow arrays (`between`: see `dir_table_columns`). Only a
         directory no row names is looked into for a deregistration marker."""
-        names, locations, odd_locations = self.dir_table_columns(between)
+        return self._visible(snapshot, self.dir_table_columns(between), unless)
+
+    def _visible(
+        self,
+        snapshot: ManifestSnapshot,
+        found: tuple[Any, Any, list[str]],
+        unless: Collection[str] = (),
+    ) -> DirectoryTables:
+        """The directory tables of `found` (`dir_table_columns`) that are not hidden."""
+        names, locations, odd_locations = found
         claimed = stale_rename_sources(snapshot)
         odd = {  # no row can name these: each is looked into
             loc[: -len(V1_SUFFIX)]: loc
@@ -173,22 +174,18 @@ class Namespace:
 
     def lists_directory(self, snapshot: ManifestSnapshot, location: str) -> bool:
         """Whether `visible_dir_table_columns` of the whole root would hold `location`, asked
-        of that one directory: a row on a page whose listing covered only the page's names
-        may be held by a directory outside them (a table registered at another's location)."""
-        name = location[: -len(V1_SUFFIX)]
+        of that one directory by the same rules: a row on a page whose listing covered only
+        the page's names may be held by a directory outside them (a table registered at
+        another's location)."""
         if (
             not self.config.dir_listing_enabled
             or "/" in location
             or not location.endswith(V1_SUFFIX)
-            or not name
-            or OBJECT_ID_DELIMITER in name
-            or location in stale_rename_sources(snapshot)
             or not self.storage.is_dir(location)
         ):
             return False
-        ids = snapshot.table.column("object_id")
-        named = len(ids) > 0 and pc.any(pc.equal(ids, name)).as_py()
-        return bool(named) or not is_deregistered(self.storage, location)
+        found = self._visible(snapshot, _table_columns([location]))
+        return len(found.locations) > 0 or location in found.odd.values()
 
     def namespace_exists(self, ident: Identifier, snapshot: ManifestSnapshot) -> bool:
         if ident.is_root:
@@ -268,6 +265,20 @@ class Namespace:
 
 _NO_NAMES = pa.array([], pa.string())
 NameRange = tuple[str | None, str | None]  # (after, until]: names of root tables, in byte order
+
+
+def _table_columns(found: list[str]) -> tuple[Any, Any, list[str]]:
+    """Which directories found are root tables (a name, and no `$` in it), as names and
+    locations cut and filtered in Arrow, and the locations whose names are not UTF-8."""
+    arrow_found, odd = arrow_strings(found)
+    cut = len(V1_SUFFIX)
+    keep = pc.and_(
+        pc.greater(pc.utf8_length(arrow_found), cut),
+        pc.invert(pc.match_substring(arrow_found, OBJECT_ID_DELIMITER)),
+    )
+    locations = arrow_found.filter(keep)
+    odd = [loc for loc in odd if len(loc) > cut and OBJECT_ID_DELIMITER not in loc]
+    return pc.utf8_slice_codeunits(locations, 0, -cut), locations, odd
 
 
 def _last_key(until: str) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 # Times this far before a listing began cannot be shared by a change made after it began: the
 # coarse clock that stamps directories lags the wall clock by a tick (milliseconds).
@@ -58,7 +57,3 @@ def recorded_links(path: str) -> frozenset[str] | None:
     """The links a listing recorded for this directory as it still is, or None."""
     now = stamp(path)
     return None if now is None else _records.get(now)
-
-
-def listing_started() -> int:
-    return time.time_ns()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -44,7 +45,7 @@ class LocalFiles:
         that judging locations below `rel` need not list it again. A directory lists in no
         order: `after` and `until` (a range some names must lie in) are no help here."""
         path = self.path(rel)
-        before, started = link_record.stamp(path), link_record.listing_started()
+        before, started = link_record.stamp(path), time.time_ns()
         names: list[str] = []
         links: list[str] = []
         try:
