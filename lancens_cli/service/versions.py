@@ -11,6 +11,7 @@ shown for a version names that version when given back.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -18,13 +19,14 @@ from typing import Any
 import lance
 
 from lancens_cli.errors import TableNotFoundError
-from lancens_cli.models import MANIFEST_TABLE, Identifier, Result
+from lancens_cli.models import MANIFEST_TABLE, Identifier, Result, Streamed
 from lancens_cli.service.history.transactions import VersionStats, operation_word, version_stats
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.prune.decide import Decisions, decide
+from lancens_cli.service.prune.decide import Decisions, Deferred, decide
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.protect import expiry_reasons
 from lancens_cli.service.prune.table import TableResult, TableWork
+from lancens_cli.spill import SpilledList
 from lancens_cli.store.commit_record import record_of
 from lancens_cli.words import utc_iso
 
@@ -100,16 +102,17 @@ class TableSummary:
 
 @dataclass
 class NamespaceVersions(Result):
-    """`versions` of a namespace: one line per table."""
+    """`versions` of a namespace: one line per table (a `SpilledList` for a whole root)."""
 
     policy: PrunePolicy
-    tables: list[TableSummary] = field(default_factory=list)
+    tables: Sequence[TableSummary] = field(default_factory=list)
+    expiring: int = 0  # versions expiring over all tables
 
     def to_json(self) -> dict[str, Any]:
         return {
             "policy": self.policy.to_json(),
-            "tables": [t.to_json() for t in self.tables],
-            "expiring": sum(t.expiring for t in self.tables),
+            "tables": Streamed(self.tables, TableSummary.to_json),
+            "expiring": self.expiring,
         }
 
 
@@ -178,39 +181,44 @@ def table_versions(
 def namespace_versions(
     ns: Namespace, ident: Identifier, policy: PrunePolicy, delimiter: str = "."
 ) -> NamespaceVersions:
-    """One line per table of the namespace (or the root): what prune keeps and removes."""
+    """One line per table of the namespace (or the root): what prune keeps and removes.
+
+    Each table is planned as its line is made and its plan dropped (`decide(deferred=True)`),
+    and the lines wait in a temporary file (spill.py): a million tables are never held."""
     ns.require_root()
-    decisions = decide(ns, [ident], policy, datetime.now(UTC))
-    report = NamespaceVersions(policy)
+    decisions = decide(ns, [ident], policy, datetime.now(UTC), deferred=True)
+    report = NamespaceVersions(policy, SpilledList())
     labels = decisions.labels
-    for (location, object_id), planned in zip(decisions.scope, decisions.planned, strict=True):
-        name = Identifier.from_object_id(object_id).display(delimiter) if object_id else location
-        if isinstance(planned, TableWork):
-            plan = planned.plan
-            kinds: dict[str, int] = {}
-            for reasons in plan.protected.values():
-                for kind in {reason_kind(r) for r in reasons}:
-                    kinds[kind] = kinds.get(kind, 0) + 1
-            reclaim = _reclaimable(ns, location, plan.expire, list(plan.protected))
-            report.tables.append(
-                TableSummary(
-                    name,
-                    location,
-                    len(plan.protected) + len(plan.expire),
-                    len(plan.expire),
-                    kinds,
-                    reclaim,
-                )
-            )
-        else:
-            assert isinstance(planned, TableResult)  # decided at once: none left Deferred
-            report.tables.append(
-                TableSummary(
-                    name, location, len(planned.kept), 0, {}, None, planned.error or planned.status
-                )
-            )
-        report.tables[-1].label = labels.get(object_id) if object_id else None
+    for index, (location, object_id) in enumerate(decisions.scope):
+        planned = decisions.planned[index]
+        decisions.planned[index] = None  # (held by the list until then)
+        if isinstance(planned, Deferred):
+            assert decisions.plan_later is not None
+            planned = decisions.plan_later(planned.item)
+        summary = _summary(ns, location, object_id, planned, delimiter)
+        summary.label = labels.get(object_id) if object_id else None
+        report.expiring += summary.expiring
+        report.tables.append(summary)
     return report
+
+
+def _summary(
+    ns: Namespace, location: str, object_id: str | None, planned: Any, delimiter: str
+) -> TableSummary:
+    """A table's line: how many versions, how many expire, what keeps the rest."""
+    name = Identifier.from_object_id(object_id).display(delimiter) if object_id else location
+    if isinstance(planned, TableWork):
+        plan = planned.plan
+        kinds: dict[str, int] = {}
+        for reasons in plan.protected.values():
+            for kind in {reason_kind(r) for r in reasons}:
+                kinds[kind] = kinds.get(kind, 0) + 1
+        reclaim = _reclaimable(ns, location, plan.expire, list(plan.protected))
+        versions = len(plan.protected) + len(plan.expire)
+        return TableSummary(name, location, versions, len(plan.expire), kinds, reclaim)
+    assert isinstance(planned, TableResult)  # decided at once: none left Deferred
+    note = planned.error or planned.status
+    return TableSummary(name, location, len(planned.kept), 0, {}, None, note)
 
 
 RECLAIM_VERSIONS = 200  # past this many versions, bytes reclaimable are not worked out

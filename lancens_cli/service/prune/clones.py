@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import lance
@@ -40,15 +41,17 @@ def table_of_base(rel: str, locations: set[str]) -> str | None:
     return None
 
 
-def clone_dependents(states: list[TableState]) -> dict[str, list[str]]:
-    """source location -> the locations of tables reading it through a base path."""
-    locations = {s.location for s in states}
+def clone_dependents(
+    locations: set[str], based: Iterable[tuple[str, Sequence[str]]]
+) -> dict[str, list[str]]:
+    """source location -> the locations of tables reading it through a base path, from the
+    tables' `locations` and (location, base paths) of those that have any (`based`)."""
     found: dict[str, list[str]] = defaultdict(list)
-    for state in states:
-        for base in state.bases:
+    for location, bases in based:
+        for base in bases:
             source = table_of_base(base, locations)
-            if source is not None and source != state.location:
-                found[source].append(state.location)
+            if source is not None and source != location:
+                found[source].append(location)
     return found
 
 

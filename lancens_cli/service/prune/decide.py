@@ -38,6 +38,7 @@ from lancens_cli.service.prune.report import (
     UNCHANGED,
     TableResult,
 )
+from lancens_cli.service.prune.state_spill import SpilledStates
 from lancens_cli.service.prune.table import (
     TableWork,
     record_failure,
@@ -69,7 +70,7 @@ class Decisions:
 
     scope: list[tuple[str, str | None]]
     planned: list[Planned | None]  # by scope; None once the run took it (service/prune/run.py)
-    states: dict[str, TableState]
+    states: SpilledStates  # every table's state as read, then as planned (state_spill.py)
     manifest_plan: TablePlan | None
     pins: Pins
     refused: list[dict[str, str]]
@@ -79,6 +80,7 @@ class Decisions:
     plan_later: Callable[[tuple[str, str | None]], TableResult | TableWork] | None = None
     # object id -> which partition a partition table is (service/partitioned/label.py)
     labels: dict[str, Any] = field(default_factory=dict)
+    objects_listed: int = 0  # objects the tables' listings saw (what listing them costs)
 
 
 def decide(
@@ -108,16 +110,15 @@ def decide(
     del snapshot  # every row of the catalog: not held while the tables are read
     readers = reading_threads(ns, parallel)
     held = HeldDatasets({location for location, _ in scope}) if hold else None
-    states, unreadable = _read_states(ns, every, readers, record, now, policy, held)
+    states, unreadable, objects = _read_states(ns, every, readers, record, now, policy, held)
     dependents, blind = _clone_map(ns, states, unreadable)
-    present = {*states, *unreadable}
 
     def plan(item: tuple[str, str | None]) -> TableResult | TableWork:
         """The table's work, or its result when there is nothing to run (or it failed)."""
         location, object_id = item
         result = TableResult(object_id, location)
         try:
-            if location not in present:
+            if location not in states and location not in unreadable:
                 result.notes.append(NOT_A_TABLE)
                 return result
             state = states.get(location)
@@ -151,14 +152,13 @@ def decide(
     def alone(location: str) -> bool:
         """Neither a shallow clone nor read by one: its plan reads no other table, and no
         other table's plan reads it (those are all planned before any table's work starts)."""
-        state = states.get(location)
-        return not dependents.get(location) and (state is None or not state.bases)
+        return not dependents.get(location) and not states.bases_of(location)
 
-    planned = _plan_all(plan, scope, states, parallel, alone if deferred else None)
+    planned = _plan_all(plan, scope, states.is_recorded, parallel, alone if deferred else None)
     # `__manifest`'s rows are not kept: over 100,000 tables they are a tenth of a run's memory
     return Decisions(
         scope, planned, states, manifest_plan, pins, refused, dependents, now,
-        plan if deferred else None, labels,
+        plan if deferred else None, labels, objects,
     )  # fmt: skip
 
 
@@ -185,26 +185,28 @@ def reading_threads(ns: Namespace, parallel: int) -> int:
 
 
 def _clone_map(
-    ns: Namespace, states: dict[str, TableState], unreadable: dict[str, LancensError]
+    ns: Namespace, states: SpilledStates, unreadable: dict[str, LancensError]
 ) -> tuple[dict[str, list[str]], list[str]]:
     """Which tables read which through base paths (source -> its clones), and the tables that
     do not load at all. A table that does not load may still read others: its base paths come
     from an older version; when none loads, or a table names a base path that cannot be
     placed (`UNPLACEABLE_BASE`), the run removes no version anywhere."""
-    for_clones_only: list[TableState] = []
-    blind = [loc for loc, state in states.items() if UNPLACEABLE_BASE in state.bases]
+    based = dict(states.with_bases())  # no state is read back: the few with base paths
+    blind = [location for location, bases in based.items() if UNPLACEABLE_BASE in bases]
+    placed = []  # tables that do not load but whose base paths an older version names
     for location in unreadable:
         bases = fallback_bases(ns.storage, location)
         if bases is None or UNPLACEABLE_BASE in bases:
             blind.append(location)
-        else:
-            for_clones_only.append(TableState(location, None, [], {}, {}, bases))
-    return clone_dependents([*states.values(), *for_clones_only]), blind
+            continue
+        placed.append(location)
+        if bases:
+            based[location] = tuple(bases)
+    locations = {*states, *placed}
+    return clone_dependents(locations, based.items()), blind
 
 
-def _as_recorded(
-    state: TableState, pins: Pins, clones: list[str], states: dict[str, TableState]
-) -> bool:
+def _as_recorded(state: TableState, pins: Pins, clones: list[str], states: SpilledStates) -> bool:
     """Whether the record says a table needs nothing this run: its listing as recorded
     (`state.recorded`), and what `__manifest` publishes of it and its clones as recorded too."""
     recorded = state.recorded
@@ -227,15 +229,16 @@ def _read_in_full(
 def _plan_all(
     plan: Callable[[tuple[str, str | None]], TableResult | TableWork],
     scope: list[tuple[str, str | None]],
-    states: dict[str, TableState],
+    recorded: Callable[[str], bool],
     parallel: int,
     defer: Callable[[str], bool] | None,
 ) -> list[Planned | None]:
     """`plan` of every table in scope, in order: a table the record may skip at once (it
-    reads nothing), a table `defer` accepts left `Deferred`, the rest in `parallel` threads."""
+    reads nothing: `recorded`), a table `defer` accepts left `Deferred`, the rest in
+    `parallel` threads."""
     planned: list[Planned | None] = [None] * len(scope)
     for index, (location, _) in enumerate(scope):
-        if getattr(states.get(location), "recorded", None) is not None:
+        if recorded(location):
             planned[index] = plan(scope[index])
         elif defer is not None and defer(location):
             planned[index] = Deferred(scope[index])
@@ -308,9 +311,12 @@ def _read_states(
     now: datetime,
     policy: PrunePolicy,
     held: HeldDatasets | None,
-) -> tuple[dict[str, TableState], dict[str, LancensError]]:
-    states: dict[str, TableState] = {}
+) -> tuple[SpilledStates, dict[str, LancensError], int]:
+    """Every table's state (and the tables that cannot be read), and how many objects their
+    listings saw (what listing them again costs: record_entries.py)."""
+    states = SpilledStates()  # a million states are not held in memory (state_spill.py)
     errors: dict[str, LancensError] = {}
+    objects = 0
     known = record.entries if record is not None else {}
 
     def read(item):
@@ -340,22 +346,25 @@ def _read_states(
             rest.append((location, object_id))
     ids = dict(rest)
 
-    def read_all(listed) -> None:
+    def read_all(listed) -> int:
         items = ((location, ids[location], listing) for location, listing in listed)
+        listed_objects = 0
         for _, (location, state, error) in completed_map(read, items, parallel):
             if state is not None:
                 states[location] = state
+                listed_objects += state.seen.objects if state.seen is not None else 0
             elif error is not _NO_VERSIONS:
                 errors[location] = error
+        return listed_objects
 
-    try:
-        read_all(list_tables(ns.storage, list(ids)))  # on S3 one listing of the root serves all
+    try:  # on S3 one listing of the root serves all
+        objects = read_all(list_tables(ns.storage, list(ids)))
     except UnorderedListing:  # a store that does not list in name order: a listing each
         for location in ids:
             states.pop(location, None)
             errors.pop(location, None)
-        read_all((location, None) for location in ids)
-    return states, errors
+        objects = read_all((location, None) for location in ids)
+    return states, errors, objects
 
 
 _NO_VERSIONS = LancensError("no versions")

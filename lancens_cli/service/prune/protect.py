@@ -163,6 +163,18 @@ class TableState:
         self.bases = tuple(self.bases)
         self.branch_states = self.branch_states or ()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (service/prune/state_spill.py) without the shared empty tags and branches,
+        which a read-only mapping cannot be; shared again once read back."""
+        state = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        state["tags"], state["branches"] = dict(self.tags), dict(self.branches)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+        self.__post_init__()
+
     @property
     def latest(self) -> int:
         return max(v.version for v in self.versions)
