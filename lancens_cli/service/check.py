@@ -15,7 +15,8 @@ finds that no row accounts for); `partitioned/layout_check.py` and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 
 from lancens_cli.errors import ManifestError
@@ -88,7 +89,7 @@ def check(
     check_rows(ns, snapshot, rows, report, delimiter, grace, progress, drop_refused_rows)
     verdicts = row_locations(ns.storage, snapshot)
     check_published(
-        ns, [r for r in rows if verdicts.problem(r["object_id"]) is None], report, delimiter
+        ns, (r for r in rows if verdicts.problem(r["object_id"]) is None), report, delimiter
     )
     if ident.is_root:
         check_job_logs(ns, report, grace)
@@ -101,15 +102,34 @@ def check(
     return report
 
 
-def _rows_in_scope(ns: Namespace, snapshot: ManifestSnapshot, ident: Identifier) -> list[dict]:
+@dataclass(frozen=True)
+class _RootRows:
+    """Every row of the root, the catalog's made a batch at a time as each pass reads them
+    (`check` passes over them twice; a million rows held as dicts is a third of a GB), then
+    the V1 tables known only from their directory."""
+
+    snapshot: ManifestSnapshot
+    directory_rows: list[dict]
+
+    def __iter__(self) -> Iterator[dict]:
+        yield from self.snapshot.each_row()
+        yield from self.directory_rows
+
+
+def _rows_in_scope(ns: Namespace, snapshot: ManifestSnapshot, ident: Identifier) -> Iterable[dict]:
     if ident.is_root:
-        rows = list(snapshot.rows)
         # V1 tables known only from their directory are checked too.
-        known = {r["location"] for r in rows if r["object_type"] == KIND_TABLE}
-        for name, location in ns.visible_dir_tables(snapshot).items():
-            if location not in known and name not in snapshot:
-                rows.append(table_row(name, location, None))
-        return rows
+        known = {
+            location
+            for kind, location in snapshot.columns("object_type", "location")
+            if kind == KIND_TABLE
+        }
+        extra = [
+            table_row(name, location, None)
+            for name, location in ns.visible_dir_tables(snapshot).items()
+            if location not in known and name not in snapshot
+        ]
+        return _RootRows(snapshot, extra)
     row = snapshot.get(ident.object_id)
     if row is None:
         ref = ns.require_table(ident, snapshot)

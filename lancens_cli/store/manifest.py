@@ -137,6 +137,9 @@ def properties_problem(row: dict[str, Any]) -> str | None:
     return metadata_problem(row.get("metadata"), "its properties")
 
 
+ROW_BATCH = 4096  # rows made into dicts at a time (`ManifestSnapshot.each_row`)
+
+
 @dataclass
 class ManifestSnapshot:
     """`__manifest` at one version (version 0: it does not exist yet)."""
@@ -159,6 +162,15 @@ class ManifestSnapshot:
         if self._rows is None:
             self._rows = self.table.to_pylist()
         return self._rows
+
+    def each_row(self) -> Iterator[dict[str, Any]]:
+        """Every row as a dict, made a batch at a time and let go (`rows` keeps them all:
+        over a million rows that is a third of a GB)."""
+        if self._rows is not None:
+            yield from self._rows
+            return
+        for batch in self.table.to_batches(max_chunksize=ROW_BATCH):
+            yield from batch.to_pylist()
 
     def columns(self, *names: str) -> Iterator[tuple[Any, ...]]:
         """The named columns of every row, a tuple a row (None for a column the table lacks):

@@ -8,6 +8,7 @@ version of `main`, so only a published version other than that one is opened aga
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from lancens_cli.errors import LancensError
@@ -20,7 +21,9 @@ from lancens_cli.store.verify import version_problems
 UNREADABLE = "published_version_unreadable"
 
 
-def check_published(ns: Namespace, rows: list[dict[str, Any]], report: Any, delimiter: str) -> None:
+def check_published(
+    ns: Namespace, rows: Iterable[dict[str, Any]], report: Any, delimiter: str
+) -> None:
     """Report every table row whose published version readers cannot read."""
     for row in rows:
         ref = PublishedRef.of(row)
