@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 from lancens_cli.cli.views import View, view_of
@@ -44,8 +45,15 @@ def emit(result: Result, *, json_mode: bool, stream: TextIO | None = None) -> No
     if stream.isatty():
         _emit_rich(result, stream)
     else:
-        for line in plain_lines(result):
-            stream.write(line + "\n")
+        pending: list[str] = []
+        size = 0
+        for line in plain_lines(result):  # a line a row, written a block at a time
+            pending.append(line + "\n")
+            size += len(line) + 1
+            if size >= JSON_CHUNK:
+                stream.write("".join(pending))
+                pending, size = [], 0
+        stream.write("".join(pending))
 
 
 JSON_CHUNK = 1 << 16  # characters gathered before a write to the stream
@@ -150,16 +158,17 @@ def plain_row(row: list[Any]) -> str:
     return "\t".join(_cell(v) for v in row)
 
 
-def plain_lines(result: Any) -> list[str]:
+def plain_lines(result: Any) -> Iterator[str]:
     """The result as piped: its view's rows as tab-separated lines, else `key<TAB>value` lines
-    of its fields."""
+    of its fields. A line at a time: a view's rows may be made as they are read (a report of
+    a million tables is never held whole as rows)."""
     shown = view_of(result)
     if shown is not None:
-        return [plain_row(row) for row in shown.rows]
+        return map(plain_row, shown.rows)
     plain = result.to_json()
     if isinstance(plain, dict):
-        return [f"{key}\t{_cell(value)}" for key, value in _flatten("", plain)]
-    return [_cell(plain)]
+        return iter([f"{key}\t{_cell(value)}" for key, value in _flatten("", plain)])
+    return iter([_cell(plain)])
 
 
 # --- terminal ---------------------------------------------------------------------------------
@@ -188,10 +197,11 @@ def _emit_view(console: Any, shown: View) -> None:
     lines (as psql's expanded display), every column kept."""
     from rich.table import Table
 
-    styles = shown.styles or [None] * len(shown.rows)
+    rows = list(shown.rows)  # a terminal's table is laid out whole
+    styles = shown.styles or [None] * len(rows)
     sized = {shown.columns.index(c) for c in shown.sizes}
     texts = []
-    for row in shown.rows:
+    for row in rows:
         cells = [
             human_bytes(v) if i in sized and isinstance(v, int) else v for i, v in enumerate(row)
         ]

@@ -187,7 +187,8 @@ def namespace_versions(
     and the lines wait in a temporary file (spill.py): a million tables are never held."""
     ns.require_root()
     decisions = decide(ns, [ident], policy, datetime.now(UTC), deferred=True)
-    report = NamespaceVersions(policy, SpilledList())
+    lines: SpilledList[TableSummary] = SpilledList()
+    report = NamespaceVersions(policy, lines)
     labels = decisions.labels
     for index, (location, object_id) in enumerate(decisions.scope):
         planned = decisions.planned[index]
@@ -198,7 +199,7 @@ def namespace_versions(
         summary = _summary(ns, location, object_id, planned, delimiter)
         summary.label = labels.get(object_id) if object_id else None
         report.expiring += summary.expiring
-        report.tables.append(summary)
+        lines.append(summary)
     return report
 
 

@@ -4,10 +4,12 @@ are imported inside it, so that `lancens --help` starts without pyarrow or Lance
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from typing import Any
 
-from lancens_cli.cli.views.cells import with_partitions, would_prefix
-from lancens_cli.cli.views.registry import View, view
+from lancens_cli.cli.views.cells import partition_cell, with_partitions, would_prefix
+from lancens_cli.cli.views.registry import Rows, RowStream, View, view
 from lancens_cli.words import human_time, plural
 
 
@@ -124,10 +126,12 @@ def _options_words(options: dict[str, Any]) -> str:
 
 @view("lancens_cli.service.versions.NamespaceVersions")
 def _namespace_versions(r: Any) -> View:
-    header = ["table", "versions", "expiring", "kept by", "reclaimable", "location"]
-    rows = [
+    """A row a table, made as read: a root's lines wait in a temporary file, not in rows."""
+    header = ["table", "partition", "versions", "expiring", "kept by", "reclaimable", "location"]
+    rows = (
         [
             t.table,
+            partition_cell(t.label),
             t.versions,
             t.expiring,
             ", ".join(f"{k} {n}" for k, n in sorted(t.kept_by.items())),
@@ -135,8 +139,7 @@ def _namespace_versions(r: Any) -> View:
             t.location,
         ]
         for t in r.tables
-    ]
-    with_partitions(header, rows, [t.label for t in r.tables])
+    )
     optional = ("location", "reclaimable")
     sparse = ("partition",)
     return View(header, rows, "versions", sizes=("reclaimable",), optional=optional, sparse=sparse)
@@ -144,17 +147,28 @@ def _namespace_versions(r: Any) -> View:
 
 @view("lancens_cli.service.prune.report.PruneReport")
 def _prune(r: Any, brief: bool = False) -> View:
-    """Every table, debris and refused row; `brief` (a terminal without --verbose): only the
-    tables with something to do, and a line counting the others."""
+    """Every table, debris and refused row, made as read (a run's results wait on disk);
+    `brief` (a terminal without --verbose): only the tables with something to do, and a line
+    counting the others."""
+    header = ["table", "partition", "location", "status", "removed", "files", "bytes", "kept"]
+    idle: list[Any] = []  # the tables with nothing to do that `brief` leaves out
+    rows: Rows | RowStream = _prune_rows(r, brief, idle)
+    after: tuple[str, ...] = ()
+    if brief:  # on a terminal: laid out whole anyway, and the tables left out counted
+        rows = list(rows)
+        hidden = f"{plural(len(idle), 'table')} with nothing to do not shown"
+        after = (f"{hidden} (--verbose lists them)",) if idle else ()
+    optional = ("kept", "location", "files", "bytes", "partition")
+    sparse = ("partition",)
+    return View(header, rows, prune_title(r), after=after, optional=optional, sparse=sparse)
+
+
+def _prune_rows(r: Any, brief: bool, idle: list[Any]) -> Iterator[list[Any]]:
     from lancens_cli.service.indexes.actions import IndexAction
     from lancens_cli.service.prune.report import TableStatus
 
-    header = ["table", "location", "status", "removed", "files", "bytes", "kept"]
-    rows = []
-    labels: list[Any] = []  # which partition each table row is (None: not a partition table)
-    idle = 0
     quiet = (TableStatus.NOTHING_TO_DO, TableStatus.GONE)  # statuses with nothing to say
-    for t in [*([r.manifest] if r.manifest else []), *r.tables]:
+    for t in itertools.chain([r.manifest] if r.manifest else [], r.tables):
         kept = "; ".join(
             f"{k['branch'] + ' ' if 'branch' in k else ''}v{k['version']}: "
             + ", ".join(k["reasons"])
@@ -167,23 +181,18 @@ def _prune(r: Any, brief: bool = False) -> View:
         )
         indexed = _index_work(t, IndexAction.CURRENT)
         if brief and not _prune_work(t, removed, indexed, quiet):
-            idle += 1
+            idle.append(t.location)
             continue
         status = t.status + (f": {t.error}" if t.error else "") + indexed
-        rows.append(
-            [t.table or "-", t.location, status, removed, t.files_removed, t.bytes_freed, kept]
-        )
-        labels.append(r.labels.get(t.object_id) if t.object_id else None)
+        label = r.labels.get(t.object_id) if t.object_id else None
+        yield [
+            t.table or "-", partition_cell(label), t.location, status, removed,
+            t.files_removed, t.bytes_freed, kept,
+        ]  # fmt: skip
     for d in r.debris:
-        rows.append([d.object or "-", d.location, f"{d.action}: {d.code}", "", "", "", ""])
+        yield [d.object or "-", None, d.location, f"{d.action}: {d.code}", "", "", "", ""]
     for refused in r.refused:
-        rows.append([refused["table"], "", f"skipped: {refused['reason']}", "", "", "", ""])
-    with_partitions(header, rows, labels + [None] * (len(rows) - len(labels)))
-    hidden = f"{plural(idle, 'table')} with nothing to do not shown (--verbose lists them)"
-    after = (hidden,) if idle else ()
-    optional = ("kept", "location", "files", "bytes", "partition")
-    sparse = ("partition",)
-    return View(header, rows, prune_title(r), after=after, optional=optional, sparse=sparse)
+        yield [refused["table"], None, "", f"skipped: {refused['reason']}", "", "", "", ""]
 
 
 @view("lancens_cli.cli.prune.PruneOnTerminal")

@@ -24,4 +24,9 @@ def with_partitions(header: list[str], rows: Rows, labels: list[Any], at: int = 
     table's (the view marks it `sparse`): a pipe's columns never move after a first write."""
     header.insert(at, "partition")
     for row, label in zip(rows, labels, strict=True):
-        row.insert(at, label.text() if label is not None else None)
+        row.insert(at, partition_cell(label))
+
+
+def partition_cell(label: Any) -> str | None:
+    """A row's `partition` cell: a partition table's values as `ls` shows them, else None."""
+    return label.text() if label is not None else None

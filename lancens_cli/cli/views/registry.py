@@ -5,11 +5,14 @@ imports no module: `lancens ls` never loads the Spark pipeline to find out how a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 Rows = list[list[Any]]
+# what a view may hold instead: rows made as they are read, once (a pipe's lines, a report of
+# a million tables); a terminal lays them out whole
+RowStream = Iterable[list[Any]]
 
 
 @dataclass(frozen=True)
@@ -24,7 +27,7 @@ class View:
     A terminal never breaks a value a person copies across lines (`keeps_whole`)."""
 
     columns: list[str]
-    rows: Rows
+    rows: Rows | RowStream
     title: str | None = None
     styles: list[str | None] | None = None
     after: tuple[str, ...] = ()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import MappingProxyType
@@ -117,7 +117,7 @@ def pins_digest(pins: Pins, location: str) -> str:
     )
 
 
-def dependents_digest(clones: list[str], states: dict[str, TableState]) -> str:
+def dependents_digest(clones: list[str], states: Mapping[str, TableState]) -> str:
     """The shallow clones reading a table (their locations), each as its listing showed it."""
     seen = {c: states[c].seen if c in states else None for c in clones}
     # (a clone listed only to plan has no digest: it never matches a recorded one)
