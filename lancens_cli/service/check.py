@@ -21,7 +21,6 @@ from datetime import timedelta
 
 from lancens_cli.errors import ManifestError
 from lancens_cli.models import (
-    KIND_TABLE,
     MANIFEST_TABLE,
     Identifier,
 )
@@ -119,16 +118,8 @@ class _RootRows:
 def _rows_in_scope(ns: Namespace, snapshot: ManifestSnapshot, ident: Identifier) -> Iterable[dict]:
     if ident.is_root:
         # V1 tables known only from their directory are checked too.
-        known = {
-            location
-            for kind, location in snapshot.columns("object_type", "location")
-            if kind == KIND_TABLE
-        }
-        extra = [
-            table_row(name, location, None)
-            for name, location in ns.visible_dir_tables(snapshot).items()
-            if location not in known and name not in snapshot
-        ]
+        only_listed = ns.unregistered_dir_tables(snapshot, unnamed=True)
+        extra = [table_row(name, location, None) for name, location in only_listed.items()]
         return _RootRows(snapshot, extra)
     row = snapshot.get(ident.object_id)
     if row is None:

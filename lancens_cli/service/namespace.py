@@ -172,6 +172,29 @@ class Namespace:
             names, locations, named = (a.filter(keep) for a in (names, locations, named))
         return DirectoryTables(names, locations, named, odd)
 
+    def unregistered_dir_tables(
+        self, snapshot: ManifestSnapshot, unnamed: bool = False
+    ) -> dict[str, str]:
+        """The visible directory tables (name -> location) at a location no table row has;
+        with `unnamed`, only those whose name no row has either. Matched in Arrow: over a
+        million registered tables a Python set and dict of them are a third of a GB, and what
+        is left is the few tables known only from their directory."""
+        found = self.visible_dir_table_columns(snapshot)
+        table = snapshot.table
+        registered = table.column("location").filter(
+            pc.equal(table.column("object_type"), KIND_TABLE)
+        )
+        value_set = registered.combine_chunks()
+        keep = pc.invert(pc.is_in(found.locations, value_set=value_set))
+        if unnamed and len(found.named):
+            keep = pc.and_(keep, pc.invert(found.named))
+        names, locations = found.names.filter(keep), found.locations.filter(keep)
+        tables = dict(zip(names.to_pylist(), locations.to_pylist(), strict=True))
+        if found.odd:  # names that are not UTF-8: no row names them, a few at most
+            known = set(value_set.to_pylist())
+            tables.update({n: loc for n, loc in found.odd.items() if loc not in known})
+        return tables
+
     def lists_directory(self, snapshot: ManifestSnapshot, location: str) -> bool:
         """Whether `visible_dir_table_columns` of the whole root would hold `location`, asked
         of that one directory by the same rules: a row on a page whose listing covered only

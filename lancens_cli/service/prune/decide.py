@@ -298,7 +298,7 @@ def _all_tables(ns: Namespace, snapshot: ManifestSnapshot) -> list[tuple[str, st
     ):
         if object_type == KIND_TABLE and location:
             found[location] = object_id
-    for name, location in ns.visible_dir_tables(snapshot).items():
+    for name, location in ns.unregistered_dir_tables(snapshot).items():
         found.setdefault(location, name)
     return sorted(found.items())
 
