@@ -38,7 +38,7 @@ class SpillFile:
         self._writable = False
         self._file: IO[bytes] | None = None
         with contextlib.suppress(OSError):  # none to be had: `put` keeps nothing
-            self._file = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115 - closed in close
+            self._file = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115 - closed with us
             self._writable = True
 
     def put(self, item: Any) -> int | None:
@@ -46,6 +46,8 @@ class SpillFile:
         if not self._writable:
             return None
         data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+        if len(data) > _LENGTH_MASK:  # (a place holds a length under 4 GiB)
+            return None
         with self._lock:
             if not self._writable:
                 return None
@@ -85,7 +87,10 @@ class SpillFile:
         data, written = bytes(self._pending), 0
         try:
             while written < len(data):  # a write may take part of it (then the rest fails)
-                written += os.pwrite(self._file.fileno(), data[written:], self._end + written)
+                done = os.pwrite(self._file.fileno(), data[written:], self._end + written)
+                if done <= 0:
+                    raise OSError("the temporary file takes no more")
+                written += done
         except OSError:
             self._writable = False  # (a part written past `_end` is never read)
             return
@@ -99,14 +104,14 @@ class SpilledList(Sequence[T]):
 
     def __init__(self) -> None:
         self._file = SpillFile()
-        self._places = array("q")  # the place of each item; -1: held in `_held`
+        self._places = array("Q")  # the place of each item; HELD: in `_held`
         self._held: dict[int, T] = {}  # the items the file did not take, by index
 
     def append(self, item: T) -> None:
         place = self._file.put(item)
-        if place is None:
+        if place is None or place >= _HELD:  # (a file past 4 GiB: held from then on)
             self._held[len(self._places)] = item
-            place = -1
+            place = _HELD
         self._places.append(place)
 
     def __len__(self) -> int:
@@ -122,9 +127,15 @@ class SpilledList(Sequence[T]):
         if isinstance(index, slice):
             return [self[i] for i in range(len(self))[index]]
         position = range(len(self))[index]  # (an IndexError past the end)
-        place = self._places[position]
-        return self._held[position] if place < 0 else self._file.get(place)
+        return self._item(position, self._places[position])
 
     def __iter__(self) -> Iterator[T]:
-        for index, place in enumerate(self._places):
-            yield self._held[index] if place < 0 else self._file.get(place)
+        for position, place in enumerate(self._places):
+            yield self._item(position, place)
+
+    def _item(self, position: int, place: int) -> T:
+        item: T = self._held[position] if place == _HELD else self._file.get(place)
+        return item
+
+
+_HELD = (1 << 64) - 1  # a `SpilledList` place: the item is held in memory

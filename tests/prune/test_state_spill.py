@@ -244,3 +244,36 @@ def test_a_piped_report_is_made_a_line_at_a_time(result, monkeypatch):
     piped = plain_lines(report)
     assert next(piped).split("\t")[0] == "t0" and len(read) == 1
     assert sum(1 for _ in piped) == count - 1 and len(read) == count
+
+
+def test_a_state_stored_again_is_never_missing_to_another_thread():
+    """A table's state stored anew (read, then planned) while another thread asks whether
+    the table is there (a clone's digest): the answer is always yes."""
+    stored = SpilledStates()
+    with_handle = TableState("c", None, [VersionInfo(1, WHEN)], {}, {}, (), handle=object())
+    stored["c"] = with_handle
+    done = threading.Event()
+
+    def restore() -> None:
+        while not done.is_set():  # between memory (a handle) and the file, back and forth
+            stored["c"] = with_handle.planned()
+            stored["c"] = with_handle
+
+    thread = threading.Thread(target=restore)
+    thread.start()
+    try:
+        misses = sum("c" not in stored for _ in range(50_000))
+    finally:
+        done.set()
+        thread.join()
+    assert misses == 0
+
+
+def test_a_list_past_what_a_place_can_say_holds_the_rest_in_memory():
+    kept: SpilledList[str] = SpilledList()
+    kept.append("first")
+    real_put = kept._file.put
+    # as if 4 GiB were written before it: the place no longer fits 64 bits
+    kept._file.put = lambda item: (real_put(item) or 0) | 1 << 64  # type: ignore[method-assign]
+    kept.append("second")
+    assert list(kept) == ["first", "second"] and kept[1] == "second"

@@ -7,6 +7,7 @@ to be planned when its work starts.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -80,7 +81,9 @@ class Decisions:
     plan_later: Callable[[tuple[str, str | None]], TableResult | TableWork] | None = None
     # object id -> which partition a partition table is (service/partitioned/label.py)
     labels: dict[str, Any] = field(default_factory=dict)
-    objects_listed: int = 0  # objects the tables' listings saw (what listing them costs)
+    # objects the tables' listings saw (what listing them again costs): a list, counted on as
+    # tables the record knew are read in full while planned
+    objects_listed: list[int] = field(default_factory=lambda: [0])
 
 
 def decide(
@@ -111,6 +114,8 @@ def decide(
     readers = reading_threads(ns, parallel)
     held = HeldDatasets({location for location, _ in scope}) if hold else None
     states, unreadable, objects = _read_states(ns, every, readers, record, now, policy, held)
+    listed = [objects]
+    counting = threading.Lock()
     dependents, blind = _clone_map(ns, states, unreadable)
 
     def plan(item: tuple[str, str | None]) -> TableResult | TableWork:
@@ -133,6 +138,8 @@ def decide(
                 return result
             if state.partial:  # untouched, but its pins or clones moved: read it in full
                 state = _read_in_full(ns, location, object_id, policy, now)
+                with counting:
+                    listed[0] += state.seen.objects if state.seen is not None else 0
             read_by_clones: set[str] = set()
             clone_versions = (
                 clone_needed_versions(ns.storage, state, clones, read_by_clones) if clones else {}
@@ -158,7 +165,7 @@ def decide(
     # `__manifest`'s rows are not kept: over 100,000 tables they are a tenth of a run's memory
     return Decisions(
         scope, planned, states, manifest_plan, pins, refused, dependents, now,
-        plan if deferred else None, labels, objects,
+        plan if deferred else None, labels, listed,
     )  # fmt: skip
 
 

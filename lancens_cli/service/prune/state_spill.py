@@ -50,13 +50,13 @@ class SpilledStates(MutableMapping[str, TableState]):
 
     def __setitem__(self, location: str, state: TableState) -> None:
         place = self._file.put(state) if state.handle is None else None
-        with self._lock:
-            self._where.pop(location, None)
-            self._live.pop(location, None)
+        with self._lock:  # stored before the old one goes: never missing to `in`
             if place is None:
                 self._live[location] = state
+                self._where.pop(location, None)
             else:
                 self._where[location] = place
+                self._live.pop(location, None)
             if state.bases:
                 self._bases[location] = tuple(state.bases)
             else:
