@@ -51,6 +51,18 @@ from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.store.version_files import UnorderedListing, list_tables
 
 
+class Tally:
+    """A count several threads add to."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self._lock = threading.Lock()
+
+    def add(self, more: int) -> None:
+        with self._lock:
+            self.count += more
+
+
 @dataclass(frozen=True, slots=True)
 class Deferred:
     """A table whose plan is made only when its turn to run comes (`decide(deferred=True)`):
@@ -81,9 +93,9 @@ class Decisions:
     plan_later: Callable[[tuple[str, str | None]], TableResult | TableWork] | None = None
     # object id -> which partition a partition table is (service/partitioned/label.py)
     labels: dict[str, Any] = field(default_factory=dict)
-    # objects the tables' listings saw (what listing them again costs): a list, counted on as
-    # tables the record knew are read in full while planned
-    objects_listed: list[int] = field(default_factory=lambda: [0])
+    # objects the tables' listings saw (what listing them again costs), counted on as tables
+    # the record knew are read in full while planned
+    objects_listed: Tally = field(default_factory=lambda: Tally(0))
 
 
 def decide(
@@ -114,8 +126,7 @@ def decide(
     readers = reading_threads(ns, parallel)
     held = HeldDatasets({location for location, _ in scope}) if hold else None
     states, unreadable, objects = _read_states(ns, every, readers, record, now, policy, held)
-    listed = [objects]
-    counting = threading.Lock()
+    listed = Tally(objects)
     dependents, blind = _clone_map(ns, states, unreadable)
 
     def plan(item: tuple[str, str | None]) -> TableResult | TableWork:
@@ -137,9 +148,7 @@ def decide(
                 states[location] = state.planned()
                 return result
             if state.partial:  # untouched, but its pins or clones moved: read it in full
-                state = _read_in_full(ns, location, object_id, policy, now)
-                with counting:
-                    listed[0] += state.seen.objects if state.seen is not None else 0
+                state = _read_in_full(ns, location, object_id, policy, now, listed)
             read_by_clones: set[str] = set()
             clone_versions = (
                 clone_needed_versions(ns.storage, state, clones, read_by_clones) if clones else {}
@@ -225,11 +234,17 @@ def _as_recorded(state: TableState, pins: Pins, clones: list[str], states: Spill
 
 
 def _read_in_full(
-    ns: Namespace, location: str, object_id: str | None, policy: PrunePolicy, now: datetime
+    ns: Namespace,
+    location: str,
+    object_id: str | None,
+    policy: PrunePolicy,
+    now: datetime,
+    listed: Tally,
 ) -> TableState:
     state = read_table_state(ns.storage, location, object_id, policy=policy, since=now)
     if state is None:
         raise LancensError("the table lost its versions during prune")
+    listed.add(state.seen.objects if state.seen is not None else 0)
     return state
 
 

@@ -91,7 +91,7 @@ def _list_pruned_at_once(
     that costs fewer requests (one per 1,000 objects the run saw) than one per table; else
     (or when it fails) none, and `_pruned_entry` lists each."""
     storage = request.ns.storage
-    if storage.scheme != "s3" or decisions.objects_listed[0] // 1000 + 1 >= len(locations):
+    if storage.scheme != "s3" or decisions.objects_listed.count // 1000 + 1 >= len(locations):
         return {}
     at = datetime.now(UTC)
     found: dict[str, Seen] = {}
