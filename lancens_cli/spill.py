@@ -17,7 +17,9 @@ import pickle
 import tempfile
 import threading
 from array import array
-from collections.abc import Iterator, Sequence
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import pairwise
 from typing import IO, Any, TypeVar, overload
 
 BLOCK = 1 << 16  # bytes gathered before a write
@@ -139,3 +141,119 @@ class SpilledList(Sequence[T]):
 
 
 _HELD = (1 << 64) - 1  # a `SpilledList` place: the item is held in memory
+
+
+class SpilledMap(Mapping[str, T]):
+    """Text keys to objects, both kept in a `SpilledList`: memory keeps 8 bytes an entry (its
+    key's hash and where its pair is, in one word), not the key. Made for a phase of writes,
+    then one of reads (a run's record: read whole, then asked; or filled, then written out):
+    the first read after writes sorts the words once, and a key written again counts once, as
+    last written. Iteration follows the hashes, not the order of writing. Safe to write from
+    several threads."""
+
+    def __init__(self, pairs: Iterable[tuple[str, T]] = ()) -> None:
+        self._lock = threading.Lock()
+        self._pairs: SpilledList[tuple[str, T]] = SpilledList()
+        self._hashes = array("Q")  # of each pair's key, in the order written
+        self._index: _HashIndex | None = None
+        for key, value in pairs:
+            self[key] = value
+
+    def __setitem__(self, key: str, value: T) -> None:
+        with self._lock:
+            self._pairs.append((key, value))
+            self._hashes.append(_hash(key))
+            self._index = None
+
+    def __getitem__(self, key: str) -> T:
+        for found, value in self._candidates(key):
+            if found == key:
+                return value
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and any(found == key for found, _ in self._candidates(key))
+
+    def __len__(self) -> int:
+        return len(self._sorted().words)
+
+    def __iter__(self) -> Iterator[str]:
+        return (key for key, _value in self.pairs())
+
+    def pairs(self) -> Iterator[tuple[str, T]]:
+        """Every (key, value), each pair read back once (what `items()` would read twice)."""
+        index = self._sorted()
+        return (self._pairs[index.position(word)] for word in index.words)
+
+    def _candidates(self, key: str) -> Iterator[tuple[str, T]]:
+        """The pairs whose key has `key`'s hash as far as the index keeps it (almost always
+        one, or none)."""
+        index = self._sorted()
+        return (self._pairs[position] for position in index.positions(_hash(key)))
+
+    def _sorted(self) -> _HashIndex:
+        with self._lock:
+            if self._index is None:
+                self._index = _HashIndex(self._hashes, self._pairs)
+            return self._index
+
+
+class _HashIndex:
+    """Each written pair as one word, its key's hash above its position, sorted: a lookup
+    bisects. The hash keeps what bits the position leaves, so keys alike in those share a
+    run of words, told apart by reading their keys. A key's earlier writes are dropped."""
+
+    def __init__(self, hashes: array[int], pairs: SpilledList[tuple[str, Any]]) -> None:
+        self.bits = max(1, len(hashes).bit_length())
+        self.mask = (1 << self.bits) - 1
+        words = array("Q", sorted(self._word(h, p) for p, h in enumerate(hashes)))
+        self.words = _last_writes(words, self.bits, self.mask, pairs)
+
+    def _word(self, hash_: int, position: int) -> int:
+        return (hash_ >> self.bits) << self.bits | position
+
+    def position(self, word: int) -> int:
+        return word & self.mask
+
+    def positions(self, hash_: int) -> Iterator[int]:
+        """The positions of the pairs whose key hash is `hash_` as far as the index keeps it."""
+        first, words = self._word(hash_, 0), self.words
+        at = bisect_left(words, first)
+        while at < len(words) and words[at] >> self.bits == first >> self.bits:
+            yield words[at] & self.mask
+            at += 1
+
+
+def _hash(key: str) -> int:
+    return hash(key) & 0xFFFF_FFFF_FFFF_FFFF  # (this process's hash: the index lives with it)
+
+
+def _last_writes(words: array[int], bits: int, mask: int, pairs: SpilledList[Any]) -> array[int]:
+    """`words` without those of a key's earlier writes. Only where a hash repeats (a key
+    written again, or keys alike in hash) are the keys read to tell."""
+    hashes = [word >> bits for word in words]
+    repeats = [at for at, (a, b) in enumerate(pairwise(hashes)) if a == b]
+    del hashes
+    dead: set[int] = set()
+    for run in _runs(repeats):
+        seen: set[str] = set()
+        for word in reversed([words[at] for at in run]):  # the last write first
+            key = pairs[word & mask][0]
+            if key in seen:
+                dead.add(word)
+            seen.add(key)
+    return array("Q", (word for word in words if word not in dead)) if dead else words
+
+
+def _runs(repeats: list[int]) -> Iterator[list[int]]:
+    """The runs of sorted places with one hash, from the places `at` whose hash the one at
+    `at + 1` repeats."""
+    run: list[int] = []
+    for at in repeats:
+        if run and run[-1] != at:
+            yield run
+            run = []
+        run = run or [at]
+        run.append(at + 1)
+    if run:
+        yield run

@@ -1,10 +1,11 @@
 """Tables' states and lines kept in a temporary file (spill.py, service/prune/state_spill.py).
 
 A prune or `versions` over a million tables once held every table's state (about 2 KB each)
-until the clone map was known. These pin what replaced that: the states read back are the
-states stored, however the temporary directory behaves (none, full halfway), from several
-threads at once; a state holding an open dataset is the very object stored; and a run over
-many tables never holds a state per table in memory.
+until the clone map was known, and a prune its record's entries (the last run's and the next).
+These pin what replaced that: what is read back is what was stored, however the temporary
+directory behaves (none, full halfway), from several threads at once; a state holding an open
+dataset is the very object stored; and a run over many tables never holds a state or a record
+entry per table in memory.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from hypothesis import strategies as st
 from lancens_cli.service.prune.protect import TableState
 from lancens_cli.service.prune.record import Entry, Seen
 from lancens_cli.service.prune.state_spill import SpilledStates
-from lancens_cli.spill import SpilledList, SpillFile
+from lancens_cli.spill import SpilledList, SpilledMap, SpillFile
 from lancens_cli.store.version_files import DirTimes, VersionInfo
 
 LOCATIONS = [f"t{i}.lance" for i in range(6)] + ["ns/a/t.lance", "é.lance"]
@@ -277,3 +278,106 @@ def test_a_list_past_what_a_place_can_say_holds_the_rest_in_memory():
     kept._file.put = lambda item: (real_put(item) or 0) | 1 << 64  # type: ignore[method-assign]
     kept.append("second")
     assert list(kept) == ["first", "second"] and kept[1] == "second"
+
+
+KEYS = st.sampled_from(["a", "b", "ab", "t1.lance", "t2.lance", "ns/t.lance", "é", ""])
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("set"), KEYS, st.integers()),
+            st.tuples(st.just("read"), KEYS, st.just(0)),
+        ),
+        max_size=60,
+    ),
+    st.sampled_from(["file", "fills up", "no directory"]),
+    st.integers(0, 3),
+    st.booleans(),
+)
+def test_a_spilled_map_answers_as_a_dict_does(ops, disk, writes, alike):
+    """Against a dict, writes and reads interleaved: a key written again counts once with
+    its last value; keys alike in hash (`alike`: every key's hash its length) are told
+    apart; every answer is the same however the temporary directory behaves."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr("lancens_cli.spill.BLOCK", 32)
+        if disk == "no directory":
+            monkeypatch.setattr("tempfile.TemporaryFile", _no_directory)
+        if alike:
+            monkeypatch.setattr("lancens_cli.spill._hash", len)
+        kept: SpilledMap[int] = SpilledMap()
+        if disk == "fills up":
+            _fill_up_after(monkeypatch, writes)
+        model: dict[str, int] = {}
+        for op, key, value in ops:
+            if op == "set":
+                kept[key] = value
+                model[key] = value
+                continue
+            assert kept.get(key) == model.get(key) and (key in kept) == (key in model)
+            assert len(kept) == len(model) and sorted(kept) == sorted(model)
+            assert sorted(kept.pairs()) == sorted(model.items())
+        assert dict(kept.items()) == model and 7 not in kept  # type: ignore[comparison-overlap]
+        with pytest.raises(KeyError):
+            kept["absent"]
+
+
+def test_a_spilled_map_written_from_many_threads_keeps_every_write():
+    kept: SpilledMap[tuple[int, int]] = SpilledMap()
+
+    def work(worker: int) -> None:
+        for i in range(500):
+            kept[f"w{worker}/t{i % 400}.lance"] = (worker, i)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(kept) == 8 * 400
+    assert all(
+        kept[f"w{w}/t{i}.lance"] == (w, i + 400 if i < 100 else i)
+        for w in range(8)
+        for i in range(400)
+    )
+
+
+def test_a_prune_record_of_many_tables_never_holds_an_entry_per_table(tmp_path, monkeypatch):
+    """A run with the last run's record reads it and writes the next one without an entry
+    per table alive, and still skips every unchanged table, with and without a temporary
+    file."""
+    import lance
+    import pyarrow as pa
+    from helpers import Root, invoke
+
+    from lancens_cli.service.prune.record import PruneRecord
+    from lancens_cli.service.prune.report import UNCHANGED
+
+    tables = 30
+    for i in range(tables):
+        lance.write_dataset(pa.table({"a": [i]}), tmp_path / f"t{i:02d}.lance")
+    alive: list[int] = []
+    real_save = PruneRecord.save
+
+    def counting_save(self: PruneRecord, storage: Any) -> None:
+        gc.collect()
+        alive.append(sum(isinstance(o, Entry) for o in gc.get_objects()))
+        real_save(self, storage)
+
+    monkeypatch.setattr(PruneRecord, "save", counting_save)
+    root = Root(str(tmp_path), {}, tmp_path)
+    flags = ("--json", "prune", "--older-than", "1h", "--yes")
+
+    def skipped() -> set[str]:
+        result = invoke(*root.args, *flags)
+        assert result.exit_code == 0, result.stderr
+        report = json.loads(result.stdout)
+        return {t["location"] for t in report["tables"] if UNCHANGED in t["notes"]}
+
+    everything = {f"t{i:02d}.lance" for i in range(tables)}
+    assert skipped() == set()  # the first run leaves the record
+    assert skipped() == everything
+    assert len(alive) == 2 and max(alive) <= 2  # neither the record read nor the next one
+    monkeypatch.setattr("tempfile.TemporaryFile", _no_directory)
+    assert skipped() == everything

@@ -28,7 +28,7 @@ Anything else, and the run is a full one. Like the per-table skip, this only eve
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Container
 from datetime import UTC, datetime
 from typing import Any
 
@@ -123,7 +123,7 @@ def _still(storage: Storage, record: PruneRecord, state: dict[str, Any], now: da
     )
 
 
-def root_stamps(storage: Storage, tables: set[str]) -> list[tuple[str, int]] | None:
+def root_stamps(storage: Storage, tables: Container[str]) -> list[tuple[str, int]] | None:
     """Every directory of a local root but the `tables`' and the lease's, with its time; None
     when one changed within `SETTLE` (a later change in the same clock tick would not show)."""
     if not storage.is_local:
@@ -152,7 +152,7 @@ def root_stamps(storage: Storage, tables: set[str]) -> list[tuple[str, int]] | N
 def quiet_state(
     report: PruneReport,
     stamps: list[tuple[str, int]] | None,
-    skipped: set[str],
+    skipped: Collection[str],
     scope: list[tuple[str, str | None]],
     manifest_listing: Callable[[], TableListing],
     policy: PrunePolicy,
@@ -163,7 +163,10 @@ def quiet_state(
     everything but the tables in `scope`; else None. `since`: the moment the run judged
     ages by (whatever ages after it was judged young, so it counts as due)."""
     absent = {t.location for t in report.tables if NOT_A_TABLE in t.notes}
-    if stamps is None or not skipped <= {location for location, _ in scope} or absent & skipped:
+    if stamps is None or any(location in skipped for location in absent):
+        return None
+    scoped = {location for location, _ in scope}
+    if not all(location in scoped for location in skipped):
         return None
     if report.failed or report.compacted or any(d.action != "reported" for d in report.debris):
         return None

@@ -47,6 +47,7 @@ from typing import Any
 
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.work import PruneWork
+from lancens_cli.spill import SpilledMap
 from lancens_cli.store.containment import LEASE_DIR
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.version_files import DirTimes, TableListing, directories_unchanged
@@ -191,11 +192,13 @@ class Entry:
 
 @dataclass
 class PruneRecord:
-    """The record a run read (`entries`) and the one it will leave (`next`)."""
+    """The record a run read (`entries`) and the one it will leave (`next`), both kept in a
+    temporary file (spill.py), not in memory: a million tables' entries are gigabytes of
+    Python objects."""
 
     policy: str
-    entries: dict[str, Entry] = field(default_factory=dict)
-    next: dict[str, Entry] = field(default_factory=dict)
+    entries: SpilledMap[Entry] = field(default_factory=SpilledMap)
+    next: SpilledMap[Entry] = field(default_factory=SpilledMap)
     root: dict[str, Any] | None = None  # the root outside its tables (service/prune/quiet.py)
     next_root: dict[str, Any] | None = None
 
@@ -208,10 +211,12 @@ class PruneRecord:
             head, tables = _read_record(storage.read_bytes(RECORD))
             if head.get("format") != FORMAT or head.get("policy") != policy:
                 return record
-            record.entries = {str(location): Entry.from_json(entry) for location, entry in tables}
+            record.entries = SpilledMap(
+                (str(location), Entry.from_json(entry)) for location, entry in tables
+            )
             record.root = head.get("root") if isinstance(head.get("root"), dict) else None
         except Exception:  # noqa: BLE001 - a record we cannot read is no record
-            record.entries, record.root = {}, None
+            record.entries, record.root = SpilledMap(), None
         return record
 
     def unchanged(self, location: str, digest: str, now: datetime) -> Entry | None:
@@ -232,7 +237,7 @@ class PruneRecord:
     def save(self, storage: Storage) -> None:
         """Replace the record with `next` as one whole file, compressed as it is written."""
         head = {"format": FORMAT, "policy": self.policy, "root": self.next_root}
-        lines = _record_lines(head, sorted(self.next.items()))
+        lines = _record_lines(head, self.next.pairs(), len(self.next))
         packer = zlib.compressobj(5, zlib.DEFLATED, GZIP_WBITS)
         packed = [packer.compress(line.encode()) for line in lines]
         storage.write_bytes(RECORD, b"".join([*packed, packer.flush()]))
@@ -247,10 +252,12 @@ TABLES_CLOSE = "}}\n"
 GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib's gzip container: what `gzip.decompress` reads
 
 
-def _record_lines(head: dict[str, Any], entries: list[tuple[str, Entry]]) -> Iterator[str]:
+def _record_lines(
+    head: dict[str, Any], entries: Iterator[tuple[str, Entry]], count: int
+) -> Iterator[str]:
     yield json.dumps(head)[:-1] + TABLES_OPEN
     for position, (location, entry) in enumerate(entries):
-        ending = ",\n" if position + 1 < len(entries) else "\n"
+        ending = ",\n" if position + 1 < count else "\n"
         yield f"{json.dumps(location)}: {json.dumps(entry.to_json())}{ending}"
     yield TABLES_CLOSE
 

@@ -26,6 +26,7 @@ from lancens_cli.service.prune.request import PruneRequest
 from lancens_cli.service.prune.table import (
     UNREFERENCED_BATCH,
 )
+from lancens_cli.spill import SpilledMap
 from lancens_cli.store.version_files import list_table, list_tables
 
 
@@ -41,10 +42,12 @@ class RecordEntries:
 
     def __init__(self, request: PruneRequest, decisions: Decisions, record: PruneRecord):
         self.request, self.decisions, self.record = request, decisions, record
-        scoped = {location for location, _ in decisions.scope}
         # a whole-root run saw every table: an entry of a table gone or refused goes with it
-        kept = {} if request.whole_root else record.entries
-        record.next = {loc: e for loc, e in kept.items() if loc not in scoped}
+        record.next = SpilledMap()
+        if not request.whole_root:
+            scoped = {location for location, _ in decisions.scope}
+            kept = (pair for pair in record.entries.pairs() if pair[0] not in scoped)
+            record.next = SpilledMap(kept)
         self.pruned: list[str] = []  # the locations to list again in `finish`
 
     def add(self, result: TableResult, compacted: bool) -> None:

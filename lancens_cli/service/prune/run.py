@@ -153,7 +153,7 @@ def _run(
     # (the last record's tables are left out of the root's directories; without one, as
     # with --full, the root's state waits for the next run)
     recording_root = request.whole_root and not dry_run and bool(record.entries)
-    skipped = set(record.entries)
+    skipped = record.entries  # (kept on disk: a million locations are not a set here)
     stamps = root_stamps(ns.storage, skipped) if recording_root else None
     # plans made as tables run, here; a Spark run ships them all, --compact budgets them first
     deferred = request.tasks is None and not request.work.compact
