@@ -490,3 +490,34 @@ def test_check_one_table_or_namespace(local_root, parquet):
     assert report["findings"] == [] and report["tables_checked"] == 1
     assert invoke(*local_root.args, "check", "nope").exit_code == 3
     assert invoke(*local_root.args, "check", "ns1.nope").exit_code == 3
+
+
+def test_rename_properties_are_read_however_another_writer_spells_them(local_root, parquet):
+    from lancens_cli.service.catalog.create import table_row
+
+    """A row's rename properties as any JSON writer may leave them: a key written with
+    `\\u` escapes still names the directory a rename left (never an orphan), and a rename
+    intent that is not a JSON object is no intent (a finding at most, never a crash)."""
+    import shutil
+
+    healthy_namespace(local_root, parquet)
+    top = local_root.local_path
+    for name in ("cafe0002_old", "cafe0003_moved", "cafe0004_odd"):
+        shutil.copytree(top / "r.lance", top / name)
+    before = check(local_root, code=1)
+    assert ("orphan_table_directory", "cafe0002_old") in [
+        (f["code"], f["location"]) for f in before["findings"]
+    ]
+    escaped = "".join(f"\\u{ord(c):04x}" for c in "lancens.renamed_from")
+    add_rows(
+        local_root,
+        {
+            **table_row("moved", "cafe0003_moved", None),
+            "metadata": f'{{"{escaped}": "cafe0002_old"}}',
+        },
+        {**table_row("odd", "cafe0004_odd", None), "metadata": '{"lancens.rename_to": "3"}'},
+    )
+    result = invoke(*local_root.args, "check", "--json")
+    assert result.exit_code in (0, 1), result.stderr
+    found = [(f["code"], f["location"]) for f in result.json()["findings"]]
+    assert [f for f in found if f[0] == "orphan_table_directory"] == []

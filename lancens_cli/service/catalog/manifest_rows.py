@@ -78,6 +78,7 @@ def rename_intent(row: dict | None) -> dict | None:
         return None
     text = decode_properties(row["metadata"]).get(RENAME_INTENT_KEY)
     try:
-        return json.loads(text) if text else None
+        intent = json.loads(text) if text else None
     except ValueError:
         return None
+    return intent if isinstance(intent, dict) else None  # another writer's value: no intent
