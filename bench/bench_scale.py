@@ -15,6 +15,8 @@
    (median of --runs, no warm-up, commands interleaved): wall seconds and the process's peak
    resident memory (`ru_maxrss` from `os.wait4`; processes it starts are not counted). A
    command over --timeout seconds is killed, reported, and not run at larger sizes.
+   A command with warm-ups runs that many times untimed first: a prune's cron run with
+   nothing to do is measured after the runs that leave its record.
 3. Beside them, what a user would pick instead: the reference `lance.namespace.
    DirectoryNamespace`'s `list_tables` of the root (every page) and `describe_table` of one
    table, each a `python -c` process (it checks the count itself; a failure is reported).
@@ -56,6 +58,7 @@ from _common import (  # noqa: E402
 LINKS_PER_COPY = 60_000  # under ext4's 65,000 links per file
 DEFAULT_WORKDIR = Path(tempfile.gettempdir()) / "lancens-bench-scale"
 MARKER_SUFFIX = ".built"
+SETTLE_S = 2.5  # a prune records a directory's time once it is this old (prune's SETTLE, 2 s)
 
 REF_LIST = r"""
 import sys
@@ -102,6 +105,7 @@ class Command:
     label: str
     ours: bool
     args: tuple[str, ...]
+    warm_ups: int = 0  # untimed runs first, at each size (a prune's record, its quiet state)
 
     def argv(self, root: Path, n: int) -> list[str]:
         """Ours through the console script; the reference as `python -c SCRIPT root arg`."""
@@ -122,7 +126,14 @@ COMMANDS = [
         "prune",
         "lancens prune --dry-run --older-than 7d",
         True,
-        ("prune", "--dry-run", "--older-than", "7d"),
+        ("prune", "--dry-run", "--older-than", "7d", "--full"),  # a first run, record or not
+    ),
+    Command(
+        "prune-quiet",
+        "lancens prune, nothing to do (from its record)",
+        True,
+        ("prune", "--older-than", "7d", "--yes"),
+        warm_ups=2,  # the first leaves the record, the second the root's state beside it
     ),
     Command("describe", "lancens describe <one table>", True, ("describe", "{table}")),
     Command("ref-list", "reference list_tables (all pages)", False, ()),
@@ -246,6 +257,11 @@ def measure_size(
 ) -> dict[str, Result]:
     """Round-robin over the commands, --runs times, so that outside load hits all alike."""
     results = {c.key: Result() for c in commands}
+    for command in commands:
+        for _ in range(command.warm_ups):
+            sample = run_cold(command.argv(root, n), timeout)
+            print(f"#   {n:>9,} {command.label}: warm-up {sample.wall:.2f} s", flush=True)
+            time.sleep(SETTLE_S)  # what a run records are directories older than this
     for _ in range(runs):
         for command in commands:
             result = results[command.key]
