@@ -46,7 +46,7 @@ from lancens_cli.store.manifest import (
 )
 from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.store.tables import table_state
-from lancens_cli.store.verify import verify_table
+from lancens_cli.store.verify import committed_manifests, table_files, verify_table
 
 
 def check_manifest(snapshot: ManifestSnapshot, report: CheckReport) -> None:
@@ -160,6 +160,10 @@ def check_rows(
 
     def verify(item):
         name, location = item
+        # one listing of a committed table's files serves every question asked of it
+        present = table_files(ns.storage, location)
+        if committed_manifests(present):
+            return name, location, _problems_of(ns, location, present)
         state = table_state(ns.storage, location)
         if state == STATE_DECLARED:
             return name, location, []
@@ -169,11 +173,7 @@ def check_rows(
             # a root `<name>.lance` known only from its directory: the debris of a killed
             # create (or a copy in progress), like an abandoned V2 directory
             return name, location, [abandoned(ns, location, grace, UNCOMMITTED_WRITE)]
-        try:
-            problems = verify_table(ns.storage, location)
-            return name, location, [(p.code, p.message, False) for p in problems]
-        except LancensError as exc:
-            return name, location, [("table_unloadable", exc.message, False)]
+        return name, location, _problems_of(ns, location)
 
     workers = 4 if ns.storage.is_local else 16
     advance = progress(len(tables)) if progress else None
@@ -182,6 +182,17 @@ def check_rows(
             report.add(code, name, location, message, fixable)
         if advance:
             advance()
+
+
+def _problems_of(
+    ns: Namespace, location: str, present: set[str] | None = None
+) -> list[tuple[str, str, bool]]:
+    """`verify_table`'s problems as findings (code, message, fixable)."""
+    try:
+        problems = verify_table(ns.storage, location, present)
+        return [(p.code, p.message, False) for p in problems]
+    except LancensError as exc:
+        return [("table_unloadable", exc.message, False)]
 
 
 def _interrupted_rename(ns: Namespace, row: dict, properties: dict[str, str]) -> str:

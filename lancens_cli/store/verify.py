@@ -37,10 +37,35 @@ def resolve(base_paths: dict[int, Any], base_id: int | None, subdir: str, path: 
     return _join(base.path, path)
 
 
-def verify_table(storage: Storage, location: str) -> list[Problem]:
-    """Problems of the table at `location` (empty when healthy)."""
+VERSIONS_PREFIX = "_versions/"
+
+
+def table_files(storage: Storage, location: str) -> set[str]:
+    """Every file below a table, relative to it: one listing on an object store."""
+    return {name for name, _ in storage.walk_files(location)}
+
+
+def committed_manifests(present: set[str]) -> list[str]:
+    """The `_versions/*.manifest` names among a table's files (`table_files`)."""
+    return [
+        name[len(VERSIONS_PREFIX) :]
+        for name in present
+        if name.startswith(VERSIONS_PREFIX)
+        and name.endswith(".manifest")
+        and "/" not in name[len(VERSIONS_PREFIX) :]
+    ]
+
+
+def verify_table(storage: Storage, location: str, present: set[str] | None = None) -> list[Problem]:
+    """Problems of the table at `location` (empty when healthy). `present`: its files
+    (`table_files`) when the caller listed them, holding its committed versions: then
+    nothing is listed again."""
     problems: list[Problem] = []
-    version_files = [e.name for e in storage.list_dir(f"{location}/_versions")]
+    if present is None:
+        version_files = [e.name for e in storage.list_dir(f"{location}/_versions")]
+        present = table_files(storage, location)
+    else:
+        version_files = committed_manifests(present)
     if manifest_scheme(version_files) == "mixed":
         problems.append(
             Problem(
@@ -53,7 +78,6 @@ def verify_table(storage: Storage, location: str) -> list[Problem]:
     except LancensError as exc:
         problems.append(Problem("table_unloadable", exc.message))
         return problems
-    present = {name for name, _ in storage.walk_files(location)}
     problems += _file_problems(storage, ds, present, "")
     problems += _branch_problems(storage, ds, present)
     return problems
@@ -62,8 +86,7 @@ def verify_table(storage: Storage, location: str) -> list[Problem]:
 def version_problems(storage: Storage, location: str, ds: Any, prefix: str) -> list[Problem]:
     """Missing files of one opened version of the table at `location` (`prefix`: its
     directory below the table, `tree/<branch>/` for a branch version)."""
-    present = {name for name, _ in storage.walk_files(location)}
-    return _file_problems(storage, ds, present, prefix)
+    return _file_problems(storage, ds, table_files(storage, location), prefix)
 
 
 def _branch_problems(storage: Storage, ds: Any, present: set[str]) -> list[Problem]:
