@@ -231,9 +231,7 @@ def _hash(key: str) -> int:
 def _last_writes(words: array[int], bits: int, mask: int, pairs: SpilledList[Any]) -> array[int]:
     """`words` without those of a key's earlier writes. Only where a hash repeats (a key
     written again, or keys alike in hash) are the keys read to tell."""
-    hashes = [word >> bits for word in words]
-    repeats = [at for at, (a, b) in enumerate(pairwise(hashes)) if a == b]
-    del hashes
+    repeats = [at for at, (a, b) in enumerate(pairwise(words)) if a >> bits == b >> bits]
     dead: set[int] = set()
     for run in _runs(repeats):
         seen: set[str] = set()
