@@ -51,6 +51,7 @@ from lancens_cli.service.prune.report import (
     TableResult,
     TableStatus,
 )
+from lancens_cli.service.prune.result_log import ResultLog
 from lancens_cli.service.prune.work import PruneWork
 from lancens_cli.store.containment import LEASE_DIR
 from lancens_cli.store.storage import Storage
@@ -85,14 +86,14 @@ def answer(
         if not state or not _still(storage, record, state, now):
             return None
         absent = set(state["absent"])
+        tables = ResultLog()  # a million results are not held in memory (result_log.py)
+        for loc, o in state["scope"]:
+            tables.append(TableResult(o, loc, notes=[NOT_A_TABLE if loc in absent else UNCHANGED]))
         return PruneReport(
             storage.root_uri,
             policy,
             False,
-            tables=[
-                TableResult(o, loc, notes=[NOT_A_TABLE if loc in absent else UNCHANGED])
-                for loc, o in state["scope"]
-            ],
+            tables=tables,
             manifest=TableResult.from_json(state["manifest"]) if state["manifest"] else None,
             debris=[DebrisResult(**d) for d in state["debris"]],
             refused=state["refused"],
