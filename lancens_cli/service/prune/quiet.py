@@ -28,9 +28,9 @@ Anything else, and the run is a full one. Like the per-table skip, this only eve
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Container
+from collections.abc import Callable, Collection, Container, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, overload
 
 from lancens_cli.service.partitioned.label import PartitionLabel
 from lancens_cli.service.prune.lease import acquire
@@ -48,10 +48,10 @@ from lancens_cli.service.prune.report import (
     UNCHANGED,
     DebrisResult,
     PruneReport,
+    ResultTotals,
     TableResult,
     TableStatus,
 )
-from lancens_cli.service.prune.result_log import ResultLog
 from lancens_cli.service.prune.work import PruneWork
 from lancens_cli.store.containment import LEASE_DIR
 from lancens_cli.store.storage import Storage
@@ -85,15 +85,11 @@ def answer(
         state, now = record.root, datetime.now(UTC)
         if not state or not _still(storage, record, state, now):
             return None
-        absent = set(state["absent"])
-        tables = ResultLog()  # a million results are not held in memory (result_log.py)
-        for loc, o in state["scope"]:
-            tables.append(TableResult(o, loc, notes=[NOT_A_TABLE if loc in absent else UNCHANGED]))
         return PruneReport(
             storage.root_uri,
             policy,
             False,
-            tables=tables,
+            tables=_Unchanged(state["scope"], set(state["absent"])),
             manifest=TableResult.from_json(state["manifest"]) if state["manifest"] else None,
             debris=[DebrisResult(**d) for d in state["debris"]],
             refused=state["refused"],
@@ -106,6 +102,38 @@ def answer(
         return None
     finally:
         lease.release()
+
+
+class _Unchanged(Sequence[TableResult]):
+    """A quiet run's table results, each made as it is read from the scope the record keeps
+    (a million results are not held: each is `nothing to do`, unchanged or not a table)."""
+
+    def __init__(self, scope: list[list[str]], absent: set[str]) -> None:
+        self._scope, self._absent = scope, absent
+        self.totals = ResultTotals()  # (what the report sums: nothing, for every table)
+
+    def __len__(self) -> int:
+        return len(self._scope)
+
+    @overload
+    def __getitem__(self, index: int) -> TableResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[TableResult]: ...
+
+    def __getitem__(self, index: int | slice) -> TableResult | list[TableResult]:
+        if isinstance(index, slice):
+            return [self._result(pair) for pair in self._scope[index]]
+        return self._result(self._scope[index])
+
+    def __iter__(self) -> Iterator[TableResult]:
+        return (self._result(pair) for pair in self._scope)
+
+    def _result(self, pair: list[str]) -> TableResult:
+        location, object_id = pair
+        return TableResult(
+            object_id, location, notes=[NOT_A_TABLE if location in self._absent else UNCHANGED]
+        )
 
 
 def _still(storage: Storage, record: PruneRecord, state: dict[str, Any], now: datetime) -> bool:

@@ -194,11 +194,12 @@ class Entry:
 class PruneRecord:
     """The record a run read (`entries`) and the one it will leave (`next`), both kept in a
     temporary file (spill.py), not in memory: a million tables' entries are gigabytes of
-    Python objects."""
+    Python objects. Each entry is kept as its line's JSON text, made into an `Entry` only when
+    asked (`entry`): a run asks of most tables once, or never."""
 
     policy: str
-    entries: SpilledMap[Entry] = field(default_factory=SpilledMap)
-    next: SpilledMap[Entry] = field(default_factory=SpilledMap)
+    entries: SpilledMap[str] = field(default_factory=SpilledMap)
+    next: SpilledMap[str] = field(default_factory=SpilledMap)
     root: dict[str, Any] | None = None  # the root outside its tables (service/prune/quiet.py)
     next_root: dict[str, Any] | None = None
 
@@ -211,17 +212,28 @@ class PruneRecord:
             head, tables = _read_record(storage.read_bytes(RECORD))
             if head.get("format") != FORMAT or head.get("policy") != policy:
                 return record
-            record.entries = SpilledMap(
-                (str(location), Entry.from_json(entry)) for location, entry in tables
-            )
+            record.entries = SpilledMap(tables)
             record.root = head.get("root") if isinstance(head.get("root"), dict) else None
         except Exception:  # noqa: BLE001 - a record we cannot read is no record
             record.entries, record.root = SpilledMap(), None
         return record
 
+    def entry(self, location: str) -> Entry | None:
+        """The last run's entry of a table; None when it has none, or one that does not read
+        (then the table is evaluated in full)."""
+        text = self.entries.get(location)
+        try:
+            return Entry.from_json(json.loads(text)) if text is not None else None
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def keep(self, location: str, entry: Entry) -> None:
+        """`entry` in the record this run leaves."""
+        self.next[location] = json.dumps(entry.to_json())
+
     def unchanged(self, location: str, digest: str, now: datetime) -> Entry | None:
         """The entry of a table whose listing is as recorded and whose time has not come."""
-        entry = self.entries.get(location)
+        entry = self.entry(location)
         if entry is None or not digest or entry.digest != digest:
             return None
         return entry if _in_time(entry, now) else None
@@ -229,7 +241,7 @@ class PruneRecord:
     def untouched(self, storage: Storage, location: str, now: datetime) -> Entry | None:
         """Locally, without listing: the entry of a table none of whose directories changed
         time since it was recorded, and whose time has not come."""
-        entry = self.entries.get(location)
+        entry = self.entry(location)
         if entry is None or not entry.dirs or not storage.is_local or not _in_time(entry, now):
             return None
         return entry if directories_unchanged(storage.uri(location), entry.dirs) else None
@@ -253,32 +265,45 @@ GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib's gzip container: what `gzip.decompress
 
 
 def _record_lines(
-    head: dict[str, Any], entries: Iterator[tuple[str, Entry]], count: int
+    head: dict[str, Any], entries: Iterator[tuple[str, str]], count: int
 ) -> Iterator[str]:
+    """The record's text (`entries`: each location with its entry's JSON text)."""
     yield json.dumps(head)[:-1] + TABLES_OPEN
     for position, (location, entry) in enumerate(entries):
         ending = ",\n" if position + 1 < count else "\n"
-        yield f"{json.dumps(location)}: {json.dumps(entry.to_json())}{ending}"
+        yield f"{json.dumps(location)}: {entry}{ending}"
     yield TABLES_CLOSE
 
 
-def _read_record(packed: bytes) -> tuple[dict[str, Any], Iterator[tuple[str, Any]]]:
-    """The record's head and its tables, parsed a line at a time (`_record_lines`)."""
+def _read_record(packed: bytes) -> tuple[dict[str, Any], Iterator[tuple[str, str]]]:
+    """The record's head and its tables, each location with its entry's JSON text, read a
+    line at a time (`_record_lines`): an entry is parsed only when asked for."""
     text = io.TextIOWrapper(gzip.GzipFile(fileobj=io.BytesIO(packed)), encoding="utf-8")
     first = text.readline()
     if not first.endswith(TABLES_OPEN):  # one document
         data = json.loads(first + text.read())
-        return data, iter(data["tables"].items())
+        return data, ((str(loc), json.dumps(entry)) for loc, entry in data["tables"].items())
     head = json.loads(first[: -len(TABLES_OPEN)] + "}")
 
-    def tables() -> Iterator[tuple[str, Any]]:
+    def tables() -> Iterator[tuple[str, str]]:
         for line in text:
             if line == TABLES_CLOSE:
                 if text.read():
                     raise ValueError("text after the record's end")
                 return
-            ((location, entry),) = json.loads("{" + line.rstrip().removesuffix(",") + "}").items()
-            yield location, entry
+            yield _table_line(line)
         raise ValueError("the record ends early")
 
     return head, tables()
+
+
+_KEY = json.JSONDecoder()
+
+
+def _table_line(line: str) -> tuple[str, str]:
+    """A table's line, `"<location>": {<entry>},`: the location and the entry's text."""
+    location, end = _KEY.raw_decode(line)
+    entry = line[end:].rstrip().removesuffix(",")
+    if not isinstance(location, str) or not entry.startswith(": {") or not entry.endswith("}"):
+        raise ValueError("not a table's line")
+    return location, entry[2:]

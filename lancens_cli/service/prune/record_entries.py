@@ -84,7 +84,7 @@ class RecordEntries:
         except Exception:  # noqa: BLE001 - no entry: the table is evaluated in full next time
             return
         if entry is not None:
-            self.record.next[location] = entry
+            self.record.keep(location, entry)
 
 
 def _list_pruned_at_once(
