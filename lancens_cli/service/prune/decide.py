@@ -255,15 +255,15 @@ def _plan_all(
     parallel: int,
     defer: Callable[[str], bool] | None,
 ) -> list[Planned | None]:
-    """`plan` of every table in scope, in order: a table the record may skip at once (it
-    reads nothing: `recorded`), a table `defer` accepts left `Deferred`, the rest in
-    `parallel` threads."""
+    """`plan` of every table in scope, in order: a table `defer` accepts left `Deferred`
+    (a million results of tables the record skips are not held either), one the record may
+    skip planned at once (it reads nothing: `recorded`), the rest in `parallel` threads."""
     planned: list[Planned | None] = [None] * len(scope)
     for index, (location, _) in enumerate(scope):
-        if recorded(location):
-            planned[index] = plan(scope[index])
-        elif defer is not None and defer(location):
+        if defer is not None and defer(location):
             planned[index] = Deferred(scope[index])
+        elif recorded(location):
+            planned[index] = plan(scope[index])
     rest = [i for i, item in enumerate(planned) if item is None]
     for position, result in completed_map(plan, [scope[i] for i in rest], parallel):
         planned[rest[position]] = result

@@ -204,16 +204,19 @@ class PruneRecord:
     next_root: dict[str, Any] | None = None
 
     @classmethod
-    def load(cls, storage: Storage, policy: str) -> PruneRecord:
+    def load(cls, storage: Storage, policy: str, with_root: bool = True) -> PruneRecord:
         """The last run's record; an empty one when it is missing, damaged, of another
-        format or of another policy (then every table is evaluated in full)."""
+        format or of another policy (then every table is evaluated in full). The root's
+        state (every table of the last run's scope) only `with_root`: a run that reads the
+        tables does not hold it."""
         record = cls(policy)
         try:
             head, tables = _read_record(storage.read_bytes(RECORD))
             if head.get("format") != FORMAT or head.get("policy") != policy:
                 return record
             record.entries = SpilledMap(tables)
-            record.root = head.get("root") if isinstance(head.get("root"), dict) else None
+            root = head.get("root") if with_root else None
+            record.root = root if isinstance(root, dict) else None
         except Exception:  # noqa: BLE001 - a record we cannot read is no record
             record.entries, record.root = SpilledMap(), None
         return record

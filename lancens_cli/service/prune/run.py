@@ -112,7 +112,7 @@ def prune(
     try:
         shown = definitions_text(definitions) if work.optimize_indexes else None
         key = policy_key(policy, work, ns.storage, delimiter, shown)
-        record = PruneRecord(key) if full else PruneRecord.load(ns.storage, key)
+        record = PruneRecord(key) if full else PruneRecord.load(ns.storage, key, with_root=False)
         wanted = [d.to_json() for d in definitions] if work.optimize_indexes else []
         request = PruneRequest(
             ns, idents, policy, dry_run, work, max(1, parallel), delimiter, tasks, wanted
