@@ -90,6 +90,104 @@ def register_tables(root: Path, n: int) -> None:
     ns.manifest.mutate(plan)
 
 
+NAMESPACES = 100  # a nested root's namespaces, `ns000`..`ns099`
+
+
+def nested_namespace(k: int) -> str:
+    return f"ns{k:03d}"
+
+
+def nested_table(i: int) -> tuple[str, str]:
+    """Table i of a nested root: `t<i // 100>` in namespace `ns<i % 100>` (namespace, name)."""
+    return nested_namespace(i % NAMESPACES), table_name(i // NAMESPACES)
+
+
+def register_nested(root: Path, n: int, link: Callable[[str], None]) -> None:
+    """A nested root's `__manifest` in one commit, as `create namespace ns000` .. `ns099` and
+    n `create table ns<k>.t<j>` would write it: `namespace_row` and `table_row` (no metadata),
+    each table in a V2 directory `<8 hex>_<object_id>` drawn by `v2_location`, as `create`
+    draws it. `link(location)` makes each table's directory before the commit (create's
+    order: the data, then the row)."""
+    from lancens_cli.models import Identifier
+    from lancens_cli.service.catalog.manifest_rows import namespace_row, table_row
+    from lancens_cli.service.namespace import Namespace
+    from lancens_cli.store.tables import v2_location
+
+    ns = Namespace.from_properties({"root": str(root)})
+    rows = [namespace_row(Identifier((nested_namespace(k),)).object_id) for k in range(NAMESPACES)]
+    for i in range(n):
+        object_id = Identifier(nested_table(i)).object_id
+        location = v2_location(object_id)
+        link(location)
+        rows.append(table_row(object_id, location, None))
+
+    def plan(snapshot, edit) -> None:
+        for row in rows:
+            edit.add(row)
+
+    ns.manifest.mutate(plan)
+
+
+def register_partitions(root: Path, n: int, link: Callable[[str], None]) -> list[str]:
+    """n - 1 partition tables of a one-field partitioned root beside the one that `lancens
+    write` made (values 0..n-1 in all), in one commit: per table a partition namespace (a random
+    16-character name, `partition_namespace_name`) and its `dataset` table in a fresh V2
+    directory, rows from `partition_namespace_row` / `partition_table_row` with the value i
+    and the `read_version` / `read_branch` the CLI's partition has, as `write` adds them.
+    Refuses (SystemExit) when those functions no longer give the CLI's rows. `link(location)`
+    makes each table's directory before the commit. Returns the object ids of the n partition
+    tables, by value."""
+    from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE
+    from lancens_cli.partition.rows import child_id, partition_rows
+    from lancens_cli.service.catalog.manifest_rows import (
+        partition_namespace_row,
+        partition_table_row,
+    )
+    from lancens_cli.service.namespace import Namespace
+    from lancens_cli.service.partitioned.layout import layout_of
+    from lancens_cli.service.partitioned.placement import TABLE_NAME, partition_namespace_name
+    from lancens_cli.store.tables import v2_location
+
+    ns = Namespace.from_properties({"root": str(root)})
+    snapshot = ns.snapshot()
+    layout = layout_of(snapshot)
+    if layout is None or len(layout.current.fields) != 1:
+        raise SystemExit(f"{root}: expected a partitioned root with one partition field")
+    spec = layout.current
+    column = spec.fields[0].column
+    found = {p.row["object_type"]: p.row for p in partition_rows(snapshot.rows, [spec])}
+    if sorted(found) != [KIND_NAMESPACE, KIND_TABLE]:
+        raise SystemExit(f"{root}: expected one partition namespace and its table")
+    seed_ns, seed = found[KIND_NAMESPACE], found[KIND_TABLE]
+    published = {"read_version": seed["read_version"], "read_branch": seed["read_branch"]}
+    value = {column: seed[column]}
+    again = [
+        (seed_ns, partition_namespace_row(seed_ns["object_id"], **value)),
+        (seed, {**partition_table_row(seed["object_id"], seed["location"], **value), **published}),
+    ]
+    for written, built in again:
+        keys = set(written) | set(built)
+        if any(written.get(k) != built.get(k) for k in keys):
+            raise SystemExit(f"the CLI wrote {written}, the row functions give {built}")
+    rows = []
+    ids = {seed[column]: seed["object_id"]}
+    for i in [v for v in range(n) if v != seed[column]][: n - 1]:
+        namespace_id = child_id(spec.namespace, partition_namespace_name())
+        table_id = child_id(namespace_id, TABLE_NAME)
+        location = v2_location(table_id)
+        link(location)
+        ids[i] = table_id
+        rows.append(partition_namespace_row(namespace_id, **{column: i}))
+        rows.append({**partition_table_row(table_id, location, **{column: i}), **published})
+
+    def plan(snapshot, edit) -> None:
+        for row in rows:
+            edit.add(row)
+
+    ns.manifest.mutate(plan)
+    return [ids[value] for value in sorted(ids)]
+
+
 def build_namespace(root: Path, n: int, workdir: Path) -> float:
     """A compatibility-mode root with n tables: `<name>.lance` copies plus one manifest commit.
 
