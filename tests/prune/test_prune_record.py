@@ -158,6 +158,26 @@ def test_a_missing_or_damaged_record_means_a_full_run(pruned, damage):
     assert skipped(run(pruned, *POLICY_FLAGS, "--yes")) == {f"t{i}.lance" for i in range(4)}
 
 
+@pytest.mark.parametrize("entry", ['{"digest": 3}', "[1, 2]", '"text"', "{}"])
+def test_an_entry_that_does_not_read_means_that_table_is_looked_at_in_full(pruned, entry):
+    """Entries are read only when asked: one another writer damaged (its line still a line)
+    costs its table a full look, not the others theirs, and loses nothing."""
+    path = pruned.local_path / RECORD
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith('"t1.lance": '))
+    ending = "," if lines[at].rstrip().endswith(",") else ""
+    lines[at] = f'"t1.lance": {entry}{ending}\n'
+    path.write_bytes(gzip.compress("".join(lines).encode()))
+    report = run(pruned, *POLICY_FLAGS, "--yes")
+    assert skipped(report) == {"t0.lance", "t2.lance", "t3.lance"}
+    assert report["totals"]["tables_failed"] == 0 and removed(report) == {}
+    for i in range(4):
+        assert (
+            lance.dataset(pruned.local_path / f"t{i}.lance").to_table()["a"].to_pylist() == [i] * 3
+        )
+    assert skipped(run(pruned, *POLICY_FLAGS, "--yes")) == {f"t{i}.lance" for i in range(4)}
+
+
 def test_the_record_is_one_json_document_and_one_written_whole_still_serves(pruned):
     """A table per line (read and written a line at a time) is still one JSON document, and a
     record written as a single line, as earlier versions did, is read the same."""

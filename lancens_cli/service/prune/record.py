@@ -304,9 +304,10 @@ _KEY = json.JSONDecoder()
 
 
 def _table_line(line: str) -> tuple[str, str]:
-    """A table's line, `"<location>": {<entry>},`: the location and the entry's text."""
+    """A table's line, `"<location>": {<entry>},`: the location and the entry's text (an
+    entry that does not read is found when asked: its table is then looked at in full)."""
     location, end = _KEY.raw_decode(line)
     entry = line[end:].rstrip().removesuffix(",")
-    if not isinstance(location, str) or not entry.startswith(": {") or not entry.endswith("}"):
+    if not isinstance(location, str) or not entry.startswith(": ") or len(entry) < 3:
         raise ValueError("not a table's line")
     return location, entry[2:]
