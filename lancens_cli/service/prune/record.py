@@ -211,11 +211,11 @@ class PruneRecord:
         tables does not hold it."""
         record = cls(policy)
         try:
-            head, tables = _read_record(storage.read_bytes(RECORD))
+            head, tables = _read_record(storage.read_bytes(RECORD), with_root)
             if head.get("format") != FORMAT or head.get("policy") != policy:
                 return record
             record.entries = SpilledMap(tables)
-            root = head.get("root") if with_root else None
+            root = head.get("root")
             record.root = root if isinstance(root, dict) else None
         except Exception:  # noqa: BLE001 - a record we cannot read is no record
             record.entries, record.root = SpilledMap(), None
@@ -278,15 +278,18 @@ def _record_lines(
     yield TABLES_CLOSE
 
 
-def _read_record(packed: bytes) -> tuple[dict[str, Any], Iterator[tuple[str, str]]]:
+def _read_record(
+    packed: bytes, with_root: bool = True
+) -> tuple[dict[str, Any], Iterator[tuple[str, str]]]:
     """The record's head and its tables, each location with its entry's JSON text, read a
-    line at a time (`_record_lines`): an entry is parsed only when asked for."""
+    line at a time (`_record_lines`): an entry is parsed only when asked for. Without
+    `with_root`, the head's `root` (every table of the last run's scope) is not parsed."""
     text = io.TextIOWrapper(gzip.GzipFile(fileobj=io.BytesIO(packed)), encoding="utf-8")
     first = text.readline()
     if not first.endswith(TABLES_OPEN):  # one document
         data = json.loads(first + text.read())
         return data, ((str(loc), json.dumps(entry)) for loc, entry in data["tables"].items())
-    head = json.loads(first[: -len(TABLES_OPEN)] + "}")
+    head = _head(first[: -len(TABLES_OPEN)] + "}", with_root)
 
     def tables() -> Iterator[tuple[str, str]]:
         for line in text:
@@ -301,6 +304,14 @@ def _read_record(packed: bytes) -> tuple[dict[str, Any], Iterator[tuple[str, str
 
 
 _KEY = json.JSONDecoder()
+
+
+def _head(text: str, with_root: bool) -> dict[str, Any]:
+    """The head object; without `with_root`, its members before `root` only (which `save`
+    writes last: a million tables' scope is not made into objects for nothing). A bare
+    `, "root": ` cannot lie inside a JSON string, whose quotes are escaped."""
+    before, found, _ = text.partition(', "root": ')
+    return dict(json.loads(before + "}" if found and not with_root else text))
 
 
 def _table_line(line: str) -> tuple[str, str]:
