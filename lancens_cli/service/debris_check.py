@@ -90,8 +90,7 @@ def check_uncommitted_root_tables(
     committed: the `abandoned_table_write` findings `check` makes while it verifies tables,
     for `prune`, which removes debris without verifying every table. `committed`: locations
     the caller saw a version of (not asked again: a write once committed stays so)."""
-    known = {*snapshot.locations(), *committed}
-    for name, location in ns.visible_dir_tables(snapshot, known).items():
+    for name, location in ns.unregistered_dir_tables(snapshot, unless=set(committed)).items():
         if name in snapshot:
             continue
         if directory_location_problem(ns.storage, location) is not None:

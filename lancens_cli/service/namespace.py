@@ -173,13 +173,14 @@ class Namespace:
         return DirectoryTables(names, locations, named, odd)
 
     def unregistered_dir_tables(
-        self, snapshot: ManifestSnapshot, unnamed: bool = False
+        self, snapshot: ManifestSnapshot, unnamed: bool = False, unless: Collection[str] = ()
     ) -> dict[str, str]:
         """The visible directory tables (name -> location) at a location no table row has;
-        with `unnamed`, only those whose name no row has either. Matched in Arrow: over a
-        million registered tables a Python set and dict of them are a third of a GB, and what
-        is left is the few tables known only from their directory."""
-        found = self.visible_dir_table_columns(snapshot)
+        with `unnamed`, only those whose name no row has either; those at a location in
+        `unless` neither looked at nor returned (`visible_dir_tables`). Matched in Arrow: over
+        a million registered tables a Python set and dict of them are a third of a GB, and
+        what is left is the few tables known only from their directory."""
+        found = self.visible_dir_table_columns(snapshot, unless)
         table = snapshot.table
         registered = table.column("location").filter(
             pc.equal(table.column("object_type"), KIND_TABLE)

@@ -114,14 +114,14 @@ class HeldDatasets:
     them: a listing and a read. Threads reading at once may each take one more handle than
     the budget left (it is checked before, charged after)."""
 
-    def __init__(self, tables: Collection[str], max_bytes: int | None = None) -> None:
-        self._tables = tables
+    def __init__(self, tables: Collection[str] | None, max_bytes: int | None = None) -> None:
+        self._tables = tables  # None: every table (a whole root's run)
         self._left = HELD_BYTES if max_bytes is None else max_bytes
         self._lock = threading.Lock()
 
     def covers(self, location: str) -> bool:
         """Whether the table is one of the run's scope (the tables whose work runs here)."""
-        return location in self._tables
+        return self._tables is None or location in self._tables
 
     def wants(self, location: str) -> bool:
         """Whether a dataset of this table would be held if opened now."""

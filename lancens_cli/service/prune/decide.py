@@ -96,6 +96,8 @@ class Decisions:
     # objects the tables' listings saw (what listing them again costs), counted on as tables
     # the record knew are read in full while planned
     objects_listed: Tally = field(default_factory=lambda: Tally(0))
+    # the tables known only from their root directory (no catalog row), a few where any
+    directory_only: set[str] = field(default_factory=set)
 
 
 def decide(
@@ -117,14 +119,17 @@ def decide(
     `hold` (tables run in this process), a table's `TableWork` keeps the dataset opened to
     read it (store/lance_session.py)."""
     snapshot = ns.snapshot()
-    every, refused = _accepted(ns, snapshot, _all_tables(ns, snapshot))
+    tables, directory_only = _all_tables(ns, snapshot)
+    every, refused = _accepted(ns, snapshot, tables)
+    del tables
     named = _tables_in_scope(ns, snapshot, idents, every)
     scope = every if named is every else _accepted(ns, snapshot, named)[0]  # (every: accepted)
     manifest_plan, pins = manifest_pins(ns, snapshot, policy, now, parallel)
     labels = partition_labels(snapshot)  # which partition each partition table is (shown)
     del snapshot  # every row of the catalog: not held while the tables are read
     readers = reading_threads(ns, parallel)
-    held = HeldDatasets({location for location, _ in scope}) if hold else None
+    in_scope = None if scope is every else {location for location, _ in scope}  # None: all
+    held = HeldDatasets(in_scope) if hold else None
     states, unreadable, objects = _read_states(ns, every, readers, record, now, policy, held)
     listed = Tally(objects)
     dependents, blind = _clone_map(ns, states, unreadable)
@@ -174,7 +179,7 @@ def decide(
     # `__manifest`'s rows are not kept: over 100,000 tables they are a tenth of a run's memory
     return Decisions(
         scope, planned, states, manifest_plan, pins, refused, dependents, now,
-        plan if deferred else None, labels, listed,
+        plan if deferred else None, labels, listed, directory_only,
     )  # fmt: skip
 
 
@@ -312,17 +317,22 @@ def _accepted(
     return kept, refused
 
 
-def _all_tables(ns: Namespace, snapshot: ManifestSnapshot) -> list[tuple[str, str | None]]:
-    """Every table of the root that is registered or visible by directory listing."""
+def _all_tables(
+    ns: Namespace, snapshot: ManifestSnapshot
+) -> tuple[list[tuple[str, str | None]], set[str]]:
+    """Every table of the root that is registered or visible by directory listing, and the
+    locations of those known only from their directory (a few, where any)."""
     found: dict[str, str | None] = {}
     for object_id, object_type, location in snapshot.columns(
         "object_id", "object_type", "location"
     ):
         if object_type == KIND_TABLE and location:
             found[location] = object_id
+    directory_only = set()
     for name, location in ns.unregistered_dir_tables(snapshot).items():
         found.setdefault(location, name)
-    return sorted(found.items())
+        directory_only.add(location)
+    return sorted(found.items()), directory_only
 
 
 def _read_states(

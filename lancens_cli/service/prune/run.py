@@ -168,7 +168,9 @@ def _run(
     _run_tables(request, decisions, advance, report, entries)
     if entries is not None:
         entries.finish()
-    committed = set(decisions.states)  # the tables this run read versions of
+    # the directory-only tables this run read versions of (the debris check asks of none
+    # other: a row's table is no debris)
+    committed = {loc for loc in decisions.directory_only if loc in decisions.states}
     decisions.states.clear()  # done with: the root's work reads the catalog anew
     if entries is None:
         _root_work(request, decisions, report, committed)
