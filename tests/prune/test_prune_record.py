@@ -216,6 +216,31 @@ def test_an_untouched_local_table_is_skipped_without_listing_it(pruned, monkeypa
     assert listed == ["t3.lance"] and skipped(changed) == {"t0.lance", "t1.lance", "t2.lance"}
 
 
+def test_a_directory_touched_with_no_file_changed_is_listed_once_then_not(pruned, monkeypatch):
+    """A file made and removed moves its directory's time and nothing else: the next run
+    lists that table (its listing matches the record) and records the directories' new
+    times, so the run after lists nothing again."""
+    time.sleep(SETTLE.total_seconds() + 0.2)
+    run(pruned, *POLICY_FLAGS, "--yes")  # records the directories' times
+    scratch = pruned.local_path / "t1.lance" / "_versions" / "scratch"
+    scratch.write_text("x")
+    scratch.unlink()
+    time.sleep(SETTLE.total_seconds() + 0.2)
+    listed: list[str] = []
+    real_list_table = protect.list_table
+
+    def counting(storage, location):
+        listed.append(location)
+        return real_list_table(storage, location)
+
+    monkeypatch.setattr(protect, "list_table", counting)
+    assert skipped(run(pruned, *POLICY_FLAGS, "--yes")) == {f"t{i}.lance" for i in range(4)}
+    assert listed == ["t1.lance"]
+    listed.clear()
+    assert skipped(run(pruned, *POLICY_FLAGS, "--yes")) == {f"t{i}.lance" for i in range(4)}
+    assert listed == []
+
+
 def test_a_version_aging_while_the_run_reads_is_due_for_the_next_run(tmp_path, monkeypatch):
     """A run judges ages by the moment it starts; a table it lists later may hold versions
     that aged in between. They stayed this run (judged young), so the record must make the

@@ -111,10 +111,11 @@ def _entry_after(decisions: Decisions, result: TableResult) -> Entry | None:
     state = decisions.states.get(result.location)
     seen = state.seen if state is not None else None
     if state is not None and state.recorded is not None and UNCHANGED in result.notes:
-        # skipped: as it was (its `checked` bounds how long), with the directories' times
-        # once they have settled, so that the next run need not list it
+        # skipped: as it was (its `checked` bounds how long), with the directories' times of
+        # the listing that matched it, once they have settled, so that the next run need not
+        # list it (a directory's time moves with no file changed: a file made and removed)
         entry = state.recorded
-        if entry.dirs is None and seen is not None and seen.at is not None:
+        if seen is not None and seen.at is not None:
             entry = dataclasses.replace(entry, dirs=seen.dirs)
         return entry
     if result.status != TableStatus.NOTHING_TO_DO:
