@@ -26,10 +26,11 @@ class SpilledStates(MutableMapping[str, TableState]):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._file = SpillFile()
-        self._where: dict[str, int] = {}  # location -> its place in the file
+        # location -> its place in the file, shifted left one bit: the low bit says whether
+        # the state carries the last run's record entry (no set of a million locations)
+        self._where: dict[str, int] = {}
         self._live: dict[str, TableState] = {}  # held as they are (open datasets; no room)
         self._bases: dict[str, tuple[str, ...]] = {}  # only the tables with base paths
-        self._recorded: set[str] = set()  # the tables the last run's record speaks for
 
     # --- what a run asks of every table without reading any state back -------------------
 
@@ -44,7 +45,11 @@ class SpilledStates(MutableMapping[str, TableState]):
 
     def is_recorded(self, location: str) -> bool:
         """Whether a stored table's state carries the last run's record entry (`recorded`)."""
-        return location in self._recorded
+        with self._lock:
+            live = self._live.get(location)
+            if live is not None:
+                return live.recorded is not None
+            return bool(self._where.get(location, 0) & 1)
 
     # --- the mapping ---------------------------------------------------------------------
 
@@ -55,21 +60,17 @@ class SpilledStates(MutableMapping[str, TableState]):
                 self._live[location] = state
                 self._where.pop(location, None)
             else:
-                self._where[location] = place
+                self._where[location] = place << 1 | (state.recorded is not None)
                 self._live.pop(location, None)
             if state.bases:
                 self._bases[location] = tuple(state.bases)
             else:
                 self._bases.pop(location, None)
-            if state.recorded is not None:
-                self._recorded.add(location)
-            else:
-                self._recorded.discard(location)
 
     def __getitem__(self, location: str) -> TableState:
         with self._lock:
             live = self._live.get(location)
-            place = self._where[location] if live is None else None  # (KeyError: not stored)
+            place = self._where[location] >> 1 if live is None else None  # (KeyError: none)
         if live is not None:
             return live
         assert place is not None
@@ -81,7 +82,6 @@ class SpilledStates(MutableMapping[str, TableState]):
             found = self._where.pop(location, None) is not None
             found = self._live.pop(location, None) is not None or found
             self._bases.pop(location, None)
-            self._recorded.discard(location)
         if not found:
             raise KeyError(location)
 
@@ -100,5 +100,4 @@ class SpilledStates(MutableMapping[str, TableState]):
             self._where.clear()
             self._live.clear()
             self._bases.clear()
-            self._recorded.clear()
             self._file.clear()
