@@ -128,8 +128,7 @@ def decide(
     labels = partition_labels(snapshot)  # which partition each partition table is (shown)
     del snapshot  # every row of the catalog: not held while the tables are read
     readers = reading_threads(ns, parallel)
-    in_scope = None if scope is every else {location for location, _ in scope}  # None: all
-    held = HeldDatasets(in_scope) if hold else None
+    held = HeldDatasets(None if scope is every else {t for t, _ in scope}) if hold else None
     states, unreadable, objects = _read_states(ns, every, readers, record, now, policy, held)
     listed = Tally(objects)
     dependents, blind = _clone_map(ns, states, unreadable)
