@@ -124,13 +124,9 @@ class Namespace:
         last_key = None if until is None else _last_key(until)
         return _table_columns(self.storage.dir_names("", V1_SUFFIX, after, last_key))
 
-    def visible_dir_tables(
-        self, snapshot: ManifestSnapshot, unless: Collection[str] = ()
-    ) -> dict[str, str]:
-        """Directory tables not hidden by a deregistration marker or a finished rename; those
-        at a location in `unless` are neither looked at (a request each on an object store)
-        nor returned."""
-        found = self.visible_dir_table_columns(snapshot, unless)
+    def visible_dir_tables(self, snapshot: ManifestSnapshot) -> dict[str, str]:
+        """Directory tables not hidden by a deregistration marker or a finished rename."""
+        found = self.visible_dir_table_columns(snapshot)
         listed = zip(found.names.to_pylist(), found.locations.to_pylist(), strict=True)
         return {**dict(listed), **found.odd}
 
@@ -177,7 +173,8 @@ class Namespace:
     ) -> dict[str, str]:
         """The visible directory tables (name -> location) at a location no table row has;
         with `unnamed`, only those whose name no row has either; those at a location in
-        `unless` neither looked at nor returned (`visible_dir_tables`). Matched in Arrow: over
+        `unless` neither looked at (a request each on an object store) nor returned. Matched
+        in Arrow: over
         a million registered tables a Python set and dict of them are a third of a GB, and
         what is left is the few tables known only from their directory."""
         found = self.visible_dir_table_columns(snapshot, unless)

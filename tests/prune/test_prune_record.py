@@ -196,11 +196,8 @@ def test_a_dry_run_leaves_no_record(tmp_path):
     assert not (root / RECORD).exists()
 
 
-def test_an_untouched_local_table_is_skipped_without_listing_it(pruned, monkeypatch):
-    """Once its directories' times have settled, a run compares them (one stat each) and lists
-    nothing; a table written to since is listed and evaluated."""
-    time.sleep(SETTLE.total_seconds() + 0.2)
-    run(pruned, *POLICY_FLAGS, "--yes")  # skips by listing, and records the directories' times
+def listings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The tables a run lists whole from now on, in the order listed."""
     listed: list[str] = []
     real_list_table = protect.list_table
 
@@ -209,6 +206,15 @@ def test_an_untouched_local_table_is_skipped_without_listing_it(pruned, monkeypa
         return real_list_table(storage, location)
 
     monkeypatch.setattr(protect, "list_table", counting)
+    return listed
+
+
+def test_an_untouched_local_table_is_skipped_without_listing_it(pruned, monkeypatch):
+    """Once its directories' times have settled, a run compares them (one stat each) and lists
+    nothing; a table written to since is listed and evaluated."""
+    time.sleep(SETTLE.total_seconds() + 0.2)
+    run(pruned, *POLICY_FLAGS, "--yes")  # skips by listing, and records the directories' times
+    listed = listings(monkeypatch)
     quiet = run(pruned, *POLICY_FLAGS, "--yes")
     assert skipped(quiet) == {f"t{i}.lance" for i in range(4)} and listed == []
     lance.write_dataset(pa.table({"a": [9]}), pruned.local_path / "t3.lance", mode="append")
@@ -226,14 +232,7 @@ def test_a_directory_touched_with_no_file_changed_is_listed_once_then_not(pruned
     scratch.write_text("x")
     scratch.unlink()
     time.sleep(SETTLE.total_seconds() + 0.2)
-    listed: list[str] = []
-    real_list_table = protect.list_table
-
-    def counting(storage, location):
-        listed.append(location)
-        return real_list_table(storage, location)
-
-    monkeypatch.setattr(protect, "list_table", counting)
+    listed = listings(monkeypatch)
     assert skipped(run(pruned, *POLICY_FLAGS, "--yes")) == {f"t{i}.lance" for i in range(4)}
     assert listed == ["t1.lance"]
     listed.clear()
