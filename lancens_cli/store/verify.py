@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lancens_cli.errors import LancensError, lance_message
+from lancens_cli.models import VERSIONS_DIR
 from lancens_cli.store.inspect import manifest_scheme
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import open_table
@@ -37,7 +38,7 @@ def resolve(base_paths: dict[int, Any], base_id: int | None, subdir: str, path: 
     return _join(base.path, path)
 
 
-VERSIONS_PREFIX = "_versions/"
+VERSIONS_PREFIX = f"{VERSIONS_DIR}/"
 
 
 def table_files(storage: Storage, location: str) -> set[str]:
@@ -62,7 +63,7 @@ def verify_table(storage: Storage, location: str, present: set[str] | None = Non
     nothing is listed again."""
     problems: list[Problem] = []
     if present is None:
-        version_files = [e.name for e in storage.list_dir(f"{location}/_versions")]
+        version_files = [e.name for e in storage.list_dir(f"{location}/{VERSIONS_DIR}")]
         present = table_files(storage, location)
     else:
         version_files = committed_manifests(present)
