@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from lancens_cli.processes import pid_alive
+from lancens_cli.user_dirs import cache_home
 
 _USER_CHOICES = ("-Xshare", "SharedArchiveFile", "ArchiveClassesAtExit", "ClassList")
 # What else decides the driver's class path (Spark's launcher adds these), besides the JDK and jars
@@ -88,9 +89,7 @@ class Launch:
 
 
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    environ = os.environ if environ is None else environ
-    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "lancens" / "jvm"
+    return cache_home(environ) / "jvm"
 
 
 def archive_key(java: str, banner: str, spark_home: str, class_path: str, environ: Any) -> str:

@@ -21,12 +21,12 @@ import threading
 SETTLED_NS = 2_000_000_000
 KEPT = 8  # records kept (a command lists the root, now and then a directory or two more)
 
-_Stamp = tuple[int, int, int, int]
-_records: dict[_Stamp, frozenset[str]] = {}
+Stamp = tuple[int, int, int, int]
+_records: dict[Stamp, frozenset[str]] = {}
 _lock = threading.Lock()
 
 
-def stamp(path: str) -> _Stamp | None:
+def stamp(path: str) -> Stamp | None:
     """The directory's identity and times, or None when it cannot be read."""
     try:
         found = os.stat(path)
@@ -35,22 +35,26 @@ def stamp(path: str) -> _Stamp | None:
     return (found.st_dev, found.st_ino, found.st_mtime_ns, found.st_ctime_ns)
 
 
-def record_links(path: str, before: _Stamp | None, listed_at_ns: int, links: list[str]) -> None:
+def record_links(path: str, before: Stamp | None, listed_at_ns: int, links: list[str]) -> None:
     """Keep the links one listing of `path` found, when the directory's times (`before`,
     taken before the listing began at `listed_at_ns`) had settled, and the directory is the
     same after it (a path through a link swapped meanwhile names another). Times in whole
     seconds (a network or FUSE file system, stamped by a clock that may lag ours) are not
     trusted to move with a change in the same second: no record."""
-    if before is None or max(before[2], before[3]) > listed_at_ns - SETTLED_NS:
-        return
-    if before[2] % 1_000_000_000 == 0 and before[3] % 1_000_000_000 == 0:
-        return
-    if stamp(path) != before:
+    if before is None or not settled(before, listed_at_ns) or stamp(path) != before:
         return
     with _lock:  # commands list in threads now and then
         while len(_records) >= KEPT:
             _records.pop(next(iter(_records)))
         _records[before] = frozenset(links)
+
+
+def settled(before: Stamp | None, listed_at_ns: int) -> bool:
+    """Whether a directory's times, taken before a listing began at `listed_at_ns`, will move
+    with any change made after it began: old enough, and finer than whole seconds."""
+    if before is None or max(before[2], before[3]) > listed_at_ns - SETTLED_NS:
+        return False
+    return not (before[2] % 1_000_000_000 == 0 and before[3] % 1_000_000_000 == 0)
 
 
 def recorded_links(path: str) -> frozenset[str] | None:

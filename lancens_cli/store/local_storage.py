@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 from lancens_cli.errors import ConfigError
-from lancens_cli.store import link_record
+from lancens_cli.store import link_record, listing_cache
 from lancens_cli.store.dir_entry import DirEntry
 
 
@@ -43,14 +43,21 @@ class LocalFiles:
         """The names of the directories in `rel` that end with `suffix`, without an entry
         object each; the links the same pass meets are recorded (store/link_record.py), so
         that judging locations below `rel` need not list it again. A directory lists in no
-        order: `after` and `until` (a range some names must lie in) are no help here."""
+        order: `after` and `until` (a range some names must lie in) are no help here; a big
+        one's names are taken from the cache while it cannot have changed
+        (store/listing_cache.py)."""
         path = self.path(rel)
         before, started = link_record.stamp(path), time.time_ns()
+        cached = listing_cache.cached_names(path, suffix)
+        if cached is not None:
+            link_record.record_links(path, before, started, cached.links)
+            return cached.names
         names: list[str] = []
         links: list[str] = []
+        seen = 0
         try:
             with os.scandir(path) as it:
-                for entry in it:
+                for seen, entry in enumerate(it, start=1):  # noqa: B007 (read after)
                     if entry.is_symlink():
                         links.append(entry.name)
                     if entry.name.endswith(suffix) and entry.is_dir():
@@ -58,6 +65,7 @@ class LocalFiles:
         except (FileNotFoundError, NotADirectoryError):
             return []
         link_record.record_links(path, before, started, links)
+        listing_cache.keep(path, suffix, before, started, listing_cache.Listing(names, links), seen)
         return names
 
     def exists(self, rel: str) -> bool:

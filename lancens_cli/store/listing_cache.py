@@ -1,0 +1,139 @@
+"""A big local directory's table names, kept between commands while the directory cannot have
+changed, so that the first page of `ls` over a million tables does not list a million entries.
+
+A command that lists a directory of at least `CACHED_FROM` entries writes what it found (the
+names of the directories that end with the suffix asked for, and every link) to the user's cache
+directory, under a name derived from the directory's path, with the directory's identity and
+times (`link_record.stamp`). A later command takes them only while the directory still has that
+identity and those times, by the rules the in-process link record follows (store/link_record.py):
+the times had settled before the listing began, are finer than whole seconds, and move with
+every entry added, removed or renamed in the directory; the change time moves with any change to
+the directory itself, even one that sets its modification time back. What a link leads to can
+change without the directory's times moving, so links are kept by name and looked at again by
+each command.
+
+The cache is never a source of truth: a file that is missing, damaged, of another format or of
+another directory is a listing like any other; one that cannot be written is not written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import time
+import zlib
+
+from lancens_cli.store import link_record
+from lancens_cli.store.link_record import Stamp
+from lancens_cli.user_dirs import cache_home
+
+CACHED_FROM = 20_000  # entries: below this, listing the directory costs less than the file
+FORMAT = "lancens-listing 1"
+FORGOTTEN_AFTER_S = 30 * 86_400  # a cache file no command has written for this long is removed
+_SEPARATOR = "\0"  # the one character no file name holds
+
+
+class Listing:
+    """What one pass over a directory found: the directories ending with the suffix (links
+    among them) and every link."""
+
+    def __init__(self, names: list[str], links: list[str]) -> None:
+        self.names = names
+        self.links = links
+
+
+def cached_names(path: str, suffix: str) -> Listing | None:
+    """The cached listing of `path` (for `suffix`) while the directory is as it was then, with
+    its links looked at again; None when there is none to trust."""
+    now = link_record.stamp(path)
+    if now is None:
+        return None
+    kept = _read(_file_of(path, suffix), path, suffix, now)
+    if kept is None:
+        return None
+    plain, links = kept
+    names = plain + [name for name in links if name.endswith(suffix) and _is_dir(path, name)]
+    return Listing(names, links)
+
+
+def keep(
+    path: str, suffix: str, before: Stamp | None, listed_at_ns: int, found: Listing, seen: int
+) -> None:
+    """Write what a listing of `seen` entries found, when it is worth a file and the directory
+    had settled (`before`, taken before the listing began at `listed_at_ns`) and is the same
+    after it; a cache that cannot be written is left alone."""
+    if seen < CACHED_FROM or before is None or not link_record.settled(before, listed_at_ns):
+        return
+    if link_record.stamp(path) != before:
+        return
+    links = set(found.links)
+    plain = [name for name in found.names if name not in links]
+    body = _SEPARATOR.join([*plain, *found.links]).encode("utf-8", "surrogateescape")
+    facts = {"format": FORMAT, "path": path, "suffix": suffix, "stamp": before}
+    header = json.dumps({**facts, "plain": len(plain), "crc32": zlib.crc32(body)})
+    with contextlib.suppress(OSError):
+        _write(_file_of(path, suffix), header.encode() + b"\n" + body)
+
+
+def _file_of(path: str, suffix: str) -> str:
+    key = hashlib.sha256(f"{os.path.abspath(path)}\n{suffix}".encode("utf-8", "surrogatepass"))
+    return os.path.join(cache_home(), "listings", key.hexdigest()[:40])
+
+
+def _read(file: str, path: str, suffix: str, now: Stamp) -> tuple[list[str], list[str]] | None:
+    """The names and links a cache file holds, when it is of this format, directory, suffix
+    and stamp."""
+    try:
+        with open(file, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    header, _, body = data.partition(b"\n")
+    try:
+        facts = json.loads(header)
+    except ValueError:
+        return None
+    expected = {"format": FORMAT, "path": path, "suffix": suffix, "stamp": list(now)}
+    if not isinstance(facts, dict) or {k: facts.get(k) for k in expected} != expected:
+        return None
+    if facts.get("crc32") != zlib.crc32(body):  # cut short, or changed by hand
+        return None
+    text = body.decode("utf-8", "surrogateescape")
+    names = text.split(_SEPARATOR) if text else []
+    plain = facts.get("plain")
+    if not isinstance(plain, int) or not 0 <= plain <= len(names):
+        return None
+    return names[:plain], names[plain:]
+
+
+def _write(file: str, data: bytes) -> None:
+    """Write the file whole or not at all (a reader never sees half of one), readable by this
+    user only (table names can be private); forget the cache files nobody has written for long."""
+    directory = os.path.dirname(file)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".writing-")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temporary, file)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    _forget_old(directory)
+
+
+def _forget_old(directory: str) -> None:
+    oldest = time.time() - FORGOTTEN_AFTER_S
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if entry.stat(follow_symlinks=False).st_mtime < oldest:
+                    os.unlink(entry.path)
+
+
+def _is_dir(path: str, name: str) -> bool:
+    return os.path.isdir(os.path.join(path, name))

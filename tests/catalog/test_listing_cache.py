@@ -1,0 +1,219 @@
+"""A big local root's table directories are taken from the user's cache while the root cannot
+have changed: the first page of `ls` over a million tables does not list a million entries.
+Whatever changes the root (a table added, removed, renamed, a link that now leads nowhere), and
+whatever is in the cache (damaged, another root's, unwritable), `ls` reads as a listing does."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import lance
+import pyarrow as pa
+import pytest
+from helpers import Root, invoke
+
+from lancens_cli.store import link_record, listing_cache
+
+SETTLE_S = 0.15
+
+
+@pytest.fixture(autouse=True)
+def _small_and_quick(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A root of a few tables counts as big, times settle in a tenth of a second, and the cache
+    is this test's own."""
+    monkeypatch.setattr(listing_cache, "CACHED_FROM", 4)
+    monkeypatch.setattr(link_record, "SETTLED_NS", 100_000_000)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
+def _root(tmp_path: Path) -> Root:
+    """A root with catalog rows, directory-only tables, a link to a table in the root and a link
+    to one outside it, settled."""
+    path = tmp_path / "root"
+    root = Root(str(path), {}, path)
+    assert invoke(*root.args, "init").exit_code == 0
+    for name in ("a", "m"):
+        assert invoke(*root.args, "create", "table", name, "--declare").exit_code == 0
+    for name in ("b", "c", "d", "e"):
+        _table(path / f"{name}.lance")
+    (path / "empty.lance").mkdir()
+    os.symlink(path / "b.lance", path / "again.lance")
+    _table(tmp_path / "outside.lance")
+    os.symlink(tmp_path / "outside.lance", path / "out.lance")
+    _settle()
+    return root
+
+
+def _table(path: Path) -> None:
+    lance.write_dataset(pa.table({"v": [1]}), str(path))
+
+
+def _settle() -> None:
+    time.sleep(SETTLE_S)
+
+
+def _ls(root: Root, *args: str, env: dict[str, str | None] | None = None) -> dict:
+    result = invoke(*root.args, "ls", "--json", *args, env=env)
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def _uncached(root: Root, tmp_path: Path) -> dict:
+    """What a command that finds no cache lists (a fresh cache directory each time)."""
+    fresh = tmp_path / f"fresh-{time.monotonic_ns()}"
+    return _ls(root, env={"XDG_CACHE_HOME": str(fresh)})
+
+
+class _RootListings:
+    """Counts the passes over the root directory."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
+        self.count = 0
+        self._scandir = os.scandir
+        self._root = str(root)
+        monkeypatch.setattr(os, "scandir", self)
+
+    def __call__(self, path=".", *args, **kwargs):
+        if str(path).rstrip("/") == self._root:
+            self.count += 1
+        return self._scandir(path, *args, **kwargs)
+
+
+def _cache_files(tmp_path: Path) -> list[Path]:
+    directory = tmp_path / "cache" / "lancens" / "listings"
+    return sorted(p for p in directory.glob("*") if not p.name.startswith("."))
+
+
+def test_a_settled_big_root_is_listed_once_then_read_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _root(tmp_path)
+    first = _ls(root)
+    assert [e["id"] for e in first["entries"]] == sorted(
+        ["a", "m", "b", "c", "d", "e", "empty", "again", "out"]
+    )
+    assert len(_cache_files(tmp_path)) == 1
+    assert oct(_cache_files(tmp_path)[0].stat().st_mode & 0o777) == "0o600"
+    listings = _RootListings(monkeypatch, root.local_path)
+    assert _ls(root) == first
+    assert _ls(root, "--limit", "2") == {**first, "entries": first["entries"][:2]} | {
+        "next_page_token": first["entries"][1]["id"]
+    }
+    assert listings.count == 0
+
+
+def test_a_root_changed_less_than_a_tick_before_is_not_cached(tmp_path: Path) -> None:
+    root = _root(tmp_path)
+    _table(root.local_path / "new.lance")
+    _ls(root)  # the root's times have not settled: a change in the same tick could follow
+    assert _cache_files(tmp_path) == []
+
+
+def _add(root: Path, outside: Path) -> None:
+    _table(root / "added.lance")
+
+
+def _remove(root: Path, outside: Path) -> None:
+    shutil.rmtree(root / "c.lance")
+
+
+def _rename(root: Path, outside: Path) -> None:
+    os.rename(root / "d.lance", root / "renamed.lance")
+
+
+def _link_target_gone(root: Path, outside: Path) -> None:
+    shutil.rmtree(outside)  # the root's own times do not move
+
+
+def _link_target_back(root: Path, outside: Path) -> None:
+    shutil.rmtree(outside)
+    _settle()
+    _ls_root(root)  # the cache now holds a link that leads nowhere
+    _table(outside)
+
+
+def _directory_swapped_for_a_file(root: Path, outside: Path) -> None:
+    shutil.rmtree(root / "e.lance")
+    (root / "e.lance").write_text("not a table")
+
+
+def _times_set_back(root: Path, outside: Path) -> None:
+    """A copy tool that sets the directory's modification time back after changing it."""
+    before = os.stat(root)
+    _table(root / "restored.lance")
+    os.utime(root, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def _ls_root(root: Path) -> None:
+    assert invoke("--root", str(root), "ls", "--json").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _add,
+        _remove,
+        _rename,
+        _link_target_gone,
+        _link_target_back,
+        _directory_swapped_for_a_file,
+        _times_set_back,
+    ],
+)
+def test_a_change_to_the_root_is_seen(tmp_path: Path, change) -> None:
+    root = _root(tmp_path)
+    _ls(root)
+    assert len(_cache_files(tmp_path)) == 1
+    change(root.local_path, tmp_path / "outside.lance")
+    assert _ls(root) == _uncached(root, tmp_path)  # at once, before anything settles
+    _settle()
+    assert _ls(root) == _uncached(root, tmp_path)
+    assert _ls(root) == _uncached(root, tmp_path)  # and from the cache written after it
+
+
+@pytest.mark.parametrize("damage", ["empty", "garbage", "truncated", "another root's"])
+def test_a_damaged_or_foreign_cache_file_is_a_listing_like_any_other(
+    tmp_path: Path, damage: str
+) -> None:
+    root = _root(tmp_path)
+    other = _root(tmp_path / "other")
+    expected = _ls(root)
+    _ls(other)
+    mine, theirs = _cache_file_of(root), _cache_file_of(other)
+    data = mine.read_bytes()
+    mine.write_bytes(
+        {
+            "empty": b"",
+            "garbage": b"\xff\xfe not a listing \0\0",
+            "truncated": data[: len(data) - 7],
+            "another root's": theirs.read_bytes(),
+        }[damage]
+    )
+    assert _ls(root) == expected
+
+
+def _cache_file_of(root: Root) -> Path:
+    return Path(listing_cache._file_of(str(root.local_path), ".lance"))
+
+
+def test_a_cache_that_cannot_be_written_changes_nothing(tmp_path: Path) -> None:
+    root = _root(tmp_path)
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache directory would be")
+    result = invoke(*root.args, "ls", "--json", env={"XDG_CACHE_HOME": str(blocked)})
+    assert result.exit_code == 0 and result.stderr == ""
+    assert json.loads(result.stdout) == _uncached(root, tmp_path)
+
+
+def test_every_command_that_lists_the_root_agrees_with_the_cache(tmp_path: Path) -> None:
+    """`check` finds the same directory-only tables from the cache as from a listing."""
+    root = _root(tmp_path)
+    fresh = {"XDG_CACHE_HOME": str(tmp_path / "fresh")}
+    uncached = invoke(*root.args, "check", "--json", env=fresh)
+    _ls(root)
+    cached = invoke(*root.args, "check", "--json")
+    assert (cached.exit_code, cached.stdout) == (uncached.exit_code, uncached.stdout)
