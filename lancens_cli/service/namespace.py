@@ -155,7 +155,7 @@ class Namespace:
             if loc not in claimed and loc not in unless and not is_deregistered(self.storage, loc)
         }
         if not len(names):
-            return DirectoryTables(names, locations, pa.array([], pa.bool_()), odd)
+            return DirectoryTables(names, locations, pa.array([], pa.bool_()), odd, [])
         hidden, _ = arrow_strings([*claimed, *unless])
         shown = pc.invert(pc.is_in(locations, value_set=hidden))
         names, locations = names.filter(shown), locations.filter(shown)
@@ -163,10 +163,11 @@ class Namespace:
         named = pc.is_in(names, value_set=ids)
         unknown = pc.indices_nonzero(pc.invert(named)).to_pylist()
         marked = [i for i in unknown if is_deregistered(self.storage, locations[i].as_py())]
+        hidden_by_marker = [locations[i].as_py() for i in marked]
         if marked:
             keep = pc.invert(pc.is_in(pa.array(range(len(names))), value_set=pa.array(marked)))
             names, locations, named = (a.filter(keep) for a in (names, locations, named))
-        return DirectoryTables(names, locations, named, odd)
+        return DirectoryTables(names, locations, named, odd, hidden_by_marker)
 
     def unregistered_dir_tables(
         self, snapshot: ManifestSnapshot, unnamed: bool = False, unless: Collection[str] = ()
@@ -312,13 +313,15 @@ def _last_key(until: str) -> str:
 
 class DirectoryTables(NamedTuple):
     """The root's visible `<name>.lance` directories as Arrow arrays: `names`, `locations`,
-    and `named`, whether a catalog row has the same id as the name; and `odd`, those whose
-    names are not UTF-8 (name -> location), which no row can name."""
+    and `named`, whether a catalog row has the same id as the name; `odd`, those whose
+    names are not UTF-8 (name -> location), which no row can name; and `marked`, those a
+    deregistration marker hid."""
 
     names: Any
     locations: Any
     named: Any
     odd: dict[str, str]
+    marked: list[str]  # the locations a deregistration marker hid
 
 
 def stale_rename_sources(snapshot: ManifestSnapshot) -> set[str]:

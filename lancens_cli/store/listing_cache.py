@@ -51,7 +51,7 @@ def cached_names(path: str, suffix: str) -> Listing | None:
     now = link_record.stamp(path)
     if now is None:
         return None
-    kept = _read(_file_of(path, suffix), path, suffix, now)
+    kept = _read(file_of(path, suffix), path, suffix, now)
     if kept is None:
         return None
     plain, links = kept
@@ -75,10 +75,11 @@ def keep(
     facts = {"format": FORMAT, "path": path, "suffix": suffix, "stamp": before}
     header = json.dumps({**facts, "plain": len(plain), "crc32": zlib.crc32(body)})
     with contextlib.suppress(OSError):
-        _write(_file_of(path, suffix), header.encode() + b"\n" + body)
+        write_file(file_of(path, suffix), header.encode() + b"\n" + body)
 
 
-def _file_of(path: str, suffix: str) -> str:
+def file_of(path: str, suffix: str) -> str:
+    """The cache file of a directory and what was asked of it (a suffix, an index)."""
     key = hashlib.sha256(f"{os.path.abspath(path)}\n{suffix}".encode("utf-8", "surrogatepass"))
     return os.path.join(cache_home(), "listings", key.hexdigest()[:40])
 
@@ -109,7 +110,7 @@ def _read(file: str, path: str, suffix: str, now: Stamp) -> tuple[list[str], lis
     return names[:plain], names[plain:]
 
 
-def _write(file: str, data: bytes) -> None:
+def write_file(file: str, data: bytes) -> None:
     """Write the file whole or not at all (a reader never sees half of one), readable by this
     user only (table names can be private); forget the cache files nobody has written for long."""
     directory = os.path.dirname(file)

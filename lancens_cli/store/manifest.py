@@ -210,6 +210,11 @@ class ManifestSnapshot:
             return [self._rows[i] for i in pc.indices_nonzero(mask).to_pylist()]
         return self.table.filter(mask).to_pylist()
 
+    def child_positions(self, object_id: str, recursive: bool = False) -> Any:
+        """Where `child_table`'s rows lie in the snapshot, in order (int64)."""
+        mask = self._child_mask(object_id, recursive)
+        return pc.indices_nonzero(mask).cast(pa.int64())
+
     def child_table(self, object_id: str, recursive: bool = False) -> Any:
         """`children` as an Arrow table: the rows below a namespace without a dict for each
         (a listing of a million root tables makes dicts for one page only)."""
@@ -496,24 +501,32 @@ class ManifestStore:
                 ) from None
             raise ManifestError(f"__manifest cannot be read: {lance_message(exc)}") from None
 
+    def open_readable(self) -> Any:
+        """`open_dataset`, refused unless this lancens may read its rows (a version, reader
+        features it knows); its schema is checked when the rows are read."""
+        ds = self.open_dataset()
+        if ds is None:
+            return None
+        if ds.version == 0:
+            raise ManifestError("__manifest cannot be read: its manifest file is empty or corrupt")
+        flags = ManifestSnapshot(ds.version, None, dict(ds.metadata or {})).reader_flags
+        if flags & ~KNOWN_READER_FLAGS:
+            raise ManifestError(
+                f"__manifest requires reader features {flags} that this "
+                "version of lancens does not understand; upgrade lancens"
+            )
+        return ds
+
     def _lance_open(self) -> Any:
         return lance.dataset(
             self.uri, version=self.pinned_version, storage_options=self.storage.lance_options
         )
 
     def read(self) -> ManifestSnapshot:
-        ds = self.open_dataset()
+        ds = self.open_readable()
         if ds is None:
             return ManifestSnapshot(0, manifest_schema().empty_table(), {})
-        if ds.version == 0:
-            raise ManifestError("__manifest cannot be read: its manifest file is empty or corrupt")
-        metadata = dict(ds.metadata or {})
-        snapshot = ManifestSnapshot(ds.version, None, metadata)
-        if snapshot.reader_flags & ~KNOWN_READER_FLAGS:
-            raise ManifestError(
-                f"__manifest requires reader features {snapshot.reader_flags} that this "
-                "version of lancens does not understand; upgrade lancens"
-            )
+        snapshot = ManifestSnapshot(ds.version, None, dict(ds.metadata or {}))
         try:
             snapshot.table = ds.to_table()
         except (ValueError, OSError, RuntimeError) as exc:

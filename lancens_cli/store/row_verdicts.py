@@ -70,6 +70,12 @@ class RowLocations:
         self._placed = [(real, oid) for real, oid, _ in placed if oid not in self.refused]
         self._sorted_owners: list[tuple[str, str]] | None = None
 
+    @property
+    def by_spelling_alone(self) -> bool:
+        """Whether every table row was accepted by its location's spelling alone: then no
+        verdict can change while the root's entries (and so its links) do not."""
+        return not self.refused and not self._placed
+
     def _plain_and_alone(self, locations: Any, resolver: LocalResolver | None) -> Any:
         """Which rows name one plain directory (no link, nothing reserved) that no other
         row names: accepted as they are."""

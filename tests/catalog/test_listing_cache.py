@@ -16,7 +16,9 @@ import pyarrow as pa
 import pytest
 from helpers import Root, invoke
 
+from lancens_cli.service.catalog import listing_index
 from lancens_cli.store import link_record, listing_cache
+from lancens_cli.store.tables import DEREGISTERED_MARKER
 
 SETTLE_S = 0.15
 
@@ -84,8 +86,12 @@ class _RootListings:
 
 
 def _cache_files(tmp_path: Path) -> list[Path]:
+    """The root listings in the cache (not the listing indexes beside them)."""
     directory = tmp_path / "cache" / "lancens" / "listings"
-    return sorted(p for p in directory.glob("*") if not p.name.startswith("."))
+    index_of = {Path(listing_index._file_of(str(p))) for p in tmp_path.rglob("root")}
+    return sorted(
+        p for p in directory.glob("*") if not p.name.startswith(".") and p not in index_of
+    )
 
 
 def test_a_settled_big_root_is_listed_once_then_read_from_the_cache(
@@ -197,7 +203,7 @@ def test_a_damaged_or_foreign_cache_file_is_a_listing_like_any_other(
 
 
 def _cache_file_of(root: Root) -> Path:
-    return Path(listing_cache._file_of(str(root.local_path), ".lance"))
+    return Path(listing_cache.file_of(str(root.local_path), ".lance"))
 
 
 def test_a_cache_that_cannot_be_written_changes_nothing(tmp_path: Path) -> None:
@@ -217,3 +223,151 @@ def test_every_command_that_lists_the_root_agrees_with_the_cache(tmp_path: Path)
     _ls(root)
     cached = invoke(*root.args, "check", "--json")
     assert (cached.exit_code, cached.stdout) == (uncached.exit_code, uncached.stdout)
+
+
+# --- the listing index: a page of `ls` from the sorted listing kept beside the root's names ---
+
+
+def _pages(root: Root, limit: int, env: dict[str, str | None] | None = None) -> list[dict]:
+    """Every page of `ls --limit LIMIT`, following the tokens."""
+    pages, token = [], None
+    while True:
+        doc = _ls(root, "--limit", str(limit), *(["--page-token", token] if token else []), env=env)
+        pages.append(doc)
+        token = doc["next_page_token"]
+        if token is None:
+            return pages
+
+
+def _same_pages(root: Root, tmp_path: Path) -> None:
+    """Every page of every size reads as one whole listing that found no cache (and, being
+    whole, never reads the index)."""
+    whole = _uncached(root, tmp_path)["entries"]
+    for limit in (1, 3, 4):
+        pages = _pages(root, limit)
+        assert [e for page in pages for e in page["entries"]] == whole, limit
+        assert all(len(page["entries"]) == limit for page in pages[:-1])
+
+
+class _CatalogReads:
+    """Counts the whole reads of `__manifest`."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from lancens_cli.store.manifest import ManifestStore
+
+        self.count = 0
+        read = ManifestStore.read
+
+        def counted(store):
+            self.count += 1
+            return read(store)
+
+        monkeypatch.setattr(ManifestStore, "read", counted)
+
+
+def test_a_page_costs_a_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a whole listing has written the index, no page reads the catalog whole or lists
+    the root, and every page reads as the whole listing's."""
+    root = _root(tmp_path)
+    whole = _ls(root)["entries"]
+    _ls(root, "--limit", "1")
+    assert Path(listing_index._file_of(str(root.local_path))).exists()
+    reads, listings = _CatalogReads(monkeypatch), _RootListings(monkeypatch, root.local_path)
+    for limit in (1, 2, 4, 20):
+        pages = _pages(root, limit)
+        assert [e for page in pages for e in page["entries"]] == whole, limit
+        assert all(len(page["entries"]) == limit for page in pages[:-1])
+    assert (reads.count, listings.count) == (0, 0)
+
+
+def _marker(directory: Path) -> None:
+    (directory / DEREGISTERED_MARKER).write_text("")
+
+
+def _created(root: Root, tmp_path: Path) -> None:
+    assert invoke(*root.args, "create", "table", "c2", "--declare").exit_code == 0
+
+
+def _dropped(root: Root, tmp_path: Path) -> None:
+    assert invoke(*root.args, "drop", "m", "--yes").exit_code == 0
+
+
+def _registered_elsewhere(root: Root, tmp_path: Path) -> None:
+    """A row at a directory no row names: shown as held by it, until a marker appears there."""
+    assert invoke(*root.args, "register", "shared", "c.lance").exit_code == 0
+    _settle()
+    _pages(root, 2)  # the index now holds the row and its directory
+    _marker(root.local_path / "c.lance")
+
+
+def _deregistered(root: Root, tmp_path: Path) -> None:
+    assert invoke(*root.args, "deregister", "d").exit_code == 0  # a directory-only table
+
+
+def _marked_by_another_writer(root: Root, tmp_path: Path) -> None:
+    _marker(root.local_path / "e.lance")  # the root's times do not move
+
+
+def _marker_taken_away(root: Root, tmp_path: Path) -> None:
+    _marker(root.local_path / "e.lance")
+    _settle()
+    _pages(root, 2)  # the index now holds e.lance as hidden
+    (root.local_path / "e.lance" / DEREGISTERED_MARKER).unlink()
+
+
+def _row_through_a_link(root: Root, tmp_path: Path) -> None:
+    """A row whose verdict its spelling cannot give: no index is kept for the catalog."""
+    assert invoke(*root.args, "register", "linked", "again.lance").exit_code == 0
+
+
+def _row_below_a_directory_turned_link(root: Root, tmp_path: Path) -> None:
+    """A row inside a table's directory, which another writer swaps for a link out of the
+    root: the row's verdict changes while the root's times do not."""
+    nest = root.local_path / "nest"
+    _table(nest / "inner.lance")
+    assert invoke(*root.args, "register", "deep", "nest/inner.lance").exit_code == 0
+    _settle()
+    _pages(root, 2)
+    shutil.rmtree(nest / "inner.lance")
+    os.symlink(tmp_path / "outside.lance", nest / "inner.lance")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _row_below_a_directory_turned_link,
+        _created,
+        _dropped,
+        _registered_elsewhere,
+        _deregistered,
+        _marked_by_another_writer,
+        _marker_taken_away,
+        _row_through_a_link,
+    ],
+)
+def test_pages_from_the_index_follow_every_change(tmp_path: Path, change) -> None:
+    root = _root(tmp_path)
+    _pages(root, 2)
+    assert Path(listing_index._file_of(str(root.local_path))).exists()
+    change(root, tmp_path)
+    _same_pages(root, tmp_path)  # at once
+    _settle()
+    _same_pages(root, tmp_path)  # written again after the change, and read
+    _same_pages(root, tmp_path)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped"])
+def test_a_damaged_index_is_a_whole_listing(tmp_path: Path, damage: str) -> None:
+    root = _root(tmp_path)
+    _pages(root, 2)
+    index = Path(listing_index._file_of(str(root.local_path)))
+    data = index.read_bytes()
+    middle = len(data) // 2
+    index.write_bytes(
+        {
+            "garbage": b"{}\nnot arrow",
+            "truncated": data[:middle],
+            "flipped": data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :],
+        }[damage]
+    )
+    _same_pages(root, tmp_path)

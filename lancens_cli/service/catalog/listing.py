@@ -23,10 +23,12 @@ from lancens_cli.models import (
     Identifier,
     Listing,
 )
+from lancens_cli.service.catalog import listing_index
 from lancens_cli.service.namespace import NameRange, Namespace
 from lancens_cli.service.partitioned.label import PartitionLabel
 from lancens_cli.service.partitioned.layout import partition_summary
 from lancens_cli.service.partitioned.naming import partition_labels
+from lancens_cli.store import listing_cache
 from lancens_cli.store.containment import directory_location_problem, shown
 from lancens_cli.store.manifest import properties_problem
 from lancens_cli.store.row_verdicts import row_locations
@@ -57,14 +59,20 @@ def list_namespace(
     if limit is not None and limit < 1:
         raise InvalidInputError(f"--limit must be at least 1, not {limit}")
     ns.require_root()
+    after = _stand_in(Identifier.parse(page_token, delimiter).object_id) if page_token else None
+    whole_root = ident.is_root and not recursive
+    if whole_root and limit is not None:
+        indexed = listing_index.page(ns, after, limit)
+        if indexed is not None:
+            return _indexed_listing(ns, ident, indexed, delimiter, with_state)
+    start = listing_index.Start(ns)
     snapshot = ns.snapshot()
     ns.require_namespace(ident, snapshot)
 
     summary = partition_summary(snapshot) if snapshot.exists else None
     partitions = _PartitionView(snapshot, summary)
-    child = _listed_rows(snapshot, ident, recursive, partitions, all_rows)
+    child, positions = _listed_rows(snapshot, ident, recursive, partitions, all_rows)
     ids = child.column("object_id").combine_chunks()
-    after = _stand_in(Identifier.parse(page_token, delimiter).object_id) if page_token else None
     directories = (
         _directory_tables(ns, snapshot, child, _page_range(ns, ids, after, limit))
         if ident.is_root
@@ -74,6 +82,9 @@ def list_namespace(
     # Every key is sorted in Arrow; Python objects are made for the page's entries only.
     keys = pa.concat_arrays([ids.cast(pa.string()), directories.names])
     order = pc.sort_indices(keys)
+    if whole_root and summary is None and verdicts.by_spelling_alone and not directories.real:
+        listed = _Sorted(keys, order, child, positions)
+        _keep_index(ns, start, snapshot.version, listed, directories)
     if after is not None:
         order = order.filter(pc.greater(keys.take(order), after))
     more = limit is not None and len(order) > limit
@@ -212,19 +223,97 @@ class _PageEntries(Sequence[Entry]):
 
 def _listed_rows(
     snapshot: Any, ident: Identifier, recursive: bool, partitions: _PartitionView, all_rows: bool
-) -> Any:
+) -> tuple[Any, Any]:
     """The catalog rows `ls` lists, as an Arrow table: the namespace's children (less the
     partition levels, unless `all_rows`), one row per object id (the last, as a reader that
-    keys rows by id keeps)."""
-    child = snapshot.child_table(ident.object_id, recursive=recursive)
+    keys rows by id keeps); and each one's position in the snapshot."""
+    positions = snapshot.child_positions(ident.object_id, recursive=recursive)
+    child = snapshot.table.take(positions)
     if not all_rows and partitions.spec_namespaces:
-        child = child.filter(pc.invert(partitions.level_mask(child)))
+        shown = pc.invert(partitions.level_mask(child))
+        child, positions = child.filter(shown), positions.filter(shown)
     ids = child.column("object_id").combine_chunks()
     ordered = ids.take(pc.sort_indices(ids))
     if len(ids) > 1 and pc.any(pc.equal(ordered[1:], ordered[:-1])).as_py():
-        last = {object_id: i for i, object_id in enumerate(ids.to_pylist())}
-        child = child.take(sorted(last.values()))
-    return child
+        last = sorted({object_id: i for i, object_id in enumerate(ids.to_pylist())}.values())
+        child, positions = child.take(last), positions.take(last)
+    return child, positions
+
+
+class _Sorted(NamedTuple):
+    """A whole listing's keys and their order, and its rows with their snapshot positions."""
+
+    keys: Any
+    order: Any
+    child: Any
+    positions: Any
+
+
+def _keep_index(
+    ns: Namespace,
+    start: listing_index.Start,
+    version: int,
+    listed: _Sorted,
+    directories: _Directories,
+) -> None:
+    """Hand a whole listing of the root to `listing_index`, in the order it lists."""
+    count = listed.child.num_rows
+    if count == 0 or len(listed.keys) < listing_cache.CACHED_FROM:
+        return
+    order = listed.order.cast(pa.int64())
+    is_row = pc.less(order, count)
+    row_at = pc.if_else(is_row, order, 0)
+    locations = listed.child.column("location").combine_chunks()
+    held = pc.fill_null(pc.is_in(locations, value_set=directories.all_locations), False)
+    unnamed = directories.all_locations.filter(pc.invert(directories.named))
+    checked = pc.and_(held, pc.is_in(locations, value_set=unnamed))  # no row names its directory
+    row_side = pc.if_else(checked, locations, pa.scalar(None, pa.string())).take(row_at)
+    dir_side = (
+        directories.locations.take(pc.if_else(is_row, 0, pc.subtract(order, count)))
+        if len(directories.locations)
+        else pa.nulls(len(order), pa.string())
+    )
+    listed_index = listing_index.Listed(
+        keys=listed.keys.take(order),
+        positions=pc.if_else(is_row, listed.positions.take(row_at), -1),
+        locations=pc.if_else(is_row, row_side, dir_side),
+        held=pc.and_(is_row, held.take(row_at)),
+        marker_check=pc.or_(pc.invert(is_row), checked.take(row_at)),
+        marked=list(directories.marked),
+    )
+    listing_index.keep(ns, start, version, listed_index)
+
+
+def _indexed_listing(
+    ns: Namespace,
+    ident: Identifier,
+    indexed: listing_index.IndexedPage,
+    delimiter: str,
+    with_state: bool,
+) -> Listing:
+    """A page read from the listing index, its entries made as the whole listing makes them."""
+    entries = [
+        _row_entry(indexed.rows[row], indexed.held[row], _ACCEPTED, _NO_PARTITIONS, delimiter)
+        if row is not None
+        else _directory_entry(ns, name, location or "")
+        for row, name, location in indexed.entries
+    ]
+    tables = [e for e in entries if e.kind == KIND_TABLE and not e.state]
+    if with_state and tables:
+        _fill_states(ns, tables)
+    next_token = entries[-1].id if indexed.more and entries else None
+    return Listing(ident.display(delimiter), entries, next_token)
+
+
+class _Accepted:
+    """The verdicts of a catalog whose every table row its spelling alone accepted (the
+    listing index is kept only for such a catalog)."""
+
+    def problem(self, object_id: str) -> None:
+        return None
+
+
+_ACCEPTED = _Accepted()
 
 
 class _PartitionView:
@@ -255,6 +344,9 @@ class _PartitionView:
             below_spec = pc.or_(below_spec, pc.starts_with(ids, namespace + OBJECT_ID_DELIMITER))
         level = pc.and_(pc.equal(rows.column("object_type"), KIND_NAMESPACE), below_spec)
         return pc.fill_null(level, False)  # a row of no type is listed, as it was
+
+
+_NO_PARTITIONS = _PartitionView(None, None)
 
 
 def _row_entry(
@@ -300,6 +392,8 @@ class _Directories(NamedTuple):
     all_locations: Any
     real: dict[int, tuple[str, str]]
     between: NameRange = (None, None)
+    named: Any = pa.array([], pa.bool_())  # of `all_locations`: a row has the same id
+    marked: Sequence[str] = ()  # the locations a deregistration marker hid
 
 
 _NONE = pa.array([], pa.string())
@@ -325,9 +419,10 @@ def _directory_tables(
 ) -> _Directories:
     """Spec 000: the root's `<name>.lance` directories (at least those named in `between`),
     deduplicated against the listed rows by location and by name."""
-    names, locations, named, odd = ns.visible_dir_table_columns(snapshot, between=between)
+    found = ns.visible_dir_table_columns(snapshot, between=between)
+    names, locations, named, odd = found.names, found.locations, found.named, found.odd
     if not len(names) and not odd:
-        return _NO_DIRECTORIES
+        return _NO_DIRECTORIES._replace(marked=found.marked)
     # `named`: by any row's id; at the root, a name (no `$`) can equal only a listed row's id.
     # So a row at `<its id>.lance` hides no directory `named` does not: only the others are
     # looked up by location (at a million rows, a hash of none rather than of every row).
@@ -344,7 +439,7 @@ def _directory_tables(
         stand_ins = pa.array([_stand_in(name) for name, _ in real.values()], pa.string())
         names = pa.concat_arrays([names, stand_ins])
         only_locations = pa.concat_arrays([only_locations, stand_ins])
-    return _Directories(names, only_locations, locations, real, between)
+    return _Directories(names, only_locations, locations, real, between, named, found.marked)
 
 
 def _stand_in(text: str) -> str:
