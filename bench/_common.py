@@ -22,8 +22,14 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 # Cold processes get the environment a cron job would: no colour, Lance quiet, no lancens config.
+# An installed package runs from its compiled bytecode: a shell that asks for none (as some
+# sandboxes do) would time the compiler at every start.
 ENV = {
-    **{k: v for k, v in os.environ.items() if not k.startswith("LANCENS_")},
+    **{
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("LANCENS_") and k != "PYTHONDONTWRITEBYTECODE"
+    },
     "NO_COLOR": "1",
     "LANCE_LOG": "error",
     "LANCENS_CONFIG": os.devnull,

@@ -31,7 +31,10 @@
    resident memory (`ru_maxrss` from `os.wait4`; processes it starts are not counted). A
    command over --timeout seconds is killed, reported, and not run at larger sizes.
    A command with warm-ups runs that many times untimed first: a prune's cron run with
-   nothing to do is measured after the runs that leave its record. Where tables sit below
+   nothing to do is measured after the runs that leave its record, a page of `ls` after the
+   listing that keeps the root's sorted listing for the next (the cache directory is the
+   bench's own, under --workdir); `ls-limit-first` runs each time with an empty cache, as
+   the first page after any change to the root or its catalog. Where tables sit below
    namespaces (nested, partitioned) `ls` lists with -R. Commands for one layout only:
    `partitions --json` (partitioned), `drop ns000 --cascade` and its dry run (nested: one
    namespace of N/100 tables), `migrate-v1 --dry-run` and `migrate-v1` (--layout flat, on
@@ -169,6 +172,7 @@ class Command:
     ours: bool
     args: tuple[str, ...]
     warm_ups: int = 0  # untimed runs first, at each size (a prune's record, its quiet state)
+    no_cache: bool = False  # each run with an empty cache directory: as after any change
     layouts: tuple[str, ...] = LAYOUTS  # the --layout values it is measured on
     root: str | None = None  # the layout of the root it runs on, if not --layout's
     fresh: bool = False  # it changes its root: runs last, the root put back after each run
@@ -198,10 +202,19 @@ class Command:
 COMMANDS = [
     Command(
         "ls-limit",
-        "lancens ls --limit 100",
+        "lancens ls --limit 100 (listed before)",
         True,
         ("ls", "--limit", "100"),
+        warm_ups=1,  # the listing a command keeps for the next (service/catalog/listing_index)
         deep=("lancens ls -R --limit 100", ("ls", "-R", "--limit", "100")),
+    ),
+    Command(
+        "ls-limit-first",
+        "lancens ls --limit 100 (first listing)",
+        True,
+        ("ls", "--limit", "100"),
+        no_cache=True,
+        deep=("lancens ls -R --limit 100 (first listing)", ("ls", "-R", "--limit", "100")),
     ),
     Command(
         "ls-json",
@@ -458,12 +471,14 @@ def remove_root(root: Path) -> None:
         remove_path(path)
 
 
-def run_cold(cmd: list[str], timeout: float) -> Sample:
-    """One whole process; wait4 gives its own peak RSS (getrusage of children keeps a max)."""
-    with tempfile.TemporaryFile() as err:
+def run_cold(cmd: list[str], timeout: float, no_cache: bool = False) -> Sample:
+    """One whole process; wait4 gives its own peak RSS (getrusage of children keeps a max).
+    With `no_cache`, in an empty cache directory of its own (a first listing)."""
+    with tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory() as empty:
+        env = {**ENV, "XDG_CACHE_HOME": empty} if no_cache else ENV
         started = time.perf_counter()
         proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=ENV
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env
         )
         killed = threading.Event()
 
@@ -495,7 +510,7 @@ def measure_size(
     fresh = [c for c in commands if c.fresh]
     for command in steady:
         for _ in range(command.warm_ups):
-            sample = run_cold(command.argv(root, n), timeout)
+            sample = run_cold(command.argv(root, n), timeout, command.no_cache)
             print(f"#   {n:>9,} {command.label}: warm-up {sample.wall:.2f} s", flush=True)
             time.sleep(SETTLE_S)  # what a run records are directories older than this
     for _ in range(runs):
@@ -517,7 +532,7 @@ def run_one(command: Command, root: Path, n: int, result: Result, timeout: float
     """One timed cold run, printed as it ends (unless the command timed out before)."""
     if result.failed is not None and result.failed.timed_out:
         return
-    sample = run_cold(command.argv(root, n), timeout)
+    sample = run_cold(command.argv(root, n), timeout, command.no_cache)
     result.samples.append(sample)
     state = "timed out" if sample.timed_out else f"exit {sample.code}"
     print(
@@ -615,8 +630,11 @@ def main(argv: list[str] | None = None) -> int:
     workdir: Path = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     had_template = (workdir / "template-ns").exists()
+    # What commands keep between runs (a big root's listing) lives beside the roots, not in
+    # the user's own cache; emptied for each run, a command's cache starts as a user's first.
+    ENV["XDG_CACHE_HOME"] = str(workdir / "cache")
     print(f"# bench_scale: {versions()}")
-    print(f"# median of {args.runs} cold process(es), no warm-up; roots under {workdir}")
+    print(f"# median of {args.runs} cold process(es); roots under {workdir}")
     print(f"# layout {args.layout}")
     for command in args.skipped:
         only = ", ".join(command.layouts)

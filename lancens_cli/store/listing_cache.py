@@ -25,6 +25,7 @@ import os
 import tempfile
 import time
 import zlib
+from typing import Any
 
 from lancens_cli.store import link_record
 from lancens_cli.store.link_record import Stamp
@@ -73,9 +74,7 @@ def keep(
     plain = [name for name in found.names if name not in links]
     body = _SEPARATOR.join([*plain, *found.links]).encode("utf-8", "surrogateescape")
     facts = {"format": FORMAT, "path": path, "suffix": suffix, "stamp": before}
-    header = json.dumps({**facts, "plain": len(plain), "crc32": zlib.crc32(body)})
-    with contextlib.suppress(OSError):
-        write_file(file_of(path, suffix), header.encode() + b"\n" + body)
+    write_file(file_of(path, suffix), {**facts, "plain": len(plain)}, body)
 
 
 def file_of(path: str, suffix: str) -> str:
@@ -87,6 +86,21 @@ def file_of(path: str, suffix: str) -> str:
 def _read(file: str, path: str, suffix: str, now: Stamp) -> tuple[list[str], list[str]] | None:
     """The names and links a cache file holds, when it is of this format, directory, suffix
     and stamp."""
+    found = read_file(file, {"format": FORMAT, "path": path, "suffix": suffix, "stamp": now})
+    if found is None:
+        return None
+    facts, body = found
+    text = body.decode("utf-8", "surrogateescape")
+    names = text.split(_SEPARATOR) if text else []
+    plain = facts.get("plain")
+    if not isinstance(plain, int) or not 0 <= plain <= len(names):
+        return None
+    return names[:plain], names[plain:]
+
+
+def read_file(file: str, expected: dict[str, Any]) -> tuple[dict[str, Any], bytes] | None:
+    """A cache file's facts and body, when its facts include `expected` and its body is the
+    one written (not cut short, not changed by hand); None for anything else."""
     try:
         with open(file, "rb") as handle:
             data = handle.read()
@@ -97,22 +111,25 @@ def _read(file: str, path: str, suffix: str, now: Stamp) -> tuple[list[str], lis
         facts = json.loads(header)
     except ValueError:
         return None
-    expected = {"format": FORMAT, "path": path, "suffix": suffix, "stamp": list(now)}
-    if not isinstance(facts, dict) or {k: facts.get(k) for k in expected} != expected:
+    wanted = json.loads(json.dumps(expected))  # as JSON reads it back: tuples are lists
+    if not isinstance(facts, dict) or {k: facts.get(k) for k in wanted} != wanted:
         return None
-    if facts.get("crc32") != zlib.crc32(body):  # cut short, or changed by hand
+    if facts.get("crc32") != zlib.crc32(body):
         return None
-    text = body.decode("utf-8", "surrogateescape")
-    names = text.split(_SEPARATOR) if text else []
-    plain = facts.get("plain")
-    if not isinstance(plain, int) or not 0 <= plain <= len(names):
-        return None
-    return names[:plain], names[plain:]
+    return facts, body
 
 
-def write_file(file: str, data: bytes) -> None:
-    """Write the file whole or not at all (a reader never sees half of one), readable by this
-    user only (table names can be private); forget the cache files nobody has written for long."""
+def write_file(file: str, facts: dict[str, Any], body: bytes) -> None:
+    """Write the facts (and the body's checksum) on a line, then the body: whole or not at all
+    (a reader never sees half of one), readable by this user only (table names can be
+    private); forget the cache files nobody has written for long. A cache that cannot be
+    written is not written."""
+    header = json.dumps({**facts, "crc32": zlib.crc32(body)}).encode()
+    with contextlib.suppress(OSError):
+        _write(file, header + b"\n" + body)
+
+
+def _write(file: str, data: bytes) -> None:
     directory = os.path.dirname(file)
     os.makedirs(directory, mode=0o700, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=".writing-")

@@ -22,10 +22,7 @@ Anything else (a missing, damaged or foreign file) is the whole listing, which w
 from __future__ import annotations
 
 import bisect
-import contextlib
-import json
 import time
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -135,11 +132,8 @@ def keep(ns: Namespace, start: Start, version: int, listed: Listed) -> None:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
-    body = sink.getvalue().to_pybytes()
-    facts = _facts(path, start.stamp, version)
-    header = json.dumps({**facts, "marked": listed.marked, "crc32": zlib.crc32(body)})
-    with contextlib.suppress(OSError):
-        listing_cache.write_file(_file_of(path), header.encode() + b"\n" + body)
+    facts = {**_facts(path, start.stamp, version), "marked": listed.marked}
+    listing_cache.write_file(_file_of(path), facts, sink.getvalue().to_pybytes())
 
 
 def _indexable(ns: Namespace) -> bool:
@@ -151,27 +145,18 @@ def _file_of(path: str) -> str:
 
 
 def _facts(path: str, stamp: Stamp, version: int) -> dict[str, Any]:
-    return {"format": FORMAT, "path": path, "stamp": list(stamp), "version": version}
+    return {"format": FORMAT, "path": path, "stamp": stamp, "version": version}
 
 
 def _read(file: str, path: str, stamp: Stamp, version: int) -> tuple[Any, list[str]] | None:
     """The index's table and marked directories, when the file is whole and of this format,
     root, root times and `__manifest` version."""
-    try:
-        with open(file, "rb") as handle:
-            data = handle.read()
-    except OSError:
+    found = listing_cache.read_file(file, _facts(path, stamp, version))
+    if found is None:
         return None
-    header, _, body = data.partition(b"\n")
-    try:
-        facts = json.loads(header)
-    except ValueError:
-        return None
-    expected = _facts(path, stamp, version)
-    if not isinstance(facts, dict) or {k: facts.get(k) for k in expected} != expected:
-        return None
+    facts, body = found
     marked = facts.get("marked")
-    if facts.get("crc32") != zlib.crc32(body) or not isinstance(marked, list):
+    if not isinstance(marked, list):
         return None
     try:
         table = pa.ipc.open_file(pa.py_buffer(body)).read_all()
