@@ -71,7 +71,7 @@ def keep(
     if link_record.stamp(path) != before:
         return
     links = set(found.links)
-    plain = [name for name in found.names if name not in links]
+    plain = [name for name in found.names if name not in links] if links else found.names
     body = _SEPARATOR.join([*plain, *found.links]).encode("utf-8", "surrogateescape")
     facts = {"format": FORMAT, "path": path, "suffix": suffix, "stamp": before}
     write_file(file_of(path, suffix), {**facts, "plain": len(plain)}, body)

@@ -210,10 +210,10 @@ class ManifestSnapshot:
             return [self._rows[i] for i in pc.indices_nonzero(mask).to_pylist()]
         return self.table.filter(mask).to_pylist()
 
-    def child_positions(self, object_id: str, recursive: bool = False) -> Any:
-        """Where `child_table`'s rows lie in the snapshot, in order (int64)."""
+    def child_table_and_positions(self, object_id: str, recursive: bool = False) -> Any:
+        """`child_table`, and where its rows lie in the snapshot (int64)."""
         mask = self._child_mask(object_id, recursive)
-        return pc.indices_nonzero(mask).cast(pa.int64())
+        return self.table.filter(mask), pc.indices_nonzero(mask).cast(pa.int64())
 
     def child_table(self, object_id: str, recursive: bool = False) -> Any:
         """`children` as an Arrow table: the rows below a namespace without a dict for each

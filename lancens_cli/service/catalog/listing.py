@@ -227,8 +227,7 @@ def _listed_rows(
     """The catalog rows `ls` lists, as an Arrow table: the namespace's children (less the
     partition levels, unless `all_rows`), one row per object id (the last, as a reader that
     keys rows by id keeps); and each one's position in the snapshot."""
-    positions = snapshot.child_positions(ident.object_id, recursive=recursive)
-    child = snapshot.table.take(positions)
+    child, positions = snapshot.child_table_and_positions(ident.object_id, recursive=recursive)
     if not all_rows and partitions.spec_namespaces:
         shown = pc.invert(partitions.level_mask(child))
         child, positions = child.filter(shown), positions.filter(shown)
