@@ -40,6 +40,9 @@ def _root(tmp_path: Path) -> Root:
     assert invoke(*root.args, "init").exit_code == 0
     for name in ("a", "m"):
         assert invoke(*root.args, "create", "table", name, "--declare").exit_code == 0
+    assert invoke(*root.args, "create", "namespace", "n").exit_code == 0
+    for name in ("n.t", "n.a"):
+        assert invoke(*root.args, "create", "table", name, "--declare").exit_code == 0
     for name in ("b", "c", "d", "e"):
         _table(path / f"{name}.lance")
     (path / "empty.lance").mkdir()
@@ -88,7 +91,11 @@ class _RootListings:
 def _cache_files(tmp_path: Path) -> list[Path]:
     """The root listings in the cache (not the listing indexes beside them)."""
     directory = tmp_path / "cache" / "lancens" / "listings"
-    index_of = {Path(listing_index._file_of(str(p))) for p in tmp_path.rglob("root")}
+    index_of = {
+        Path(listing_index._file_of(str(p), recursive))
+        for p in tmp_path.rglob("root")
+        for recursive in (False, True)
+    }
     return sorted(
         p for p in directory.glob("*") if not p.name.startswith(".") and p not in index_of
     )
@@ -100,7 +107,7 @@ def test_a_settled_big_root_is_listed_once_then_read_from_the_cache(
     root = _root(tmp_path)
     first = _ls(root)
     assert [e["id"] for e in first["entries"]] == sorted(
-        ["a", "m", "b", "c", "d", "e", "empty", "again", "out"]
+        ["a", "m", "n", "b", "c", "d", "e", "empty", "again", "out"]
     )
     assert len(_cache_files(tmp_path)) == 1
     assert oct(_cache_files(tmp_path)[0].stat().st_mode & 0o777) == "0o600"
@@ -231,11 +238,11 @@ def test_every_command_that_lists_the_root_agrees_with_the_cache(tmp_path: Path)
 # --- the listing index: a page of `ls` from the sorted listing kept beside the root's names ---
 
 
-def _pages(root: Root, limit: int, env: dict[str, str | None] | None = None) -> list[dict]:
+def _pages(root: Root, limit: int, *extra: str) -> list[dict]:
     """Every page of `ls --limit LIMIT`, following the tokens."""
     pages, token = [], None
     while True:
-        doc = _ls(root, "--limit", str(limit), *(["--page-token", token] if token else []), env=env)
+        doc = _ls(root, *extra, "--limit", str(limit), *(["--page-token", token] if token else []))
         pages.append(doc)
         token = doc["next_page_token"]
         if token is None:
@@ -243,13 +250,15 @@ def _pages(root: Root, limit: int, env: dict[str, str | None] | None = None) -> 
 
 
 def _same_pages(root: Root, tmp_path: Path) -> None:
-    """Every page of every size reads as one whole listing that found no cache (and, being
-    whole, never reads the index)."""
-    whole = _uncached(root, tmp_path)["entries"]
-    for limit in (1, 3, 4):
-        pages = _pages(root, limit)
-        assert [e for page in pages for e in page["entries"]] == whole, limit
-        assert all(len(page["entries"]) == limit for page in pages[:-1])
+    """Every page of every size, of the root and of everything below it (`-R`), reads as one
+    whole listing that found no cache (and, being whole, never reads the index)."""
+    for extra in ((), ("-R",)):
+        fresh = {"XDG_CACHE_HOME": str(tmp_path / f"fresh-{time.monotonic_ns()}")}
+        whole = _ls(root, *extra, env=fresh)["entries"]
+        for limit in (1, 3, 4):
+            pages = _pages(root, limit, *extra)
+            assert [e for page in pages for e in page["entries"]] == whole, (extra, limit)
+            assert all(len(page["entries"]) == limit for page in pages[:-1])
 
 
 class _CatalogReads:
@@ -272,14 +281,16 @@ def test_a_page_costs_a_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     """Once a whole listing has written the index, no page reads the catalog whole or lists
     the root, and every page reads as the whole listing's."""
     root = _root(tmp_path)
-    whole = _ls(root)["entries"]
-    _ls(root, "--limit", "1")
-    assert Path(listing_index._file_of(str(root.local_path))).exists()
+    wholes = {extra: _ls(root, *extra)["entries"] for extra in ((), ("-R",))}
+    assert {e["id"] for e in wholes[("-R",)]} == {e["id"] for e in wholes[()]} | {"n.t", "n.a"}
+    for recursive in (False, True):
+        assert Path(listing_index._file_of(str(root.local_path), recursive)).exists()
     reads, listings = _CatalogReads(monkeypatch), _RootListings(monkeypatch, root.local_path)
-    for limit in (1, 2, 4, 20):
-        pages = _pages(root, limit)
-        assert [e for page in pages for e in page["entries"]] == whole, limit
-        assert all(len(page["entries"]) == limit for page in pages[:-1])
+    for extra, whole in wholes.items():
+        for limit in (1, 2, 4, 20):
+            pages = _pages(root, limit, *extra)
+            assert [e for page in pages for e in page["entries"]] == whole, limit
+            assert all(len(page["entries"]) == limit for page in pages[:-1])
     assert (reads.count, listings.count) == (0, 0)
 
 
@@ -351,7 +362,7 @@ def _row_below_a_directory_turned_link(root: Root, tmp_path: Path) -> None:
 def test_pages_from_the_index_follow_every_change(tmp_path: Path, change) -> None:
     root = _root(tmp_path)
     _pages(root, 2)
-    assert Path(listing_index._file_of(str(root.local_path))).exists()
+    assert Path(listing_index._file_of(str(root.local_path), False)).exists()
     change(root, tmp_path)
     _same_pages(root, tmp_path)  # at once
     _settle()
@@ -363,7 +374,7 @@ def test_pages_from_the_index_follow_every_change(tmp_path: Path, change) -> Non
 def test_a_damaged_index_is_a_whole_listing(tmp_path: Path, damage: str) -> None:
     root = _root(tmp_path)
     _pages(root, 2)
-    index = Path(listing_index._file_of(str(root.local_path)))
+    index = Path(listing_index._file_of(str(root.local_path), False))
     data = index.read_bytes()
     middle = len(data) // 2
     index.write_bytes(

@@ -60,9 +60,9 @@ def list_namespace(
         raise InvalidInputError(f"--limit must be at least 1, not {limit}")
     ns.require_root()
     after = _stand_in(Identifier.parse(page_token, delimiter).object_id) if page_token else None
-    whole_root = ident.is_root and not recursive
+    whole_root = ident.is_root  # the root's children, or with `recursive` everything
     if whole_root and limit is not None:
-        indexed = listing_index.page(ns, after, limit)
+        indexed = listing_index.page(ns, after, limit, recursive)
         if indexed is not None:
             return _indexed_listing(ns, ident, indexed, delimiter, with_state)
     start = listing_index.Start(ns)
@@ -84,7 +84,7 @@ def list_namespace(
     order = pc.sort_indices(keys)
     if whole_root and summary is None and verdicts.by_spelling_alone and not directories.real:
         listed = _Sorted(keys, order, child, positions)
-        _keep_index(ns, start, snapshot.version, listed, directories)
+        _keep_index(ns, start, snapshot.version, listed, directories, recursive)
     if after is not None:
         order = order.filter(pc.greater(keys.take(order), after))
     more = limit is not None and len(order) > limit
@@ -254,6 +254,7 @@ def _keep_index(
     version: int,
     listed: _Sorted,
     directories: _Directories,
+    recursive: bool,
 ) -> None:
     """Hand a whole listing of the root to `listing_index`, in the order it lists."""
     count = listed.child.num_rows
@@ -280,7 +281,7 @@ def _keep_index(
         marker_check=pc.or_(pc.invert(is_row), checked.take(row_at)),
         marked=list(directories.marked),
     )
-    listing_index.keep(ns, start, version, listed_index)
+    listing_index.keep(ns, start, version, listed_index, recursive)
 
 
 def _indexed_listing(

@@ -37,6 +37,7 @@ from lancens_cli.store.tables import is_deregistered
 FORMAT = "lancens-listing-index 1"
 MARKED_KEPT = 1_000  # deregistered directories an index rechecks; past this, none is written
 SUFFIX = ".index"  # beside the root's listing in the cache, keyed the same way
+RECURSIVE_SUFFIX = ".index-recursive"  # `ls -R`: everything below the root
 
 
 @dataclass
@@ -77,8 +78,9 @@ class Start:
         self.at_ns = time.time_ns()
 
 
-def page(ns: Namespace, after: str | None, limit: int) -> IndexedPage | None:
-    """The page after `after` from the index, or None when no index can be trusted."""
+def page(ns: Namespace, after: str | None, limit: int, recursive: bool) -> IndexedPage | None:
+    """The page after `after` from the index of the root's listing (`recursive`: of everything
+    below it), or None when no index can be trusted."""
     path = ns.storage.uri() if ns.storage.is_local else None
     if path is None or not _indexable(ns):
         return None
@@ -88,7 +90,7 @@ def page(ns: Namespace, after: str | None, limit: int) -> IndexedPage | None:
     ds = ns.manifest.open_readable()
     if ds is None:
         return None
-    kept = _read(_file_of(path), path, stamp, ds.version)
+    kept = _read(_file_of(path, recursive), path, stamp, ds.version)
     if kept is None:
         return None
     table, marked = kept
@@ -110,7 +112,7 @@ def page(ns: Namespace, after: str | None, limit: int) -> IndexedPage | None:
     return _page_of(ds, chosen, more=start + limit < len(keys))
 
 
-def keep(ns: Namespace, start: Start, version: int, listed: Listed) -> None:
+def keep(ns: Namespace, start: Start, version: int, listed: Listed, recursive: bool) -> None:
     """Write the index of a whole listing that began at `start` of `__manifest` `version`,
     when it is worth a file and the root had settled before it and is the same after it."""
     path = start.path
@@ -133,15 +135,15 @@ def keep(ns: Namespace, start: Start, version: int, listed: Listed) -> None:
     with pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
     facts = {**_facts(path, start.stamp, version), "marked": listed.marked}
-    listing_cache.write_file(_file_of(path), facts, sink.getvalue().to_pybytes())
+    listing_cache.write_file(_file_of(path, recursive), facts, sink.getvalue().to_pybytes())
 
 
 def _indexable(ns: Namespace) -> bool:
     return ns.config.dir_listing_enabled and ns.config.manifest_enabled
 
 
-def _file_of(path: str) -> str:
-    return listing_cache.file_of(path, SUFFIX)
+def _file_of(path: str, recursive: bool) -> str:
+    return listing_cache.file_of(path, RECURSIVE_SUFFIX if recursive else SUFFIX)
 
 
 def _facts(path: str, stamp: Stamp, version: int) -> dict[str, Any]:
