@@ -89,7 +89,8 @@ class Launch:
 
 
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    return cache_home(environ) / "jvm"
+    home = cache_home(environ)
+    return (home if home is not None else Path(os.path.expanduser("~/.cache/lancens"))) / "jvm"
 
 
 def archive_key(java: str, banner: str, spark_home: str, class_path: str, environ: Any) -> str:

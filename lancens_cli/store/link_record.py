@@ -22,7 +22,7 @@ SETTLED_NS = 2_000_000_000
 KEPT = 8  # records kept (a command lists the root, now and then a directory or two more)
 
 Stamp = tuple[int, int, int, int]
-_records: dict[Stamp, frozenset[str]] = {}
+_records: dict[Stamp, tuple[frozenset[str], frozenset[str]]] = {}  # (links, linked directories)
 _lock = threading.Lock()
 
 
@@ -35,18 +35,25 @@ def stamp(path: str) -> Stamp | None:
     return (found.st_dev, found.st_ino, found.st_mtime_ns, found.st_ctime_ns)
 
 
-def record_links(path: str, before: Stamp | None, listed_at_ns: int, links: list[str]) -> None:
+def record_links(
+    path: str,
+    before: Stamp | None,
+    listed_at_ns: int,
+    links: list[str],
+    linked_directories: list[str] | None = None,
+) -> None:
     """Keep the links one listing of `path` found, when the directory's times (`before`,
     taken before the listing began at `listed_at_ns`) had settled, and the directory is the
     same after it (a path through a link swapped meanwhile names another). Times in whole
     seconds (a network or FUSE file system, stamped by a clock that may lag ours) are not
-    trusted to move with a change in the same second: no record."""
+    trusted to move with a change in the same second: no record. `linked_directories`: the
+    links among the names the listing returned (those that led to a directory then)."""
     if before is None or not settled(before, listed_at_ns) or stamp(path) != before:
         return
     with _lock:  # commands list in threads now and then
         while len(_records) >= KEPT:
             _records.pop(next(iter(_records)))
-        _records[before] = frozenset(links)
+        _records[before] = (frozenset(links), frozenset(linked_directories or ()))
 
 
 def settled(before: Stamp | None, listed_at_ns: int) -> bool:
@@ -59,5 +66,16 @@ def settled(before: Stamp | None, listed_at_ns: int) -> bool:
 
 def recorded_links(path: str) -> frozenset[str] | None:
     """The links a listing recorded for this directory as it still is, or None."""
+    found = _recorded(path)
+    return None if found is None else found[0]
+
+
+def recorded_linked_directories(path: str) -> frozenset[str] | None:
+    """The links a listing of this directory (as it still is) returned as directories."""
+    found = _recorded(path)
+    return None if found is None else found[1]
+
+
+def _recorded(path: str) -> tuple[frozenset[str], frozenset[str]] | None:
     now = stamp(path)
     return None if now is None else _records.get(now)

@@ -39,11 +39,12 @@ _SEPARATOR = "\0"  # the one character no file name holds
 
 class Listing:
     """What one pass over a directory found: the directories ending with the suffix (links
-    among them) and every link."""
+    among them: `linked`) and every link."""
 
-    def __init__(self, names: list[str], links: list[str]) -> None:
+    def __init__(self, names: list[str], links: list[str], linked: list[str]) -> None:
         self.names = names
         self.links = links
+        self.linked = linked
 
 
 def cached_names(path: str, suffix: str) -> Listing | None:
@@ -56,8 +57,8 @@ def cached_names(path: str, suffix: str) -> Listing | None:
     if kept is None:
         return None
     plain, links = kept
-    names = plain + [name for name in links if name.endswith(suffix) and _is_dir(path, name)]
-    return Listing(names, links)
+    linked = [name for name in links if name.endswith(suffix) and _is_dir(path, name)]
+    return Listing(plain + linked, links, linked)
 
 
 def keep(
@@ -77,13 +78,25 @@ def keep(
     write_file(file_of(path, suffix), {**facts, "plain": len(plain)}, body)
 
 
-def file_of(path: str, suffix: str) -> str:
-    """The cache file of a directory and what was asked of it (a suffix, an index)."""
+def file_of(path: str, suffix: str) -> str | None:
+    """The cache file of a directory and what was asked of it (a suffix, an index); None when
+    there is no cache directory (no home directory to keep one in)."""
+    home = cache_home()
+    if home is None:
+        return None
     key = hashlib.sha256(f"{os.path.abspath(path)}\n{suffix}".encode("utf-8", "surrogatepass"))
-    return os.path.join(cache_home(), "listings", key.hexdigest()[:40])
+    return os.path.join(home, "listings", key.hexdigest()[:40])
 
 
-def _read(file: str, path: str, suffix: str, now: Stamp) -> tuple[list[str], list[str]] | None:
+def _own(found: os.stat_result) -> bool:
+    """Whether a cache file is this user's and no one else may have written it: what another
+    user could plant there is not taken (a cache directory pointed somewhere shared)."""
+    return found.st_uid == os.getuid() and not found.st_mode & 0o022
+
+
+def _read(
+    file: str | None, path: str, suffix: str, now: Stamp
+) -> tuple[list[str], list[str]] | None:
     """The names and links a cache file holds, when it is of this format, directory, suffix
     and stamp."""
     found = read_file(file, {"format": FORMAT, "path": path, "suffix": suffix, "stamp": now})
@@ -98,11 +111,15 @@ def _read(file: str, path: str, suffix: str, now: Stamp) -> tuple[list[str], lis
     return names[:plain], names[plain:]
 
 
-def read_file(file: str, expected: dict[str, Any]) -> tuple[dict[str, Any], bytes] | None:
+def read_file(file: str | None, expected: dict[str, Any]) -> tuple[dict[str, Any], bytes] | None:
     """A cache file's facts and body, when its facts include `expected` and its body is the
     one written (not cut short, not changed by hand); None for anything else."""
+    if file is None:
+        return None
     try:
         with open(file, "rb") as handle:
+            if not _own(os.fstat(handle.fileno())):
+                return None
             data = handle.read()
     except OSError:
         return None
@@ -119,11 +136,13 @@ def read_file(file: str, expected: dict[str, Any]) -> tuple[dict[str, Any], byte
     return facts, body
 
 
-def write_file(file: str, facts: dict[str, Any], body: bytes) -> None:
+def write_file(file: str | None, facts: dict[str, Any], body: bytes) -> None:
     """Write the facts (and the body's checksum) on a line, then the body: whole or not at all
     (a reader never sees half of one), readable by this user only (table names can be
     private); forget the cache files nobody has written for long. A cache that cannot be
     written is not written."""
+    if file is None:
+        return
     header = json.dumps({**facts, "crc32": zlib.crc32(body)}).encode()
     with contextlib.suppress(OSError):
         _write(file, header + b"\n" + body)

@@ -50,22 +50,27 @@ class LocalFiles:
         before, started = link_record.stamp(path), time.time_ns()
         cached = listing_cache.cached_names(path, suffix)
         if cached is not None:
-            link_record.record_links(path, before, started, cached.links)
+            link_record.record_links(path, before, started, cached.links, cached.linked)
             return cached.names
         names: list[str] = []
         links: list[str] = []
+        linked: list[str] = []  # links among the names
         seen = 0
         try:
             with os.scandir(path) as it:
                 for seen, entry in enumerate(it, start=1):  # noqa: B007 (read after)
-                    if entry.is_symlink():
+                    link = entry.is_symlink()
+                    if link:
                         links.append(entry.name)
                     if entry.name.endswith(suffix) and entry.is_dir():
                         names.append(entry.name)
+                        if link:
+                            linked.append(entry.name)
         except (FileNotFoundError, NotADirectoryError):
             return []
-        link_record.record_links(path, before, started, links)
-        listing_cache.keep(path, suffix, before, started, listing_cache.Listing(names, links), seen)
+        link_record.record_links(path, before, started, links, linked)
+        found = listing_cache.Listing(names, links, linked)
+        listing_cache.keep(path, suffix, before, started, found, seen)
         return names
 
     def exists(self, rel: str) -> bool:

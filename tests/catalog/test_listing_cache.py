@@ -385,3 +385,138 @@ def test_a_damaged_index_is_a_whole_listing(tmp_path: Path, damage: str) -> None
         }[damage]
     )
     _same_pages(root, tmp_path)
+
+
+def _paged(root: Root, limit: int, *extra: str) -> list[dict]:
+    return [e for page in _pages(root, limit, *extra) for e in page["entries"]]
+
+
+def _whole(root: Root, tmp_path: Path, *extra: str) -> list[dict]:
+    fresh = {"XDG_CACHE_HOME": str(tmp_path / f"fresh-{time.monotonic_ns()}")}
+    return _ls(root, *extra, env=fresh)["entries"]
+
+
+def _indexed(root: Root, recursive: bool = False) -> bool:
+    return Path(listing_index._file_of(str(root.local_path), recursive)).exists()
+
+
+@pytest.mark.parametrize("when", ["target goes", "target comes"])
+def test_a_root_link_is_followed_again_by_every_page(tmp_path: Path, when: str) -> None:
+    """Where a link in the root leads can change while the root's times stand still."""
+    root = _root(tmp_path)
+    os.symlink(tmp_path / "later", root.local_path / "later.lance")  # leads nowhere yet
+    _settle()
+    _pages(root, 2)
+    assert _indexed(root)
+    if when == "target goes":
+        shutil.rmtree(tmp_path / "outside.lance")
+    else:
+        _table(tmp_path / "later")
+    assert _paged(root, 2) == _whole(root, tmp_path)
+
+
+def test_an_index_of_a_listing_without_directories_is_not_taken_for_one_with(
+    tmp_path: Path,
+) -> None:
+    root = _root(tmp_path)
+    for i in range(5):
+        assert invoke(*root.args, "create", "table", f"r{i}", "--declare").exit_code == 0
+    _settle()
+    assert invoke(*root.args, "--no-dir-listing", "ls", "--limit", "2").exit_code == 0
+    assert _paged(root, 2) == _whole(root, tmp_path)
+
+
+def test_a_catalog_replaced_in_place_at_the_same_version_is_listed_anew(tmp_path: Path) -> None:
+    """Another root's `__manifest` copied over this one's: the root's times do not move."""
+    root = _root(tmp_path)
+    other = Root(str(tmp_path / "other"), {}, tmp_path / "other")
+    assert invoke(*other.args, "init").exit_code == 0
+    for name in ("x", "y", "z", "w", "v"):
+        assert invoke(*other.args, "create", "table", name, "--declare").exit_code == 0
+    mine, theirs = root.local_path / "__manifest", other.local_path / "__manifest"
+    assert lance.dataset(str(mine)).version == lance.dataset(str(theirs)).version
+    _pages(root, 2)
+    assert _indexed(root)
+    before = os.stat(root.local_path)
+    for child in mine.iterdir():
+        shutil.rmtree(child) if child.is_dir() else child.unlink()
+    shutil.copytree(theirs, mine, dirs_exist_ok=True)
+    after = os.stat(root.local_path)
+    assert (before.st_mtime_ns, before.st_ctime_ns) == (after.st_mtime_ns, after.st_ctime_ns)
+    assert _paged(root, 2) == _whole(root, tmp_path)
+
+
+def test_a_damaged_catalog_is_reported_as_the_whole_listing_reports_it(tmp_path: Path) -> None:
+    root = _root(tmp_path)
+    _pages(root, 2)
+    for data in (root.local_path / "__manifest" / "data").iterdir():
+        data.write_bytes(b"garbage")
+    fresh = {"XDG_CACHE_HOME": str(tmp_path / "fresh")}
+    whole = invoke(*root.args, "ls", "--limit", "2", env=fresh)
+    paged = invoke(*root.args, "ls", "--limit", "2")
+    assert whole.exit_code not in (0, 18)  # a catalog that cannot be read, never "internal"
+    assert (paged.exit_code, paged.stdout, paged.stderr) == (
+        whole.exit_code,
+        whole.stdout,
+        whole.stderr,
+    )
+
+
+def test_a_marker_after_the_page_leaves_no_token_to_a_page_that_is_not_there(
+    tmp_path: Path,
+) -> None:
+    root = _root(tmp_path)
+    ids = [e["id"] for e in _whole(root, tmp_path)]
+    assert ids[-1] == "out"  # out.lance leads to outside.lance, which no row names
+    _pages(root, len(ids) - 1)
+    _marker(tmp_path / "outside.lance")
+    fresh = {"XDG_CACHE_HOME": str(tmp_path / "fresh")}
+    paged = invoke(*root.args, "ls", "--limit", str(len(ids) - 1))
+    whole = invoke(*root.args, "ls", "--limit", str(len(ids) - 1), env=fresh)
+    assert (paged.stdout, paged.stderr) == (whole.stdout, whole.stderr)
+    assert "more entries" not in paged.stderr
+
+
+def test_no_home_directory_means_no_cache_and_the_same_listing(tmp_path: Path) -> None:
+    root = _root(tmp_path)
+    result = invoke(
+        *root.args, "ls", "--json", "--limit", "2", env={"XDG_CACHE_HOME": None, "HOME": "~"}
+    )
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["entries"] == _whole(root, tmp_path)[:2]
+
+
+def test_a_cache_file_another_user_could_have_written_is_not_taken(tmp_path: Path) -> None:
+    root = _root(tmp_path)
+    _pages(root, 2)
+    index = Path(listing_index._file_of(str(root.local_path), False))
+    index.chmod(0o666)
+    assert listing_cache.read_file(str(index), {}) is None
+    assert _paged(root, 2) == _whole(root, tmp_path)
+
+
+TOKENS = ["again", "b", "bb", "n", "n.a", "n/t", "zz", "0", "a$", "é", "n$a", "~", "n."]
+
+
+@pytest.mark.parametrize("delimiter", [".", "/"])
+@pytest.mark.parametrize("extra", [(), ("-R",)])
+def test_any_token_reads_as_the_whole_listing_reads_it(
+    tmp_path: Path, delimiter: str, extra: tuple[str, ...]
+) -> None:
+    """Names of directory-only tables, names in no listing, and odd spellings, as text and as
+    JSON: the same output, the same messages, the same exit code."""
+    root = _root(tmp_path)
+    _pages(root, 2, *extra)
+    assert _indexed(root, bool(extra))
+    fresh = {"XDG_CACHE_HOME": str(tmp_path / "fresh")}
+    for token in TOKENS:
+        for limit in ("1", "3"):
+            for json_flag in ((), ("--json",)):
+                args = (*root.args, "--delimiter", delimiter, "ls", *json_flag, *extra)
+                args = (*args, "--limit", limit, "--page-token", token)
+                paged, whole = invoke(*args), invoke(*args, env=fresh)
+                assert (paged.exit_code, paged.stdout, paged.stderr) == (
+                    whole.exit_code,
+                    whole.stdout,
+                    whole.stderr,
+                ), (token, limit, json_flag)

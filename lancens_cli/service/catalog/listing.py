@@ -59,15 +59,15 @@ def list_namespace(
     if limit is not None and limit < 1:
         raise InvalidInputError(f"--limit must be at least 1, not {limit}")
     ns.require_root()
-    after = _stand_in(Identifier.parse(page_token, delimiter).object_id) if page_token else None
     whole_root = ident.is_root  # the root's children, or with `recursive` everything
     if whole_root and limit is not None:
-        indexed = listing_index.page(ns, after, limit, recursive)
+        indexed = listing_index.page(ns, _after(page_token, delimiter), limit, recursive)
         if indexed is not None:
             return _indexed_listing(ns, ident, indexed, delimiter, with_state)
     start = listing_index.Start(ns)
     snapshot = ns.snapshot()
     ns.require_namespace(ident, snapshot)
+    after = _after(page_token, delimiter)  # a namespace that is not there is said first
 
     summary = partition_summary(snapshot) if snapshot.exists else None
     partitions = _PartitionView(snapshot, summary)
@@ -97,6 +97,11 @@ def list_namespace(
     if ident.is_root:
         listing.partitioning = summary
     return listing
+
+
+def _after(page_token: str | None, delimiter: str) -> str | None:
+    """The key a page starts after."""
+    return _stand_in(Identifier.parse(page_token, delimiter).object_id) if page_token else None
 
 
 ENTRY_CHUNK = 4096  # entries made (and table states looked up) at a time

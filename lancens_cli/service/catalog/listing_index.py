@@ -22,19 +22,24 @@ Anything else (a missing, damaged or foreign file) is the whole listing, which w
 from __future__ import annotations
 
 import bisect
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
+from lancens_cli.models import MANIFEST_TABLE, VERSIONS_DIR
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.store import link_record, listing_cache
 from lancens_cli.store.link_record import Stamp
-from lancens_cli.store.tables import is_deregistered
+from lancens_cli.store.tables import V1_SUFFIX, is_deregistered
 
-FORMAT = "lancens-listing-index 1"
+# A new number for any change to what `ls` shows or how it is worked out: an index is what an
+# older lancens worked out, and is taken only when the format is the same.
+FORMAT = "lancens-listing-index 2"
+COLUMNS = ("keys", "positions", "locations", "held", "marker_check")
 MARKED_KEPT = 1_000  # deregistered directories an index rechecks; past this, none is written
 SUFFIX = ".index"  # beside the root's listing in the cache, keyed the same way
 RECURSIVE_SUFFIX = ".index-recursive"  # `ls -R`: everything below the root
@@ -90,26 +95,26 @@ def page(ns: Namespace, after: str | None, limit: int, recursive: bool) -> Index
     ds = ns.manifest.open_readable()
     if ds is None:
         return None
-    kept = _read(_file_of(path, recursive), path, stamp, ds.version)
+    kept = _read(_file_of(path, recursive), _facts(ns, path, stamp, ds.version))
     if kept is None:
         return None
-    table, marked = kept
-    if not all(is_deregistered(ns.storage, location) for location in marked):
+    table, facts = kept
+    if not _links_lead_as_they_did(path, facts["links"]):
         return None
-    keys = table.column("key")
+    if not all(is_deregistered(ns.storage, location) for location in facts["marked"]):
+        return None
+    keys = table.column("keys")
     start = 0 if after is None else bisect.bisect_right(_Texts(keys), after)
     chosen = table.slice(start, limit)
-    if any(
-        is_deregistered(ns.storage, location)
-        for location, check in zip(
-            chosen.column("location").to_pylist(),
-            chosen.column("marker_check").to_pylist(),
-            strict=True,
-        )
-        if check
-    ):
+    if any(_marked_since(ns, chosen)):
         return None
-    return _page_of(ds, chosen, more=start + limit < len(keys))
+    more = _any_shown(ns, table.slice(start + limit))
+    if more is None:
+        return None
+    try:
+        return _page_of(ds, chosen, more)
+    except (ValueError, OSError, RuntimeError):
+        return None  # the whole listing reads `__manifest` again, and says what is wrong
 
 
 def keep(ns: Namespace, start: Start, version: int, listed: Listed, recursive: bool) -> None:
@@ -118,66 +123,108 @@ def keep(ns: Namespace, start: Start, version: int, listed: Listed, recursive: b
     path = start.path
     if path is None or start.stamp is None or len(listed.keys) < listing_cache.CACHED_FROM:
         return
-    if len(listed.marked) > MARKED_KEPT or not link_record.settled(start.stamp, start.at_ns):
+    if not _indexable(ns) or len(listed.marked) > MARKED_KEPT:
         return
-    if link_record.stamp(path) != start.stamp:
+    if not link_record.settled(start.stamp, start.at_ns) or link_record.stamp(path) != start.stamp:
         return
-    table = pa.table(
-        {
-            "key": listed.keys,
-            "position": listed.positions,
-            "location": listed.locations,
-            "held": listed.held,
-            "marker_check": listed.marker_check,
-        }
-    )
+    links = _root_links(path)
+    if links is None:
+        return
+    columns = (listed.keys, listed.positions, listed.locations, listed.held, listed.marker_check)
+    table = pa.table(dict(zip(COLUMNS, columns, strict=True)))
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
-    facts = {**_facts(path, start.stamp, version), "marked": listed.marked}
+    facts = {**_facts(ns, path, start.stamp, version), "marked": listed.marked, "links": links}
     listing_cache.write_file(_file_of(path, recursive), facts, sink.getvalue().to_pybytes())
+
+
+def _root_links(path: str) -> list[tuple[str, bool]] | None:
+    """The root's `<name>.lance` links, and whether each led to a directory, as the listing
+    this command made found them (None: it made none that it could keep)."""
+    links = link_record.recorded_links(path)
+    linked = link_record.recorded_linked_directories(path)
+    if links is None or linked is None:
+        return None
+    return sorted((name, name in linked) for name in links if name.endswith(V1_SUFFIX))
+
+
+def _links_lead_as_they_did(path: str, links: list[list[Any]]) -> bool:
+    """Whether each of the root's links still leads to a directory, or still does not: a link
+    can be pointed elsewhere, or its target come and go, without the root's times moving."""
+    return all(os.path.isdir(os.path.join(path, name)) == bool(was) for name, was in links)
+
+
+def _marked_since(ns: Namespace, entries: Any) -> Iterator[bool]:
+    """For each entry whose directory no row names, whether a deregistration marker is there
+    now (none was when the index was written)."""
+    for location, check in zip(
+        entries.column("locations").to_pylist(),
+        entries.column("marker_check").to_pylist(),
+        strict=True,
+    ):
+        yield bool(check) and is_deregistered(ns.storage, location)
+
+
+def _any_shown(ns: Namespace, following: Any) -> bool | None:
+    """Whether an entry after the page is still shown: the first that needs no marker looked
+    at, or whose directory has none. None when the first after the page is marked now (the
+    whole listing says what follows)."""
+    if not len(following):
+        return False
+    return None if next(_marked_since(ns, following.slice(0, 1))) else True
 
 
 def _indexable(ns: Namespace) -> bool:
     return ns.config.dir_listing_enabled and ns.config.manifest_enabled
 
 
-def _file_of(path: str, recursive: bool) -> str:
+def _file_of(path: str, recursive: bool) -> str | None:
     return listing_cache.file_of(path, RECURSIVE_SUFFIX if recursive else SUFFIX)
 
 
-def _facts(path: str, stamp: Stamp, version: int) -> dict[str, Any]:
-    return {"format": FORMAT, "path": path, "stamp": stamp, "version": version}
+def _facts(ns: Namespace, path: str, stamp: Stamp, version: int) -> dict[str, Any]:
+    """What an index is of: the root as it stood, the `__manifest` version and the directory
+    of its versions (a `__manifest` replaced in place keeps the root's times), and the options
+    that decide what `ls` lists."""
+    return {
+        "format": FORMAT,
+        "path": path,
+        "stamp": stamp,
+        "version": version,
+        "versions": link_record.stamp(os.path.join(path, MANIFEST_TABLE, VERSIONS_DIR)),
+        "options": [ns.config.dir_listing_enabled, ns.config.manifest_enabled],
+    }
 
 
-def _read(file: str, path: str, stamp: Stamp, version: int) -> tuple[Any, list[str]] | None:
-    """The index's table and marked directories, when the file is whole and of this format,
-    root, root times and `__manifest` version."""
-    found = listing_cache.read_file(file, _facts(path, stamp, version))
+def _read(file: str | None, expected: dict[str, Any]) -> tuple[Any, dict[str, Any]] | None:
+    """The index's table and facts, when the file is whole and of `expected`."""
+    found = listing_cache.read_file(file, expected)
     if found is None:
         return None
     facts, body = found
-    marked = facts.get("marked")
-    if not isinstance(marked, list):
+    if not isinstance(facts.get("marked"), list) or not isinstance(facts.get("links"), list):
         return None
     try:
         table = pa.ipc.open_file(pa.py_buffer(body)).read_all()
     except (pa.ArrowInvalid, OSError):
         return None
-    return table, [str(location) for location in marked]
+    if table.column_names != list(COLUMNS):
+        return None
+    return table, facts
 
 
 def _page_of(ds: Any, chosen: Any, more: bool) -> IndexedPage:
-    positions = chosen.column("position").to_pylist()
+    positions = chosen.column("positions").to_pylist()
     wanted = [p for p in positions if p >= 0]
     rows = ds.take(wanted).to_pylist() if wanted else []
     held = chosen.column("held").to_pylist()
     entries: list[tuple[int | None, str, str | None]] = []
     row_held: list[bool] = []
     for key, position, location, holds in zip(
-        chosen.column("key").to_pylist(),
+        chosen.column("keys").to_pylist(),
         positions,
-        chosen.column("location").to_pylist(),
+        chosen.column("locations").to_pylist(),
         held,
         strict=True,
     ):
