@@ -43,6 +43,10 @@
    what the run added at its top level goes, `__manifest` is the build's again (a copy kept
    beside the root), and deleted table directories are linked again. A command asked for on
    a layout it does not fit is skipped with a note.
+   `fs-floor` (not in the default --commands) is what the file system alone charges a
+   command that looks at every table: a stat and a listing of each table's `_versions/` in
+   plain Python. Where it grows faster than linear (the kernel's caches no longer hold every
+   table's directories), no such command can grow slower.
 3. Beside them, what a user would pick instead: the reference `lance.namespace.
    DirectoryNamespace`'s `list_tables` of the root (every page; where tables sit below
    namespaces, a walk of `list_namespaces` and `list_tables` of every namespace) and
@@ -159,7 +163,21 @@ response = ns.describe_table(ln.DescribeTableRequest(id=sys.argv[2].split(".")))
 print(response.to_json())
 """
 
-SCRIPTS = {"list": REF_LIST, "walk": REF_WALK, "describe": REF_DESCRIBE}
+# The file system's own floor for a command that looks at every table: one stat and one
+# listing of each table's `_versions/`, in plain Python (no Lance, no lancens).
+FS_FLOOR = r"""
+import os, sys
+root, count = sys.argv[1], 0
+with os.scandir(root) as entries:
+    for entry in entries:
+        if entry.name.endswith(".lance") and entry.is_dir():
+            os.stat(os.path.join(entry.path, "_versions"))
+            os.listdir(os.path.join(entry.path, "_versions"))
+            count += 1
+if count != int(sys.argv[2]):
+    sys.exit(f"looked at {count} tables, expected {sys.argv[2]}")
+"""
+SCRIPTS = {"list": REF_LIST, "walk": REF_WALK, "describe": REF_DESCRIBE, "floor": FS_FLOOR}
 
 
 @dataclass(frozen=True)
@@ -288,6 +306,14 @@ COMMANDS = [
         deep=("reference walk: list_namespaces + list_tables (all pages)", ("walk",)),
     ),
     Command("ref-describe", "reference describe_table <one table>", False, ("describe",)),
+    Command(
+        "fs-floor",
+        "file system floor: stat + list _versions/ of every table",
+        False,
+        ("floor",),
+        layouts=("flat",),
+        default=False,
+    ),
 ]
 # the root layouts whose roots a command changes: they keep a copy of `__manifest` to go back to
 RESTORED = {c.root_layout(layout) for c in COMMANDS if c.fresh for layout in c.layouts}
