@@ -48,7 +48,7 @@ def record_links(
     seconds (a network or FUSE file system, stamped by a clock that may lag ours) are not
     trusted to move with a change in the same second: no record. `linked_directories`: the
     links among the names the listing returned (those that led to a directory then)."""
-    if before is None or not settled(before, listed_at_ns) or stamp(path) != before:
+    if before is None or not unchanged_since(path, before, listed_at_ns):
         return
     with _lock:  # commands list in threads now and then
         while len(_records) >= KEPT:
@@ -62,6 +62,13 @@ def settled(before: Stamp | None, listed_at_ns: int) -> bool:
     if before is None or max(before[2], before[3]) > listed_at_ns - SETTLED_NS:
         return False
     return not (before[2] % 1_000_000_000 == 0 and before[3] % 1_000_000_000 == 0)
+
+
+def unchanged_since(path: str, before: Stamp, listed_at_ns: int) -> bool:
+    """Whether what one listing of `path` found may be kept: the directory's times had settled
+    before it began (`before`, taken then) and the directory is the same after it (a path
+    through a link swapped meanwhile names another)."""
+    return settled(before, listed_at_ns) and stamp(path) == before
 
 
 def recorded_links(path: str) -> frozenset[str] | None:

@@ -67,9 +67,9 @@ def keep(
     """Write what a listing of `seen` entries found, when it is worth a file and the directory
     had settled (`before`, taken before the listing began at `listed_at_ns`) and is the same
     after it; a cache that cannot be written is left alone."""
-    if seen < CACHED_FROM or before is None or not link_record.settled(before, listed_at_ns):
+    if seen < CACHED_FROM or before is None:
         return
-    if link_record.stamp(path) != before:
+    if not link_record.unchanged_since(path, before, listed_at_ns):
         return
     links = set(found.links)
     plain = [name for name in found.names if name not in links] if links else found.names

@@ -125,7 +125,7 @@ def keep(ns: Namespace, start: Start, version: int, listed: Listed, recursive: b
         return
     if not _indexable(ns) or len(listed.marked) > MARKED_KEPT:
         return
-    if not link_record.settled(start.stamp, start.at_ns) or link_record.stamp(path) != start.stamp:
+    if not link_record.unchanged_since(path, start.stamp, start.at_ns):
         return
     links = _root_links(path)
     if links is None:
