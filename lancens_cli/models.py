@@ -18,6 +18,7 @@ from lancens_cli.errors import InvalidInputError
 
 OBJECT_ID_DELIMITER = "$"
 MANIFEST_TABLE = "__manifest"
+V1_SUFFIX = ".lance"  # a table directory's name: `<name>.lance`
 VERSIONS_DIR = "_versions"  # a Lance table's manifests, one file per version
 RESERVED_NAMES = frozenset({MANIFEST_TABLE})
 # Longest name part we accept: a table directory is `<8 hex>_<object_id>` and most file

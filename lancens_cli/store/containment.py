@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lancens_cli.errors import InvalidInputError
-from lancens_cli.models import MANIFEST_TABLE
-from lancens_cli.store import link_record
+from lancens_cli.models import MANIFEST_TABLE, V1_SUFFIX
+from lancens_cli.store import link_record, listing_cache
 from lancens_cli.store.storage import check_relative
 
 MAX_LOCATION_CHARS = 1024  # far beyond any name lancens makes; longer is not a real table
@@ -105,12 +105,12 @@ class LocalResolver:
         found = self._links.get(directory)
         if found is None:
             found = link_record.recorded_links(directory)
-        if found is None:
+        if found is None:  # a big root's from the cache, as the listing of its tables takes it
             try:
-                with os.scandir(directory) as entries:
-                    found = frozenset(e.name for e in entries if e.is_symlink())
-            except OSError:  # missing, or not a directory: realpath appends, and so do we
-                found = frozenset()
+                listing = listing_cache.listed(directory, V1_SUFFIX)
+            except OSError:  # unreadable: realpath appends, and so do we
+                listing = None
+            found = frozenset(() if listing is None else listing.links)
         self._links[directory] = found
         return found
 

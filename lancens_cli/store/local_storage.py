@@ -5,12 +5,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
 from lancens_cli.errors import ConfigError
-from lancens_cli.store import link_record, listing_cache
+from lancens_cli.store import listing_cache
 from lancens_cli.store.dir_entry import DirEntry
 
 
@@ -37,6 +36,15 @@ class LocalFiles:
         except (FileNotFoundError, NotADirectoryError):
             return []
 
+    def holds_name_ending(self, rel: str, suffix: str) -> bool:
+        """Whether any entry of `rel` ends with `suffix`, stopping at the first (no entry
+        object kept: `ls` asks it of every table's `_versions/`)."""
+        try:
+            with os.scandir(self.path(rel)) as it:
+                return any(entry.name.endswith(suffix) for entry in it)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+
     def dir_names(
         self, rel: str, suffix: str, after: str | None = None, until: str | None = None
     ) -> list[str]:
@@ -46,32 +54,8 @@ class LocalFiles:
         order: `after` and `until` (a range some names must lie in) are no help here; a big
         one's names are taken from the cache while it cannot have changed
         (store/listing_cache.py)."""
-        path = self.path(rel)
-        before, started = link_record.stamp(path), time.time_ns()
-        cached = listing_cache.cached_names(path, suffix)
-        if cached is not None:
-            link_record.record_links(path, before, started, cached.links, cached.linked)
-            return cached.names
-        names: list[str] = []
-        links: list[str] = []
-        linked: list[str] = []  # links among the names
-        seen = 0
-        try:
-            with os.scandir(path) as it:
-                for seen, entry in enumerate(it, start=1):  # noqa: B007 (read after)
-                    link = entry.is_symlink()
-                    if link:
-                        links.append(entry.name)
-                    if entry.name.endswith(suffix) and entry.is_dir():
-                        names.append(entry.name)
-                        if link:
-                            linked.append(entry.name)
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        link_record.record_links(path, before, started, links, linked)
-        found = listing_cache.Listing(names, links, linked)
-        listing_cache.keep(path, suffix, before, started, found, seen)
-        return names
+        found = listing_cache.listed(self.path(rel), suffix)
+        return [] if found is None else found.names
 
     def exists(self, rel: str) -> bool:
         return os.path.exists(self.path(rel))

@@ -75,6 +75,9 @@ class ObjectStoreFiles:
         except FileNotFoundError:
             return False
 
+    def holds_name_ending(self, rel: str, suffix: str) -> bool:
+        return any(entry.name.endswith(suffix) for entry in self.list_dir(rel))
+
     def list_dir(self, rel: str) -> list[DirEntry]:
         try:
             infos = self.remote(self.fs.ls, self.path(rel), detail=True, refresh=True)

@@ -157,6 +157,11 @@ class Storage:
         """Immediate children of a directory; empty when it does not exist."""
         return self._files.list_dir(rel)
 
+    def holds_name_ending(self, rel: str, suffix: str) -> bool:
+        """Whether an entry of the directory `rel` ends with `suffix` (False when it does not
+        exist); locally, without listing the rest."""
+        return self._files.holds_name_ending(rel, suffix)
+
     def dir_names(
         self, rel: str = "", suffix: str = "", after: str | None = None, until: str | None = None
     ) -> list[str]:

@@ -29,13 +29,13 @@ from lancens_cli.models import (
     STATE_NOT_LANCE,
     STATE_OK,
     STATE_UNCOMMITTED,
+    V1_SUFFIX,
     VERSIONS_DIR,
 )
 from lancens_cli.store.containment import directory_location_problem, shown
 from lancens_cli.store.lance_input import write_fragments
 from lancens_cli.store.storage import DirEntry, Storage
 
-V1_SUFFIX = ".lance"
 RESERVED_MARKER = ".lance-reserved"
 DEREGISTERED_MARKER = ".lance-deregistered"
 # In a partition table a restore stopped publishing: which restore, so that once no readable
@@ -70,8 +70,7 @@ def v2_location_object_id(location: str) -> str | None:
 
 def table_state(storage: Storage, location: str) -> str:
     """Classify a table directory without opening it (one listing for a healthy table)."""
-    versions = storage.list_dir(f"{location}/{VERSIONS_DIR}")
-    if any(v.name.endswith(".manifest") for v in versions):
+    if storage.holds_name_ending(f"{location}/{VERSIONS_DIR}", ".manifest"):
         return STATE_OK
     children = storage.list_dir(location)
     if not children:

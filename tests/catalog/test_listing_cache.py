@@ -520,3 +520,74 @@ def test_any_token_reads_as_the_whole_listing_reads_it(
                     whole.stdout,
                     whole.stderr,
                 ), (token, limit, json_flag)
+
+
+class _CatalogOnlyRoot(Root):
+    """The same root, read with directory listing off: `__manifest` alone names the tables."""
+
+    @property
+    def args(self) -> list[str]:
+        return [*super().args, "--no-dir-listing"]
+
+
+def _catalog_only(tmp_path: Path) -> Root:
+    """`_root`, with enough catalog rows at its top to count as big without its directories."""
+    root = _root(tmp_path)
+    for name in ("f", "g"):
+        assert invoke(*root.args, "create", "table", name, "--declare").exit_code == 0
+    _settle()
+    return _CatalogOnlyRoot(root.uri, root.storage_options, root.local_path)
+
+
+def test_with_directory_listing_off_a_page_costs_a_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The root is still read once for its links (a row can lead through one); after that, a
+    page neither reads the catalog whole nor lists the root."""
+    root = _catalog_only(tmp_path)
+    wholes = {extra: _ls(root, *extra)["entries"] for extra in ((), ("-R",))}
+    assert {e["id"] for e in wholes[()]} == {"a", "f", "g", "m", "n"}
+    reads, listings = _CatalogReads(monkeypatch), _RootListings(monkeypatch, root.local_path)
+    for extra, whole in wholes.items():
+        for limit in (1, 2, 4):
+            assert _paged(root, limit, *extra) == whole, (extra, limit)
+    assert (reads.count, listings.count) == (0, 0)
+
+
+def _link_to_a_row_directory(root: Root, tmp_path: Path) -> None:
+    """A link placed beside a row's directory, leading into it: the row shares its directory."""
+    assert invoke(*root.args, "register", "bee", "b.lance").exit_code == 0
+    _settle()
+    _pages(root, 2)
+    os.symlink(root.local_path / "b.lance", root.local_path / "alias.lance")
+    assert invoke(*root.args, "register", "alias", "alias.lance").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _created,
+        _dropped,
+        _registered_elsewhere,
+        _row_through_a_link,
+        _row_below_a_directory_turned_link,
+        _link_to_a_row_directory,
+    ],
+)
+def test_with_directory_listing_off_pages_follow_every_change(tmp_path: Path, change) -> None:
+    root = _catalog_only(tmp_path)
+    _pages(root, 2)
+    assert _indexed(root)
+    change(root, tmp_path)
+    _same_pages(root, tmp_path)
+    _settle()
+    _same_pages(root, tmp_path)
+    _same_pages(root, tmp_path)
+
+
+def test_indexes_with_and_without_directory_listing_are_not_mixed(tmp_path: Path) -> None:
+    root = _root(tmp_path)
+    only = _CatalogOnlyRoot(root.uri, root.storage_options, root.local_path)
+    for _ in range(2):
+        for either in (root, only, root):
+            assert _paged(either, 2) == _whole(either, tmp_path)

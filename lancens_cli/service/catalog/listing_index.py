@@ -176,7 +176,7 @@ def _any_shown(ns: Namespace, following: Any) -> bool | None:
 
 
 def _indexable(ns: Namespace) -> bool:
-    return ns.config.dir_listing_enabled and ns.config.manifest_enabled
+    return ns.config.manifest_enabled
 
 
 def _file_of(path: str, recursive: bool) -> str | None:
