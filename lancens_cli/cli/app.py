@@ -20,6 +20,7 @@ from lancens_cli import interrupt, pandas_late
 from lancens_cli.cli import (
     check,
     create,
+    delete,
     describe,
     diff,
     drop,
@@ -90,6 +91,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("tag-partitions", tag_partitions.tag_partitions, _PARTITIONED),
     Command("write", write.write, _PARTITIONED),
     Command("ingest", ingest.ingest, _PARTITIONED),
+    Command("delete", delete.delete, _PARTITIONED),
     Command("join-plan", join_plan.join_plan, _PARTITIONED),
     Command("join", join.join, _PARTITIONED),
     Command("versions", versions.versions, _HISTORY),

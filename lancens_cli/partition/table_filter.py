@@ -1,10 +1,17 @@
-"""A read's predicate over tables that lack some of its columns (an earlier schema generation).
+"""A condition over the namespace schema as one partition table's Lance filter, for a read
+(`scan`, the data source) and for a change (`delete`) alike.
 
 A table written before `evolve-schema` added a column has no such column: its rows read it as
-NULL, and the Lance filter of that table is the predicate with the column folded to NULL.
+NULL, and the Lance filter of that table is the predicate with the column folded to NULL. A
+column it holds under an earlier name is filtered by that name.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, cast
+
+import pyarrow as pa
 
 from lancens_cli.partition.predicate import (
     FALSE,
@@ -15,8 +22,10 @@ from lancens_cli.partition.predicate import (
     Node,
     Not,
     Or,
+    columns_of,
     flatten,
     negation_normal_form,
+    to_sql,
 )
 
 # --------------------------------------------------------------------------- missing columns
@@ -48,3 +57,38 @@ def _fold(node: Node, missing: set[str]) -> Node:
     if isinstance(node, IsNull):
         return FALSE if node.negated else TRUE
     return FALSE
+
+
+def filter_for(
+    node: Node | None,
+    table_schema: pa.Schema,
+    renamed: dict[str, str | None] | None = None,
+) -> Any:
+    """The Lance filter for one table, rendered from the condition here and only here:
+    columns it lacks read as NULL (FALSE: skip it), a column it holds under an earlier name
+    is filtered by that name."""
+    if node is None:
+        return None
+    renamed = renamed or {}
+    names = set(table_schema.names)
+    missing = {c for c in columns_of(node) if renamed.get(c, c) not in names}
+    if not missing and not renamed:
+        return to_sql(node)
+    folded = without_columns(node, missing)
+    if renamed and folded not in (FALSE, TRUE):
+        folded = _rename_columns(folded, {k: v for k, v in renamed.items() if v})
+    if folded == FALSE:
+        return FALSE
+    return None if folded == TRUE else to_sql(folded)
+
+
+def _rename_columns(node: Node, names: dict[str, str]) -> Node:
+    """`node` with its columns named as the table names them."""
+    if isinstance(node, And | Or):
+        return type(node)(tuple(_rename_columns(i, names) for i in node.items))
+    if isinstance(node, Not):
+        return Not(_rename_columns(node.item, names))
+    column = getattr(node, "column", None)
+    if column in names:
+        return replace(cast(Any, node), column=names[column])
+    return node

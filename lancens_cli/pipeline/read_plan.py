@@ -22,22 +22,16 @@ from lancens_cli.errors import InvalidInputError, RefusedError
 from lancens_cli.partition.condition_data import decode
 from lancens_cli.partition.predicate import (
     FALSE,
-    TRUE,
     And,
     Node,
-    Not,
-    Or,
-    columns_of,
     flatten,
-    to_sql,
 )
 from lancens_cli.partition.spark_conditions import split_condition
-from lancens_cli.pipeline.missing_columns import without_columns
+from lancens_cli.partition.table_filter import filter_for
 from lancens_cli.pipeline.source_options import SourceOptions
 from lancens_cli.store.containment import directory_location_problem
 
 if TYPE_CHECKING:
-    import pyarrow as pa
 
     from lancens_cli.models import Identifier
     from lancens_cli.service.history.incremental import SinceNames
@@ -328,7 +322,7 @@ def _pieces(
     if history is not None:
         sources = column_sources(dataset.schema, schema, history)
         renamed = tuple((name, src) for name, src in sources.items() if src != name)
-    condition = _filter_for(target.filter, dataset.schema, dict(renamed))
+    condition = filter_for(target.filter, dataset.schema, dict(renamed))
     if condition is FALSE:
         return []
     piece = Piece(
@@ -380,41 +374,6 @@ def planned_bytes(pieces: list[Piece]) -> int | None:
     """The bytes a read of `pieces` reads at most (None: not known from the manifests)."""
     sizes = [piece.bytes for piece in pieces]
     return None if any(size is None for size in sizes) else sum(s or 0 for s in sizes)
-
-
-def _filter_for(
-    node: Node | None,
-    table_schema: pa.Schema,
-    renamed: dict[str, str | None] | None = None,
-) -> Any:
-    """The Lance filter for one table, rendered from the condition here and only here:
-    columns it lacks read as NULL (FALSE: skip it), a column it holds under an earlier name
-    is filtered by that name."""
-    if node is None:
-        return None
-    renamed = renamed or {}
-    names = set(table_schema.names)
-    missing = {c for c in columns_of(node) if renamed.get(c, c) not in names}
-    if not missing and not renamed:
-        return to_sql(node)
-    folded = without_columns(node, missing)
-    if renamed and folded not in (FALSE, TRUE):
-        folded = _rename_columns(folded, {k: v for k, v in renamed.items() if v})
-    if folded == FALSE:
-        return FALSE
-    return None if folded == TRUE else to_sql(folded)
-
-
-def _rename_columns(node: Node, names: dict[str, str]) -> Node:
-    """`node` with its columns named as the table names them."""
-    if isinstance(node, And | Or):
-        return type(node)(tuple(_rename_columns(i, names) for i in node.items))
-    if isinstance(node, Not):
-        return Not(_rename_columns(node.item, names))
-    column = getattr(node, "column", None)
-    if column in names:
-        return replace(node, column=names[column])
-    return node
 
 
 def slice_groups(pieces: list[Piece]) -> list[tuple[Piece, ...]]:

@@ -114,19 +114,10 @@ def commit_on_base(storage: Storage, touch: Any, confirm_base: Callable[[Any], N
             )
             if restored.version != latest + 1:
                 return None
-            latest = restored.version
-        if touch.fragments is None:
-            touch.fragments = write_fragments(
-                touch.rows,
-                fragments_uri(storage, touch),
-                schema=touch.rows.schema,
-                storage_options=options,
-            )
-        operation = (
-            lance.LanceOperation.Overwrite(touch.schema or touch.rows.schema, touch.fragments)
-            if touch.overwrite
-            else lance.LanceOperation.Append(touch.fragments)
-        )
+            line, latest = restored, restored.version
+        operation = _operation(storage, line, touch)
+        if operation is None:  # a delete that matches nothing: the base (or its restore) stands
+            return latest
         done = lance.LanceDataset.commit(
             line,
             operation,
@@ -144,6 +135,43 @@ def commit_on_base(storage: Storage, touch: Any, confirm_base: Callable[[Any], N
         gave_up=f"partition table {touch.location!r} kept changing; gave up after "
         f"{TABLE_COMMIT_ATTEMPTS}",
     )
+
+
+def _operation(storage: Storage, line: Any, touch: Any) -> Any:
+    """What the touch commits on `line`: its rows appended, or replacing the partition's
+    (`overwrite`), or its `delete_filter`'s rows deleted (None: none match)."""
+    if touch.delete_filter is not None:
+        return deletion(line, touch)
+    if touch.fragments is None:
+        touch.fragments = write_fragments(
+            touch.rows,
+            fragments_uri(storage, touch),
+            schema=touch.rows.schema,
+            storage_options=storage.lance_options,
+        )
+    if touch.overwrite:
+        return lance.LanceOperation.Overwrite(touch.schema or touch.rows.schema, touch.fragments)
+    return lance.LanceOperation.Append(touch.fragments)
+
+
+def deletion(line: Any, touch: Any) -> Any:
+    """The Delete of `touch.delete_filter`'s rows from `line` as it stands (a deletion file
+    written for each fragment that holds some, a fragment that would hold none dropped), or
+    None when no row matches; `touch.rows_deleted` says how many go."""
+    updated, dropped, deleted = [], [], 0
+    for fragment in line.get_fragments():
+        before = fragment.metadata
+        after = fragment.delete(touch.delete_filter)
+        if after is None:
+            dropped.append(fragment.fragment_id)
+            deleted += before.physical_rows - before.num_deletions
+        elif after.num_deletions != before.num_deletions:
+            updated.append(after)
+            deleted += after.num_deletions - before.num_deletions
+    touch.rows_deleted = deleted
+    if not deleted:
+        return None
+    return lance.LanceOperation.Delete(updated, dropped, touch.delete_filter)
 
 
 def commit_new_table(

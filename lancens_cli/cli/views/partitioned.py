@@ -145,3 +145,36 @@ def _partition_write_summary(r: Any) -> str:
     if not r.partitions:
         return f"wrote {what}; nothing to publish"
     return f"wrote {what}, __manifest version {r.manifest_version}"
+
+
+@view("lancens_cli.service.partitioned.delete.PartitionDelete")
+def _partition_delete(r: Any) -> View:
+    header = ["table", "spec", "values", "rows", "read_version", "filter"]
+    rows = [
+        [
+            p.table,
+            f"v{p.spec_version}",
+            ", ".join(f"{k}={json_value(v)}" for k, v in p.values.items()),
+            p.rows,
+            p.read_version,
+            p.filter,
+        ]
+        for p in r.partitions
+    ]
+    return View(header, rows, "rows that would be deleted" if r.dry_run else "rows deleted")
+
+
+@summary("lancens_cli.service.partitioned.delete.PartitionDelete")
+def _partition_delete_summary(r: Any) -> str:
+    """What `delete` did, with the `__manifest` version that published it."""
+    rows = plural(r.rows, "row")
+    tables = f"{plural(len(r.partitions), 'partition table')} of {r.partitions_total}"
+    if r.dry_run:
+        return f"dry run: would delete {rows} from {tables}; nothing changed"
+    if not r.rows:
+        return f"no row matched in {tables}; nothing changed"
+    changed = sum(1 for p in r.partitions if p.rows)
+    return (
+        f"deleted {rows} from {plural(changed, 'partition table')}, "
+        f"__manifest version {r.manifest_version}"
+    )

@@ -14,6 +14,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
+from lancens_cli.errors import ConcurrentModificationError
 from lancens_cli.models import KIND_NAMESPACE, KIND_TABLE
 from lancens_cli.partition.rows import NAME_ALPHABET, NAME_LENGTH, child_id, partition_rows
 from lancens_cli.partition.spec import PartitionSpec
@@ -54,6 +55,8 @@ class PartitionTouch:
     base_branch: str | None = None  # the branch of the published version (None: main)
     highest_field_id: int = -1  # the highest id the namespace schema ever used (spec 004)
     indexes: list[Any] = field(default_factory=list)  # a new table's (service/indexes/)
+    delete_filter: str | None = None  # a delete: the rows to remove (Lance SQL), no rows added
+    rows_deleted: int = 0  # what the delete removed in its last table commit
 
     @property
     def row_count(self) -> int:
@@ -141,6 +144,22 @@ def prepare(
         touch.base_version = None
         touch.base_ref = LATEST
     touch.path, touch.table_id = path, table_id
+
+
+def follow_row(storage: Storage, touch: PartitionTouch, snapshot: ManifestSnapshot) -> None:
+    """Point a touch of an existing partition table (a delete: found by its id, in whichever
+    spec version) at what its row publishes in this snapshot; a row gone meanwhile (the
+    partition removed, the namespace's specs rewritten) fails the change, nothing published."""
+    row = snapshot.get(touch.table_id)
+    if row is None or row["object_type"] != KIND_TABLE:
+        raise ConcurrentModificationError(
+            f"partition table {touch.table_id!r} was removed while the change ran; nothing "
+            "was published: run it again"
+        )
+    row_locations(storage, snapshot).require(touch.table_id)  # never a change outside the root
+    touch.location = row["location"]
+    touch.base_ref = PublishedRef.of(row)
+    touch.base_version = row.get("read_version")
 
 
 def _follow(storage: Storage, touch: PartitionTouch, location: str) -> None:

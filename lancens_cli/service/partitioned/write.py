@@ -56,6 +56,7 @@ from lancens_cli.service.partitioned.layout import (
 from lancens_cli.service.partitioned.placement import (
     LevelIndex,
     PartitionTouch,
+    follow_row,
     locate_partitions,
     prepare,
 )
@@ -280,14 +281,16 @@ def commit_touches(
     result: PartitionWrite,
     fresh: dict[tuple[str, Any], str] | None = None,
     progress: Callable[[int], Callable[[], None]] | None = None,
+    guard: Callable[[ManifestSnapshot], None] | None = None,
 ) -> PartitionWrite:
-    """The one commit path of partitioned writes (`write` and the Spark data source).
+    """The one commit path of partitioned writes (`write`, `delete` and the Spark data source).
 
     Each touch goes to its partition table (a compare-and-swap commit of its rows or of the
     fragments already written for it, or version 1 of a new table), then every new
     `read_version` is published in one `__manifest` commit; a touched partition that changed
     meanwhile is rebased. `fresh` names the new partition namespaces a caller chose already,
     by (parent object id, value key), so that pre-written new tables keep their directory.
+    `guard` looks at the snapshot the commit goes on first, and raises when it cannot.
     """
     spec = layout.current
     touches = result.partitions
@@ -304,6 +307,9 @@ def commit_touches(
     for _ in range(_REBASES):
         index = LevelIndex(snapshot, spec)
         for touch in pending:
+            if touch.delete_filter is not None:  # rows of a table found by id, in any spec
+                follow_row(ns.storage, touch, snapshot)
+                continue
             before = touch.location if touch.created else None
             prepare(ns.storage, touch, spec, snapshot, index, fresh)
             if before and before != touch.location:
@@ -314,7 +320,13 @@ def commit_touches(
                 ns.storage, pending, published, progress(len(pending)) if progress else None
             )
             _require_created_tables(ns.storage, touches)
-            result.manifest_version = ns.manifest.mutate(publish_touches(layout, spec, touches))
+            if not any(t.rows_deleted or t.delete_filter is None for t in touches):
+                if guard:
+                    guard(ns.snapshot())
+                result.manifest_version = snapshot.version  # a delete that found no row
+                break
+            plan = publish_touches(layout, spec, touches, guard)
+            result.manifest_version = ns.manifest.mutate(plan)
             break
         except (interrupt.Interrupted, ConcurrentModificationError):  # unpublished: ours go
             for touch in touches:
@@ -386,11 +398,16 @@ def _require_created_tables(storage: Storage, touches: list[PartitionTouch]) -> 
 
 
 def publish_touches(
-    layout: PartitionLayout, spec: PartitionSpec, touches: list[PartitionTouch]
+    layout: PartitionLayout,
+    spec: PartitionSpec,
+    touches: list[PartitionTouch],
+    guard: Callable[[ManifestSnapshot], None] | None = None,
 ) -> Callable[[ManifestSnapshot, ManifestEdit], int]:
     """The manifest plan: every touched partition's read_version, in one commit."""
 
     def plan(snapshot: ManifestSnapshot, edit: ManifestEdit) -> int:
+        if guard:
+            guard(snapshot)
         index = LevelIndex(snapshot, spec)
         now = layout_of(snapshot) or layout  # a spec added meanwhile brings its columns
         if schema_to_text(now.schema) != schema_to_text(layout.schema):
@@ -420,9 +437,13 @@ def publish_touches(
         if stale:
             raise Rebase(stale, from_manifest=True)
         edit.rows_added = sum(touch.row_count for touch in touches)  # the commit's record
+        if any(touch.delete_filter is not None for touch in touches):
+            edit.rows_removed = sum(touch.rows_deleted for touch in touches)
         for touch in touches:
             if touch.created:
                 _add_partition_rows(snapshot, edit, spec, touch)
+            elif touch.delete_filter is not None and not touch.rows_deleted:
+                continue  # none of its rows matched: what it publishes stands
             else:
                 edit.replace(
                     touch.table_id,

@@ -1,0 +1,55 @@
+"""`lancens delete --where`: rows removed from a partitioned namespace in one commit.
+
+The service and store modules are imported inside the command so that `lancens --help` starts
+without pyarrow or Lance.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from lancens_cli.cli.common import confirm_destruction
+from lancens_cli.cli.options import DryRun, Yes
+from lancens_cli.cli.output import message
+from lancens_cli.cli.progress import progress_bar
+from lancens_cli.cli.session import session
+from lancens_cli.cli.views import summary_of
+from lancens_cli.words import plural
+
+
+def delete(
+    where: Annotated[
+        str,
+        typer.Option(
+            "--where",
+            help="The rows to delete, as `scan --where` reads a condition (SQL; timestamps "
+            "without a zone are UTC).",
+        ),
+    ],
+    dry_run: DryRun = False,
+    yes: Yes = False,
+) -> None:
+    """Delete the rows a condition holds for from a partitioned namespace.
+
+    The partition tables the condition can match (as `partitions --where` selects them, in
+    every spec version) get Lance's delete of their matching rows, and every changed table is
+    published in one __manifest commit: readers see all of the delete or none of it. A
+    partition another writer changed meanwhile is deleted from again on top of that write;
+    a matching partition created meanwhile fails the delete, nothing published. --dry-run
+    counts the rows that would go, reading only those tables.
+    """
+    from lancens_cli.service.partitioned.delete import count_deletes, delete_rows, plan_delete
+
+    ns = session().namespace
+    plan = plan_delete(ns, where)
+    if dry_run:
+        result = count_deletes(ns, plan)
+    else:
+        tables = plural(len(plan.targets), "partition table")
+        confirm_destruction(f"delete the rows where {where} from {tables}", yes)
+        with progress_bar("deleting from partition tables") as start:
+            result = delete_rows(ns, plan, progress=start)
+    session().emit(result)
+    message(summary_of(result))

@@ -1,0 +1,285 @@
+"""`lancens delete --where` as users run it, against DuckDB over the same source rows.
+
+A namespace of every type (typed_rows.py: extremes, NaN, NULLs everywhere, an embedding, nested
+types) written under two partition specs is copied for each condition, generated (hypothesis)
+and written by hand; the dry run's count must be DuckDB's count of the condition, and after the
+delete every reader sees exactly the rows for which the condition is not true (DuckDB's
+`(cond) IS NOT TRUE`), unchanged, published in one `__manifest` commit. Writers racing the delete
+in other processes lose nothing and it deletes exactly what the order of the commits says; a
+killed delete publishes all or nothing and a rerun completes it; bad input changes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import duckdb
+import lance
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from data import events, partitioned_root
+from helpers import Root, cli, manifest, ok, published_rows, tree_snapshot
+from hypothesis import HealthCheck, given, settings
+from typed_rows import SCHEMA, conditions, make_rows
+
+from lancens_cli.errors import ConcurrentModificationError
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    """The namespace (two writes, two specs), and DuckDB over its source rows."""
+    folder = tmp_path_factory.mktemp("delete")
+    root = partitioned_root(folder, SCHEMA, "bucket(4, id)", "year(d)")
+    first, second = make_rows(150, 1, 0), make_rows(150, 2, 1000)
+    pq.write_table(first, folder / "first.parquet")
+    pq.write_table(second, folder / "second.parquet")
+    ok(root, "write", "--from", str(folder / "first.parquet"))
+    ok(root, "add-partition-spec", "--field", "flag", "--field", "month(ts)")
+    ok(root, "write", "--from", str(folder / "second.parquet"))
+    source = pa.concat_tables([first, second])
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.register("t", source)
+    return root, source, con
+
+
+def _copy(template_root: Root, tmp_path, name: str) -> Root:
+    target = tmp_path / name
+    shutil.copytree(template_root.local_path, target, symlinks=True)
+    return Root(str(target), {}, target)
+
+
+def _version(root: Root) -> int:
+    return int(manifest(root).version)
+
+
+def _expect(con, where: str) -> tuple[int, list[int]]:
+    """DuckDB: the rows the condition holds for, and the ids of those it does not."""
+    gone = con.execute(f"SELECT count(*) FROM t WHERE {where}").fetchone()[0]
+    kept = con.execute(f"SELECT id FROM t WHERE ({where}) IS NOT TRUE ORDER BY id").fetchall()
+    return gone, [r[0] for r in kept]
+
+
+def _deleted_as_duckdb_says(template, tmp_path, where: str, name: str) -> dict:
+    root, source, con = template
+    copy = _copy(root, tmp_path, name)
+    gone, kept = _expect(con, where)
+    dry = ok(copy, "--json", "delete", "--where", where, "--dry-run")
+    planned = json.loads(dry.stdout)
+    assert planned["rows_deleted"] == gone, where
+    before = _version(copy)
+    done = json.loads(ok(copy, "--json", "delete", "--where", where, "--yes").stdout)
+    assert done["rows_deleted"] == gone, where
+    assert _version(copy) == before + (1 if gone else 0), where  # one commit, or none
+    seen = published_rows(copy).sort_by("id")
+    assert seen.column("id").to_pylist() == kept, where
+    expected = source.filter(pa.array([i in set(kept) for i in source["id"].to_pylist()]))
+    expected = expected.sort_by("id")
+    for column in ("emb", "st", "dec", "f64", "attrs"):  # the rows kept are the rows written
+        mine, theirs = (
+            json.dumps(t.column(column).to_pylist(), default=str) for t in (seen, expected)
+        )
+        assert mine == theirs, column  # NaN alike
+    again = json.loads(ok(copy, "--json", "delete", "--where", where, "--yes").stdout)
+    assert again["rows_deleted"] == 0 and _version(copy) == before + (1 if gone else 0)
+    return planned
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "d >= DATE '2020-01-01'",
+        "flag = true",
+        "flag IS NULL AND i32 > 0",
+        "s = 'ünï' OR s = 'tab\there' OR s = ''",
+        "ts < TIMESTAMP '2000-01-01 00:00:00'",
+        "id IN (3, 1004, 1149)",
+        "emb IS NULL",
+        "dec < 0",
+        "i64 = 9223372036854775807 OR i8 = -128",
+        "id >= 0",
+    ],
+)
+def test_a_delete_leaves_what_duckdb_leaves(template, tmp_path, where):
+    planned = _deleted_as_duckdb_says(template, tmp_path, where, "copy")
+    if where == "flag = true":  # the partition values decide it where they can
+        assert planned["partitions_matched"] < planned["partitions_total"]
+        assert any(p["filter"] == "true" for p in planned["partitions"])
+
+
+def test_generated_conditions_delete_what_duckdb_deletes(template, tmp_path):
+    count = iter(range(1000))
+
+    @settings(
+        max_examples=12,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(conditions())
+    def check(where):
+        _deleted_as_duckdb_says(template, tmp_path, where, f"copy{next(count)}")
+
+    check()
+
+
+@pytest.mark.parametrize(
+    "where, words",
+    [
+        ("nope = 1", "--where: unknown column 'nope'"),
+        ("", "--where: give the condition"),
+        ("upper(s) = 'a'", "cannot apply"),
+        ("f64 > 1e308", "cannot apply"),  # NaN orders differently in Lance and in SQL
+        ("id = ", "--where"),
+        ("d = DATE 'not a date'", "--where"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_changes_nothing(template, tmp_path, where, words):
+    copy = _copy(template[0], tmp_path, "copy")
+    before = tree_snapshot(copy.local_path)
+    for extra in ((), ("--dry-run",)):
+        result = cli(copy, "delete", "--where", where, "--yes", *extra)
+        assert result.exit_code == 2, (where, result.stderr)
+        assert words in result.stderr and len(result.stderr.strip().splitlines()) == 1
+        assert "Traceback" not in result.stderr
+    assert tree_snapshot(copy.local_path) == before
+
+
+def test_a_root_that_is_not_partitioned_is_refused(tmp_path):
+    root = Root(str(tmp_path / "plain"), {}, tmp_path / "plain")
+    ok(root, "init")
+    result = cli(root, "delete", "--where", "id = 1", "--yes")
+    assert result.exit_code == 2 and "not a partitioned namespace" in result.stderr
+
+
+def test_without_yes_off_a_terminal_nothing_is_deleted(template, tmp_path):
+    copy = _copy(template[0], tmp_path, "copy")
+    before = tree_snapshot(copy.local_path)
+    result = cli(copy, "delete", "--where", "id >= 0")
+    assert result.exit_code == 5 and "without --yes" in result.stderr
+    assert tree_snapshot(copy.local_path) == before
+
+
+# --- other writers ---------------------------------------------------------------------------
+
+
+def _events_root(tmp_path, rows: int = 2000, *fields: str) -> tuple[Root, pa.Table]:
+    first = events(rows, seed=1)
+    root = partitioned_root(tmp_path, first.schema, *(fields or ("year(event_date)", "country")))
+    pq.write_table(first, tmp_path / "first.parquet")
+    ok(root, "write", "--from", str(tmp_path / "first.parquet"))
+    return root, first
+
+
+def _process(root: Root, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "LANCE_LOG": "error", "NO_COLOR": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "lancens_cli", *root.args, "--json", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def test_writers_racing_a_delete_lose_nothing_and_it_deletes_in_commit_order(tmp_path):
+    root, first = _events_root(tmp_path)
+    batches = []
+    for w in range(3):
+        rows = events(400, seed=100 + w, start=10_000 * (w + 1))
+        pq.write_table(rows, tmp_path / f"w{w}.parquet")
+        batches.append(rows)
+    procs = [_process(root, "write", "--from", str(tmp_path / f"w{w}.parquet")) for w in range(3)]
+    procs.insert(1, _process(root, "delete", "--where", "country = 'DE'", "--yes"))
+    outs = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        outs.append(json.loads(out))
+    deleted_at = outs[1]["manifest_version"]
+    written_at = [o["manifest_version"] for i, o in enumerate(outs) if i != 1]
+    expected = {r["id"] for r in first.to_pylist() if r["country"] != "DE"}
+    for rows, version in zip(batches, written_at, strict=True):
+        for r in rows.to_pylist():
+            if r["country"] != "DE" or version > deleted_at:
+                expected.add(r["id"])
+    seen = published_rows(root)["id"].to_pylist()
+    assert len(seen) == len(set(seen)) and set(seen) == expected
+    de_before = sum(1 for r in first.to_pylist() if r["country"] == "DE")
+    de_racing = sum(
+        1
+        for rows, version in zip(batches, written_at, strict=True)
+        for r in rows.to_pylist()
+        if r["country"] == "DE" and version < deleted_at
+    )
+    assert outs[1]["rows_deleted"] == de_before + de_racing
+
+
+def test_a_matching_partition_created_meanwhile_fails_the_delete(tmp_path):
+    from lancens_cli.config import NamespaceConfig
+    from lancens_cli.service.namespace import Namespace
+    from lancens_cli.service.partitioned.delete import delete_rows, plan_delete
+
+    root, first = _events_root(tmp_path)
+    ns = Namespace(NamespaceConfig.from_properties({"root": root.uri}))
+    plan = plan_delete(ns, "customer_id < 50")
+    new = events(50, seed=9, start=50_000, first=dt.date(2030, 1, 1))
+    pq.write_table(new, tmp_path / "new.parquet")
+    ok(root, "write", "--from", str(tmp_path / "new.parquet"))  # a new year: new partitions
+    before = sorted(published_rows(root)["id"].to_pylist())
+    version = _version(root)
+    with pytest.raises(ConcurrentModificationError, match="created while the delete ran"):
+        delete_rows(Namespace(NamespaceConfig.from_properties({"root": root.uri})), plan)
+    assert _version(root) == version
+    assert sorted(published_rows(root)["id"].to_pylist()) == before
+    done = json.loads(ok(root, "--json", "delete", "--where", "customer_id < 50", "--yes").stdout)
+    expected = [
+        r["id"] for r in pa.concat_tables([first, new]).to_pylist() if r["customer_id"] >= 50
+    ]
+    assert sorted(published_rows(root)["id"].to_pylist()) == sorted(expected)
+    assert done["rows_deleted"] == len(before) - len(expected)
+
+
+@pytest.mark.slow
+def test_a_killed_delete_publishes_all_or_nothing_and_a_rerun_completes_it(tmp_path):
+    (tmp_path / "t").mkdir()
+    root, first = _events_root(tmp_path / "t", 4000, "bucket(48, id)", "country")
+    where = "customer_id < 200"
+    gone = {r["id"] for r in first.to_pylist() if r["customer_id"] < 200}
+    before = {r["id"] for r in first.to_pylist()}
+    started = time.monotonic()
+    timed = _process(_copy(root, tmp_path, "timed"), "delete", "--where", where, "--yes")
+    timed.communicate(timeout=300)
+    runtime = time.monotonic() - started
+    rng = random.Random(5)
+    outcomes = set()
+    for trial in range(6):
+        copy = _copy(root, tmp_path, f"trial{trial}")
+        proc = _process(copy, "delete", "--where", where, "--yes")
+        time.sleep(rng.uniform(0.3, 0.98) * runtime)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        seen = published_rows(copy)["id"].to_pylist()
+        assert len(seen) == len(set(seen))
+        assert set(seen) in (before, before - gone), trial  # all or nothing
+        outcomes.add(set(seen) == before)
+        rerun = json.loads(ok(copy, "--json", "delete", "--where", where, "--yes").stdout)
+        assert set(published_rows(copy)["id"].to_pylist()) == before - gone
+        assert rerun["rows_deleted"] == (len(gone) if set(seen) == before else 0)
+        fix = cli(copy, "check", "--fix", "--grace-minutes", "0")
+        assert fix.exit_code in (0, 1), fix.stderr
+        assert set(published_rows(copy)["id"].to_pylist()) == before - gone
+        for row in manifest(copy).to_table(filter="object_type = 'table'").to_pylist():
+            lance.dataset(str(copy.local_path / row["location"]), version=row["read_version"])
+    print(f"delete ran {runtime:.1f}s; outcomes: {outcomes}")
