@@ -139,7 +139,7 @@ def test_generated_conditions_delete_what_duckdb_deletes(template, tmp_path):
         ("nope = 1", "--where: unknown column 'nope'"),
         ("", "--where: give the condition"),
         ("upper(s) = 'a'", "cannot apply"),
-        ("f64 > 1e308", "cannot apply"),  # NaN orders differently in Lance and in SQL
+        ("f64 > 1.5", "a float column"),  # Spark's float order (NaN), not promised by Lance
         ("id = ", "--where"),
         ("d = DATE 'not a date'", "--where"),
     ],
