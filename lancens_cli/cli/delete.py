@@ -20,6 +20,13 @@ from lancens_cli.words import plural
 
 
 def delete(
+    table: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[ID]",
+            help="One table to delete from (default: the partitioned namespace at the root).",
+        ),
+    ] = None,
     where: Annotated[
         str,
         typer.Option(
@@ -27,7 +34,7 @@ def delete(
             help="The rows to delete, as `scan --where` reads a condition (SQL; timestamps "
             "without a zone are UTC).",
         ),
-    ],
+    ] = ...,  # type: ignore[assignment]
     dry_run: DryRun = False,
     yes: Yes = False,
 ) -> None:
@@ -38,11 +45,15 @@ def delete(
     published in one __manifest commit: readers see all of the delete or none of it. A
     partition another writer changed meanwhile is deleted from again on top of that write;
     a matching partition created meanwhile fails the delete, nothing published. --dry-run
-    counts the rows that would go, reading only those tables.
+    counts the rows that would go, reading only those tables. With ID, the rows of that one
+    table (Lance's delete; a partition table is deleted from through its namespace).
     """
     from lancens_cli.service.partitioned.delete import count_deletes, delete_rows, plan_delete
 
     ns = session().namespace
+    if table is not None:
+        _delete_from_table(table, where, dry_run, yes)
+        return
     plan = plan_delete(ns, where)
     if dry_run:
         result = count_deletes(ns, plan)
@@ -51,5 +62,17 @@ def delete(
         confirm_destruction(f"delete the rows where {where} from {tables}", yes)
         with progress_bar("deleting from partition tables") as start:
             result = delete_rows(ns, plan, progress=start)
+    session().emit(result)
+    message(summary_of(result))
+
+
+def _delete_from_table(table: str, where: str, dry_run: bool, yes: bool) -> None:
+    from lancens_cli.service.catalog.table_delete import check_table_delete, delete_from_table
+
+    ns, ident = session().namespace, session().ident(table)
+    if not dry_run:  # bad input is said before the question
+        check_table_delete(ns, ident, where, delimiter=session().delimiter)
+        confirm_destruction(f"delete the rows where {where} from {ident.display()}", yes)
+    result = delete_from_table(ns, ident, where, dry_run=dry_run, delimiter=session().delimiter)
     session().emit(result)
     message(summary_of(result))

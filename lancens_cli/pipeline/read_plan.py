@@ -32,7 +32,6 @@ from lancens_cli.pipeline.source_options import SourceOptions
 from lancens_cli.store.containment import directory_location_problem
 
 if TYPE_CHECKING:
-
     from lancens_cli.models import Identifier
     from lancens_cli.service.history.incremental import SinceNames
     from lancens_cli.service.namespace import Namespace

@@ -141,7 +141,8 @@ def _operation(storage: Storage, line: Any, touch: Any) -> Any:
     """What the touch commits on `line`: its rows appended, or replacing the partition's
     (`overwrite`), or its `delete_filter`'s rows deleted (None: none match)."""
     if touch.delete_filter is not None:
-        return deletion(line, touch)
+        operation, touch.rows_deleted = deletion(line, touch.delete_filter)
+        return operation
     if touch.fragments is None:
         touch.fragments = write_fragments(
             touch.rows,
@@ -154,24 +155,23 @@ def _operation(storage: Storage, line: Any, touch: Any) -> Any:
     return lance.LanceOperation.Append(touch.fragments)
 
 
-def deletion(line: Any, touch: Any) -> Any:
-    """The Delete of `touch.delete_filter`'s rows from `line` as it stands (a deletion file
-    written for each fragment that holds some, a fragment that would hold none dropped), or
-    None when no row matches; `touch.rows_deleted` says how many go."""
+def deletion(line: Any, predicate: str) -> tuple[Any, int]:
+    """The Delete of `predicate`'s rows from `line` as it stands (a deletion file written for
+    each fragment that holds some, a fragment that would hold none dropped), and how many rows
+    go; (None, 0) when no row matches: then nothing is to be committed."""
     updated, dropped, deleted = [], [], 0
     for fragment in line.get_fragments():
         before = fragment.metadata
-        after = fragment.delete(touch.delete_filter)
+        after = fragment.delete(predicate)
         if after is None:
             dropped.append(fragment.fragment_id)
             deleted += before.physical_rows - before.num_deletions
         elif after.num_deletions != before.num_deletions:
             updated.append(after)
             deleted += after.num_deletions - before.num_deletions
-    touch.rows_deleted = deleted
     if not deleted:
-        return None
-    return lance.LanceOperation.Delete(updated, dropped, touch.delete_filter)
+        return None, 0
+    return lance.LanceOperation.Delete(updated, dropped, predicate), deleted
 
 
 def commit_new_table(

@@ -283,3 +283,97 @@ def test_a_killed_delete_publishes_all_or_nothing_and_a_rerun_completes_it(tmp_p
         for row in manifest(copy).to_table(filter="object_type = 'table'").to_pylist():
             lance.dataset(str(copy.local_path / row["location"]), version=row["read_version"])
     print(f"delete ran {runtime:.1f}s; outcomes: {outcomes}")
+
+
+# --- one table -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def one_table(tmp_path_factory):
+    """A root with one plain table of every type (from Parquet), and DuckDB over its rows."""
+    folder = tmp_path_factory.mktemp("delete_table")
+    rows = make_rows(300, 3, 0)
+    pq.write_table(rows, folder / "rows.parquet")
+    root = Root(str(folder / "root"), {}, folder / "root")
+    ok(root, "init")
+    ok(root, "create", "table", "t", "--from", str(folder / "rows.parquet"))
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.register("t", rows)
+    return root, rows, con
+
+
+def _table_ids(root: Root) -> list[int]:
+    table = lance.dataset(str(root.local_path / "t.lance")).to_table(columns=["id"])
+    return sorted(table.column("id").to_pylist())
+
+
+def test_one_table_loses_what_duckdb_says(one_table, tmp_path):
+    root, _, con = one_table
+    count = iter(range(1000))
+
+    @settings(
+        max_examples=10,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(conditions())
+    def check(where):
+        copy = _copy(root, tmp_path, f"copy{next(count)}")
+        gone, kept = _expect(con, where)
+        dry = json.loads(ok(copy, "--json", "delete", "t", "--where", where, "--dry-run").stdout)
+        assert dry["rows_deleted"] == gone, where
+        done = json.loads(ok(copy, "--json", "delete", "t", "--where", where, "--yes").stdout)
+        assert done["rows_deleted"] == gone and _table_ids(copy) == kept, where
+        assert done["version"] == done["version_before"] + (1 if gone else 0), where
+
+    check()
+
+
+def test_one_table_racing_an_appender_keeps_every_row_the_commit_order_keeps(tmp_path):
+    root = Root(str(tmp_path / "root"), {}, tmp_path / "root")
+    ok(root, "init")
+    first = pa.table({"id": list(range(1000)), "grp": [i % 3 for i in range(1000)]})
+    pq.write_table(first, tmp_path / "first.parquet")
+    ok(root, "create", "table", "t", "--from", str(tmp_path / "first.parquet"))
+    appender = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import lance, pyarrow as pa, sys\n"
+            "for b in range(12):\n"
+            "    ids = list(range(10_000 * (b + 1), 10_000 * (b + 1) + 50))\n"
+            "    ds = lance.write_dataset(pa.table({'id': ids, 'grp': [i % 3 for i in ids]}),\n"
+            "                             sys.argv[1], mode='append')\n"
+            "    print(b, ds.version, flush=True)\n",
+            str(root.local_path / "t.lance"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(0.3)
+    done = json.loads(ok(root, "--json", "delete", "t", "--where", "grp = 1", "--yes").stdout)
+    out, _ = appender.communicate(timeout=120)
+    assert appender.returncode == 0
+    landed = {int(b): int(v) for b, v in (line.split() for line in out.splitlines())}
+    expected = {i for i in range(1000) if i % 3 != 1}
+    for batch, version in landed.items():
+        ids = range(10_000 * (batch + 1), 10_000 * (batch + 1) + 50)
+        expected |= {i for i in ids if i % 3 != 1 or version > done["version"]}
+    assert set(_table_ids(root)) == expected and len(_table_ids(root)) == len(expected)
+    earlier = [b for b, v in landed.items() if v < done["version"]]  # batches it judged too
+    ones = sum(
+        1 for b in earlier for i in range(10_000 * (b + 1), 10_000 * (b + 1) + 50) if i % 3 == 1
+    )
+    assert done["rows_deleted"] == 333 + ones
+
+
+def test_one_table_refuses_a_partition_table_and_a_pinned_one(template, tmp_path):
+    copy = _copy(template[0], tmp_path, "copy")
+    table = json.loads(ok(copy, "--json", "partitions").stdout)["partitions"][0]["table"]
+    before = tree_snapshot(copy.local_path)
+    result = cli(copy, "delete", table, "--where", "id = 1", "--yes")
+    assert result.exit_code == 2 and "is a partition table" in result.stderr
+    assert tree_snapshot(copy.local_path) == before

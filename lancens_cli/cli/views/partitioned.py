@@ -178,3 +178,13 @@ def _partition_delete_summary(r: Any) -> str:
         f"deleted {rows} from {plural(changed, 'partition table')}, "
         f"__manifest version {r.manifest_version}"
     )
+
+
+@summary("lancens_cli.service.catalog.table_delete.TableDelete")
+def _table_delete_summary(r: Any) -> str:
+    rows = plural(r.rows, "row")
+    if r.dry_run:
+        return f"dry run: would delete {rows} from {r.table}; nothing changed"
+    if r.version == r.version_before:
+        return f"no row of {r.table} matched; nothing changed"
+    return f"deleted {rows} from {r.table}, now at version {r.version}"

@@ -113,7 +113,7 @@ def plan_delete(ns: Namespace, where: str) -> DeletePlan:
     spec versions) and each one's Lance filter, at the versions published now. Every input
     error is raised here, before a table is opened for writing."""
     snapshot, layout = partitioned_target(ns)
-    node = _condition(where, layout.schema)
+    node = delete_condition(where, layout.schema)
     selection = select_partitions(ns, node, strict=True)
     history = history_from_metadata(snapshot.metadata)
     residual = selection.residual_nodes
@@ -158,8 +158,9 @@ def delete_rows(
     return result
 
 
-def _condition(where: str, schema: Any) -> Node:
-    """The condition as the predicate model holds it, or why it cannot be applied exactly."""
+def delete_condition(where: str, schema: Any) -> Node:
+    """The condition as the predicate model holds it, or why it cannot be applied exactly
+    (a partitioned namespace's and a table's alike)."""
     if not where.strip():
         raise InvalidInputError("--where: give the condition the rows to delete must meet")
     condition = split_condition(where, schema, session_zone=ZONE, label="--where")
