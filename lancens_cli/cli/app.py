@@ -40,6 +40,7 @@ from lancens_cli.cli import (
     scan,
     spark,
     tag_partitions,
+    update,
     versions,
     write,
 )
@@ -92,6 +93,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("write", write.write, _PARTITIONED),
     Command("ingest", ingest.ingest, _PARTITIONED),
     Command("delete", delete.delete, _PARTITIONED),
+    Command("update", update.update, _PARTITIONED),
     Command("join-plan", join_plan.join_plan, _PARTITIONED),
     Command("join", join.join, _PARTITIONED),
     Command("versions", versions.versions, _HISTORY),

@@ -139,8 +139,9 @@ def commit_on_base(storage: Storage, touch: Any, confirm_base: Callable[[Any], N
 
 def _operation(storage: Storage, line: Any, touch: Any) -> Any:
     """What the touch commits on `line`: its rows appended, or replacing the partition's
-    (`overwrite`), or its `delete_filter`'s rows deleted (None: none match)."""
-    if touch.delete_filter is not None:
+    (`overwrite`), or its `delete_filter`'s rows deleted (None: none match), or both at once
+    (an update: the rows deleted and the touch's rows added in one Lance commit)."""
+    if touch.delete_filter is not None and touch.rows is None:
         operation, touch.rows_deleted = deletion(line, touch.delete_filter)
         return operation
     if touch.fragments is None:
@@ -150,15 +151,29 @@ def _operation(storage: Storage, line: Any, touch: Any) -> Any:
             schema=touch.rows.schema,
             storage_options=storage.lance_options,
         )
+    if touch.delete_filter is not None:  # an update: its rows replace the ones deleted
+        updated, dropped, touch.rows_deleted = _deletions(line, touch.delete_filter)
+        return lance.LanceOperation.Update(
+            removed_fragment_ids=dropped, updated_fragments=updated, new_fragments=touch.fragments
+        )
     if touch.overwrite:
         return lance.LanceOperation.Overwrite(touch.schema or touch.rows.schema, touch.fragments)
     return lance.LanceOperation.Append(touch.fragments)
 
 
 def deletion(line: Any, predicate: str) -> tuple[Any, int]:
-    """The Delete of `predicate`'s rows from `line` as it stands (a deletion file written for
-    each fragment that holds some, a fragment that would hold none dropped), and how many rows
-    go; (None, 0) when no row matches: then nothing is to be committed."""
+    """The Delete of `predicate`'s rows from `line` as it stands, and how many rows go; (None,
+    0) when no row matches: then nothing is to be committed."""
+    updated, dropped, deleted = _deletions(line, predicate)
+    if not deleted:
+        return None, 0
+    return lance.LanceOperation.Delete(updated, dropped, predicate), deleted
+
+
+def _deletions(line: Any, predicate: str) -> tuple[list[Any], list[int], int]:
+    """A deletion file written for each fragment of `line` that holds rows `predicate` matches
+    (the fragments' new metadata), the fragments that would hold none (dropped), and the rows
+    that go."""
     updated, dropped, deleted = [], [], 0
     for fragment in line.get_fragments():
         before = fragment.metadata
@@ -169,9 +184,7 @@ def deletion(line: Any, predicate: str) -> tuple[Any, int]:
         elif after.num_deletions != before.num_deletions:
             updated.append(after)
             deleted += after.num_deletions - before.num_deletions
-    if not deleted:
-        return None, 0
-    return lance.LanceOperation.Delete(updated, dropped, predicate), deleted
+    return updated, dropped, deleted
 
 
 def commit_new_table(

@@ -29,27 +29,9 @@ import pytest
 from data import events, partitioned_root
 from helpers import Root, cli, manifest, ok, published_rows, tree_snapshot
 from hypothesis import HealthCheck, given, settings
-from typed_rows import SCHEMA, conditions, make_rows
+from typed_rows import conditions, make_rows
 
 from lancens_cli.errors import ConcurrentModificationError
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory):
-    """The namespace (two writes, two specs), and DuckDB over its source rows."""
-    folder = tmp_path_factory.mktemp("delete")
-    root = partitioned_root(folder, SCHEMA, "bucket(4, id)", "year(d)")
-    first, second = make_rows(150, 1, 0), make_rows(150, 2, 1000)
-    pq.write_table(first, folder / "first.parquet")
-    pq.write_table(second, folder / "second.parquet")
-    ok(root, "write", "--from", str(folder / "first.parquet"))
-    ok(root, "add-partition-spec", "--field", "flag", "--field", "month(ts)")
-    ok(root, "write", "--from", str(folder / "second.parquet"))
-    source = pa.concat_tables([first, second])
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    con.register("t", source)
-    return root, source, con
 
 
 def _copy(template_root: Root, tmp_path, name: str) -> Root:
@@ -238,7 +220,7 @@ def test_a_matching_partition_created_meanwhile_fails_the_delete(tmp_path):
     ok(root, "write", "--from", str(tmp_path / "new.parquet"))  # a new year: new partitions
     before = sorted(published_rows(root)["id"].to_pylist())
     version = _version(root)
-    with pytest.raises(ConcurrentModificationError, match="created while the delete ran"):
+    with pytest.raises(ConcurrentModificationError, match="created while the change ran"):
         delete_rows(Namespace(NamespaceConfig.from_properties({"root": root.uri})), plan)
     assert _version(root) == version
     assert sorted(published_rows(root)["id"].to_pylist()) == before

@@ -188,3 +188,24 @@ def _table_delete_summary(r: Any) -> str:
     if r.version == r.version_before:
         return f"no row of {r.table} matched; nothing changed"
     return f"deleted {rows} from {r.table}, now at version {r.version}"
+
+
+@view("lancens_cli.service.partitioned.update.PartitionUpdate")
+def _partition_update(r: Any) -> View:
+    header = ["table", "rows_deleted", "rows_written", "read_version", "created"]
+    rows = [
+        [p["table"], p["rows_deleted"], p["rows_written"], p["read_version"], p["created"]]
+        for p in r.partitions
+    ]
+    return View(header, rows, "tables the update would write" if r.dry_run else "tables written")
+
+
+@summary("lancens_cli.service.partitioned.update.PartitionUpdate")
+def _partition_update_summary(r: Any) -> str:
+    rows = plural(r.rows, "row")
+    moved = f" ({r.moved} to another partition)" if r.moved else ""
+    if r.dry_run:
+        return f"dry run: would update {rows}{moved}; nothing changed"
+    if not r.rows:
+        return f"no row matched in {plural(r.tables_read, 'partition table')}; nothing changed"
+    return f"updated {rows}{moved}, __manifest version {r.manifest_version}"

@@ -117,7 +117,7 @@ def plan_delete(ns: Namespace, where: str) -> DeletePlan:
     selection = select_partitions(ns, node, strict=True)
     history = history_from_metadata(snapshot.metadata)
     residual = selection.residual_nodes
-    targets = _map(
+    targets = run_in_parallel(
         lambda m: _target(ns, m, residual.get(f"v{m.spec_version}"), layout.schema, history),
         selection.matches,
     )
@@ -130,7 +130,7 @@ def count_deletes(ns: Namespace, plan: DeletePlan) -> PartitionDelete:
     """A dry run: the rows each planned table would lose, counted from exactly those tables at
     their published versions; nothing is written."""
     result = plan.described()
-    counts = _map(lambda t: _count(ns, t), plan.targets)
+    counts = run_in_parallel(lambda t: _count(ns, t), plan.targets)
     for part, count in zip(result.partitions, counts, strict=True):
         part.rows = count
     result.rows, result.dry_run = sum(counts), True
@@ -145,11 +145,12 @@ def delete_rows(
     """Delete the planned rows, every changed table published in one `__manifest` commit
     (none when no row matched)."""
     result = plan.described()
-    touches = [_touch(t) for t in plan.targets]
+    touches = [delete_touch(t) for t in plan.targets]
     spec = plan.layout.current
     write = PartitionWrite(spec.id, 0, touches, [f.field_id for f in spec.fields])
-    guard = _no_new_matches(ns, plan.node, plan.matched, plan.snapshot.version)
-    done = commit_touches(ns, plan.snapshot, plan.layout, write, progress=progress, guard=guard)
+    done = commit_touches(
+        ns, plan.snapshot, plan.layout, write, progress=progress, guard=commit_guard(ns, plan)
+    )
     for part, touch in zip(result.partitions, touches, strict=True):
         part.rows = touch.rows_deleted
         part.read_version = touch.version if touch.rows_deleted else touch.base_version
@@ -173,6 +174,11 @@ def delete_condition(where: str, schema: Any) -> Node:
     return nodes[0] if len(nodes) == 1 else flatten(And(tuple(nodes)))
 
 
+def commit_guard(ns: Namespace, plan: DeletePlan) -> Callable[[ManifestSnapshot], None]:
+    """What a change of the planned rows checks before it publishes (`_no_new_matches`)."""
+    return _no_new_matches(ns, plan.node, plan.matched, plan.snapshot.version)
+
+
 def _no_new_matches(
     ns: Namespace, node: Node, known: set[str], read_at: int
 ) -> Callable[[ManifestSnapshot], None]:
@@ -191,7 +197,7 @@ def _no_new_matches(
         if new:
             raise ConcurrentModificationError(
                 f"{len(new)} partition table(s) the condition can match were created while the "
-                f"delete ran ({new[0]}{', ...' if len(new) > 1 else ''}); nothing was deleted: "
+                f"change ran ({new[0]}{', ...' if len(new) > 1 else ''}); nothing was changed: "
                 "run it again"
             )
 
@@ -237,7 +243,9 @@ def _count(ns: Namespace, target: _Target) -> int:
     return int(open_published(ns.storage, row).count_rows(filter=target.filter))
 
 
-def _touch(target: _Target) -> PartitionTouch:
+def delete_touch(target: _Target, rows_from_base: bool = False) -> PartitionTouch:
+    """The commit-path touch that deletes a target's rows (`rows_from_base`: an update's,
+    whose new values were read from the published version)."""
     match = target.match
     return PartitionTouch(
         values=tuple(match.values.values()),
@@ -247,11 +255,12 @@ def _touch(target: _Target) -> PartitionTouch:
         base_ref=match.published,
         base_version=match.published.version,
         delete_filter=target.filter,
+        rows_from_base=rows_from_base,
     )
 
 
-def _map(call: Callable[[Any], Any], items: list[Any]) -> list[Any]:
-    """`call` over the items, a few tables at a time (each is its own Lance table)."""
+def run_in_parallel(call: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    """`call` over the items (tables), a few at a time: each is its own Lance table."""
     if len(items) < 2:
         return [call(item) for item in items]
     with ThreadPoolExecutor(max_workers=min(_OPENERS, len(items))) as pool:

@@ -57,6 +57,9 @@ class PartitionTouch:
     indexes: list[Any] = field(default_factory=list)  # a new table's (service/indexes/)
     delete_filter: str | None = None  # a delete: the rows to remove (Lance SQL), no rows added
     rows_deleted: int = 0  # what the delete removed in its last table commit
+    # its rows were worked out from the rows of its base version (an update): a base that
+    # changed cannot be rebased onto, the change fails instead
+    rows_from_base: bool = False
 
     @property
     def row_count(self) -> int:

@@ -329,11 +329,15 @@ def commit_touches(
             result.manifest_version = ns.manifest.mutate(plan)
             break
         except (interrupt.Interrupted, ConcurrentModificationError):  # unpublished: ours go
-            for touch in touches:
-                if touch.created and touch.written_to:
-                    ns.storage.delete_tree(touch.written_to)
+            _discard_created(ns.storage, touches)
             raise
         except Rebase as rebase:
+            if any(t.rows_from_base for t in rebase.touches):
+                _discard_created(ns.storage, touches)
+                raise ConcurrentModificationError(
+                    "a partition the change read was changed by another writer meanwhile; "
+                    "nothing was published: run it again"
+                ) from None
             result.rebases += 1
             pending = rebase.touches if rebase.from_manifest else list(touches)
             snapshot = ns.snapshot()
@@ -342,6 +346,13 @@ def commit_touches(
     for location in abandoned:
         ns.storage.delete_tree(location)  # new tables that lost to a concurrent writer's
     return result
+
+
+def _discard_created(storage: Storage, touches: list[PartitionTouch]) -> None:
+    """The new tables of a change that publishes nothing: nobody else can know them."""
+    for touch in touches:
+        if touch.created and touch.written_to:
+            storage.delete_tree(touch.written_to)
 
 
 def _require_intact(snapshot: ManifestSnapshot, layout: PartitionLayout) -> None:
@@ -442,7 +453,7 @@ def publish_touches(
         for touch in touches:
             if touch.created:
                 _add_partition_rows(snapshot, edit, spec, touch)
-            elif touch.delete_filter is not None and not touch.rows_deleted:
+            elif touch.delete_filter is not None and not touch.rows_deleted and touch.rows is None:
                 continue  # none of its rows matched: what it publishes stands
             else:
                 edit.replace(

@@ -1,0 +1,233 @@
+"""`lancens update --set 'col = expr' --where PRED`: rows changed in place, in one commit.
+
+The rows are found as `delete` finds them (service/partitioned/delete.py: the partition tables
+the condition can match, each with its filter), read at the versions `__manifest` publishes,
+given their new values (each `--set` expression evaluated by DataFusion, the SQL engine of
+Lance's own filters, over the rows in the namespace schema), and written back through the
+write's commit path: a table's matching rows are deleted and their new values routed to their
+partitions under the current spec, as a write routes rows. A row whose partition values stay
+gets Lance's Update in its own table (its old rows deleted, the new ones added, one Lance
+commit); a row whose values change, or that lives under an earlier spec, moves to the table its
+values now select, in the same `__manifest` commit. The new values were worked out from the
+published rows, so a matched partition that another writer changed meanwhile fails the update
+(nothing published) rather than being rebased.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from lancens_cli.errors import InvalidInputError
+from lancens_cli.models import Identifier, Result
+from lancens_cli.partition.schema_evolution import column_sources, history_from_metadata
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.partitioned.delete import (
+    DeletePlan,
+    commit_guard,
+    delete_touch,
+    plan_delete,
+    run_in_parallel,
+)
+from lancens_cli.service.partitioned.input_rows import conform, split_by_partition
+from lancens_cli.service.partitioned.placement import LevelIndex, PartitionTouch, prepare
+from lancens_cli.service.partitioned.write import PartitionWrite, commit_touches
+from lancens_cli.store.catalog_rows import open_published
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One `--set 'col = expr'`: a namespace column and the SQL that gives its new value."""
+
+    column: str
+    expression: str
+
+
+@dataclass
+class PartitionUpdate(Result):
+    where: str
+    sets: list[str]
+    rows: int  # rows updated (a dry run: that would be)
+    tables_read: int  # partition tables the condition can match
+    partitions_total: int
+    moved: int = 0  # rows now in another partition table than before
+    partitions: list[dict[str, Any]] = field(default_factory=list)  # each table written
+    manifest_version: int = 0
+    dry_run: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "where": self.where,
+            "set": self.sets,
+            "rows_updated": self.rows,
+            "rows_moved": self.moved,
+            "partitions_matched": self.tables_read,
+            "partitions_total": self.partitions_total,
+            "manifest_version": self.manifest_version,
+            "partitions": self.partitions,
+        }
+
+
+@dataclass
+class UpdatePlan:
+    rows_of: DeletePlan  # which tables, and each one's filter
+    assignments: list[Assignment]
+    sets: list[str]
+
+
+def plan_update(ns: Namespace, sets: list[str], where: str) -> UpdatePlan:
+    """The tables and filters (as `delete` plans them) and the checked assignments; every input
+    error is raised here, before a row is read."""
+    plan = plan_delete(ns, where)
+    assignments = parse_assignments(sets, plan.layout.schema)
+    return UpdatePlan(plan, assignments, list(sets))
+
+
+def parse_assignments(sets: list[str], schema: pa.Schema) -> list[Assignment]:
+    """`col = expr` texts as assignments, refused in words when a column is not the namespace's,
+    is set twice, or an expression does not evaluate (DataFusion) to a value of its type."""
+    if not sets:
+        raise InvalidInputError("--set: give at least one 'column = expression'")
+    found: dict[str, Assignment] = {}
+    for text in sets:
+        column, equals, expression = text.partition("=")
+        column = column.strip().strip('"`')
+        if not equals or not column or not expression.strip():
+            raise InvalidInputError(f"--set {text!r}: write it as 'column = expression'")
+        if column not in schema.names:
+            raise InvalidInputError(
+                f"--set {text!r}: unknown column {column!r} (columns: {', '.join(schema.names)})"
+            )
+        if column in found:
+            raise InvalidInputError(f"--set: column {column!r} is set twice")
+        found[column] = Assignment(column, expression.strip())
+    assignments = list(found.values())
+    new_values(schema.empty_table(), assignments, schema)  # types and names, on no row
+    return assignments
+
+
+def new_values(rows: pa.Table, assignments: list[Assignment], schema: pa.Schema) -> pa.Table:
+    """`rows` (in the namespace schema) with the assigned columns replaced by their
+    expressions' values, cast to the columns' types."""
+    import datafusion
+
+    context = datafusion.SessionContext()
+    batches = rows.to_batches() or [pa.RecordBatch.from_pylist([], schema=rows.schema)]
+    context.register_record_batches("rows", [batches])
+    by_column = {a.column: a for a in assignments}
+    select = ", ".join(
+        f"({by_column[name].expression}) AS {_quoted(name)}" if name in by_column else _quoted(name)
+        for name in schema.names
+    )
+    try:
+        computed = context.sql(f"SELECT {select} FROM rows").to_arrow_table()
+    except Exception as exc:  # DataFusion raises its own kinds for SQL it cannot plan or run
+        raise InvalidInputError(f"--set: {_first_line(exc)}") from None
+    columns = []
+    for f in schema:
+        column = computed.column(f.name)
+        if column.type != f.type:
+            try:
+                column = column.cast(f.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise InvalidInputError(
+                    f"--set {f.name}: the expression gives {column.type}, the column is "
+                    f"{f.type} ({exc})"
+                ) from None
+        columns.append(column)
+    return conform(pa.Table.from_arrays(columns, names=schema.names), schema)
+
+
+def update_rows(
+    ns: Namespace,
+    plan: UpdatePlan,
+    dry_run: bool = False,
+    progress: Callable[[int], Callable[[], None]] | None = None,
+) -> PartitionUpdate:
+    """Give the planned rows their new values, every changed table published in one
+    `__manifest` commit; with `dry_run`, the rows and where they would go, nothing written."""
+    found = plan.rows_of
+    layout, snapshot = found.layout, found.snapshot
+    schema, spec = layout.schema, layout.current
+    history = history_from_metadata(snapshot.metadata)
+    old = run_in_parallel(lambda t: _published_rows(ns, t, schema, history), found.targets)
+    result = PartitionUpdate(
+        found.where,
+        plan.sets,
+        sum(t.num_rows for t in old),
+        len(found.targets),
+        found.partitions_total,
+        manifest_version=snapshot.version,
+        dry_run=dry_run,
+    )
+    if not result.rows:
+        return result
+    changed = new_values(pa.concat_tables([t for t in old if t.num_rows]), plan.assignments, schema)
+    writes = split_by_partition(changed, spec, schema)
+    index, fresh = LevelIndex(snapshot, spec), {}
+    for touch in writes:
+        prepare(ns.storage, touch, spec, snapshot, index, fresh)
+    deletes = {}
+    for target, rows in zip(found.targets, old, strict=True):
+        if rows.num_rows:
+            deletes[target.match.object_id] = delete_touch(target, rows_from_base=True)
+            deletes[target.match.object_id].rows_deleted = rows.num_rows  # as planned
+    touches = list(deletes.values())
+    result.moved = changed.num_rows
+    for touch in writes:
+        same = None if touch.created else deletes.get(touch.table_id)
+        if same is None:
+            touches.append(touch)
+            continue
+        same.rows, same.values = touch.rows, touch.values  # deleted and written in one commit
+        result.moved -= touch.row_count
+    result.partitions = [_written(t, dry_run) for t in touches]
+    if dry_run:
+        return result
+    write = PartitionWrite(spec.id, changed.num_rows, touches, [f.field_id for f in spec.fields])
+    guard = commit_guard(ns, found)
+    done = commit_touches(ns, snapshot, layout, write, fresh, progress, guard)
+    result.manifest_version = done.manifest_version
+    result.partitions = [_written(t, False) for t in touches]
+    return result
+
+
+def _published_rows(ns: Namespace, target: Any, schema: pa.Schema, history: list[Any]) -> pa.Table:
+    """The rows of one matched table its filter selects, at the version `__manifest`
+    publishes, in the namespace schema (a column the table holds under an earlier name read by
+    that name, one it lacks NULL)."""
+    row = {**target.match.published.as_json(), "location": target.match.location}
+    dataset = open_published(ns.storage, row)
+    sources = column_sources(dataset.schema, schema, history)
+    wanted = sorted({source for source in sources.values() if source})
+    read = dataset.to_table(columns=wanted, filter=target.filter)
+    columns = [
+        read.column(sources[f.name]) if sources.get(f.name) else pa.nulls(read.num_rows, f.type)
+        for f in schema
+    ]
+    return conform(pa.Table.from_arrays(columns, names=schema.names), schema)
+
+
+def _written(touch: PartitionTouch, dry_run: bool) -> dict[str, Any]:
+    """One table the update writes: its rows out and in."""
+    return {
+        "table": Identifier.from_object_id(touch.table_id).display() if touch.table_id else None,
+        "location": touch.location,
+        "rows_deleted": touch.rows_deleted,
+        "rows_written": touch.row_count,
+        "created": touch.created,
+        "read_version": None if dry_run else touch.version,
+    }
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
