@@ -51,7 +51,7 @@ def _updated_as_duckdb_says(template, tmp_path, where: str, assignment, name: st
     root, source, con = template
     text, column, expression = assignment
     copy = _copy(root, tmp_path, name)
-    matched = con.execute(f"SELECT count(*) FROM t WHERE {where}").fetchone()[0]
+    matched = con.execute(f"SELECT count(*) FROM t WHERE {where}").fetchall()[0][0]
     try:
         expected = con.sql(
             f"SELECT id, CASE WHEN ({where}) THEN {expression} ELSE {column} END AS v "

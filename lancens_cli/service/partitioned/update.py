@@ -152,7 +152,7 @@ def update_rows(
     `__manifest` commit; with `dry_run`, the rows and where they would go, nothing written."""
     found = plan.rows_of
     layout, snapshot = found.layout, found.snapshot
-    schema, spec = layout.schema, layout.current
+    schema = layout.schema
     history = history_from_metadata(snapshot.metadata)
     old = run_in_parallel(lambda t: _published_rows(ns, t, schema, history), found.targets)
     result = PartitionUpdate(
@@ -167,33 +167,66 @@ def update_rows(
     if not result.rows:
         return result
     changed = new_values(pa.concat_tables([t for t in old if t.num_rows]), plan.assignments, schema)
-    writes = split_by_partition(changed, spec, schema)
-    index, fresh = LevelIndex(snapshot, spec), {}
-    for touch in writes:
-        prepare(ns.storage, touch, spec, snapshot, index, fresh)
     deletes = {}
     for target, rows in zip(found.targets, old, strict=True):
         if rows.num_rows:
             deletes[target.match.object_id] = delete_touch(target, rows_from_base=True)
             deletes[target.match.object_id].rows_deleted = rows.num_rows  # as planned
-    touches = list(deletes.values())
-    result.moved = changed.num_rows
-    for touch in writes:
-        same = None if touch.created else deletes.get(touch.table_id)
-        if same is None:
-            touches.append(touch)
-            continue
-        same.rows, same.values = touch.rows, touch.values  # deleted and written in one commit
-        result.moved -= touch.row_count
-    result.partitions = [_written(t, dry_run) for t in touches]
+    replaced = Replacement(ns, snapshot, layout, deletes, changed)
+    result.moved = replaced.moved
     if dry_run:
+        result.partitions = [_written(t, dry_run) for t in replaced.touches]
         return result
-    write = PartitionWrite(spec.id, changed.num_rows, touches, [f.field_id for f in spec.fields])
-    guard = commit_guard(ns, found)
-    done = commit_touches(ns, snapshot, layout, write, fresh, progress, guard)
-    result.manifest_version = done.manifest_version
-    result.partitions = [_written(t, False) for t in touches]
+    result.manifest_version = replaced.commit(commit_guard(ns, found), progress)
+    result.partitions = [_written(t, False) for t in replaced.touches]
     return result
+
+
+class Replacement:
+    """Rows of some partition tables replaced by new rows, as one change: each table's old
+    rows deleted (`deletes`: its touch, by table id) and `rows` routed by the current spec as a
+    write routes them; a table that both loses and gains rows gets one touch (one Lance
+    commit: an Update). `update` and `merge` publish through it."""
+
+    def __init__(
+        self,
+        ns: Namespace,
+        snapshot: Any,
+        layout: Any,
+        deletes: dict[str, PartitionTouch],
+        rows: pa.Table,
+    ) -> None:
+        self.ns, self.snapshot, self.layout = ns, snapshot, layout
+        spec = layout.current
+        writes = split_by_partition(rows, spec, layout.schema)
+        index = LevelIndex(snapshot, spec)
+        self.fresh: dict[tuple[str, Any], str] = {}
+        for touch in writes:
+            prepare(ns.storage, touch, spec, snapshot, index, self.fresh)
+        self.touches = list(deletes.values())
+        self.rows = rows.num_rows
+        self.moved = rows.num_rows  # rows written to another table than the one they left
+        for touch in writes:
+            same = None if touch.created else deletes.get(touch.table_id)
+            if same is None:
+                self.touches.append(touch)
+                continue
+            same.rows, same.values = touch.rows, touch.values  # deleted and written at once
+            self.moved -= touch.row_count
+
+    def commit(
+        self,
+        guard: Callable[[Any], None],
+        progress: Callable[[int], Callable[[], None]] | None = None,
+    ) -> int:
+        """Publish every touch in one `__manifest` commit; its version."""
+        spec = self.layout.current
+        fields = [f.field_id for f in spec.fields]
+        write = PartitionWrite(spec.id, self.rows, self.touches, fields)
+        done = commit_touches(
+            self.ns, self.snapshot, self.layout, write, self.fresh, progress, guard
+        )
+        return done.manifest_version
 
 
 def _published_rows(ns: Namespace, target: Any, schema: pa.Schema, history: list[Any]) -> pa.Table:
