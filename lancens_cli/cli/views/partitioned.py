@@ -209,3 +209,26 @@ def _partition_update_summary(r: Any) -> str:
     if not r.rows:
         return f"no row matched in {plural(r.tables_read, 'partition table')}; nothing changed"
     return f"updated {rows}{moved}, __manifest version {r.manifest_version}"
+
+
+@view("lancens_cli.service.partitioned.merge.PartitionMerge")
+def _partition_merge(r: Any) -> View:
+    header = ["table", "rows_deleted", "rows_written", "read_version", "created"]
+    rows = [
+        [p["table"], p["rows_deleted"], p["rows_written"], p["read_version"], p["created"]]
+        for p in r.partitions
+    ]
+    return View(header, rows, "tables the merge would write" if r.dry_run else "tables written")
+
+
+@summary("lancens_cli.service.partitioned.merge.PartitionMerge")
+def _partition_merge_summary(r: Any) -> str:
+    what = (
+        f"{plural(r.source_rows, 'source row')}: {r.matched} matched, {r.updated} updated, "
+        f"{r.inserted} inserted"
+    )
+    if r.dry_run:
+        return f"dry run: {what}; nothing changed"
+    if not r.updated and not r.inserted:
+        return f"{what}; nothing changed"
+    return f"merged {what}, __manifest version {r.manifest_version}"

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import datafusion
 import pyarrow as pa
 
 from lancens_cli.errors import InvalidInputError
@@ -113,8 +114,6 @@ def parse_assignments(sets: list[str], schema: pa.Schema) -> list[Assignment]:
 def new_values(rows: pa.Table, assignments: list[Assignment], schema: pa.Schema) -> pa.Table:
     """`rows` (in the namespace schema) with the assigned columns replaced by their
     expressions' values, cast to the columns' types."""
-    import datafusion
-
     context = datafusion.SessionContext()
     batches = rows.to_batches() or [pa.RecordBatch.from_pylist([], schema=rows.schema)]
     context.register_record_batches("rows", [batches])
@@ -175,10 +174,10 @@ def update_rows(
     replaced = Replacement(ns, snapshot, layout, deletes, changed)
     result.moved = replaced.moved
     if dry_run:
-        result.partitions = [_written(t, dry_run) for t in replaced.touches]
+        result.partitions = [written_entry(t, dry_run) for t in replaced.touches]
         return result
     result.manifest_version = replaced.commit(commit_guard(ns, found), progress)
-    result.partitions = [_written(t, False) for t in replaced.touches]
+    result.partitions = [written_entry(t, False) for t in replaced.touches]
     return result
 
 
@@ -245,8 +244,8 @@ def _published_rows(ns: Namespace, target: Any, schema: pa.Schema, history: list
     return conform(pa.Table.from_arrays(columns, names=schema.names), schema)
 
 
-def _written(touch: PartitionTouch, dry_run: bool) -> dict[str, Any]:
-    """One table the update writes: its rows out and in."""
+def written_entry(touch: PartitionTouch, dry_run: bool) -> dict[str, Any]:
+    """One table a row change writes: its rows out and in (`update` and `merge` alike)."""
     return {
         "table": Identifier.from_object_id(touch.table_id).display() if touch.table_id else None,
         "location": touch.location,

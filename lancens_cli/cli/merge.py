@@ -1,0 +1,63 @@
+"""`lancens merge --from FILE --on KEY`: an upsert into a partitioned namespace, one commit.
+
+The service and store modules are imported inside the command so that `lancens --help` starts
+without pyarrow or Lance.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from lancens_cli.cli.options import DryRun, SourceFile, SourceFormat
+from lancens_cli.cli.output import message
+from lancens_cli.cli.progress import progress_bar
+from lancens_cli.cli.session import session
+from lancens_cli.cli.views import summary_of
+
+
+def merge(
+    source: SourceFile = ...,  # type: ignore[assignment]
+    fmt: SourceFormat = None,
+    on: Annotated[
+        list[str],
+        typer.Option("--on", help="The key column(s) rows are matched by (repeat, or a,b)."),
+    ] = ...,  # type: ignore[assignment]
+    when_matched: Annotated[
+        str,
+        typer.Option("--when-matched", help="update (the source row replaces it) or ignore."),
+    ] = "update",
+    when_not_matched: Annotated[
+        str,
+        typer.Option("--when-not-matched", help="insert (the source row is added) or ignore."),
+    ] = "insert",
+    dry_run: DryRun = False,
+) -> None:
+    """Upsert rows into a partitioned namespace by a key (MERGE INTO).
+
+    Each source row is matched by its key against the rows every partition table publishes;
+    a matched row is replaced by the source row (--when-matched ignore: kept), an unmatched
+    one inserted (--when-not-matched ignore: left out). Rows are routed by the current spec,
+    the rows they replace deleted, all in one __manifest commit; a row whose partition values
+    change moves. A key twice in the source, or matching two rows, is refused before
+    anything is written; a NULL key matches nothing.
+    """
+    from lancens_cli.service.partitioned.merge import merge_rows
+    from lancens_cli.store.sources import open_source
+
+    if source is None:
+        raise typer.BadParameter("give the rows to merge: --from FILE")
+    data = open_source(source, fmt)
+    with progress_bar("merging into partition tables") as start:
+        result = merge_rows(
+            session().namespace,
+            data,
+            on,
+            when_matched=when_matched,
+            when_not_matched=when_not_matched,
+            dry_run=dry_run,
+            progress=None if dry_run else start,
+        )
+    session().emit(result)
+    message(summary_of(result))

@@ -1,0 +1,261 @@
+"""`lancens merge --from FILE --on KEY`: an upsert into a partitioned namespace, one commit.
+
+Each source row is matched by its key against the rows every partition table publishes (in
+every spec version: a row keeps its key when its partition changes, so no table is left out),
+as a hash join of the key columns alone. A matched row is replaced by the source row (or left,
+`--when-matched ignore`); an unmatched one is inserted (or left out, `--when-not-matched
+ignore`). The rows written are routed by the current spec as a write routes them, and the old
+rows they replace are deleted in the same `__manifest` commit (update.py `Replacement`): a row
+whose partition values change moves. A key twice in the source, or matched in two rows of the
+namespace, is refused in words before anything is written (as Delta refuses a MERGE whose
+source matches a target row twice); a NULL key matches nothing, as in SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lancens_cli.errors import ConcurrentModificationError, InvalidInputError
+from lancens_cli.models import Result, json_value
+from lancens_cli.partition.predicate import FALSE, And, InList, Node, Or, flatten
+from lancens_cli.partition.schema_evolution import column_sources, history_from_metadata
+from lancens_cli.partition.table_filter import filter_for
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.partitioned.delete import run_in_parallel
+from lancens_cli.service.partitioned.input_rows import conform, lacking_columns
+from lancens_cli.service.partitioned.partitions import PartitionMatch, select_partitions
+from lancens_cli.service.partitioned.placement import PartitionTouch
+from lancens_cli.service.partitioned.update import Replacement, written_entry
+from lancens_cli.service.partitioned.write import partitioned_target
+from lancens_cli.store.catalog_rows import open_published
+from lancens_cli.store.manifest import ManifestSnapshot
+
+MATCHED = ("update", "ignore")
+NOT_MATCHED = ("insert", "ignore")
+_SEEN = "__lancens_seen"  # a marker column of the key join
+
+
+@dataclass
+class PartitionMerge(Result):
+    source_rows: int
+    matched: int
+    updated: int
+    inserted: int
+    manifest_version: int = 0
+    dry_run: bool = False
+    partitions: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "source_rows": self.source_rows,
+            "rows_matched": self.matched,
+            "rows_updated": self.updated,
+            "rows_inserted": self.inserted,
+            "manifest_version": self.manifest_version,
+            "partitions": self.partitions,
+        }
+
+
+def merge_rows(
+    ns: Namespace,
+    data: Any,
+    on: list[str],
+    when_matched: str = "update",
+    when_not_matched: str = "insert",
+    dry_run: bool = False,
+    progress: Callable[[int], Callable[[], None]] | None = None,
+) -> PartitionMerge:
+    """Upsert the source rows by `on`; every input error (keys, columns, duplicates, a key
+    matched twice) is raised before anything is written."""
+    snapshot, layout = partitioned_target(ns)
+    schema = layout.schema
+    keys = _keys(on, schema, when_matched, when_not_matched)
+    lacking = lacking_columns(data, schema)
+    if lacking:
+        raise InvalidInputError(
+            f"merge: the input lacks {', '.join(lacking)}: a matched row would lose its "
+            "values (give every namespace column)"
+        )
+    source = conform(data, schema)
+    _require_unique(source, keys)
+    selection = select_partitions(ns, None)
+    history = history_from_metadata(snapshot.metadata)
+    found = run_in_parallel(
+        lambda m: _matched_in(ns, m, source, keys, schema, history), selection.matches
+    )
+    matched = _require_matched_once(selection.matches, found, keys)
+    hit = _matched_mask(source, matched, keys)
+    chosen = pc.or_(
+        hit if when_matched == "update" else pa.array([False] * source.num_rows),
+        pc.invert(hit) if when_not_matched == "insert" else pa.array([False] * source.num_rows),
+    )
+    rows = source.filter(chosen)
+    result = PartitionMerge(source.num_rows, int(pc.sum(hit).as_py() or 0), 0, 0, dry_run=dry_run)
+    result.updated = result.matched if when_matched == "update" else 0
+    result.inserted = rows.num_rows - result.updated
+    result.manifest_version = snapshot.version
+    deletes = {}
+    if when_matched == "update":
+        for match, one in zip(selection.matches, found, strict=True):
+            if one.keys is not None and one.keys.num_rows:
+                deletes[match.object_id] = _delete_touch(match, one, keys)
+    if not rows.num_rows:
+        return result
+    replaced = Replacement(ns, snapshot, layout, deletes, rows)
+    if not dry_run:
+        known = {m.object_id for m in selection.matches}
+        guard = _no_new_tables(ns, known, snapshot.version)
+        result.manifest_version = replaced.commit(guard, progress)
+    result.partitions = [written_entry(t, dry_run) for t in replaced.touches]
+    return result
+
+
+def _keys(on: list[str], schema: pa.Schema, when_matched: str, when_not_matched: str) -> list[str]:
+    keys = [k.strip() for part in on for k in part.split(",") if k.strip()]
+    if not keys:
+        raise InvalidInputError("--on: name the key column(s) rows are matched by")
+    unknown = [k for k in keys if k not in schema.names]
+    if unknown:
+        raise InvalidInputError(
+            f"--on: unknown column {unknown[0]!r} (columns: {', '.join(schema.names)})"
+        )
+    if len(set(keys)) != len(keys):
+        raise InvalidInputError("--on: a key column is named twice")
+    if when_matched not in MATCHED:
+        raise InvalidInputError(f"--when-matched: {when_matched!r} is not one of {MATCHED}")
+    if when_not_matched not in NOT_MATCHED:
+        raise InvalidInputError(
+            f"--when-not-matched: {when_not_matched!r} is not one of {NOT_MATCHED}"
+        )
+    return keys
+
+
+def _require_unique(source: pa.Table, keys: list[str]) -> None:
+    """A key twice in the source would update one row twice: refused, naming it."""
+    counted = source.select(keys).group_by(keys).aggregate([([], "count_all")])
+    twice = counted.filter(pc.greater(counted.column("count_all"), 1))
+    if twice.num_rows:
+        key = {k: json_value(twice.column(k)[0].as_py()) for k in keys}
+        raise InvalidInputError(f"merge: the source holds key {key} more than once")
+
+
+@dataclass
+class _Found:
+    """One partition table's published rows whose keys the source holds (each once per row
+    that has it, in the namespace's names; None: the table lacks a key column, whose NULLs
+    match nothing), and how its schema generation names the columns."""
+
+    keys: pa.Table | None
+    schema: pa.Schema
+    renamed: dict[str, str | None]
+
+    def delete_filter(self, keys: list[str]) -> str:
+        """The Lance filter of exactly these rows, in the table's own column names."""
+        rendered = filter_for(_key_condition(self.keys, keys), self.schema, self.renamed)
+        return "false" if rendered is FALSE else (rendered or "true")
+
+
+def _matched_in(
+    ns: Namespace,
+    match: PartitionMatch,
+    source: pa.Table,
+    keys: list[str],
+    schema: pa.Schema,
+    history: list[Any],
+) -> _Found:
+    row = {**match.published.as_json(), "location": match.location}
+    dataset = open_published(ns.storage, row)
+    sources = column_sources(dataset.schema, schema, history)
+    renamed = {name: src for name, src in sources.items() if src != name}
+    if any(not sources.get(k) for k in keys):
+        return _Found(None, dataset.schema, renamed)
+    read = dataset.to_table(columns=[sources[k] for k in keys])
+    table = pa.table({k: read.column(sources[k]).cast(schema.field(k).type) for k in keys})
+    wanted = source.select(keys).append_column(_SEEN, pa.array([True] * source.num_rows))
+    joined = table.join(wanted, keys, join_type="inner")  # NULL keys never join
+    return _Found(joined.select(keys), dataset.schema, renamed)
+
+
+def _require_matched_once(
+    matches: list[PartitionMatch], found: list[_Found], keys: list[str]
+) -> pa.Table:
+    """Every matched key with the table it is in, refusing a key two rows of the namespace
+    hold (in one table or in two)."""
+    parts = []
+    for match, one in zip(matches, found, strict=True):
+        if one.keys is not None and one.keys.num_rows:
+            label = pa.array([match.table] * one.keys.num_rows)
+            parts.append(one.keys.append_column("__table", label))
+    if not parts:
+        return pa.table({k: pa.array([], pa.null()) for k in keys})
+    every = pa.concat_tables(parts)
+    counted = every.group_by(keys).aggregate([("__table", "list")])
+    twice = counted.filter(pc.greater(pc.list_value_length(counted.column("__table_list")), 1))
+    if twice.num_rows:
+        key = {k: json_value(twice.column(k)[0].as_py()) for k in keys}
+        tables = sorted(set(twice.column("__table_list")[0].as_py()))
+        where = "twice in " + tables[0] if len(tables) == 1 else "in " + " and ".join(tables)
+        raise InvalidInputError(
+            f"merge: key {key} matches rows {where}; nothing was written (a key must match "
+            "at most one row)"
+        )
+    return every.select(keys)
+
+
+def _matched_mask(source: pa.Table, matched: pa.Table, keys: list[str]) -> pa.Array:
+    """For each source row, whether its key matched a row of the namespace."""
+    if not matched.num_rows:
+        return pa.array([False] * source.num_rows)
+    numbered = source.select(keys).append_column("__row", pa.array(range(source.num_rows)))
+    flagged = matched.append_column(_SEEN, pa.array([True] * matched.num_rows))
+    joined = numbered.join(flagged, keys, join_type="inner")
+    hit = pc.is_in(pa.array(range(source.num_rows)), value_set=joined.column("__row"))
+    return hit.combine_chunks() if hasattr(hit, "combine_chunks") else hit
+
+
+def _delete_touch(match: PartitionMatch, found: _Found, keys: list[str]) -> PartitionTouch:
+    """The touch deleting one table's matched rows: their keys as its filter."""
+    touch = PartitionTouch(
+        values=tuple(match.values.values()),
+        rows=None,
+        table_id=match.object_id,
+        location=match.location,
+        base_ref=match.published,
+        base_version=match.published.version,
+        delete_filter=found.delete_filter(keys),
+        rows_from_base=True,
+    )
+    touch.rows_deleted = found.keys.num_rows if found.keys is not None else 0  # as planned
+    return touch
+
+
+def _key_condition(table_keys: pa.Table, keys: list[str]) -> Node:
+    if len(keys) == 1:
+        values = tuple(table_keys.column(keys[0]).to_pylist())
+        return InList(keys[0], values)
+    rows = table_keys.to_pylist()
+    return flatten(Or(tuple(And(tuple(InList(k, (r[k],)) for k in keys)) for r in rows)))
+
+
+def _no_new_tables(
+    ns: Namespace, known: set[str], read_at: int
+) -> Callable[[ManifestSnapshot], None]:
+    """A partition table created since the keys were matched could hold a key: fail."""
+
+    def guard(snapshot: ManifestSnapshot) -> None:
+        if snapshot.version == read_at:
+            return
+        new = [m.table for m in select_partitions(ns, None).matches if m.object_id not in known]
+        if new:
+            raise ConcurrentModificationError(
+                f"partition table {new[0]} was created while the merge ran; nothing was "
+                "written: run it again"
+            )
+
+    return guard

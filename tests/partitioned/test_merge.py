@@ -1,0 +1,124 @@
+"""`lancens merge --from FILE --on KEY` as users run it: an upsert checked against a model.
+
+The namespace of every type under two specs (conftest `template`) gets a source of changed
+existing rows (some moved to another partition by a new partition value, some under the older
+spec) and new rows; after the merge every reader sees exactly what a dictionary keyed by the
+key says (matched rows replaced or kept, unmatched ones inserted or left out), every column of
+every row, in one `__manifest` commit. A key twice in the source, or matching two rows, and a
+source lacking a column are refused in one line, nothing changed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from helpers import Root, cli, manifest, ok, published_rows, tree_snapshot
+from typed_rows import make_rows
+
+
+def _copy(root: Root, tmp_path, name: str) -> Root:
+    target = tmp_path / name
+    shutil.copytree(root.local_path, target, symlinks=True)
+    return Root(str(target), {}, target)
+
+
+def _source(source: pa.Table, tmp_path) -> tuple[pa.Table, str]:
+    """Changed copies of every seventh existing row (a third also with a new partition value:
+    `flag` flipped, `d` moved a year) and 20 new rows."""
+    changed = []
+    for i, row in enumerate(source.to_pylist()[::7]):
+        row = {**row, "s": f"merged {i}", "i64": -i}
+        if i % 3 == 0:
+            row["flag"] = not row["flag"] if row["flag"] is not None else True
+            row["d"] = dt.date(2030, 1, 1)
+        changed.append(row)
+    new = make_rows(20, 99, 50_000)
+    table = pa.concat_tables([pa.Table.from_pylist(changed, schema=source.schema), new])
+    path = tmp_path / "source.parquet"
+    pq.write_table(table, path)
+    return table, str(path)
+
+
+def _cells(rows: list[dict]) -> str:
+    return json.dumps(sorted(rows, key=lambda r: r["id"]), default=str)  # NaN alike
+
+
+@pytest.mark.parametrize(
+    "when_matched, when_not_matched",
+    [("update", "insert"), ("update", "ignore"), ("ignore", "insert"), ("ignore", "ignore")],
+)
+def test_a_merge_leaves_what_the_model_says(template, tmp_path, when_matched, when_not_matched):
+    root, existing, _ = template
+    copy = _copy(root, tmp_path, "copy")
+    source, path = _source(existing, tmp_path)
+    model = {r["id"]: r for r in existing.to_pylist()}
+    for row in source.to_pylist():
+        if (
+            row["id"] in model
+            and when_matched == "update"
+            or row["id"] not in model
+            and when_not_matched == "insert"
+        ):
+            model[row["id"]] = row
+    args = (
+        "merge", "--from", path, "--on", "id",
+        "--when-matched", when_matched, "--when-not-matched", when_not_matched,
+    )  # fmt: skip
+    dry = json.loads(ok(copy, "--json", *args, "--dry-run").stdout)
+    version = int(manifest(copy).version)
+    done = json.loads(ok(copy, "--json", *args).stdout)
+    matched = sum(1 for r in source.to_pylist() if r["id"] < 50_000)
+    assert dry["rows_matched"] == done["rows_matched"] == matched
+    assert done["rows_updated"] == (matched if when_matched == "update" else 0)
+    assert done["rows_inserted"] == (20 if when_not_matched == "insert" else 0)
+    changes = done["rows_updated"] + done["rows_inserted"]
+    assert int(manifest(copy).version) == version + (1 if changes else 0)
+    assert _cells(published_rows(copy).to_pylist()) == _cells(list(model.values()))
+    assert cli(copy, "check").exit_code == 0  # every row in the partition its values select
+
+
+def test_a_key_twice_in_the_source_or_matching_twice_is_refused(template, tmp_path):
+    root, existing, _ = template
+    copy = _copy(root, tmp_path, "copy")
+    twice = existing.slice(0, 2)
+    pq.write_table(pa.concat_tables([twice, twice.slice(0, 1)]), tmp_path / "twice.parquet")
+    before = tree_snapshot(copy.local_path)
+    result = cli(copy, "merge", "--from", str(tmp_path / "twice.parquet"), "--on", "id")
+    assert result.exit_code == 2 and "more than once" in result.stderr, result.stderr
+    assert tree_snapshot(copy.local_path) == before
+    # the same row written twice: its key matches two rows of the namespace
+    pq.write_table(existing.slice(3, 1), tmp_path / "again.parquet")
+    ok(copy, "write", "--from", str(tmp_path / "again.parquet"))
+    before = tree_snapshot(copy.local_path)
+    result = cli(copy, "merge", "--from", str(tmp_path / "again.parquet"), "--on", "id")
+    assert result.exit_code == 2 and "matches rows" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert tree_snapshot(copy.local_path) == before
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (("--on", "nope"), "--on: unknown column 'nope'"),
+        (("--on", ""), "--on: name the key"),
+        (("--on", "id", "--when-matched", "delete"), "--when-matched"),
+        (("--on", "id", "--when-not-matched", "upsert"), "--when-not-matched"),
+    ],
+)
+def test_bad_options_are_one_line_exit_2(template, tmp_path, args, words):
+    root, existing, _ = template
+    copy = _copy(root, tmp_path, "copy")
+    pq.write_table(existing.slice(0, 3), tmp_path / "rows.parquet")
+    before = tree_snapshot(copy.local_path)
+    result = cli(copy, "merge", "--from", str(tmp_path / "rows.parquet"), *args)
+    assert result.exit_code == 2 and words in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    pq.write_table(existing.slice(0, 3).drop_columns(["s"]), tmp_path / "lacking.parquet")
+    result = cli(copy, "merge", "--from", str(tmp_path / "lacking.parquet"), "--on", "id")
+    assert result.exit_code == 2 and "the input lacks s" in result.stderr
+    assert tree_snapshot(copy.local_path) == before
