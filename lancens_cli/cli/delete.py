@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from lancens_cli.cli.common import confirm_destruction
-from lancens_cli.cli.options import DryRun, Yes
+from lancens_cli.cli.options import DryRun, RowCondition, Yes, one_condition
 from lancens_cli.cli.output import message
 from lancens_cli.cli.progress import progress_bar
 from lancens_cli.cli.session import session
@@ -27,14 +27,7 @@ def delete(
             help="One table to delete from (default: the partitioned namespace at the root).",
         ),
     ] = None,
-    where: Annotated[
-        str,
-        typer.Option(
-            "--where",
-            help="The rows to delete, as `scan --where` reads a condition (SQL; timestamps "
-            "without a zone are UTC).",
-        ),
-    ] = ...,  # type: ignore[assignment]
+    conditions: RowCondition = ...,  # type: ignore[assignment]
     dry_run: DryRun = False,
     yes: Yes = False,
 ) -> None:
@@ -50,7 +43,7 @@ def delete(
     """
     from lancens_cli.service.partitioned.delete import count_deletes, delete_rows, plan_delete
 
-    ns = session().namespace
+    ns, where = session().namespace, one_condition(conditions)
     if table is not None:
         _delete_from_table(table, where, dry_run, yes)
         return

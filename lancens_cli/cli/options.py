@@ -14,6 +14,8 @@ from typing import Annotated, Any
 
 import typer
 
+from lancens_cli.errors import InvalidInputError
+
 _PANEL = "Namespace options"
 _OUTPUT = "Global options"
 _SPARK = "Spark options"
@@ -158,6 +160,24 @@ Conf = Annotated[
 ]
 
 # --- the session's options, on the program and on every command ---------------------------------
+
+
+RowCondition = Annotated[
+    list[str],
+    typer.Option(
+        "--where",
+        help="The rows, as `scan --where` reads a condition (SQL; timestamps without a zone "
+        "are UTC). Give it once: join conditions with AND.",
+    ),
+]
+
+
+def one_condition(given: list[str]) -> str:
+    """The one `--where` of a row change: given twice, a shell would silently keep the last
+    (and change other rows than meant), so it is refused."""
+    if len(given) != 1:
+        raise InvalidInputError("--where: give one condition (join conditions with AND)")
+    return given[0]
 
 
 def _flag(name: str, help: str) -> Any:

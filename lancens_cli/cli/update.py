@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from lancens_cli.cli.common import confirm_destruction
-from lancens_cli.cli.options import DryRun, Yes
+from lancens_cli.cli.options import DryRun, RowCondition, Yes, one_condition
 from lancens_cli.cli.output import message
 from lancens_cli.cli.progress import progress_bar
 from lancens_cli.cli.session import session
@@ -28,14 +28,7 @@ def update(
             "for more columns.",
         ),
     ] = ...,  # type: ignore[assignment]
-    where: Annotated[
-        str,
-        typer.Option(
-            "--where",
-            help="The rows to change, as `scan --where` reads a condition (SQL; timestamps "
-            "without a zone are UTC).",
-        ),
-    ] = ...,  # type: ignore[assignment]
+    conditions: RowCondition = ...,  # type: ignore[assignment]
     dry_run: DryRun = False,
     yes: Yes = False,
 ) -> None:
@@ -49,7 +42,7 @@ def update(
     """
     from lancens_cli.service.partitioned.update import plan_update, update_rows
 
-    ns = session().namespace
+    ns, where = session().namespace, one_condition(conditions)
     plan = plan_update(ns, sets, where)
     if not dry_run:
         tables = plural(len(plan.rows_of.targets), "partition table")

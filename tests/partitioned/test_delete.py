@@ -359,3 +359,41 @@ def test_one_table_refuses_a_partition_table_and_a_pinned_one(template, tmp_path
     result = cli(copy, "delete", table, "--where", "id = 1", "--yes")
     assert result.exit_code == 2 and "is a partition table" in result.stderr
     assert tree_snapshot(copy.local_path) == before
+
+
+def test_one_table_beside_partitions_is_deleted_from(template, tmp_path):
+    copy = _copy(template[0], tmp_path, "copy")
+    pq.write_table(make_rows(40, 5, 0), tmp_path / "plain.parquet")
+    ok(copy, "create", "table", "plain", "--from", str(tmp_path / "plain.parquet"))
+    done = json.loads(ok(copy, "--json", "delete", "plain", "--where", "id < 10", "--yes").stdout)
+    assert done["rows_deleted"] == 10
+    left = lance.dataset(str(copy.local_path / done["location"])).to_table(columns=["id"])
+    assert sorted(left.column("id").to_pylist()) == list(range(10, 40))
+
+
+def test_a_failed_delete_shows_nothing_of_an_older_spec_table_without_a_read_version(tmp_path):
+    """A table another tool left unpinned (NULL `read_version`) in an earlier spec version: the
+    delete pins it before it commits there, so a delete that fails publishes nothing."""
+    from lancens_cli.config import NamespaceConfig
+    from lancens_cli.service.namespace import Namespace
+    from lancens_cli.service.partitioned.delete import delete_rows, plan_delete
+
+    root, first = _events_root(tmp_path)
+    ok(root, "add-partition-spec", "--field", "country")
+    de = [
+        r["object_id"]
+        for r in manifest(root).to_table(filter="object_type = 'table'").to_pylist()
+        if r["object_id"].startswith("v1") and r.get("partition_field_country") == "DE"
+    ]
+    assert de
+    for object_id in de:
+        manifest(root).update({"read_version": "NULL"}, where=f"object_id = '{object_id}'")
+    count = published_rows(root).num_rows
+    ns = Namespace(NamespaceConfig.from_properties({"root": root.uri}))
+    plan = plan_delete(ns, "country = 'DE'")
+    new = events(30, seed=3, start=70_000, countries=("DE",))
+    pq.write_table(new, tmp_path / "new.parquet")
+    ok(root, "write", "--from", str(tmp_path / "new.parquet"))  # a new spec v2 DE partition
+    with pytest.raises(ConcurrentModificationError):
+        delete_rows(Namespace(NamespaceConfig.from_properties({"root": root.uri})), plan)
+    assert published_rows(root).num_rows == count + 30

@@ -112,6 +112,9 @@ def test_generated_updates_leave_what_duckdb_leaves(template, tmp_path):
         (["i64 = no_such_column + 1"], "--set"),
         (["i32 = 'not a number'"], "--set"),
         (["d = 12"], "--set"),
+        (["i64 = i64 + 9223372036854775807"], "beyond int64"),  # DataFusion would wrap it
+        (["i32 = i32 * i32"], "beyond int32"),
+        (["i64 = unnest(make_array(i64, i64))"], "one value per row"),
     ],
 )
 def test_bad_assignments_are_one_line_exit_2_and_change_nothing(template, tmp_path, sets, words):
@@ -170,3 +173,38 @@ def test_writers_racing_an_update_lose_nothing(tmp_path):
     for r in everything:
         changed = r["country"] == "DE" and not r.get("late")
         assert rows[r["id"]]["customer_id"] == (-1 if changed else r["customer_id"]), r
+
+
+def test_rows_moved_counts_rows_that_change_table(template, tmp_path):
+    root, source, _ = template
+    copy = _copy(root, tmp_path, "copy")
+    stays = ok(copy, "--json", "update", "--set", "i64 = 5", "--where", "id >= 1000", "--yes")
+    assert json.loads(stays.stdout)["rows_moved"] == 0  # spec v2 rows, no partition value changed
+    older = sum(1 for i in source.column("id").to_pylist() if i < 1000)
+    moved = ok(copy, "--json", "update", "--set", "i64 = 6", "--where", "id < 1000", "--yes")
+    assert json.loads(moved.stdout)["rows_moved"] == older  # spec v1 rows go to the current spec
+    flipped = ok(
+        copy, "--json", "update", "--set", "flag = NOT flag", "--where", "flag IS NOT NULL", "--yes"
+    )
+    done = json.loads(flipped.stdout)
+    assert done["rows_moved"] == done["rows_updated"] > 0
+    assert cli(copy, "check").exit_code == 0
+
+
+def test_a_repeated_where_and_a_branch_published_partition_are_refused(tmp_path):
+    first = events(200, seed=1)
+    root = partitioned_root(tmp_path, first.schema, "country")
+    pq.write_table(first, tmp_path / "first.parquet")
+    ok(root, "write", "--from", str(tmp_path / "first.parquet"))
+    before = tree_snapshot(root.local_path)
+    for command in (("delete",), ("update", "--set", "customer_id = 1")):
+        twice = cli(root, *command, "--where", "id < 3", "--where", "id > 1", "--yes")
+        assert twice.exit_code == 2 and "give one condition" in twice.stderr
+    assert tree_snapshot(root.local_path) == before
+    ok(root, "write", "--from", str(tmp_path / "first.parquet"), "--branch", "dev")
+    before = tree_snapshot(root.local_path)
+    for command in (("delete",), ("update", "--set", "customer_id = 1")):
+        for extra in (("--dry-run",), ("--yes",)):
+            refused = cli(root, *command, "--where", "id < 100", *extra)
+            assert refused.exit_code == 5 and "published on branch 'dev'" in refused.stderr
+    assert tree_snapshot(root.local_path) == before

@@ -111,7 +111,7 @@ def _table(ns: Namespace, ident: Identifier, delimiter: str) -> tuple[Any, str]:
     snapshot = ns.snapshot()
     ref = ns.require_table(ident, snapshot)
     layout = layout_of(snapshot) if snapshot.exists else None
-    if layout is not None and partition_rows([ref.row or {}], layout.specs):
+    if layout is not None and any(partition_rows([ref.row or {}], layout.specs)):
         raise InvalidInputError(
             f"{ident.display(delimiter)} is a partition table: delete through its namespace "
             "(lancens delete --where ...), which publishes every partition together"

@@ -123,6 +123,13 @@ def plan_delete(ns: Namespace, where: str) -> DeletePlan:
     )
     matched = {m.object_id for m in selection.matches}
     chosen = [t for t in targets if t is not None]
+    for target in chosen:  # refused now, dry run too: a change goes to main only
+        branch = target.match.published.branch
+        if branch is not None:
+            raise RefusedError(
+                f"partition {target.match.table} is published on branch {branch!r}: delete, "
+                "update and merge change main only (restore or republish main first)"
+            )
     return DeletePlan(where, node, snapshot, layout, chosen, matched, selection.total)
 
 

@@ -113,19 +113,16 @@ def parse_assignments(sets: list[str], schema: pa.Schema) -> list[Assignment]:
 
 def new_values(rows: pa.Table, assignments: list[Assignment], schema: pa.Schema) -> pa.Table:
     """`rows` (in the namespace schema) with the assigned columns replaced by their
-    expressions' values, cast to the columns' types."""
-    context = datafusion.SessionContext()
-    batches = rows.to_batches() or [pa.RecordBatch.from_pylist([], schema=rows.schema)]
-    context.register_record_batches("rows", [batches])
-    by_column = {a.column: a for a in assignments}
-    select = ", ".join(
-        f"({by_column[name].expression}) AS {_quoted(name)}" if name in by_column else _quoted(name)
-        for name in schema.names
-    )
-    try:
-        computed = context.sql(f"SELECT {select} FROM rows").to_arrow_table()
-    except Exception as exc:  # DataFusion raises its own kinds for SQL it cannot plan or run
-        raise InvalidInputError(f"--set: {_first_line(exc)}") from None
+    expressions' values, cast to the columns' types; refused when an expression gives a row
+    count other than the rows' (a set-returning function) or an integer that wrapped."""
+    by_column = {a.column: a.expression for a in assignments}
+    computed = _evaluate(rows, by_column, schema.names)
+    if computed.num_rows != rows.num_rows:
+        raise InvalidInputError(
+            f"--set: the expressions give {computed.num_rows} rows for {rows.num_rows}: "
+            "each must give one value per row"
+        )
+    _refuse_wrapped(rows, by_column, computed, schema)
     columns = []
     for f in schema:
         column = computed.column(f.name)
@@ -139,6 +136,58 @@ def new_values(rows: pa.Table, assignments: list[Assignment], schema: pa.Schema)
                 ) from None
         columns.append(column)
     return conform(pa.Table.from_arrays(columns, names=schema.names), schema)
+
+
+def _evaluate(rows: pa.Table, by_column: dict[str, str], names: list[str]) -> pa.Table:
+    """`SELECT` of every column, an assigned one as its expression, over `rows` (DataFusion;
+    column names as written, not lower-cased)."""
+    config = datafusion.SessionConfig().set(
+        "datafusion.sql_parser.enable_ident_normalization", "false"
+    )
+    context = datafusion.SessionContext(config)
+    batches = rows.to_batches() or [pa.RecordBatch.from_pylist([], schema=rows.schema)]
+    context.register_record_batches("rows", [batches])
+    select = ", ".join(
+        f"({by_column[name]}) AS {_quoted(name)}" if name in by_column else _quoted(name)
+        for name in names
+    )
+    try:
+        return context.sql(f"SELECT {select} FROM rows").to_arrow_table()
+    except Exception as exc:  # DataFusion raises its own kinds for SQL it cannot plan or run
+        raise InvalidInputError(f"--set: {_first_line(exc)}") from None
+
+
+def _refuse_wrapped(
+    rows: pa.Table, by_column: dict[str, str], computed: pa.Table, schema: pa.Schema
+) -> None:
+    """DataFusion's integer arithmetic wraps around: each integer result is worked out again
+    with the rows' integers as decimal(38, 0), and a value that differs (truncated toward
+    zero, as integer division is) wrapped: the update is refused. An expression that cannot
+    be worked out on decimals (bit operations) is not checked."""
+    integers = [name for name in by_column if pa.types.is_integer(computed.schema.field(name).type)]
+    if not integers or not rows.num_rows:
+        return
+    wide = pa.decimal128(38, 0)
+    widened = pa.table(
+        {
+            f.name: rows.column(f.name).cast(wide) if pa.types.is_integer(f.type) else rows[f.name]
+            for f in schema
+        }
+    )
+    try:
+        again = _evaluate(widened, {n: by_column[n] for n in integers}, integers)
+    except InvalidInputError:
+        return
+    for name in integers:
+        if not pa.types.is_decimal(again.schema.field(name).type):
+            continue
+        plain = computed.column(name).to_pylist()
+        for value, exact in zip(plain, again.column(name).to_pylist(), strict=True):
+            if value is not None and exact is not None and int(exact) != value:
+                raise InvalidInputError(
+                    f"--set {name}: {by_column[name]} is {int(exact)} for some row, beyond "
+                    f"{computed.schema.field(name).type}; nothing was changed"
+                )
 
 
 def update_rows(
@@ -165,20 +214,35 @@ def update_rows(
     )
     if not result.rows:
         return result
-    changed = new_values(pa.concat_tables([t for t in old if t.num_rows]), plan.assignments, schema)
+    parts = [new_values(t, plan.assignments, schema) if t.num_rows else t for t in old]
+    changed = pa.concat_tables([t for t in parts if t.num_rows])
     deletes = {}
     for target, rows in zip(found.targets, old, strict=True):
         if rows.num_rows:
             deletes[target.match.object_id] = delete_touch(target, rows_from_base=True)
             deletes[target.match.object_id].rows_deleted = rows.num_rows  # as planned
     replaced = Replacement(ns, snapshot, layout, deletes, changed)
-    result.moved = replaced.moved
+    result.moved = _moved(ns, found, parts)
     if dry_run:
         result.partitions = [written_entry(t, dry_run) for t in replaced.touches]
         return result
     result.manifest_version = replaced.commit(commit_guard(ns, found), progress)
     result.partitions = [written_entry(t, False) for t in replaced.touches]
     return result
+
+
+def _moved(ns: Namespace, found: DeletePlan, parts: list[pa.Table]) -> int:
+    """The rows whose new values (`parts`: each matched table's) select another table than
+    the one they were read from."""
+    spec, schema = found.layout.current, found.layout.schema
+    index = LevelIndex(found.snapshot, spec)
+    moved = 0
+    for target, rows in zip(found.targets, parts, strict=True):
+        for touch in split_by_partition(rows, spec, schema):
+            prepare(ns.storage, touch, spec, found.snapshot, index, {})
+            if touch.created or touch.table_id != target.match.object_id:
+                moved += touch.row_count
+    return moved
 
 
 class Replacement:
@@ -204,14 +268,12 @@ class Replacement:
             prepare(ns.storage, touch, spec, snapshot, index, self.fresh)
         self.touches = list(deletes.values())
         self.rows = rows.num_rows
-        self.moved = rows.num_rows  # rows written to another table than the one they left
         for touch in writes:
             same = None if touch.created else deletes.get(touch.table_id)
             if same is None:
                 self.touches.append(touch)
                 continue
             same.rows, same.values = touch.rows, touch.values  # deleted and written at once
-            self.moved -= touch.row_count
 
     def commit(
         self,

@@ -32,7 +32,7 @@ from lancens_cli.errors import (
     InvalidInputError,
     RefusedError,
 )
-from lancens_cli.models import Result, json_value
+from lancens_cli.models import KIND_TABLE, Result, json_value
 from lancens_cli.partition.rows import partition_table_rows
 from lancens_cli.partition.schema import padded_for_field_ids, schema_to_text
 from lancens_cli.partition.schema_evolution import highest_id, history_from_metadata
@@ -296,7 +296,8 @@ def commit_touches(
     touches = result.partitions
     if not touches:
         return result
-    if _pin_unversioned(ns, snapshot, spec):
+    touched = {t.table_id for t in touches if not t.created}  # a row change's, in any spec
+    if _pin_unversioned(ns, snapshot, spec, touched):
         snapshot = ns.snapshot()
     for touch in touches:
         touch.indexes = readable_definitions(snapshot.metadata)
@@ -366,18 +367,26 @@ def _require_intact(snapshot: ManifestSnapshot, layout: PartitionLayout) -> None
         )
 
 
-def _pin_unversioned(ns: Namespace, snapshot: ManifestSnapshot, spec: PartitionSpec) -> bool:
-    """Give every partition table without a `read_version` its current version, in one commit.
+def _pin_unversioned(
+    ns: Namespace, snapshot: ManifestSnapshot, spec: PartitionSpec, touched: set[str]
+) -> bool:
+    """Give every partition table without a `read_version` its current version, in one commit:
+    the current spec's, and any other a change touches (`touched`: a delete or an update finds
+    tables in every spec version).
 
     A NULL `read_version` means "read the latest", under which an unpublished append would be
     visible at once; a write therefore first pins what is published now (only after a foreign
     rewrite or for tables another tool registered).
     """
     verdicts = row_locations(ns.storage, snapshot)
+    current = {row["object_id"] for row in partition_table_rows(snapshot.rows, [spec])}
     loose = [
         row
-        for row in partition_table_rows(snapshot.rows, [spec])
-        if PublishedRef.of(row) == LATEST and verdicts.problem(row["object_id"]) is None
+        for row in snapshot.rows
+        if (row["object_id"] in current or row["object_id"] in touched)
+        and row["object_type"] == KIND_TABLE
+        and PublishedRef.of(row) == LATEST
+        and verdicts.problem(row["object_id"]) is None
     ]
     if not loose:
         return False
