@@ -397,3 +397,32 @@ def test_a_failed_delete_shows_nothing_of_an_older_spec_table_without_a_read_ver
     with pytest.raises(ConcurrentModificationError):
         delete_rows(Namespace(NamespaceConfig.from_properties({"root": root.uri})), plan)
     assert published_rows(root).num_rows == count + 30
+
+
+def _count(root: Root, *where: str) -> int:
+    args = ("--where", *where) if where else ()
+    return int(ok(root, "scan", "--count", "--engine", "local", *args).stdout)
+
+
+def test_delete_update_and_merge_on_every_store(any_root, tmp_path):
+    """The three row changes on local disk, S3 (moto) and GCS (fake-gcs-server), read back
+    as a reader reads the namespace."""
+    rows = events(600, seed=4)
+    pq.write_table(rows.schema.empty_table(), tmp_path / "schema.parquet")
+    ok(any_root, "add-partition-spec", "--schema", str(tmp_path / "schema.parquet"),
+       "--field", "country")  # fmt: skip
+    pq.write_table(rows, tmp_path / "rows.parquet")
+    ok(any_root, "write", "--from", str(tmp_path / "rows.parquet"))
+    listed = rows.to_pylist()
+    de = sum(1 for r in listed if r["country"] == "DE")
+    fr = sum(1 for r in listed if r["country"] == "FR")
+    ok(any_root, "delete", "--where", "country = 'DE'", "--yes")
+    assert _count(any_root) == 600 - de
+    ok(any_root, "update", "--set", "customer_id = -1", "--where", "country = 'FR'", "--yes")
+    assert _count(any_root, "customer_id = -1") == fr
+    merged = events(5, seed=9, start=90_000)
+    again = pa.Table.from_pylist([{**listed[0], "customer_id": -2}], schema=rows.schema)
+    pq.write_table(pa.concat_tables([merged, again]), tmp_path / "merge.parquet")
+    ok(any_root, "merge", "--from", str(tmp_path / "merge.parquet"), "--on", "id")
+    assert _count(any_root) == 600 - de + (5 if listed[0]["country"] != "DE" else 6)
+    assert _count(any_root, "customer_id = -2") == 1
