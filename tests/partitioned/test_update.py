@@ -208,3 +208,44 @@ def test_a_repeated_where_and_a_branch_published_partition_are_refused(tmp_path)
             refused = cli(root, *command, "--where", "id < 100", *extra)
             assert refused.exit_code == 5 and "published on branch 'dev'" in refused.stderr
     assert tree_snapshot(root.local_path) == before
+
+
+@pytest.mark.slow
+def test_a_killed_update_publishes_all_or_nothing_and_a_rerun_completes_it(tmp_path):
+    """An update that moves rows (a partition source column changes) killed at random moments:
+    a reader sees every row once, all old or all new; a rerun finishes; `check --fix` then
+    leaves the same rows."""
+    import random
+    import signal
+    import time
+
+    (tmp_path / "t").mkdir()
+    first = events(4000, seed=1)
+    root = partitioned_root(tmp_path / "t", first.schema, "bucket(48, id)", "country")
+    pq.write_table(first, tmp_path / "first.parquet")
+    ok(root, "write", "--from", str(tmp_path / "first.parquet"))
+    update = ("update", "--set", "country = 'JP'", "--where", "customer_id < 200", "--yes")
+    moving = {r["id"] for r in first.to_pylist() if r["customer_id"] < 200}
+    old = {r["id"]: r["country"] for r in first.to_pylist()}
+    new = {i: ("JP" if i in moving else c) for i, c in old.items()}
+    started = time.monotonic()
+    timed = _process(_copy(root, tmp_path, "timed"), *update)
+    timed.communicate(timeout=300)
+    runtime = time.monotonic() - started
+    rng = random.Random(11)
+    for trial in range(6):
+        copy = _copy(root, tmp_path, f"trial{trial}")
+        proc = _process(copy, *update)
+        time.sleep(rng.uniform(0.3, 1.05) * runtime)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        seen = published_rows(copy).to_pylist()
+        assert len(seen) == len({r["id"] for r in seen}) == 4000, trial  # each row once
+        countries = {r["id"]: r["country"] for r in seen}
+        assert countries in (old, new), trial  # all or nothing
+        ok(copy, *update)
+        assert {r["id"]: r["country"] for r in published_rows(copy).to_pylist()} == new
+        fix = cli(copy, "check", "--fix", "--grace-minutes", "0")
+        assert fix.exit_code in (0, 1), fix.stderr
+        assert {r["id"]: r["country"] for r in published_rows(copy).to_pylist()} == new
