@@ -122,3 +122,30 @@ def test_bad_options_are_one_line_exit_2(template, tmp_path, args, words):
     result = cli(copy, "merge", "--from", str(tmp_path / "lacking.parquet"), "--on", "id")
     assert result.exit_code == 2 and "the input lacks s" in result.stderr
     assert tree_snapshot(copy.local_path) == before
+
+
+def test_a_write_landing_while_the_merge_runs_fails_it(template, tmp_path, monkeypatch):
+    """A row another writer publishes after the keys were matched could hold a source key the
+    merge would insert again: the merge fails, nothing of it published, and a rerun matches."""
+    from lancens_cli.service.partitioned.update import Replacement
+
+    root, existing, _ = template
+    copy = _copy(root, tmp_path, "copy")
+    new = make_rows(1, 7, 80_000)
+    pq.write_table(new, tmp_path / "new.parquet")
+    commit = Replacement.commit
+
+    def racing(self, guard, progress=None):
+        ok(copy, "write", "--from", str(tmp_path / "new.parquet"))  # the same key, first
+        return commit(self, guard, progress)
+
+    monkeypatch.setattr(Replacement, "commit", racing)
+    result = cli(copy, "merge", "--from", str(tmp_path / "new.parquet"), "--on", "id")
+    assert result.exit_code == 4 and "changed while the merge ran" in result.stderr
+    ids = published_rows(copy).column("id").to_pylist()
+    assert ids.count(80_000) == 1  # the writer's row, once
+    monkeypatch.setattr(Replacement, "commit", commit)
+    done = json.loads(ok(copy, "--json", "merge", "--from", str(tmp_path / "new.parquet"),
+                         "--on", "id").stdout)  # fmt: skip
+    assert (done["rows_matched"], done["rows_inserted"]) == (1, 0)
+    assert published_rows(copy).column("id").to_pylist().count(80_000) == 1

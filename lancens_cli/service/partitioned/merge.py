@@ -32,7 +32,7 @@ from lancens_cli.service.partitioned.partitions import PartitionMatch, select_pa
 from lancens_cli.service.partitioned.placement import PartitionTouch
 from lancens_cli.service.partitioned.update import Replacement, written_entry
 from lancens_cli.service.partitioned.write import partitioned_target
-from lancens_cli.store.catalog_rows import open_published
+from lancens_cli.store.catalog_rows import LATEST, PublishedRef, open_published
 from lancens_cli.store.manifest import ManifestSnapshot
 
 MATCHED = ("update", "ignore")
@@ -109,8 +109,8 @@ def merge_rows(
         return result
     replaced = Replacement(ns, snapshot, layout, deletes, rows)
     if not dry_run:
-        known = {m.object_id for m in selection.matches}
-        guard = _no_new_tables(ns, known, snapshot.version)
+        read = {m.object_id: m.published for m in selection.matches}
+        guard = _unchanged_since(ns, read, snapshot.version)
         result.manifest_version = replaced.commit(guard, progress)
     result.partitions = [written_entry(t, dry_run) for t in replaced.touches]
     return result
@@ -243,18 +243,24 @@ def _key_condition(table_keys: pa.Table, keys: list[str]) -> Node:
     return flatten(Or(tuple(And(tuple(InList(k, (r[k],)) for k in keys)) for r in rows)))
 
 
-def _no_new_tables(
-    ns: Namespace, known: set[str], read_at: int
+def _unchanged_since(
+    ns: Namespace, read: dict[str, PublishedRef], read_at: int
 ) -> Callable[[ManifestSnapshot], None]:
-    """A partition table created since the keys were matched could hold a key: fail."""
+    """The keys were matched against every partition table as published then (`read`): a
+    table published anew since, or created, may hold a source key the merge would then insert
+    twice, so the merge fails instead (as Delta fails a MERGE on a concurrent append). A
+    table merely pinned at the version it was read at (a NULL `read_version` given one before
+    the commit) is no change."""
 
     def guard(snapshot: ManifestSnapshot) -> None:
         if snapshot.version == read_at:
             return
-        new = [m.table for m in select_partitions(ns, None).matches if m.object_id not in known]
-        if new:
+        for match in select_partitions(ns, None).matches:
+            before = read.get(match.object_id)
+            if before == match.published or (before == LATEST and match.published.tag is None):
+                continue
             raise ConcurrentModificationError(
-                f"partition table {new[0]} was created while the merge ran; nothing was "
+                f"partition table {match.table} changed while the merge ran; nothing was "
                 "written: run it again"
             )
 
