@@ -25,7 +25,7 @@ from lancens_cli.partition.predicate import (
     evaluate,
 )
 from lancens_cli.partition.spark_conditions import split_condition
-from lancens_cli.pipeline.missing_columns import without_columns
+from lancens_cli.partition.table_filter import without_columns
 from lancens_cli.pipeline.slice_reader import conform_batch
 
 SCHEMA = pa.schema(
