@@ -285,3 +285,25 @@ def exact_neighbours(ds, query, k: int) -> list[int]:
     distances = ((vectors - query) ** 2).sum(axis=1)
     ids = table.column("id").to_numpy()
     return [int(i) for i in ids[np.argsort(distances, kind="stable")[:k]]]
+
+
+def copied_root(root: Root, target: Path) -> Root:
+    """A copy of a local root at `target` (links kept as links), to change without touching
+    the original: a module's namespace serves every case of a row-change test."""
+    import shutil
+
+    shutil.copytree(root.local_path, target, symlinks=True)
+    return Root(str(target), {}, target)
+
+
+def json_cli_process(root: Root, *args: str) -> subprocess.Popen:
+    """`lancens --json ARGS` on `root` started as a process of its own (a racing writer, a
+    process to kill), its output piped."""
+    env = {**os.environ, "LANCE_LOG": "error", "NO_COLOR": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "lancens_cli", *root.args, "--json", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )

@@ -12,6 +12,7 @@ import random
 from decimal import Decimal
 
 import pyarrow as pa
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 UTC = dt.UTC
@@ -136,3 +137,15 @@ def conditions(draw, depth: int = 0) -> str:
     parts = [draw(conditions(depth + 1)) for _ in range(draw(st.integers(2, 3)))]
     text = f" {word} ".join(f"({p})" for p in parts)
     return f"NOT ({text})" if draw(st.booleans()) else text
+
+
+def few_examples(count: int) -> settings:
+    """Hypothesis settings of a differential test over a namespace a fixture built once: the
+    same examples every run, no example database, the fixture shared by every example."""
+    return settings(
+        max_examples=count,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -27,17 +25,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from data import events, partitioned_root
-from helpers import Root, cli, manifest, ok, published_rows, tree_snapshot
-from hypothesis import HealthCheck, given, settings
-from typed_rows import conditions, make_rows
+from helpers import (
+    Root,
+    cli,
+    copied_root,
+    json_cli_process,
+    manifest,
+    ok,
+    published_rows,
+    tree_snapshot,
+)
+from hypothesis import given
+from typed_rows import conditions, few_examples, make_rows
 
 from lancens_cli.errors import ConcurrentModificationError
-
-
-def _copy(template_root: Root, tmp_path, name: str) -> Root:
-    target = tmp_path / name
-    shutil.copytree(template_root.local_path, target, symlinks=True)
-    return Root(str(target), {}, target)
 
 
 def _version(root: Root) -> int:
@@ -53,7 +54,7 @@ def _expect(con, where: str) -> tuple[int, list[int]]:
 
 def _deleted_as_duckdb_says(template, tmp_path, where: str, name: str) -> dict:
     root, source, con = template
-    copy = _copy(root, tmp_path, name)
+    copy = copied_root(root, tmp_path / name)
     gone, kept = _expect(con, where)
     dry = ok(copy, "--json", "delete", "--where", where, "--dry-run")
     planned = json.loads(dry.stdout)
@@ -101,13 +102,7 @@ def test_a_delete_leaves_what_duckdb_leaves(template, tmp_path, where):
 def test_generated_conditions_delete_what_duckdb_deletes(template, tmp_path):
     count = iter(range(1000))
 
-    @settings(
-        max_examples=12,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    )
+    @few_examples(12)
     @given(conditions())
     def check(where):
         _deleted_as_duckdb_says(template, tmp_path, where, f"copy{next(count)}")
@@ -127,7 +122,7 @@ def test_generated_conditions_delete_what_duckdb_deletes(template, tmp_path):
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_changes_nothing(template, tmp_path, where, words):
-    copy = _copy(template[0], tmp_path, "copy")
+    copy = copied_root(template[0], tmp_path / "copy")
     before = tree_snapshot(copy.local_path)
     for extra in ((), ("--dry-run",)):
         result = cli(copy, "delete", "--where", where, "--yes", *extra)
@@ -145,7 +140,7 @@ def test_a_root_that_is_not_partitioned_is_refused(tmp_path):
 
 
 def test_without_yes_off_a_terminal_nothing_is_deleted(template, tmp_path):
-    copy = _copy(template[0], tmp_path, "copy")
+    copy = copied_root(template[0], tmp_path / "copy")
     before = tree_snapshot(copy.local_path)
     result = cli(copy, "delete", "--where", "id >= 0")
     assert result.exit_code == 5 and "without --yes" in result.stderr
@@ -163,17 +158,6 @@ def _events_root(tmp_path, rows: int = 2000, *fields: str) -> tuple[Root, pa.Tab
     return root, first
 
 
-def _process(root: Root, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "LANCE_LOG": "error", "NO_COLOR": "1"}
-    return subprocess.Popen(
-        [sys.executable, "-m", "lancens_cli", *root.args, "--json", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-
-
 def test_writers_racing_a_delete_lose_nothing_and_it_deletes_in_commit_order(tmp_path):
     root, first = _events_root(tmp_path)
     batches = []
@@ -181,8 +165,10 @@ def test_writers_racing_a_delete_lose_nothing_and_it_deletes_in_commit_order(tmp
         rows = events(400, seed=100 + w, start=10_000 * (w + 1))
         pq.write_table(rows, tmp_path / f"w{w}.parquet")
         batches.append(rows)
-    procs = [_process(root, "write", "--from", str(tmp_path / f"w{w}.parquet")) for w in range(3)]
-    procs.insert(1, _process(root, "delete", "--where", "country = 'DE'", "--yes"))
+    procs = [
+        json_cli_process(root, "write", "--from", str(tmp_path / f"w{w}.parquet")) for w in range(3)
+    ]
+    procs.insert(1, json_cli_process(root, "delete", "--where", "country = 'DE'", "--yes"))
     outs = []
     for proc in procs:
         out, err = proc.communicate(timeout=300)
@@ -240,14 +226,16 @@ def test_a_killed_delete_publishes_all_or_nothing_and_a_rerun_completes_it(tmp_p
     gone = {r["id"] for r in first.to_pylist() if r["customer_id"] < 200}
     before = {r["id"] for r in first.to_pylist()}
     started = time.monotonic()
-    timed = _process(_copy(root, tmp_path, "timed"), "delete", "--where", where, "--yes")
+    timed = json_cli_process(
+        copied_root(root, tmp_path / "timed"), "delete", "--where", where, "--yes"
+    )
     timed.communicate(timeout=300)
     runtime = time.monotonic() - started
     rng = random.Random(5)
     outcomes = set()
     for trial in range(6):
-        copy = _copy(root, tmp_path, f"trial{trial}")
-        proc = _process(copy, "delete", "--where", where, "--yes")
+        copy = copied_root(root, tmp_path / f"trial{trial}")
+        proc = json_cli_process(copy, "delete", "--where", where, "--yes")
         time.sleep(rng.uniform(0.3, 0.98) * runtime)
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
@@ -294,16 +282,10 @@ def test_one_table_loses_what_duckdb_says(one_table, tmp_path):
     root, _, con = one_table
     count = iter(range(1000))
 
-    @settings(
-        max_examples=10,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    )
+    @few_examples(10)
     @given(conditions())
     def check(where):
-        copy = _copy(root, tmp_path, f"copy{next(count)}")
+        copy = copied_root(root, tmp_path / f"copy{next(count)}")
         gone, kept = _expect(con, where)
         dry = json.loads(ok(copy, "--json", "delete", "t", "--where", where, "--dry-run").stdout)
         assert dry["rows_deleted"] == gone, where
@@ -353,7 +335,7 @@ def test_one_table_racing_an_appender_keeps_every_row_the_commit_order_keeps(tmp
 
 
 def test_one_table_refuses_a_partition_table_and_a_pinned_one(template, tmp_path):
-    copy = _copy(template[0], tmp_path, "copy")
+    copy = copied_root(template[0], tmp_path / "copy")
     table = json.loads(ok(copy, "--json", "partitions").stdout)["partitions"][0]["table"]
     before = tree_snapshot(copy.local_path)
     result = cli(copy, "delete", table, "--where", "id = 1", "--yes")
@@ -362,7 +344,7 @@ def test_one_table_refuses_a_partition_table_and_a_pinned_one(template, tmp_path
 
 
 def test_one_table_beside_partitions_is_deleted_from(template, tmp_path):
-    copy = _copy(template[0], tmp_path, "copy")
+    copy = copied_root(template[0], tmp_path / "copy")
     pq.write_table(make_rows(40, 5, 0), tmp_path / "plain.parquet")
     ok(copy, "create", "table", "plain", "--from", str(tmp_path / "plain.parquet"))
     done = json.loads(ok(copy, "--json", "delete", "plain", "--where", "id < 10", "--yes").stdout)

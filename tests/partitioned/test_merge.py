@@ -12,19 +12,19 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import shutil
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from helpers import Root, cli, manifest, ok, published_rows, tree_snapshot
+from helpers import (
+    cli,
+    copied_root,
+    manifest,
+    ok,
+    published_rows,
+    tree_snapshot,
+)
 from typed_rows import make_rows
-
-
-def _copy(root: Root, tmp_path, name: str) -> Root:
-    target = tmp_path / name
-    shutil.copytree(root.local_path, target, symlinks=True)
-    return Root(str(target), {}, target)
 
 
 def _source(source: pa.Table, tmp_path) -> tuple[pa.Table, str]:
@@ -54,7 +54,7 @@ def _cells(rows: list[dict]) -> str:
 )
 def test_a_merge_leaves_what_the_model_says(template, tmp_path, when_matched, when_not_matched):
     root, existing, _ = template
-    copy = _copy(root, tmp_path, "copy")
+    copy = copied_root(root, tmp_path / "copy")
     source, path = _source(existing, tmp_path)
     model = {r["id"]: r for r in existing.to_pylist()}
     for row in source.to_pylist():
@@ -84,7 +84,7 @@ def test_a_merge_leaves_what_the_model_says(template, tmp_path, when_matched, wh
 
 def test_a_key_twice_in_the_source_or_matching_twice_is_refused(template, tmp_path):
     root, existing, _ = template
-    copy = _copy(root, tmp_path, "copy")
+    copy = copied_root(root, tmp_path / "copy")
     twice = existing.slice(0, 2)
     pq.write_table(pa.concat_tables([twice, twice.slice(0, 1)]), tmp_path / "twice.parquet")
     before = tree_snapshot(copy.local_path)
@@ -112,7 +112,7 @@ def test_a_key_twice_in_the_source_or_matching_twice_is_refused(template, tmp_pa
 )
 def test_bad_options_are_one_line_exit_2(template, tmp_path, args, words):
     root, existing, _ = template
-    copy = _copy(root, tmp_path, "copy")
+    copy = copied_root(root, tmp_path / "copy")
     pq.write_table(existing.slice(0, 3), tmp_path / "rows.parquet")
     before = tree_snapshot(copy.local_path)
     result = cli(copy, "merge", "--from", str(tmp_path / "rows.parquet"), *args)
@@ -130,7 +130,7 @@ def test_a_write_landing_while_the_merge_runs_fails_it(template, tmp_path, monke
     from lancens_cli.service.partitioned.update import Replacement
 
     root, existing, _ = template
-    copy = _copy(root, tmp_path, "copy")
+    copy = copied_root(root, tmp_path / "copy")
     new = make_rows(1, 7, 80_000)
     pq.write_table(new, tmp_path / "new.parquet")
     commit = Replacement.commit

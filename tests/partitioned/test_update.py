@@ -11,20 +11,24 @@ or is ordered after it); bad input is one line, exit 2, nothing changed.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from data import events, partitioned_root
-from helpers import Root, cli, manifest, ok, published_rows, tree_snapshot
-from hypothesis import HealthCheck, given, settings
+from helpers import (
+    cli,
+    copied_root,
+    json_cli_process,
+    manifest,
+    ok,
+    published_rows,
+    tree_snapshot,
+)
+from hypothesis import given
 from hypothesis import strategies as st
-from typed_rows import conditions
+from typed_rows import conditions, few_examples
 
 ASSIGNMENTS = [  # (--set, the column, DuckDB's expression)
     ("i64 = 5", "i64", "5"),
@@ -37,12 +41,6 @@ ASSIGNMENTS = [  # (--set, the column, DuckDB's expression)
 UNTOUCHED = ("emb", "st", "dec", "f64", "attrs", "tags", "ts")
 
 
-def _copy(root: Root, tmp_path, name: str) -> Root:
-    target = tmp_path / name
-    shutil.copytree(root.local_path, target, symlinks=True)
-    return Root(str(target), {}, target)
-
-
 def _cells(table: pa.Table, column: str) -> str:
     return json.dumps(table.column(column).to_pylist(), default=str)  # NaN alike
 
@@ -50,7 +48,7 @@ def _cells(table: pa.Table, column: str) -> str:
 def _updated_as_duckdb_says(template, tmp_path, where: str, assignment, name: str) -> None:
     root, source, con = template
     text, column, expression = assignment
-    copy = _copy(root, tmp_path, name)
+    copy = copied_root(root, tmp_path / name)
     matched = con.execute(f"SELECT count(*) FROM t WHERE {where}").fetchall()[0][0]
     try:
         expected = con.sql(
@@ -88,13 +86,7 @@ def test_an_update_leaves_what_duckdb_leaves(template, tmp_path, assignment):
 def test_generated_updates_leave_what_duckdb_leaves(template, tmp_path):
     count = iter(range(1000))
 
-    @settings(
-        max_examples=10,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    )
+    @few_examples(10)
     @given(conditions(), st.sampled_from(ASSIGNMENTS))
     def check(where, assignment):
         _updated_as_duckdb_says(template, tmp_path, where, assignment, f"copy{next(count)}")
@@ -118,7 +110,7 @@ def test_generated_updates_leave_what_duckdb_leaves(template, tmp_path):
     ],
 )
 def test_bad_assignments_are_one_line_exit_2_and_change_nothing(template, tmp_path, sets, words):
-    copy = _copy(template[0], tmp_path, "copy")
+    copy = copied_root(template[0], tmp_path / "copy")
     before = tree_snapshot(copy.local_path)
     args = [arg for text in sets for arg in ("--set", text)]
     for extra in ((), ("--dry-run",)):
@@ -126,17 +118,6 @@ def test_bad_assignments_are_one_line_exit_2_and_change_nothing(template, tmp_pa
         assert result.exit_code == 2, (sets, result.stderr)
         assert words in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert tree_snapshot(copy.local_path) == before
-
-
-def _process(root: Root, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "LANCE_LOG": "error", "NO_COLOR": "1"}
-    return subprocess.Popen(
-        [sys.executable, "-m", "lancens_cli", *root.args, "--json", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
 
 
 def test_writers_racing_an_update_lose_nothing(tmp_path):
@@ -150,8 +131,10 @@ def test_writers_racing_an_update_lose_nothing(tmp_path):
         pq.write_table(rows, tmp_path / f"w{w}.parquet")
         batches.append(rows)
     update = ("update", "--set", "customer_id = -1", "--where", "country = 'DE'", "--yes")
-    procs = [_process(root, "write", "--from", str(tmp_path / f"w{w}.parquet")) for w in range(3)]
-    procs.insert(1, _process(root, *update))
+    procs = [
+        json_cli_process(root, "write", "--from", str(tmp_path / f"w{w}.parquet")) for w in range(3)
+    ]
+    procs.insert(1, json_cli_process(root, *update))
     outs = []
     for proc in procs:
         out, err = proc.communicate(timeout=300)
@@ -177,7 +160,7 @@ def test_writers_racing_an_update_lose_nothing(tmp_path):
 
 def test_rows_moved_counts_rows_that_change_table(template, tmp_path):
     root, source, _ = template
-    copy = _copy(root, tmp_path, "copy")
+    copy = copied_root(root, tmp_path / "copy")
     stays = ok(copy, "--json", "update", "--set", "i64 = 5", "--where", "id >= 1000", "--yes")
     assert json.loads(stays.stdout)["rows_moved"] == 0  # spec v2 rows, no partition value changed
     older = sum(1 for i in source.column("id").to_pylist() if i < 1000)
@@ -229,13 +212,13 @@ def test_a_killed_update_publishes_all_or_nothing_and_a_rerun_completes_it(tmp_p
     old = {r["id"]: r["country"] for r in first.to_pylist()}
     new = {i: ("JP" if i in moving else c) for i, c in old.items()}
     started = time.monotonic()
-    timed = _process(_copy(root, tmp_path, "timed"), *update)
+    timed = json_cli_process(copied_root(root, tmp_path / "timed"), *update)
     timed.communicate(timeout=300)
     runtime = time.monotonic() - started
     rng = random.Random(11)
     for trial in range(6):
-        copy = _copy(root, tmp_path, f"trial{trial}")
-        proc = _process(copy, *update)
+        copy = copied_root(root, tmp_path / f"trial{trial}")
+        proc = json_cli_process(copy, *update)
         time.sleep(rng.uniform(0.3, 1.05) * runtime)
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)

@@ -25,9 +25,9 @@ import pyarrow.parquet as pq
 import pytest
 from data import partitioned_root
 from helpers import cli, invoke, ok
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from typed_rows import SCHEMA, STAMPS, ZONES, conditions, make_rows
+from typed_rows import SCHEMA, STAMPS, ZONES, conditions, few_examples, make_rows
 
 from lancens_cli.pipeline.local_read import plan_local
 from lancens_cli.pipeline.row_values import arrow_rows
@@ -128,13 +128,7 @@ def test_parquet_files_of_both_engines_read_back_alike(world, tmp_path):
 def test_generated_conditions_read_in_process_equal_spark_and_duckdb(world):
     root, _, con = world
 
-    @settings(
-        max_examples=10,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    )
+    @few_examples(10)
     @given(conditions(), st.sampled_from([None, 3, 50]))
     def check(where, limit):
         args = ("--json", "--where", where, "--columns", "id,i64,st")

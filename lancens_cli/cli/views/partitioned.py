@@ -190,14 +190,20 @@ def _table_delete_summary(r: Any) -> str:
     return f"deleted {rows} from {r.table}, now at version {r.version}"
 
 
-@view("lancens_cli.service.partitioned.update.PartitionUpdate")
-def _partition_update(r: Any) -> View:
+def _rewritten_tables(r: Any, command: str) -> View:
+    """The tables a row change (`update`, `merge`) writes: its rows out and in."""
     header = ["table", "rows_deleted", "rows_written", "read_version", "created"]
     rows = [
         [p["table"], p["rows_deleted"], p["rows_written"], p["read_version"], p["created"]]
         for p in r.partitions
     ]
-    return View(header, rows, "tables the update would write" if r.dry_run else "tables written")
+    title = f"tables the {command} would write" if r.dry_run else "tables written"
+    return View(header, rows, title)
+
+
+@view("lancens_cli.service.partitioned.update.PartitionUpdate")
+def _partition_update(r: Any) -> View:
+    return _rewritten_tables(r, "update")
 
 
 @summary("lancens_cli.service.partitioned.update.PartitionUpdate")
@@ -213,12 +219,7 @@ def _partition_update_summary(r: Any) -> str:
 
 @view("lancens_cli.service.partitioned.merge.PartitionMerge")
 def _partition_merge(r: Any) -> View:
-    header = ["table", "rows_deleted", "rows_written", "read_version", "created"]
-    rows = [
-        [p["table"], p["rows_deleted"], p["rows_written"], p["read_version"], p["created"]]
-        for p in r.partitions
-    ]
-    return View(header, rows, "tables the merge would write" if r.dry_run else "tables written")
+    return _rewritten_tables(r, "merge")
 
 
 @summary("lancens_cli.service.partitioned.merge.PartitionMerge")

@@ -152,7 +152,7 @@ def delete_rows(
     """Delete the planned rows, every changed table published in one `__manifest` commit
     (none when no row matched)."""
     result = plan.described()
-    touches = [delete_touch(t) for t in plan.targets]
+    touches = [delete_touch(t.match, t.filter) for t in plan.targets]
     spec = plan.layout.current
     write = PartitionWrite(spec.id, 0, touches, [f.field_id for f in spec.fields])
     done = commit_touches(
@@ -250,10 +250,12 @@ def _count(ns: Namespace, target: _Target) -> int:
     return int(open_published(ns.storage, row).count_rows(filter=target.filter))
 
 
-def delete_touch(target: _Target, rows_from_base: bool = False) -> PartitionTouch:
-    """The commit-path touch that deletes a target's rows (`rows_from_base`: an update's,
-    whose new values were read from the published version)."""
-    match = target.match
+def delete_touch(
+    match: PartitionMatch, delete_filter: str, rows_from_base: bool = False
+) -> PartitionTouch:
+    """The commit-path touch that deletes a matched table's rows by `delete_filter`
+    (`rows_from_base`: an update's or a merge's, whose new rows were worked out from the
+    published version)."""
     return PartitionTouch(
         values=tuple(match.values.values()),
         rows=None,
@@ -261,7 +263,7 @@ def delete_touch(target: _Target, rows_from_base: bool = False) -> PartitionTouc
         location=match.location,
         base_ref=match.published,
         base_version=match.published.version,
-        delete_filter=target.filter,
+        delete_filter=delete_filter,
         rows_from_base=rows_from_base,
     )
 

@@ -26,7 +26,7 @@ from lancens_cli.partition.predicate import FALSE, And, InList, Node, Or, flatte
 from lancens_cli.partition.schema_evolution import column_sources, history_from_metadata
 from lancens_cli.partition.table_filter import filter_for
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioned.delete import run_in_parallel
+from lancens_cli.service.partitioned.delete import delete_touch, run_in_parallel
 from lancens_cli.service.partitioned.input_rows import conform, lacking_columns
 from lancens_cli.service.partitioned.partitions import PartitionMatch, select_partitions
 from lancens_cli.service.partitioned.placement import PartitionTouch
@@ -221,16 +221,7 @@ def _matched_mask(source: pa.Table, matched: pa.Table, keys: list[str]) -> pa.Ar
 
 def _delete_touch(match: PartitionMatch, found: _Found, keys: list[str]) -> PartitionTouch:
     """The touch deleting one table's matched rows: their keys as its filter."""
-    touch = PartitionTouch(
-        values=tuple(match.values.values()),
-        rows=None,
-        table_id=match.object_id,
-        location=match.location,
-        base_ref=match.published,
-        base_version=match.published.version,
-        delete_filter=found.delete_filter(keys),
-        rows_from_base=True,
-    )
+    touch = delete_touch(match, found.delete_filter(keys), rows_from_base=True)
     touch.rows_deleted = found.keys.num_rows if found.keys is not None else 0  # as planned
     return touch
 

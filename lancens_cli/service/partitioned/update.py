@@ -219,8 +219,9 @@ def update_rows(
     deletes = {}
     for target, rows in zip(found.targets, old, strict=True):
         if rows.num_rows:
-            deletes[target.match.object_id] = delete_touch(target, rows_from_base=True)
-            deletes[target.match.object_id].rows_deleted = rows.num_rows  # as planned
+            touch = delete_touch(target.match, target.filter, rows_from_base=True)
+            touch.rows_deleted = rows.num_rows  # as planned; the commit counts them again
+            deletes[target.match.object_id] = touch
     replaced = Replacement(ns, snapshot, layout, deletes, changed)
     result.moved = _moved(ns, found, parts)
     if dry_run:
