@@ -78,6 +78,23 @@ ScanSinceTimestamp = Annotated[
         "version) committed at or before TS (ISO 8601; UTC without an offset).",
     ),
 ]
+ScanChanges = Annotated[
+    bool,
+    typer.Option(
+        "--changes",
+        help="The change feed: every row inserted or deleted after --since-version (or "
+        "--since-timestamp) up to the version read, with _change_type (insert, delete, "
+        "update_preimage, update_postimage), _commit_version and _commit_timestamp.",
+    ),
+]
+ScanNet = Annotated[
+    bool,
+    typer.Option(
+        "--net",
+        help="With --changes: the net effect only, each row inserted or deleted as many times "
+        "as the versions between add up to (no commit columns).",
+    ),
+]
 ScanEngine = Annotated[
     str,
     typer.Option(
@@ -123,6 +140,8 @@ def scan(
     timestamp_as_of: TimestampAsOf = None,
     since_version: ScanSinceVersion = None,
     since_timestamp: ScanSinceTimestamp = None,
+    changes: ScanChanges = False,
+    net: ScanNet = False,
     master: Master = None,
     remote: Remote = None,
     conf: Conf = None,
@@ -136,7 +155,9 @@ def scan(
     publishes, so it sees each write whole or not at all. With --since-version (or
     --since-timestamp) only the rows appended after that version are read, each once (with ID:
     after that version of the table; 0: every row); what cannot be told as appends (a delete,
-    an overwrite, a restore) is refused in words, before Spark starts. A --count that Lance's
+    an overwrite, a restore) is refused in words, before Spark starts; --changes reads them
+    too, every row inserted or deleted with the version that did it (--net: the net effect).
+    A --count that Lance's
     manifests answer (no condition, or one the partitions decide whole) needs no Spark, and a
     small read with nothing left for Spark to evaluate is read in this process (--engine).
     """
@@ -155,6 +176,8 @@ def scan(
         "timestamp_as_of": timestamp_as_of,
         "since_version": since_version,
         "since_timestamp": since_timestamp,
+        "changes": changes,
+        "net": net,
     }
     request = _request(asked, columns, limit)
     started = time.monotonic()
@@ -215,6 +238,14 @@ def _request(asked: dict[str, Any], columns: str | None, limit: int | None) -> A
 
     if sum(bool(asked[x]) for x in ("count", "to", "explain")) > 1:
         raise InvalidInputError("--count, --to and --explain exclude one another")
+    if asked["net"] and not asked["changes"]:
+        raise InvalidInputError("--net is of the change feed: give --changes too")
+    since = asked["since_version"] is not None or asked["since_timestamp"] is not None
+    if asked["changes"] and not since:
+        raise InvalidInputError(
+            "--changes reads the changes after a version: give --since-version (0: from the "
+            "start) or --since-timestamp"
+        )
     require_output_format(asked["fmt"])
     wanted = [c.strip() for c in columns.split(",")] if columns is not None else None
     if wanted is not None and not all(wanted):

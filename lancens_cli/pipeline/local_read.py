@@ -4,7 +4,7 @@ A read qualifies when nothing of `--where` is left for Spark to evaluate (every 
 partitions or filters in Lance) and the data files the plan reads are small: at most
 `--local-max-bytes` (64 MiB by default) as the manifests record them. It is planned as
 the data source's driver plans it (`read_plan.plan_pieces`, the same slices in the same order)
-and each piece is read with the code Spark's tasks run (`slice_reader.read_piece`), in the Arrow
+and each piece is read with the code Spark's tasks run (`slice_reader.read_slice`), in the Arrow
 schema Spark's tasks hand over (`spark_arrow_schema`), so the rows, their order and their printed
 form (`row_values.py`) are the ones Spark gives. `--to` writes Parquet files here too (to a local
 directory, as Spark lays one out); CSV and JSON text and object-store targets stay Spark's.
@@ -43,10 +43,12 @@ from lancens_cli.pipeline.scan import (
     request_condition,
     request_options,
     result_columns,
+    result_schema,
     schema_subset,
     tables_read,
 )
-from lancens_cli.pipeline.slice_reader import read_piece, spark_arrow_schema
+from lancens_cli.pipeline.slice_reader import read_slice, spark_arrow_schema
+from lancens_cli.service.history.changes import COMMIT_TIMESTAMP, COMMIT_VERSION
 from lancens_cli.words import human_bytes
 
 LOCAL_ENGINE = "local"
@@ -66,7 +68,7 @@ class LocalRead:
     def run(self) -> Result:
         """What `lancens scan` prints: rows, a count, files written, or the plan."""
         request = self.request
-        columns = result_columns(request.columns, self.schema)
+        columns = result_columns(request.columns, result_schema(request, self.schema))
         if request.explain:
             return self.explain()
         if request.count:
@@ -83,14 +85,23 @@ class LocalRead:
         return pa.schema([held.field(name) for name in columns])
 
     def batches(self, columns: list[str]) -> Iterator[Any]:
-        """The rows of `columns` (in that order), piece after piece in Spark's slice order."""
-        target = self.target(columns)
+        """The rows of `columns` (in that order), piece after piece in Spark's slice order; of
+        a net change feed, its net rows (`change_reader.net_effect`)."""
+        if self.request.net:
+            from lancens_cli.pipeline.change_reader import net_effect
+
+            whole = [n for n in self.schema.names if n not in (COMMIT_VERSION, COMMIT_TIMESTAMP)]
+            for batch in net_effect(self._read(self.target(self.schema.names))):
+                yield batch.select(columns) if columns != whole else batch
+            return
+        yield from self._read(self.target(columns))
+
+    def _read(self, target: Any) -> Iterator[Any]:
         ns = request_options(self.request).namespace(as_of=False)  # the planned versions
         for group in slice_groups(self.pieces):
-            for piece in group:
-                for batch in read_piece(ns, piece, target):
-                    interrupt.checkpoint()
-                    yield batch
+            for batch in read_slice(ns, group, target):
+                interrupt.checkpoint()
+                yield batch
 
     def rows(self, columns: list[str]) -> Iterator[list[Any]]:
         for batch in self.batches(columns):

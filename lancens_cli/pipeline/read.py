@@ -28,7 +28,7 @@ from lancens_cli.pipeline.read_plan import (
     plan_pieces,
     slice_groups,
 )
-from lancens_cli.pipeline.slice_reader import read_piece
+from lancens_cli.pipeline.slice_reader import read_slice
 from lancens_cli.pipeline.source_options import SourceOptions
 from lancens_cli.pipeline.task_failures import marked, marked_iter
 
@@ -110,5 +110,4 @@ class LancensReader(DataSourceReader):
 
         target = to_arrow_schema(self.schema, timezone="UTC")
         ns = self.opts.namespace(as_of=False)  # the planned versions are exact: no __manifest
-        for piece in partition.pieces:
-            yield from read_piece(ns, piece, target)
+        yield from read_slice(ns, partition.pieces, target)

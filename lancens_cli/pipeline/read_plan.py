@@ -50,6 +50,8 @@ _OPENERS = 8  # tables opened at once while planning (Lance releases the GIL)
 # `versionAsOf` / `timestampAsOf`: read the namespace as that `__manifest` version published it.
 # `sinceVersion` / `sinceTimestamp`: an incremental read, only the rows appended after that
 # `__manifest` version (exclusive) up to the one read (service/history/incremental.py).
+# `readChanges`: the change feed, every row inserted or deleted after that start, with its
+# `_change_type`, `_commit_version` and `_commit_timestamp` (service/history/changes.py).
 # `limit`: the reader needs at most this many rows (`scan --limit`, with no filter left to Spark):
 # only the fragments that hold them are planned, when no row filter is pushed to Lance.
 READ_OPTIONS = frozenset(
@@ -62,6 +64,7 @@ READ_OPTIONS = frozenset(
         "timestampasof",
         "sinceversion",
         "sincetimestamp",
+        "readchanges",
         "limit",
     )
 )
@@ -73,12 +76,18 @@ def arrow_schema(opts: SourceOptions) -> Any:
     ns.require_root()
     ident = opts.ident()
     if ident is None:
-        return _namespace_schema(ns)
-    from lancens_cli.store.catalog_rows import open_published
+        schema = _namespace_schema(ns)
+    else:
+        from lancens_cli.store.catalog_rows import open_published
 
-    ref = ns.require_table(ident, ns.snapshot())
-    row = {**(ref.row or {}), "location": ref.location}
-    return open_published(ns.storage, row).schema
+        ref = ns.require_table(ident, ns.snapshot())
+        row = {**(ref.row or {}), "location": ref.location}
+        schema = open_published(ns.storage, row).schema
+    if opts.changes():
+        from lancens_cli.pipeline.change_plan import with_change_columns
+
+        return with_change_columns(schema)
+    return schema
 
 
 def _namespace_schema(ns: Namespace) -> Any:
@@ -137,6 +146,10 @@ class Piece:
     # the bytes of data files the piece reads (a window: its share), as the manifest records
     # them; None when a data file's size is not recorded (files written by old Lance versions)
     bytes: int | None = 0
+    # the change feed: what the rows are (pipeline/change_plan.py), and which rows of the
+    # fragment they are (addresses, or row ids on a table with stable row ids; None: all live)
+    change: Any = None
+    take: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -173,13 +186,35 @@ def plan_pieces(
     """
     ns = opts.namespace()
     ns.require_root()
+    if opts.changes():
+        from lancens_cli.pipeline.change_plan import change_pieces
+
+        return change_pieces(ns, opts, schema, nodes, names)
+    if opts.since() is None:
+        return _planned(ns, opts, schema, nodes, limit, names)
+    from lancens_cli.service.history.incremental import OPTION_NAMES, NotAppendOnly
+
+    try:
+        return _planned(ns, opts, schema, nodes, limit, names)
+    except NotAppendOnly as problem:
+        raise (names or OPTION_NAMES).refusal(problem) from None
+
+
+def _planned(
+    ns: Namespace,
+    opts: SourceOptions,
+    schema: Any,
+    nodes: list[Node],
+    limit: int | None,
+    names: SinceNames | None,
+) -> list[Piece]:
     ident = opts.ident()
     targets = _partition_targets(ns, nodes) if ident is None else [_table_target(ns, ident, nodes)]
     if opts.since() is not None and ident is None:
         targets = _since(ns, opts, targets, names)
     elif opts.since() is not None:
         targets = [replace(t, incremental=True, table_since=opts.since()) for t in targets]
-    history = _schema_history(ns) if ident is None else None
+    history = schema_history(ns) if ident is None else None
     found: list[Piece] = []
     pool = ThreadPoolExecutor(max_workers=_OPENERS)
     try:
@@ -297,7 +332,7 @@ def _new_rows(
     return table_new_rows(ns.storage, target.location, dataset, branch, target.since, what)
 
 
-def _schema_history(ns: Namespace) -> list[Any]:
+def schema_history(ns: Namespace) -> list[Any]:
     """Earlier namespace schemas: how a partition table not yet evolved is read through it."""
     from lancens_cli.partition.schema_evolution import history_from_metadata
 
@@ -377,7 +412,11 @@ def planned_bytes(pieces: list[Piece]) -> int | None:
 
 def slice_groups(pieces: list[Piece]) -> list[tuple[Piece, ...]]:
     """The pieces each Spark task reads: fragments of big tables alone, small ones together,
-    up to ROWS_PER_SLICE rows a task."""
+    up to ROWS_PER_SLICE rows a task (a change feed's as `change_plan` groups them)."""
+    if any(piece.change is not None for piece in pieces):
+        from lancens_cli.pipeline.change_plan import change_slices
+
+        return change_slices(pieces)
     slices: list[tuple[Piece, ...]] = []
     batch: list[Piece] = []
     rows = 0

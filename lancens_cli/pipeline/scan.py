@@ -78,6 +78,8 @@ class ScanRequest:
     timestamp_as_of: str | None = None  # or the newest at or before this time
     since_version: int | None = None  # only rows appended after this __manifest version
     since_timestamp: str | None = None  # or after the newest at or before this time
+    changes: bool = False  # the change feed since then: inserts, deletes, updates
+    net: bool = False  # the change feed's net effect: each row's insert or delete, once
 
 
 @dataclass
@@ -169,6 +171,8 @@ def source_options(request: ScanRequest) -> dict[str, str]:
         options["sinceVersion"] = str(request.since_version)
     if request.since_timestamp is not None:
         options["sinceTimestamp"] = request.since_timestamp
+    if request.changes:
+        options["readChanges"] = "true"
     return options
 
 
@@ -190,6 +194,7 @@ def check_request(request: ScanRequest) -> None:
     from lancens_cli.service.history.incremental import FLAG_NAMES
 
     schema, condition = request_condition(request)
+    result_columns(request.columns, result_schema(request, schema))
     opts = request_options(request)
     if opts.since() is None:
         return
@@ -206,8 +211,8 @@ def count_from_manifests(request: ScanRequest) -> int | None:
     from lancens_cli.service.history.incremental import FLAG_NAMES
 
     schema, condition = request_condition(request)
-    if condition is not None and condition.left:
-        return None
+    if request.changes or (condition is not None and condition.left):
+        return None  # a change feed's rows are compared as they are read
     nodes = condition.understood if condition is not None else []
     if FALSE in nodes:
         return 0
@@ -235,8 +240,10 @@ def prepare(spark: SparkSession, request: ScanRequest) -> tuple[Any, list[str], 
     from lancens_cli.pipeline.read import spark_schema
 
     schema, condition = request_condition(request)
-    columns = result_columns(request.columns, schema)
+    columns = result_columns(request.columns, result_schema(request, schema))
     needed = set(columns) | (condition.columns if condition is not None else set())
+    if request.net:  # rows are compared whole
+        needed |= set(schema.names)
     if request.count and not needed:
         needed = {count_column(schema)}
     declared = spark_schema(schema_subset(schema, needed))
@@ -251,7 +258,44 @@ def prepare(spark: SparkSession, request: ScanRequest) -> tuple[Any, list[str], 
     df = reader.load(request.identifier) if request.identifier else reader.load()
     if request.where:
         df = df.filter(F.expr(request.where))
+    if request.net:
+        df = net_frame(df, schema)
     return df.select(*[F.col(quote_identifier(c)) for c in columns]), columns, condition
+
+
+def result_schema(request: ScanRequest, schema: Any) -> Any:
+    """The columns a scan can return: the source's, and of a net change feed its rows' columns
+    and `_change_type` only (a net change has no one version)."""
+    if not request.net:
+        return schema
+    from lancens_cli.service.history.changes import COMMIT_TIMESTAMP, COMMIT_VERSION
+
+    return pa.schema([f for f in schema if f.name not in (COMMIT_VERSION, COMMIT_TIMESTAMP)])
+
+
+def net_frame(df: DataFrame, schema: Any) -> DataFrame:
+    """The net effect of a change feed's DataFrame: rows inserted and not deleted again, and
+    deleted and not inserted again, counted as multisets (Spark's EXCEPT ALL)."""
+    from pyspark.sql import functions as F  # noqa: N812 - pyspark's convention
+
+    from lancens_cli.service.history.changes import (
+        CHANGE_COLUMNS,
+        CHANGE_TYPE,
+        DELETE,
+        INSERT,
+        POSTIMAGE,
+        PREIMAGE,
+    )
+
+    data = [quote_identifier(f.name) for f in schema if f.name not in CHANGE_COLUMNS]
+    kind = F.col(CHANGE_TYPE)
+    added = df.filter(kind.isin(INSERT, POSTIMAGE)).select(*data)
+    removed = df.filter(kind.isin(DELETE, PREIMAGE)).select(*data)
+    return (
+        added.exceptAll(removed)
+        .withColumn(CHANGE_TYPE, F.lit(INSERT))
+        .unionByName(removed.exceptAll(added).withColumn(CHANGE_TYPE, F.lit(DELETE)))
+    )
 
 
 def planned_limit(request: ScanRequest, condition: Condition | None) -> int | None:

@@ -76,6 +76,21 @@ class SourceOptions:
             return None
         return version, timestamp
 
+    def changes(self) -> bool:
+        """Whether the read is the change feed (`readChanges`): every row inserted or deleted
+        after the start (`sinceVersion` / `sinceTimestamp`) up to the version read."""
+        text = self.extra.get("readchanges")
+        if text is None:
+            return False
+        lowered = text.strip().lower()
+        if lowered not in ("true", "false"):
+            raise InvalidInputError(f"option readChanges: {text!r} is not true or false")
+        if lowered == "true" and self.since() is None:
+            raise InvalidInputError(
+                "option readChanges needs sinceVersion or sinceTimestamp (0: from the start)"
+            )
+        return lowered == "true"
+
     def ident(self) -> Any:
         """The identifier given to load()/save(), or None for the whole partitioned root."""
         return (

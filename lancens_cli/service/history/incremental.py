@@ -69,10 +69,18 @@ class SinceNames:
 
     version: str = "sinceVersion"
     timestamp: str = "sinceTimestamp"
+    changes: str = "readChanges"  # the change feed, which reads what appends cannot tell
+
+    def refusal(self, problem: NotAppendOnly) -> NotAppendOnly:
+        """`problem` with where to go instead: the change feed reads deletes and updates."""
+        return NotAppendOnly(
+            f"{problem.message}; the change feed ({self.changes}) reads deletes, updates and "
+            "overwrites too"
+        )
 
 
 OPTION_NAMES = SinceNames()  # the data source's options
-FLAG_NAMES = SinceNames("--since-version", "--since-timestamp")  # the CLI's
+FLAG_NAMES = SinceNames("--since-version", "--since-timestamp", "--changes")  # the CLI's
 
 
 @dataclass
@@ -123,6 +131,21 @@ def since_versions(
                 f"{start} and is not at {end} (a restore): its rows cannot be told as appends"
             )
     return Since(start, end, then)
+
+
+def change_range(
+    ns: Namespace, version: str | int | None, timestamp: str | None, names: SinceNames
+) -> tuple[int, int]:
+    """The `__manifest` versions a change feed reads between: the start as asked (exclusive; 0:
+    the start of everything) and the version read; nothing else is required of them."""
+    _one_start(version, timestamp, names)
+    end = ns.snapshot().version
+    if _from_the_start(version):
+        return 0, end
+    start = ns.manifest.resolve_version(version, timestamp)
+    if start > end:
+        raise InvalidInputError(_after_the_end(start, end, version, timestamp, names))
+    return start, end
 
 
 def table_since(
@@ -216,7 +239,7 @@ def appended_rows(dataset: Any, since: int | None, branch: str | None, what: str
         return [
             NewRows(f.fragment_id, None, rows)
             for f in dataset.get_fragments()
-            if (rows := _live(f.metadata))
+            if (rows := live_rows(f.metadata))
         ]
     end = int(dataset.version)
     if since > end:
@@ -231,7 +254,7 @@ def appended_rows(dataset: Any, since: int | None, branch: str | None, what: str
 def _walk(dataset: Any, since: int, end: int, branch: str | None, what: str) -> dict[int, Segments]:
     """Every fragment's segments at `end`, walking each version after `since`."""
     before = _at(dataset, since, branch, what)
-    state = {f.fragment_id: [(_live(f.metadata), False)] for f in before.get_fragments()}
+    state = {f.fragment_id: [(live_rows(f.metadata), False)] for f in before.get_fragments()}
     states = {since: state}
     shape = _shape(before)
     for version in range(since + 1, end + 1):
@@ -369,7 +392,8 @@ def _rows_of(shape: tuple[int, int]) -> int:
     return shape[0] - shape[1]
 
 
-def _live(metadata: Any) -> int:
+def live_rows(metadata: Any) -> int:
+    """A fragment's rows less its deletions, from its metadata."""
     return (metadata.physical_rows or 0) - _deleted(metadata)
 
 

@@ -1,0 +1,215 @@
+"""Planning the change feed (`readChanges`, `scan --changes`) as pieces the readers read.
+
+The steps come from `service/history/changes.py` (manifests, deletion files and transactions
+only). Each side of a step becomes pieces like a read's: a table version, its fragments, the
+rows taken by address, the filter for the table's own schema generation. A `ChangeTag` says what
+the rows are and which step they belong to; the sides of a step that must be read together
+(moves cancelled, updates paired) carry its key as their `group`, and one slice reads them all.
+Conditions on the change columns are kept for the reader (`ChangeTag.keep`): the tables lack
+those columns. Lance loads where a table is opened, inside the functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from lancens_cli.errors import InvalidInputError
+from lancens_cli.partition.predicate import FALSE, And, Node, columns_of, flatten
+from lancens_cli.partition.table_filter import filter_for
+from lancens_cli.pipeline.read_plan import ROWS_PER_SLICE, Piece, schema_history
+from lancens_cli.pipeline.slice_reader import spark_arrow_schema
+from lancens_cli.service.history.changes import (
+    CHANGE_COLUMNS,
+    CHANGE_TYPE,
+    COMMIT_TIMESTAMP,
+    COMMIT_VERSION,
+    Side,
+    Step,
+)
+
+if TYPE_CHECKING:
+    from lancens_cli.pipeline.source_options import SourceOptions
+    from lancens_cli.service.history.incremental import SinceNames
+    from lancens_cli.service.namespace import Namespace
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+CHANGE_FIELDS = (
+    pa.field(CHANGE_TYPE, pa.string(), nullable=False),
+    pa.field(COMMIT_VERSION, pa.int64(), nullable=False),
+    pa.field(COMMIT_TIMESTAMP, pa.timestamp("us", tz="UTC"), nullable=False),
+)
+
+
+def with_change_columns(schema: Any) -> Any:
+    """The schema of a change feed: the rows' columns, then the three change columns."""
+    taken = [name for name in CHANGE_COLUMNS if name in schema.names]
+    if taken:
+        raise InvalidInputError(
+            f"the rows have a column named {taken[0]!r}, which the change feed adds: they "
+            "cannot be read as a change feed"
+        )
+    return pa.schema([*schema, *CHANGE_FIELDS])
+
+
+@dataclass(frozen=True)
+class ChangeTag:
+    """What a change piece's rows are."""
+
+    kind: str  # insert or delete (paired rows become update_preimage / update_postimage)
+    commit_version: int
+    commit_micros: int  # the commit time, microseconds since the epoch (UTC)
+    group: str | None  # the step's key when its sides are read together
+    by_content: bool
+    row_ids: bool
+    keep: Node | None  # the condition's conjuncts on the change columns (the reader applies)
+    # a step read together: every column of the rows (in Spark's Arrow types), which rows are
+    # compared by, whatever columns the reader returns
+    whole: Any = None
+
+
+def change_pieces(
+    ns: Namespace,
+    opts: SourceOptions,
+    schema: Any,
+    nodes: list[Node],
+    names: SinceNames | None,
+) -> list[Piece]:
+    """The pieces of a change feed whose rows meet every node."""
+    from lancens_cli.service.history.incremental import OPTION_NAMES
+
+    named = names or OPTION_NAMES
+    version, timestamp = opts.since() or (None, None)
+    data_nodes = [n for n in nodes if not columns_of(n) & set(CHANGE_COLUMNS)]
+    change_nodes = [n for n in nodes if columns_of(n) & set(CHANGE_COLUMNS)]
+    keep = flatten(And(tuple(change_nodes))) if change_nodes else None
+    data_node = flatten(And(tuple(data_nodes))) if data_nodes else None
+    ident = opts.ident()
+    if ident is None:
+        from lancens_cli.service.history.changes import namespace_changes
+        from lancens_cli.service.history.incremental import change_range
+
+        start, end = change_range(ns, version, timestamp, named)
+        steps = namespace_changes(ns, start, end)
+        history = schema_history(ns)
+    else:
+        steps = _table_steps(ns, ident, version, timestamp, named)
+        history = None
+    data_schema = pa.schema([f for f in schema if f.name not in CHANGE_COLUMNS])
+    pieces: list[Piece] = []
+    for step in steps:
+        for side in step.sides:
+            pieces += _side_pieces(ns, step, side, data_schema, history, data_node, keep)
+    return pieces
+
+
+def _table_steps(
+    ns: Namespace, ident: Any, version: str | None, timestamp: str | None, names: SinceNames
+) -> list[Step]:
+    """The steps of one table read alone, over its own versions."""
+    from lancens_cli.service.history.changes import table_changes
+    from lancens_cli.service.history.incremental import table_since
+    from lancens_cli.store.catalog_rows import PublishedRef, open_published
+
+    ref = ns.require_table(ident, ns.snapshot())
+    row = {**(ref.row or {}), "location": ref.location}
+    dataset = open_published(ns.storage, row)
+    branch = PublishedRef.of(row).branch_in(dataset)
+    what = f"table {ident.display()}"
+    start = table_since(dataset, version, timestamp, what, names)
+    return table_changes(ns.storage, ref.location, dataset, branch, start, what)
+
+
+def _side_pieces(
+    ns: Namespace,
+    step: Step,
+    side: Side,
+    schema: Any,
+    history: list[Any] | None,
+    node: Node | None,
+    keep: Node | None,
+) -> list[Piece]:
+    from lancens_cli.partition.schema_evolution import column_sources
+    from lancens_cli.pipeline.read_plan import fragment_bytes
+    from lancens_cli.store.tables import open_table
+
+    dataset = open_table(ns.storage, side.location)
+    target = (side.branch, side.version) if side.branch else side.version
+    dataset = dataset.checkout_version(target)
+    renamed: tuple[tuple[str, str | None], ...] = ()
+    if history is not None:
+        sources = column_sources(dataset.schema, schema, history)
+        renamed = tuple((name, src) for name, src in sources.items() if src != name)
+    condition = filter_for(node, dataset.schema, dict(renamed))
+    if condition is FALSE:
+        return []
+    tag = ChangeTag(
+        side.kind,
+        step.commit_version,
+        _micros(step.commit_time),
+        step.key if step.paired else None,
+        step.by_content,
+        step.row_ids,
+        keep,
+        spark_arrow_schema(schema) if step.paired else None,
+    )
+    piece = Piece(
+        table=step.table,
+        location=side.location,
+        version=side.version,
+        branch=side.branch,
+        fragments=side.fragments,
+        rows=side.count,
+        filter=condition,
+        renamed=renamed,
+        change=tag,
+        take=side.rows,
+    )
+    fragments = [dataset.get_fragment(fid) for fid in side.fragments]
+    if side.rows is not None or tag.group is not None:
+        share = side.count if side.rows is not None else None
+        return [replace(piece, bytes=_bytes([fragment_bytes(f, share) for f in fragments]))]
+    pieces = []
+    for fragment in fragments:
+        rows = int(fragment.count_rows())
+        if rows:
+            one = (int(fragment.fragment_id),)
+            pieces.append(replace(piece, fragments=one, rows=rows, bytes=fragment_bytes(fragment)))
+    return pieces
+
+
+def _bytes(sizes: list[int | None]) -> int | None:
+    return None if any(size is None for size in sizes) else sum(s or 0 for s in sizes)
+
+
+def _micros(moment: datetime) -> int:
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def change_slices(pieces: list[Piece]) -> list[tuple[Piece, ...]]:
+    """The pieces each task reads: a step read together in one slice, the rest up to
+    ROWS_PER_SLICE rows a slice, in the order of the versions."""
+    slices: list[tuple[Piece, ...]] = []
+    groups: dict[str, list[Piece]] = {}
+    batch: list[Piece] = []
+    rows = 0
+    for piece in pieces:
+        group = piece.change.group if piece.change is not None else None
+        if group is not None:
+            if group not in groups:
+                groups[group] = []
+                slices.append(())  # its place, filled below
+            groups[group].append(piece)
+            continue
+        if batch and rows + piece.rows > ROWS_PER_SLICE:
+            slices.append(tuple(batch))
+            batch, rows = [], 0
+        batch.append(piece)
+        rows += piece.rows
+    if batch:
+        slices.append(tuple(batch))
+    filled = iter(groups.values())
+    return [s if s else tuple(next(filled)) for s in slices]

@@ -1,0 +1,220 @@
+"""Reading the change feed's pieces into Arrow batches, for Spark's tasks and `scan` alike.
+
+A piece's rows are read from its table version: whole fragments by a scan, or the rows it names
+by address (row id on a table with stable row ids) with Lance's take, so a deleted row is read
+from the version where it was alive and nothing else of its fragment is. The change columns are
+added to each batch. The sides of a step read together (`ChangeTag.group`) are compared first,
+on every column: on a table with stable row ids a row id both deleted and inserted is an update
+(`update_preimage`, `update_postimage`), or nothing when its values did not change; in a step
+that moved rows (`by_content`) a deleted row and an inserted row with equal values cancel. Then
+the conditions on the change columns (`ChangeTag.keep`) are applied. Lance (`store.tables`) is
+imported inside `_batches`, where a table is opened: Spark's workers import this module before
+they fork.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lancens_cli.partition.predicate import evaluate
+from lancens_cli.pipeline.slice_reader import BATCH_ROWS, conform_batch
+from lancens_cli.service.history.changes import (
+    CHANGE_COLUMNS,
+    CHANGE_TYPE,
+    COMMIT_TIMESTAMP,
+    COMMIT_VERSION,
+    DELETE,
+    INSERT,
+    POSTIMAGE,
+    PREIMAGE,
+)
+
+if TYPE_CHECKING:
+    from lancens_cli.pipeline.change_plan import ChangeTag
+    from lancens_cli.pipeline.read_plan import Piece
+    from lancens_cli.service.namespace import Namespace
+
+_ROW_ID = "_rowid"
+
+
+def read_changes(ns: Namespace, pieces: tuple[Piece, ...], target: Any) -> Iterator[Any]:
+    """The change rows of a slice's pieces, as batches in exactly `target`'s schema."""
+    groups: dict[str, list[Piece]] = defaultdict(list)
+    for piece in pieces:
+        tag = piece.change
+        if tag.group is not None:
+            groups[tag.group].append(piece)
+            continue
+        data = _data_schema(target)
+        for batch in _batches(ns, piece, data, with_ids=False):
+            yield from _finished(batch, [tag.kind] * batch.num_rows, tag, target)
+    for members in groups.values():
+        yield from _read_step(ns, members, target)
+
+
+def _data_schema(target: Any) -> Any:
+    return pa.schema([f for f in target if f.name not in CHANGE_COLUMNS])
+
+
+def _batches(ns: Namespace, piece: Piece, target: Any, with_ids: bool) -> Iterator[Any]:
+    """The piece's rows in `target`'s columns (and `_rowid` last, `with_ids`)."""
+    from lancens_cli.store.tables import open_table
+
+    dataset = open_table(ns.storage, piece.location)
+    dataset = dataset.checkout_version(
+        (piece.branch, piece.version) if piece.branch else piece.version
+    )
+    present = set(dataset.schema.names)
+    sources = dict(piece.renamed)
+    held = {f.name: sources.get(f.name, f.name) for f in target}
+    columns = [held[f.name] for f in target if held[f.name] in present]
+    back = {held[f.name]: f.name for f in target if held[f.name] in present}
+    for batch in _raw(dataset, piece, columns):
+        if not batch.num_rows:
+            continue
+        batch = batch.rename_columns([back.get(n, n) for n in batch.schema.names])
+        conformed = conform_batch(batch, target)
+        if with_ids:
+            ids = batch.column(batch.schema.get_field_index(_ROW_ID))
+            conformed = conformed.append_column(_ROW_ID, ids)
+        yield conformed
+
+
+def _raw(dataset: Any, piece: Piece, columns: list[str]) -> Iterator[Any]:
+    """The piece's rows as Lance gives them, with their row ids (addresses without stable ids)."""
+    if piece.take is not None and piece.filter is None:
+        for start in range(0, len(piece.take), BATCH_ROWS):
+            wanted = list(piece.take[start : start + BATCH_ROWS])
+            yield from dataset._take_rows(wanted, columns=[*columns, _ROW_ID]).to_batches()
+        return
+    scanner = dataset.scanner(
+        columns=columns,
+        filter=piece.filter,
+        fragments=[dataset.get_fragment(i) for i in piece.fragments],
+        batch_size=BATCH_ROWS,
+        with_row_id=True,
+    )
+    wanted_ids = pa.array(piece.take, pa.uint64()) if piece.take is not None else None
+    for batch in scanner.to_batches():
+        if wanted_ids is not None:
+            batch = batch.filter(pc.is_in(batch.column(_ROW_ID), value_set=wanted_ids))
+        yield batch
+
+
+def _finished(batch: Any, kinds: list[str], tag: ChangeTag, target: Any) -> Iterator[Any]:
+    """`batch` (data columns) with the change columns, filtered by `tag.keep`, as `target`."""
+    rows = batch.num_rows
+    extra = {
+        CHANGE_TYPE: pa.array(kinds, pa.string()),
+        COMMIT_VERSION: pa.array([tag.commit_version] * rows, pa.int64()),
+        COMMIT_TIMESTAMP: pa.array([tag.commit_micros] * rows, pa.timestamp("us", tz="UTC")),
+    }
+    names = batch.schema.names
+    arrays = [
+        extra[f.name] if f.name in extra else batch.column(names.index(f.name)) for f in target
+    ]
+    result = pa.RecordBatch.from_arrays(arrays, schema=target)
+    if tag.keep is not None:
+        values = {name: result.column(name).to_pylist() for name in extra if name in target.names}
+        mask = [
+            evaluate(tag.keep, {name: values[name][i] for name in values}) is True
+            for i in range(rows)
+        ]
+        result = result.filter(pa.array(mask, pa.bool_()))
+    if result.num_rows:
+        yield result
+
+
+def _read_step(ns: Namespace, pieces: list[Piece], target: Any) -> Iterator[Any]:
+    """The rows of one step's sides read together: updates paired, moves cancelled."""
+    tag = pieces[0].change
+    whole = tag.whole
+    read = {DELETE: [], INSERT: []}
+    for piece in pieces:
+        read[piece.change.kind] += list(_batches(ns, piece, whole, with_ids=True))
+    deleted = _table(read[DELETE], whole)
+    inserted = _table(read[INSERT], whole)
+    old_kinds, new_kinds = _compared(deleted, inserted, tag)
+    for table, kinds in ((deleted, old_kinds), (inserted, new_kinds)):
+        chosen = [i for i, kind in enumerate(kinds) if kind is not None]
+        if not chosen:
+            continue
+        rows = table.take(pa.array(chosen, pa.int64())).combine_chunks()
+        named = [kinds[i] for i in chosen]
+        start = 0
+        for batch in rows.to_batches():
+            yield from _finished(batch, named[start : start + batch.num_rows], tag, target)
+            start += batch.num_rows
+
+
+def _table(batches: list[Any], whole: Any) -> Any:
+    schema = whole.append(pa.field(_ROW_ID, pa.uint64()))
+    return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
+
+
+def _compared(
+    deleted: Any, inserted: Any, tag: ChangeTag
+) -> tuple[list[str | None], list[str | None]]:
+    """What each deleted and each inserted row of a step is (None: no change at all)."""
+    old_kinds: list[str | None] = [DELETE] * deleted.num_rows
+    new_kinds: list[str | None] = [INSERT] * inserted.num_rows
+    old_keys = _keys(deleted)
+    new_keys = _keys(inserted)
+    if tag.row_ids:
+        where_new = {rid: i for i, rid in enumerate(inserted.column(_ROW_ID).to_pylist())}
+        for i, rid in enumerate(deleted.column(_ROW_ID).to_pylist()):
+            j = where_new.get(rid)
+            if j is None:
+                continue
+            same = old_keys[i] == new_keys[j]
+            old_kinds[i], new_kinds[j] = (None, None) if same else (PREIMAGE, POSTIMAGE)
+    if tag.by_content:
+        waiting = Counter(k for k, kind in zip(new_keys, new_kinds, strict=True) if kind == INSERT)
+        cancelled: Counter[str] = Counter()
+        for i, key in enumerate(old_keys):
+            if old_kinds[i] == DELETE and waiting[key] > cancelled[key]:
+                cancelled[key] += 1
+                old_kinds[i] = None
+        for j, key in enumerate(new_keys):
+            if new_kinds[j] == INSERT and cancelled[key]:
+                cancelled[key] -= 1
+                new_kinds[j] = None
+    return old_kinds, new_kinds
+
+
+def _keys(table: Any) -> list[str]:
+    """Each row's values as one comparable text (NaN equal to NaN, as a move keeps it)."""
+    data = table.drop_columns([_ROW_ID])
+    return [repr(row) for row in zip(*(c.to_pylist() for c in data.columns), strict=True)]
+
+
+def net_effect(batches: Iterator[Any]) -> Iterator[Any]:
+    """The net effect of change rows (with `_change_type`): each row's inserts less its deletes
+    (updates' images alike), compared whole; a row more inserted is an insert, more deleted a
+    delete, as many times. The commit columns go: a net change has no one version."""
+    read = [b for b in batches if b.num_rows]
+    if not read:
+        return
+    table = pa.Table.from_batches(read).combine_chunks()
+    data = table.drop_columns([n for n in CHANGE_COLUMNS if n in table.column_names])
+    keys = [repr(row) for row in zip(*(c.to_pylist() for c in data.columns), strict=True)]
+    signs = [
+        1 if kind in (INSERT, POSTIMAGE) else -1 for kind in table.column(CHANGE_TYPE).to_pylist()
+    ]
+    balance: Counter[str] = Counter()
+    for key, sign in zip(keys, signs, strict=True):
+        balance[key] += sign
+    chosen: list[int] = []
+    kinds: list[str] = []
+    for i, (key, sign) in enumerate(zip(keys, signs, strict=True)):
+        if balance[key] * sign > 0:  # this row's side is the one left over: one more copy
+            balance[key] -= sign
+            chosen.append(i)
+            kinds.append(INSERT if sign > 0 else DELETE)
+    rows = data.take(pa.array(chosen, pa.int64()))
+    yield from rows.append_column(CHANGE_TYPE, pa.array(kinds, pa.string())).to_batches()

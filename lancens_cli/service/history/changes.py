@@ -1,0 +1,329 @@
+"""The change feed: every row inserted or deleted between two versions, and the version that did it.
+
+Between `__manifest` versions A (exclusive) and B, every version v in (A, B] is one step: each
+partition table whose published reference differs between v - 1 and v is compared at the two
+table versions they publish (`Step`). A table first published at v gained all its rows; one no
+longer published lost all of them. Otherwise the two versions' fragments are compared, from
+their manifests alone:
+
+- a fragment in both with the same data files and the same deletion file is unchanged and never
+  read;
+- a fragment in both whose deletion file differs lost the rows live before and not after, which
+  are read by address (by row id on a table with stable row ids) from the version where they were
+  alive; rows live after and not before (a restore) are inserts;
+- fragments only before lost their rows, fragments only after gained theirs. When a step has both
+  (a compaction, an overwrite, columns rewritten), rows written back with the values they had are
+  moves, not changes: the reader cancels equal rows of the step (`Step.by_content`). A step whose
+  table versions only compacted or indexed (their transactions say so) changes nothing.
+
+On a table with stable row ids, a row deleted and inserted in one step with the same row id is
+one row updated: the reader pairs them as `update_preimage` and `update_postimage`. Each change
+carries the version that published it and that version's commit time. One table read alone
+(`scan ID --changes`) is walked the same way over its own versions.
+
+What cannot be told is refused naming the version: a `__manifest` version or a table version a
+prune removed. Lance loads where a table is opened (`store.catalog_rows`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from lancens_cli.errors import InvalidInputError, TableVersionNotFoundError
+from lancens_cli.partition.rows import dotted, partition_table_rows
+from lancens_cli.service.history.incremental import live_rows as _live
+from lancens_cli.service.history.transactions import operation_of
+from lancens_cli.service.partitioned.layout import layout_of
+from lancens_cli.store.catalog_rows import PublishedRef, open_published
+
+if TYPE_CHECKING:
+    from lancens_cli.service.namespace import Namespace
+    from lancens_cli.store.storage import Storage
+
+INSERT = "insert"
+DELETE = "delete"
+PREIMAGE = "update_preimage"
+POSTIMAGE = "update_postimage"
+CHANGE_TYPES = (INSERT, DELETE, PREIMAGE, POSTIMAGE)
+
+# the change feed's own columns, as Delta's change data feed names them
+CHANGE_TYPE = "_change_type"
+COMMIT_VERSION = "_commit_version"
+COMMIT_TIMESTAMP = "_commit_timestamp"
+CHANGE_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
+
+# operations that move rows without changing any (their table versions need no comparing)
+_MOVES = frozenset(("Rewrite", "CreateIndex", "UpdateConfig", "ReserveFragments"))
+_READ_ERRORS = (OSError, ValueError, RuntimeError)
+
+
+@dataclass(frozen=True)
+class Side:
+    """Rows of one table version that a step deleted (read where they were alive) or inserted."""
+
+    kind: str  # INSERT or DELETE
+    location: str
+    version: int
+    branch: str | None
+    fragments: tuple[int, ...]
+    rows: tuple[int, ...] | None  # for `_take_rows`: addresses (ids with stable row ids); None: all
+    count: int  # rows it holds
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one version did to one table."""
+
+    table: str  # the partition table's dotted name, or the table's identifier
+    key: str  # unique per table and step: the reader reads a step's sides together
+    commit_version: int
+    commit_time: datetime
+    sides: tuple[Side, ...]
+    by_content: bool  # equal rows deleted and inserted are moves, not changes
+    row_ids: bool  # stable row ids: a row id deleted and inserted is an update
+
+    @property
+    def paired(self) -> bool:
+        """Whether its rows must be read together (moves cancelled, updates paired)."""
+        kinds = {side.kind for side in self.sides}
+        return len(kinds) == 2 and (self.by_content or self.row_ids)
+
+
+def namespace_changes(ns: Namespace, start: int, end: int) -> list[Step]:
+    """Every step of the partition tables between `__manifest` versions `start` (exclusive; 0:
+    the start of everything) and `end`."""
+    latest = ns.manifest.pinned(end).open_dataset()
+    if latest is None:
+        raise InvalidInputError("the root has no __manifest: it is not a partitioned namespace")
+    times = _manifest_times(ns)
+    layout = layout_of(ns.as_of(version=end).snapshot())
+    if layout is None:
+        raise InvalidInputError("the root is not a partitioned namespace")
+    before = _tables_at(latest, start, layout.specs, times, start, end) if start else {}
+    steps: list[Step] = []
+    for version in range(start + 1, end + 1):
+        after = _tables_at(latest, version, layout.specs, times, start, end)
+        for object_id in sorted(set(before) | set(after)):
+            old, new = before.get(object_id), after.get(object_id)
+            if old is not None and new is not None and _alike(old, new):
+                continue
+            name = dotted(object_id)
+            step = _step(ns.storage, old, new, f"partition table {name}")
+            if step is not None:
+                sides, by_content, row_ids = step
+                steps.append(
+                    Step(
+                        name,
+                        f"{version}/{object_id}",
+                        version,
+                        times[version],
+                        sides,
+                        by_content,
+                        row_ids,
+                    )
+                )
+        before = after
+    return steps
+
+
+def table_changes(
+    storage: Storage, location: str, dataset: Any, branch: str | None, start: int | None, what: str
+) -> list[Step]:
+    """Every step of one table (opened at the version read, on `branch`) after its version
+    `start` (None: from its first version), each version its own step."""
+    from lancens_cli.store.version_pick import version_history
+
+    end = int(dataset.version)
+    times = dict(version_history(dataset))
+    first = start if start is not None else 0
+    steps = []
+    for version in range(first + 1, end + 1):
+        if version not in times:
+            raise TableVersionNotFoundError(
+                f"{what}: version {version} was pruned, so what it changed cannot be told; "
+                "read changes from a later version"
+            )
+        old = _line_row(location, version - 1, branch) if version > 1 else None
+        new = _line_row(location, version, branch)
+        step = _step(storage, old, new, what)
+        if step is not None:
+            sides, by_content, row_ids = step
+            key = f"{version}/{location}"
+            steps.append(Step(what, key, version, times[version], sides, by_content, row_ids))
+    return steps
+
+
+def _line_row(location: str, version: int, branch: str | None) -> dict[str, Any]:
+    return {"location": location, **PublishedRef(version, branch).columns()}
+
+
+def _manifest_times(ns: Namespace) -> dict[int, datetime]:
+    from lancens_cli.store.version_pick import version_history
+
+    dataset = replace(ns.manifest, pinned_version=None).open_dataset()
+    return dict(version_history(dataset)) if dataset is not None else {}
+
+
+def _tables_at(
+    latest: Any, version: int, specs: Any, times: dict[int, datetime], start: int, end: int
+) -> dict[str, dict[str, Any]]:
+    """The partition table rows `__manifest` `version` publishes, by object id."""
+    if version not in times:
+        raise TableVersionNotFoundError(
+            f"__manifest version {version} was pruned, so the changes between versions {start} "
+            f"and {end} cannot be told; read changes from a later version"
+        )
+    try:
+        rows = latest.checkout_version(version).to_table().to_pylist()
+    except _READ_ERRORS:
+        raise TableVersionNotFoundError(
+            f"__manifest version {version} cannot be read, so the changes between versions "
+            f"{start} and {end} cannot be told"
+        ) from None
+    return {row["object_id"]: row for row in partition_table_rows(rows, specs)}
+
+
+def _alike(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    return old.get("location") == new.get("location") and PublishedRef.of(old) == PublishedRef.of(
+        new
+    )
+
+
+def _opened(storage: Storage, row: dict[str, Any], what: str) -> tuple[Any, str | None]:
+    ref = PublishedRef.of(row)
+    try:
+        dataset = open_published(storage, row)
+    except Exception:  # noqa: BLE001 - any failure to open a version means it cannot be read
+        raise TableVersionNotFoundError(
+            f"{what}: its {ref.words()} cannot be read (pruned?), so what changed there "
+            "cannot be told; read changes from a later version"
+        ) from None
+    return dataset, ref.branch_in(dataset)
+
+
+def _step(
+    storage: Storage, old: dict[str, Any] | None, new: dict[str, Any] | None, what: str
+) -> tuple[tuple[Side, ...], bool, bool] | None:
+    """The sides of one table's change from row `old` to row `new` (None: not published),
+    whether equal rows cancel, whether row ids pair; None when nothing changed."""
+    before = _opened(storage, old, what) if old is not None else None
+    after = _opened(storage, new, what) if new is not None else None
+    if before is None and after is None:
+        return None
+    row_ids = all(
+        bool(getattr(d, "has_stable_row_ids", False)) for d, _ in filter(None, (before, after))
+    )
+    if before is None or after is None:
+        kind, (dataset, branch), row = (
+            (INSERT, after, new) if after is not None else (DELETE, before, old)
+        )
+        assert row is not None
+        side = _whole(kind, row["location"], dataset, branch, dataset.get_fragments())
+        return ((side,), False, row_ids) if side is not None else None
+    assert old is not None and new is not None
+    same_line = old["location"] == new["location"] and before[1] == after[1]
+    if same_line and _only_moves(after[0], int(before[0].version), int(after[0].version), after[1]):
+        return None
+    sides = _compared(old["location"], before, new["location"], after, row_ids)
+    if not sides:
+        return None
+    gone = any(s.kind == DELETE and s.rows is None for s in sides)
+    came = any(s.kind == INSERT and s.rows is None for s in sides)
+    return tuple(sides), gone and came, row_ids
+
+
+def _only_moves(dataset: Any, since: int, until: int, branch: str | None) -> bool:
+    """Whether every version after `since` up to `until` on the line only moved rows."""
+    if until <= since:
+        return False
+    line = dataset
+    for version in range(since + 1, until + 1):
+        if branch is not None:
+            try:
+                line = dataset.checkout_version((branch, version))
+            except _READ_ERRORS:
+                return False
+        operation = operation_of(line, version)
+        if operation is None or type(operation).__name__ not in _MOVES:
+            return False
+    return True
+
+
+def _whole(
+    kind: str, location: str, dataset: Any, branch: str | None, fragments: list[Any]
+) -> Side | None:
+    """Every live row of `fragments` of `dataset`."""
+    ids = tuple(int(f.fragment_id) for f in fragments if _live(f.metadata))
+    count = sum(_live(f.metadata) for f in fragments)
+    if not ids:
+        return None
+    return Side(kind, location, int(dataset.version), branch, ids, None, count)
+
+
+def _compared(
+    old_location: str,
+    before: tuple[Any, str | None],
+    new_location: str,
+    after: tuple[Any, str | None],
+    row_ids: bool,
+) -> list[Side]:
+    """The sides between two versions of a table (or two tables), by their fragments."""
+    (old, old_branch), (new, new_branch) = before, after
+    same_table = old_location == new_location
+    then = {_key(f): f for f in old.get_fragments()}
+    now = {_key(f): f for f in new.get_fragments()}
+    if not same_table:
+        then_only, now_only, kept = list(then.values()), list(now.values()), []
+    else:
+        then_only = [f for k, f in then.items() if k not in now]
+        now_only = [f for k, f in now.items() if k not in then]
+        kept = [(then[k], now[k]) for k in then if k in now]
+    sides = [
+        _whole(DELETE, old_location, old, old_branch, then_only),
+        _whole(INSERT, new_location, new, new_branch, now_only),
+    ]
+    for was, is_now in kept:
+        if _deletion_key(was.metadata) == _deletion_key(is_now.metadata):
+            continue
+        lost, gained = _row_diff(was, is_now, row_ids)
+        fid = (int(was.fragment_id),)
+        if lost:
+            sides.append(
+                Side(DELETE, old_location, int(old.version), old_branch, fid, lost, len(lost))
+            )
+        if gained:
+            sides.append(
+                Side(INSERT, new_location, int(new.version), new_branch, fid, gained, len(gained))
+            )
+    return [side for side in sides if side is not None]
+
+
+def _key(fragment: Any) -> tuple[int, tuple[str, ...]]:
+    """A fragment's identity: its id and data files (a fragment rewritten in place is another)."""
+    return int(fragment.fragment_id), tuple(f.path for f in fragment.metadata.files)
+
+
+def _deletion_key(metadata: Any) -> tuple[Any, ...] | None:
+    deletion = metadata.deletion_file
+    if deletion is None:
+        return None
+    return (deletion.id, deletion.read_version, deletion.num_deleted_rows, str(deletion.file_type))
+
+
+def _row_diff(was: Any, is_now: Any, row_ids: bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The rows of one fragment live before and not after, and after and not before: addresses
+    (row ids on a table with stable row ids), from the deletion files only."""
+    before = _live_rows(was, row_ids)
+    after = _live_rows(is_now, row_ids)
+    return tuple(sorted(before - after)), tuple(sorted(after - before))
+
+
+def _live_rows(fragment: Any, row_ids: bool) -> set[int]:
+    scanner = fragment.scanner(columns=[], with_row_address=not row_ids, with_row_id=row_ids)
+    column = "_rowid" if row_ids else "_rowaddr"
+    found: set[int] = set()
+    for batch in scanner.to_batches():
+        found.update(batch.column(batch.schema.get_field_index(column)).to_pylist())
+    return found
