@@ -1,0 +1,316 @@
+"""The change feed (`scan --changes`, the data source's `readChanges`): every row inserted or
+deleted between two `__manifest` versions, with the version that did it.
+
+Histories are generated (writes, deletes, updates that move rows between partitions, merges,
+compactions by `prune --compact`, a second spec version, writes that died before their
+`__manifest` commit, restores). For every pair of versions (A, B), the changes read must add up to
+what DuckDB finds between the namespace read back with pylance alone at A and at B: net inserts
+= B EXCEPT ALL A, net deletes = A EXCEPT ALL B; the rows of each version are the changes of that
+version read alone; `--net` gives the same net effect. What cannot be told (a pruned version) is
+refused naming the version.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+
+import lance
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from data import events
+from helpers import SPEC1, Root, cli, ok, tree_snapshot
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_incremental import (
+    COLUMNS,
+    History,
+    difference,
+    manifest_versions,
+    published_rows,
+)
+
+from lancens_cli.errors import LancensError
+
+ADDED = ("insert", "update_postimage")
+
+
+def changes(root: Root, since: int, until: int | None = None, **extra: str) -> list[dict]:
+    """The data source's change feed, planned and read as Spark's driver and tasks do."""
+    from lancens_cli.pipeline.read import LancensReader, source_schema
+    from lancens_cli.pipeline.read_plan import READ_OPTIONS
+    from lancens_cli.pipeline.source_options import SourceOptions
+    from lancens_cli.pipeline.task_failures import TaskFailure, surfaced
+
+    options = {"root": root.uri, "sinceVersion": str(since), "readChanges": "true", **extra}
+    if until is not None:
+        options["versionAsOf"] = str(until)
+    opts = SourceOptions.parse(options, READ_OPTIONS)
+    reader = LancensReader(opts, source_schema(opts))
+    rows: list[dict] = []
+    try:
+        for piece in reader.partitions():
+            for batch in reader.read(piece):
+                rows += batch.to_pylist()
+    except TaskFailure as failure:
+        raise surfaced(failure) from None
+    return rows
+
+
+def net_of(rows: list[dict]) -> tuple[list[tuple], list[tuple]]:
+    """The net inserts and deletes that change rows add up to, sorted as `difference` sorts."""
+    balance: Counter = Counter()
+    for row in rows:
+        balance[tuple(row[c] for c in COLUMNS)] += 1 if row["_change_type"] in ADDED else -1
+    added = [key for key, n in balance.items() for _ in range(max(n, 0))]
+    removed = [key for key, n in balance.items() for _ in range(max(-n, 0))]
+    return sorted(added, key=repr), sorted(removed, key=repr)
+
+
+class ChangingHistory(History):
+    """`History` with the row changes too: delete, update (moving rows), merge, restore."""
+
+    def apply(self, step: tuple) -> None:
+        kind = step[0]
+        if kind == "delete":
+            ok(self.root, "delete", "--where", self.some_ids(step[1], 7), "--yes")
+        elif kind == "update":
+            where = self.some_ids(step[1], 5)
+            ok(self.root, "update", "--set", "country = 'ZZ'", "--where", where, "--yes")
+        elif kind == "merge":
+            self.merge(step[1])
+        elif kind == "restore":
+            versions = manifest_versions(self.root)
+            if len(versions) > 2:
+                back = versions[step[1] % (len(versions) - 1)]
+                ok(self.root, "restore", "--to-version", str(back), "--yes")
+        else:
+            super().apply(step)
+
+    def some_ids(self, seed: int, every: int) -> str:
+        """A condition on every `every`-th id written so far."""
+        ids = range(seed % every, max(self.next_id, 1), every)
+        return f"id IN ({', '.join(map(str, ids))})"
+
+    def merge(self, seed: int) -> None:
+        """Upsert: half the rows change an existing id's customer, half are new ids."""
+        now = published_rows(self.root, manifest_versions(self.root)[-1])
+        ids = sorted(now.column("id").to_pylist())[seed % 3 :: 4][:5]
+        fresh = list(range(self.next_id, self.next_id + 3))
+        self.next_id += 3
+        table = events(len(ids) + len(fresh), seed=seed, start=0)
+        table = table.set_column(0, "id", pa.array(ids + fresh, table.schema.field("id").type))
+        path = self.tmp / f"merge{self.next_id}.parquet"
+        pq.write_table(table, path)
+        ok(self.root, "merge", "--from", str(path), "--on", "id")
+
+
+steps = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("write"),
+            st.integers(1, 30),
+            st.integers(0, 99),
+            st.sampled_from([2024, 2025, 2026]),
+        ),
+        st.tuples(st.sampled_from(["delete", "update", "merge", "restore"]), st.integers(0, 99)),
+        st.just(("compact",)),
+        st.just(("spec",)),
+        st.tuples(st.just("dead"), st.integers(0, 99)),
+    ),
+    min_size=4,
+    max_size=9,
+)
+
+
+def _new_root(tmp) -> Root:
+    (tmp / "ns").mkdir()
+    root = Root(str(tmp / "ns"), {}, tmp / "ns")
+    schema = tmp / "schema.parquet"
+    pq.write_table(events(1), schema)
+    ok(root, "add-partition-spec", "--schema", str(schema), *SPEC1)
+    return root
+
+
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(steps)
+def test_every_pair_of_versions_changes_by_what_duckdb_finds_between(tmp_path_factory, history):
+    tmp = tmp_path_factory.mktemp("changes")
+    root = _new_root(tmp)
+    built = ChangingHistory(root, tmp)
+    ok(root, "write", "--from", built.rows(20, 0, 2025))
+    for step in history:
+        built.apply(step)
+    versions = manifest_versions(root)
+    reads = {v: published_rows(root, v) for v in [0, *versions]}
+    reads[0] = reads[versions[0]].slice(0, 0)
+    each = {v: changes(root, v - 1, v) for v in versions if v > 1}
+    for a, b in itertools.combinations([0, *versions], 2):
+        rows = changes(root, a, b)
+        expected = (difference(reads[b], reads[a]), difference(reads[a], reads[b]))
+        assert net_of(rows) == expected, (history, a, b)
+        assert {r["_commit_version"] for r in rows} <= set(range(a + 1, b + 1))
+        # the rows of each version are that version's changes read alone
+        by_version = [r for v in range(max(a, 1) + 1, b + 1) for r in each.get(v, [])]
+        assert sorted(map(repr, rows)) == sorted(map(repr, by_version)), (history, a, b)
+
+
+def test_scan_changes_through_the_cli_names_each_version_and_nets_them(partitioned, files):
+    root = partitioned
+    ok(root, "write", "--from", files("a.parquet", events(30)))
+    start = manifest_versions(root)[-1]
+    ok(root, "delete", "--where", "id < 3", "--yes")
+    ok(root, "update", "--set", "country = 'ZZ'", "--where", "id = 10", "--yes")
+    ok(root, "write", "--from", files("b.parquet", events(2, seed=1, start=100)))
+    ok(root, "delete", "--where", "id = 100", "--yes")
+    end = manifest_versions(root)[-1]
+    shown = ok(root, "--json", "scan", "--changes", "--since-version", str(start)).json()
+    names = shown["columns"]
+    assert names[-3:] == ["_change_type", "_commit_version", "_commit_timestamp"]
+    rows = [dict(zip(names, row, strict=True)) for row in shown["rows"]]
+    kinds = Counter((r["_commit_version"], r["_change_type"]) for r in rows)
+    assert kinds == {
+        (start + 1, "delete"): 3,
+        (start + 2, "delete"): 1,
+        (start + 2, "insert"): 1,
+        (start + 3, "insert"): 2,
+        (end, "delete"): 1,
+    }
+    updated = [r for r in rows if r["id"] == 10]
+    assert {(r["_change_type"], r["country"]) for r in updated} == {("insert", "ZZ")} | {
+        ("delete", next(r["country"] for r in updated if r["_change_type"] == "delete"))
+    }
+    net = ok(root, "--json", "scan", "--changes", "--net", "--since-version", str(start)).json()
+    assert net["columns"] == [*COLUMNS, "_change_type"]
+    got = sorted((row[0], row[-1]) for row in net["rows"])
+    assert got == [(0, "delete"), (1, "delete"), (2, "delete"), (10, "delete"), (10, "insert"),
+                   (101, "insert")]  # fmt: skip
+    only = ok(
+        root, "scan", "--changes", "--since-version", str(start), "--count",
+        "--where", "_change_type = 'delete' AND id < 50",
+    )  # fmt: skip
+    assert only.stdout.strip() == "4"
+
+
+def test_a_compaction_changes_nothing_and_a_pruned_version_is_refused_by_number(partitioned, files):
+    root = partitioned
+    for i in range(3):
+        ok(root, "write", "--from", files(f"{i}.parquet", events(10, seed=i, start=100 * i)))
+    ok(root, "delete", "--where", "id IN (0, 4, 8, 104, 200)", "--yes")
+    before = manifest_versions(root)[-1]
+    ok(root, "prune", "--compact", "--yes")
+    after = manifest_versions(root)[-1]
+    assert after > before
+    assert changes(root, before, after) == []
+    ok(root, "prune", "--older-than", "0s", "--force", "--yes")
+    oldest = manifest_versions(root)[0]
+    result = cli(root, "scan", "--changes", "--since-version", "1", "--count")
+    assert result.exit_code == 3, result.stderr
+    assert "version" in result.stderr and "\n" not in result.stderr.strip()
+    assert "Traceback" not in result.stderr
+    assert changes(root, oldest, after) == []
+
+
+def test_the_plain_incremental_read_says_the_change_feed_reads_a_delete(partitioned, files):
+    root = partitioned
+    ok(root, "write", "--from", files("a.parquet", events(20)))
+    start = manifest_versions(root)[-1]
+    ok(root, "delete", "--where", "id = 1", "--yes")
+    result = cli(root, "scan", "--since-version", str(start), "--count")
+    assert result.exit_code == 2
+    assert "--changes" in result.stderr, result.stderr
+    with pytest.raises(LancensError) as refused:
+        from test_incremental import incremental
+
+        incremental(root, start)
+    assert "readChanges" in refused.value.message
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--changes"], "--since-version"),
+        (["--net", "--since-version", "1"], "--changes"),
+        (["--changes", "--since-version", "1", "--columns", "nope"], "unknown column"),
+        (["--changes", "--net", "--since-version", "1", "--columns", "_commit_version"], "unknown"),
+        (["--changes", "--since-version", "1", "--where", "nope = 1"], "nope"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_changes_nothing(partitioned, files, args, words):
+    root = partitioned
+    ok(root, "write", "--from", files("a.parquet", events(10)))
+    before = tree_snapshot(root.local_path)
+    result = cli(root, "scan", *args)
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert words in result.stderr and "Traceback" not in result.stderr
+    assert tree_snapshot(root.local_path) == before
+
+
+def test_stable_row_ids_pair_an_update_as_its_pre_and_post_image(tmp_path):
+    """One table read alone, written by another tool with stable row ids: Lance keeps a row's
+    id when it updates it, so the feed pairs the old and new values."""
+    folder = tmp_path / "root"
+    folder.mkdir()
+    root = Root(str(folder), {}, folder)
+    table = pa.table({"id": pa.array(range(8), pa.int64()), "name": [f"n{i}" for i in range(8)]})
+    dataset = lance.write_dataset(
+        table, str(folder / "t.lance"), enable_stable_row_ids=True, max_rows_per_file=4
+    )
+    dataset.update({"name": "'renamed'"}, where="id IN (1, 6)")
+    dataset.delete("id = 2")
+    lance.write_dataset(table.slice(0, 1), str(folder / "t.lance"), mode="append")
+    dataset = lance.dataset(str(folder / "t.lance"))
+    dataset.optimize.compact_files(target_rows_per_fragment=100)  # moves: no change
+    shown = ok(root, "--json", "scan", "t", "--changes", "--since-version", "1").json()
+    rows = [dict(zip(shown["columns"], row, strict=True)) for row in shown["rows"]]
+    got = sorted((r["_commit_version"], r["_change_type"], r["id"], r["name"]) for r in rows)
+    assert got == [
+        (2, "update_postimage", 1, "renamed"),
+        (2, "update_postimage", 6, "renamed"),
+        (2, "update_preimage", 1, "n1"),
+        (2, "update_preimage", 6, "n6"),
+        (3, "delete", 2, "n2"),
+        (4, "insert", 0, "n0"),
+    ]
+
+
+@pytest.mark.spark
+def test_a_users_pyspark_job_reads_the_change_feed_and_the_cli_nets_it_on_spark(
+    partitioned, files, monkeypatch
+):
+    from pyspark.sql import SparkSession
+
+    root = partitioned
+    ok(root, "write", "--from", files("a.parquet", events(40)))
+    start = manifest_versions(root)[-1]
+    ok(root, "delete", "--where", "id < 5", "--yes")
+    ok(root, "update", "--set", "country = 'ZZ'", "--where", "id BETWEEN 10 AND 12", "--yes")
+    end = manifest_versions(root)[-1]
+    expected = net_of(changes(root, start))
+    spark = SparkSession.builder.master("local[2]").getOrCreate()
+    try:
+        df = (
+            spark.read.format("lancens")
+            .option("root", root.uri)
+            .option("readChanges", "true")
+            .option("sinceVersion", str(start))
+            .load()
+        )
+        rows = [r.asDict() for r in df.collect()]
+        assert {r["_commit_version"] for r in rows} == {start + 1, end}
+        assert net_of(rows) == expected
+        assert df.filter("_change_type = 'delete'").count() == 8  # the same DataFrame, reused
+    finally:
+        spark.stop()
+    monkeypatch.setenv("LANCENS_SPARK_MASTER", "local[2]")
+    net = ok(root, "--json", "scan", "--changes", "--net", "--since-version", str(start),
+             "--engine", "spark").json()  # fmt: skip
+    got = sorted((row[0], row[-1]) for row in net["rows"])
+    want = [(k[0], "insert") for k in expected[0]] + [(k[0], "delete") for k in expected[1]]
+    assert got == sorted(want)
