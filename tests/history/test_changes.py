@@ -13,7 +13,6 @@ refused naming the version.
 from __future__ import annotations
 
 import itertools
-import json
 from collections import Counter
 
 import lance

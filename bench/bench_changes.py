@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""`lancens scan --changes` at 1% changed against a full read of both versions.
+
+    python bench/bench_changes.py [--rows 10000000] [--partitions 100] [--runs 3] [--workdir DIR]
+
+The namespace of `bench_delete.py` (untimed): --rows rows partitioned by
+`bucket(--partitions, customer_id)`. Then, untimed, 1% of it changes: 5 customers are deleted
+(0.5% of the rows) and 0.5% new rows are written, two `__manifest` commits after version A.
+Both sides are timed as whole processes, and the feed's own time (stderr's `scan: done in`,
+what a warm session pays: no Python start, no imports) is shown too:
+
+- a. `lancens --root R scan --changes --since-version A --to DIR` (every column of every change,
+     as Parquet files; read in this process);
+- b. what a user does without a change feed: a Python process that reads every partition table
+     at the versions `__manifest` A and the newest publish (pylance, every column), the two
+     reads a diff needs before it even starts.
+
+The changes are checked (untimed): as many deletes and inserts as were made. Prints the medians
+and b/a (goal: at least 20 without Spark's start); always exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (  # noqa: E402
+    ENV,
+    fmt_s,
+    lancens_cmd,
+    load_average,
+    print_table,
+    run_once,
+    versions,
+)
+from bench_delete import CUSTOMERS, build  # noqa: E402
+
+GOAL = 20.0
+GONE = list(range(3, CUSTOMERS, CUSTOMERS // 5))  # 5 customers: 0.5% of the rows
+
+BOTH_READS = """
+import sys, lance
+root, start = sys.argv[1], int(sys.argv[2])
+manifest = lance.dataset(root + "/__manifest")
+rows = 0
+for version in (start, manifest.version):
+    at = manifest.checkout_version(version).to_table(filter="object_type = 'table'")
+    for row in at.to_pylist():
+        table = lance.dataset(root + "/" + row["location"], version=row["read_version"])
+        rows += table.to_table().num_rows
+print(rows)
+"""
+
+
+def changed(root: Path, rows: int, workdir: Path) -> tuple[int, int, int]:
+    """Apply 1% of changes; (__manifest version before them, rows deleted, rows inserted)."""
+    import lance
+    import pyarrow.parquet as pq
+
+    start = lance.dataset(str(root / "__manifest")).version
+    cmd = [*lancens_cmd(), "--root", str(root)]
+    where = f"customer_id IN ({', '.join(map(str, GONE))})"
+    done = subprocess.run(
+        [*cmd, "--json", "delete", "--where", where, "--yes"],
+        check=True, env=ENV, capture_output=True, text=True,
+    )  # fmt: skip
+    deleted = int(re.search(r'"rows_deleted": (\d+)', done.stdout).group(1))
+    source = pq.read_table(workdir / "part.parquet")
+    fresh = source.slice(0, rows // 200)
+    fresh = fresh.set_column(0, "id", [[rows + i for i in range(fresh.num_rows)]])
+    pq.write_table(fresh, workdir / "fresh.parquet")
+    subprocess.run(
+        [*cmd, "write", "--from", str(workdir / "fresh.parquet")],
+        check=True, env=ENV, capture_output=True,
+    )  # fmt: skip
+    return start, deleted, fresh.num_rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--partitions", type=int, default=100)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lancens-bench-changes-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    root = workdir / f"changes-{args.rows}-{args.partitions}"
+    print(f"# bench_changes: {versions()}")
+    if root.exists():
+        shutil.rmtree(root)
+    print(f"# building {args.rows:,} rows in {args.partitions} partitions under {root}")
+    build(root, args.rows, args.partitions, workdir)
+    start, deleted, inserted = changed(root, args.rows, workdir)
+    out = workdir / "feed"
+    feed = [*lancens_cmd(), "--root", str(root), "scan", "--changes", "--since-version", str(start)]
+    timings: dict[str, list[float]] = {"feed": [], "inner": [], "both": []}
+    for _ in range(args.runs):
+        if out.exists():
+            shutil.rmtree(out)
+        wall, _, done = run_once([*feed, "--to", str(out)])
+        timings["feed"].append(wall)
+        timings["inner"].append(float(re.search(r" in ([\d.]+)s \(", done.stderr).group(1)))
+        wall, _, _ = run_once([sys.executable, "-c", BOTH_READS, str(root), str(start)])
+        timings["both"].append(wall)
+    import pyarrow.parquet as pq
+
+    kinds = pq.read_table(out).column("_change_type").value_counts().to_pylist()
+    counts = {k["values"]: k["counts"] for k in kinds}
+    assert counts == {"delete": deleted, "insert": inserted}, counts
+    med = {k: sorted(v)[len(v) // 2] for k, v in timings.items()}
+    runs = str(args.runs)
+    print(f"# {deleted:,} rows deleted and {inserted:,} inserted of {args.rows:,}")
+    print_table(
+        ["side", "median wall s", "runs"],
+        [
+            ["a. lancens scan --changes --to (a whole process)", fmt_s(med["feed"]), runs],
+            ["a'. the same, in-process time (stderr)", fmt_s(med["inner"]), runs],
+            ["b. pylance full read of both versions", fmt_s(med["both"]), runs],
+        ],
+    )
+    print(
+        f"# b/a = {med['both'] / med['feed']:.1f} whole processes, "
+        f"b/a' = {med['both'] / med['inner']:.1f} in-process (goal >= {GOAL}); {load_average()}"
+    )
+
+
+if __name__ == "__main__":
+    main()
