@@ -6,7 +6,9 @@ rows taken by address, the filter for the table's own schema generation. A `Chan
 the rows are and which step they belong to; the sides of a step that must be read together
 (moves cancelled, updates paired) carry its key as their `group`, and one slice reads them all.
 Conditions on the change columns are kept for the reader (`ChangeTag.keep`): the tables lack
-those columns. Lance loads where a table is opened, inside the functions.
+those columns. The modules that load Lance (`store.tables`, `service.history.changes`'s
+planners, `partition.schema_evolution`) are imported inside the functions that use them, as in
+`read_plan.py`: the data source's workers import this module before they fork.
 """
 
 from __future__ import annotations

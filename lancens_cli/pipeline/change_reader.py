@@ -134,7 +134,7 @@ def _read_step(ns: Namespace, pieces: list[Piece], target: Any) -> Iterator[Any]
     """The rows of one step's sides read together: updates paired, moves cancelled."""
     tag = pieces[0].change
     whole = tag.whole
-    read = {DELETE: [], INSERT: []}
+    read: dict[str, list[Any]] = {DELETE: [], INSERT: []}
     for piece in pieces:
         read[piece.change.kind] += list(_batches(ns, piece, whole, with_ids=True))
     deleted = _table(read[DELETE], whole)
@@ -145,7 +145,7 @@ def _read_step(ns: Namespace, pieces: list[Piece], target: Any) -> Iterator[Any]
         if not chosen:
             continue
         rows = table.take(pa.array(chosen, pa.int64())).combine_chunks()
-        named = [kinds[i] for i in chosen]
+        named = [kind for kind in kinds if kind is not None]
         start = 0
         for batch in rows.to_batches():
             yield from _finished(batch, named[start : start + batch.num_rows], tag, target)

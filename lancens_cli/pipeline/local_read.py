@@ -9,8 +9,9 @@ schema Spark's tasks hand over (`spark_arrow_schema`), so the rows, their order 
 form (`row_values.py`) are the ones Spark gives. `--to` writes Parquet files here too (to a local
 directory, as Spark lays one out); CSV and JSON text and object-store targets stay Spark's.
 Anything else returns the reason Spark reads it, in words, for stderr and `--explain`.
-`pyarrow.parquet` (for `--to` alone) and `service.history.incremental` (its flag names, Lance
-behind them) are imported inside the functions that use them.
+`pyarrow.parquet` (for `--to` alone), `service.history.incremental` (its flag names, Lance
+behind them) and the change feed's modules (`--net`) are imported inside the functions that use
+them.
 """
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ from lancens_cli.pipeline.scan import (
     tables_read,
 )
 from lancens_cli.pipeline.slice_reader import read_slice, spark_arrow_schema
-from lancens_cli.service.history.changes import COMMIT_TIMESTAMP, COMMIT_VERSION
 from lancens_cli.words import human_bytes
 
 LOCAL_ENGINE = "local"
@@ -89,6 +89,7 @@ class LocalRead:
         a net change feed, its net rows (`change_reader.net_effect`)."""
         if self.request.net:
             from lancens_cli.pipeline.change_reader import net_effect
+            from lancens_cli.service.history.changes import COMMIT_TIMESTAMP, COMMIT_VERSION
 
             whole = [n for n in self.schema.names if n not in (COMMIT_VERSION, COMMIT_TIMESTAMP)]
             for batch in net_effect(self._read(self.target(self.schema.names))):

@@ -22,7 +22,9 @@ carries the version that published it and that version's commit time. One table 
 (`scan ID --changes`) is walked the same way over its own versions.
 
 What cannot be told is refused naming the version: a `__manifest` version or a table version a
-prune removed. Lance loads where a table is opened (`store.catalog_rows`).
+prune removed. Lance loads where a table is opened (`store.catalog_rows`); the version history
+reader (`store.version_pick`) is imported inside the functions that use it, as in
+`incremental.py`, whose module the data source's workers import.
 """
 
 from __future__ import annotations
@@ -46,7 +48,6 @@ INSERT = "insert"
 DELETE = "delete"
 PREIMAGE = "update_preimage"
 POSTIMAGE = "update_postimage"
-CHANGE_TYPES = (INSERT, DELETE, PREIMAGE, POSTIMAGE)
 
 # the change feed's own columns, as Delta's change data feed names them
 CHANGE_TYPE = "_change_type"
@@ -212,14 +213,12 @@ def _step(
     after = _opened(storage, new, what) if new is not None else None
     if before is None and after is None:
         return None
-    row_ids = all(
-        bool(getattr(d, "has_stable_row_ids", False)) for d, _ in filter(None, (before, after))
-    )
+    opened = [found[0] for found in (before, after) if found is not None]
+    row_ids = all(bool(getattr(dataset, "has_stable_row_ids", False)) for dataset in opened)
     if before is None or after is None:
-        kind, (dataset, branch), row = (
-            (INSERT, after, new) if after is not None else (DELETE, before, old)
-        )
-        assert row is not None
+        kind, found, row = (INSERT, after, new) if after is not None else (DELETE, before, old)
+        assert found is not None and row is not None
+        dataset, branch = found
         side = _whole(kind, row["location"], dataset, branch, dataset.get_fragments())
         return ((side,), False, row_ids) if side is not None else None
     assert old is not None and new is not None
