@@ -10,7 +10,8 @@ from typing import Annotated
 
 import typer
 
-from lancens_cli.cli.options import DryRun, SourceFile, SourceFormat
+from lancens_cli.cli.common import confirm_destruction
+from lancens_cli.cli.options import DryRun, SourceFile, SourceFormat, Yes
 from lancens_cli.cli.output import message
 from lancens_cli.cli.progress import progress_bar
 from lancens_cli.cli.session import session
@@ -32,7 +33,24 @@ def merge(
         str,
         typer.Option("--when-not-matched", help="insert (the source row is added) or ignore."),
     ] = "insert",
+    delete_unmatched: Annotated[
+        bool,
+        typer.Option(
+            "--delete-not-matched-by-source",
+            help="Also delete the rows whose key the source lacks (among those --where holds "
+            "for; without it, every row): the namespace then mirrors the source there.",
+        ),
+    ] = False,
+    where: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--where",
+            help="With --delete-not-matched-by-source: the rows it may delete, as `delete "
+            "--where` reads a condition. Give it once.",
+        ),
+    ] = None,
     dry_run: DryRun = False,
+    yes: Yes = False,
 ) -> None:
     """Upsert rows into a partitioned namespace by a key (MERGE INTO).
 
@@ -41,14 +59,27 @@ def merge(
     one inserted (--when-not-matched ignore: left out). Rows are routed by the current spec,
     the rows they replace deleted, all in one __manifest commit; a row whose partition values
     change moves. A key twice in the source, or matching two rows, is refused before
-    anything is written; a NULL key matches nothing.
+    anything is written; a NULL key matches nothing. --delete-not-matched-by-source deletes,
+    in the same commit, the rows (--where: those a condition holds for) whose key the source
+    lacks; it asks on a terminal and needs --yes off one.
     """
-    from lancens_cli.service.partitioned.merge import merge_rows
+    from lancens_cli.cli.options import one_condition
+    from lancens_cli.errors import InvalidInputError
+    from lancens_cli.service.partitioned.merge import Unmatched, merge_rows
     from lancens_cli.store.sources import open_source
 
     if source is None:
         raise typer.BadParameter("give the rows to merge: --from FILE")
+    if where and not delete_unmatched:
+        raise InvalidInputError("--where is of --delete-not-matched-by-source: give it too")
+    unmatched = Unmatched(one_condition(where) if where else None) if delete_unmatched else None
     data = open_source(source, fmt)
+    if unmatched is not None and not dry_run:  # a bad condition is said before the question
+        from lancens_cli.service.partitioned.write import partitioned_target
+
+        unmatched.node(partitioned_target(session().namespace)[1].schema)
+        rows = f"the rows where {unmatched.where}" if unmatched.where else "every row"
+        confirm_destruction(f"delete {rows} whose key the source lacks", yes)
     with progress_bar("merging into partition tables") as start:
         result = merge_rows(
             session().namespace,
@@ -58,6 +89,7 @@ def merge(
             when_not_matched=when_not_matched,
             dry_run=dry_run,
             progress=None if dry_run else start,
+            unmatched=unmatched,
         )
     session().emit(result)
     message(summary_of(result))

@@ -149,3 +149,47 @@ def test_a_write_landing_while_the_merge_runs_fails_it(template, tmp_path, monke
                          "--on", "id").stdout)  # fmt: skip
     assert (done["rows_matched"], done["rows_inserted"]) == (1, 0)
     assert published_rows(copy).column("id").to_pylist().count(80_000) == 1
+
+
+@pytest.mark.parametrize(
+    "where",
+    [None, "flag = true", "i32 > 0 AND s IS NOT NULL", "d < DATE '2025-01-01' OR flag IS NULL"],
+)
+def test_deleting_what_the_source_lacks_leaves_what_duckdb_says(template, tmp_path, where):
+    """`--delete-not-matched-by-source [--where PRED]`: the merge's model, less the rows PRED
+    holds for (DuckDB decides, over the rows as they were) whose id the source lacks."""
+    root, existing, con = template
+    copy = copied_root(root, tmp_path / "copy")
+    source, path = _source(existing, tmp_path)
+    lacking = set(existing.column("id").to_pylist()) - set(source.column("id").to_pylist())
+    held = {r[0] for r in con.execute(f"SELECT id FROM t WHERE {where or 'true'}").fetchall()}
+    model = {r["id"]: r for r in existing.to_pylist() if r["id"] not in lacking & held}
+    model.update({r["id"]: r for r in source.to_pylist()})
+    args = ["merge", "--from", path, "--on", "id", "--delete-not-matched-by-source", "--yes"]
+    args += ["--where", where] if where else []
+    done = json.loads(ok(copy, "--json", *args).stdout)
+    assert done["rows_deleted"] == len(lacking & held)
+    assert _cells(published_rows(copy).to_pylist()) == _cells(list(model.values()))
+    assert cli(copy, "check").exit_code == 0
+
+
+def test_deleting_what_the_source_lacks_is_asked_for_and_checked_first(template, tmp_path):
+    root, existing, _ = template
+    copy = copied_root(root, tmp_path / "copy")
+    pq.write_table(existing.slice(0, 3), tmp_path / "rows.parquet")
+    before = tree_snapshot(copy.local_path)
+    merge = ("merge", "--from", str(tmp_path / "rows.parquet"), "--on", "id")
+    for extra, code, words in [
+        (("--delete-not-matched-by-source",), 5, "without --yes"),
+        (("--where", "i32 > 0"), 2, "--delete-not-matched-by-source"),
+        (("--delete-not-matched-by-source", "--where", "nope > 0", "--yes"), 2, "nope"),
+        (("--delete-not-matched-by-source", "--where", "a", "--where", "b"), 2, "give one"),
+    ]:
+        result = cli(copy, *merge, *extra)
+        assert result.exit_code == code and words in result.stderr, (extra, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert tree_snapshot(copy.local_path) == before
+    dry = json.loads(ok(copy, "--json", *merge, "--delete-not-matched-by-source",
+                        "--dry-run").stdout)  # fmt: skip
+    assert dry["rows_deleted"] == existing.num_rows - 3
+    assert tree_snapshot(copy.local_path) == before

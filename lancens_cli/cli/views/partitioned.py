@@ -228,8 +228,10 @@ def _partition_merge_summary(r: Any) -> str:
         f"{plural(r.source_rows, 'source row')}: {r.matched} matched, {r.updated} updated, "
         f"{r.inserted} inserted"
     )
+    if r.deleted:
+        what += f", {r.deleted} the source lacks deleted"
     if r.dry_run:
         return f"dry run: {what}; nothing changed"
-    if not r.updated and not r.inserted:
+    if not r.updated and not r.inserted and not r.deleted:
         return f"{what}; nothing changed"
     return f"merged {what}, __manifest version {r.manifest_version}"

@@ -9,6 +9,11 @@ rows they replace are deleted in the same `__manifest` commit (update.py `Replac
 whose partition values change moves. A key twice in the source, or matched in two rows of the
 namespace, is refused in words before anything is written (as Delta refuses a MERGE whose
 source matches a target row twice); a NULL key matches nothing, as in SQL.
+
+`--delete-not-matched-by-source [--where PRED]` (Delta's WHEN NOT MATCHED BY SOURCE THEN
+DELETE) also deletes the rows of the namespace that PRED holds for (every row without it) and
+whose key the source lacks (a NULL key included), found by the same read of each table's keys;
+they go in the same commit, so a nightly full extract keeps a partition range in sync.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import pyarrow.compute as pc
 
 from lancens_cli.errors import ConcurrentModificationError, InvalidInputError
 from lancens_cli.models import Result, json_value
-from lancens_cli.partition.predicate import FALSE, And, InList, Node, Or, flatten
+from lancens_cli.partition.predicate import FALSE, And, InList, IsNull, Node, Or, flatten
 from lancens_cli.partition.schema_evolution import column_sources, history_from_metadata
 from lancens_cli.partition.table_filter import filter_for
 from lancens_cli.service.namespace import Namespace
@@ -49,6 +54,7 @@ class PartitionMerge(Result):
     manifest_version: int = 0
     dry_run: bool = False
     partitions: list[dict[str, Any]] = field(default_factory=list)
+    deleted: int = 0  # rows the source lacks, deleted (--delete-not-matched-by-source)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,6 +63,7 @@ class PartitionMerge(Result):
             "rows_matched": self.matched,
             "rows_updated": self.updated,
             "rows_inserted": self.inserted,
+            "rows_deleted": self.deleted,
             "manifest_version": self.manifest_version,
             "partitions": self.partitions,
         }
@@ -70,12 +77,15 @@ def merge_rows(
     when_not_matched: str = "insert",
     dry_run: bool = False,
     progress: Callable[[int], Callable[[], None]] | None = None,
+    unmatched: Unmatched | None = None,
 ) -> PartitionMerge:
-    """Upsert the source rows by `on`; every input error (keys, columns, duplicates, a key
-    matched twice) is raised before anything is written."""
+    """Upsert the source rows by `on` (and delete the rows `unmatched` names that the source
+    lacks); every input error (keys, columns, duplicates, a key matched twice, a bad
+    condition) is raised before anything is written."""
     snapshot, layout = partitioned_target(ns)
     schema = layout.schema
     keys = _keys(on, schema, when_matched, when_not_matched)
+    gone = unmatched.node(schema) if unmatched is not None else False  # None: every row
     lacking = lacking_columns(data, schema)
     if lacking:
         raise InvalidInputError(
@@ -87,7 +97,7 @@ def merge_rows(
     selection = select_partitions(ns, None)
     history = history_from_metadata(snapshot.metadata)
     found = run_in_parallel(
-        lambda m: _matched_in(ns, m, source, keys, schema, history), selection.matches
+        lambda m: _matched_in(ns, m, source, keys, schema, history, gone), selection.matches
     )
     matched = _require_matched_once(selection.matches, found, keys)
     hit = _matched_mask(source, matched, keys)
@@ -100,12 +110,14 @@ def merge_rows(
     result.updated = result.matched if when_matched == "update" else 0
     result.inserted = rows.num_rows - result.updated
     result.manifest_version = snapshot.version
+    result.deleted = sum(one.gone_rows for one in found)
     deletes = {}
-    if when_matched == "update":
-        for match, one in zip(selection.matches, found, strict=True):
-            if one.keys is not None and one.keys.num_rows:
-                deletes[match.object_id] = _delete_touch(match, one, keys)
-    if not rows.num_rows:
+    for match, one in zip(selection.matches, found, strict=True):
+        replaced = when_matched == "update"
+        node = one.delete_node(keys, replaced)
+        if node is not None:
+            deletes[match.object_id] = _delete_touch(match, one, node, replaced)
+    if not rows.num_rows and not deletes:
         return result
     replaced = Replacement(ns, snapshot, layout, deletes, rows)
     if not dry_run:
@@ -145,19 +157,57 @@ def _require_unique(source: pa.Table, keys: list[str]) -> None:
         raise InvalidInputError(f"merge: the source holds key {key} more than once")
 
 
+@dataclass(frozen=True)
+class Unmatched:
+    """`--delete-not-matched-by-source`: the rows the source lacks are deleted among those
+    `where` holds for (None: every row)."""
+
+    where: str | None = None
+
+    def node(self, schema: pa.Schema) -> Node | None:
+        """The condition, checked as `delete --where` checks one (None: every row)."""
+        if self.where is None:
+            return None
+        from lancens_cli.service.partitioned.delete import delete_condition
+
+        return delete_condition(self.where, schema)
+
+
 @dataclass
 class _Found:
     """One partition table's published rows whose keys the source holds (each once per row
     that has it, in the namespace's names; None: the table lacks a key column, whose NULLs
-    match nothing), and how its schema generation names the columns."""
+    match nothing), and how its schema generation names the columns. With
+    `--delete-not-matched-by-source`: the condition on the rows to delete, the keys the source
+    lacks (NULL keys aside) and how many rows that deletes."""
 
     keys: pa.Table | None
     schema: pa.Schema
     renamed: dict[str, str | None]
+    gone: pa.Table | None = None
+    gone_rows: int = 0
+    gone_where: Node | None = None
+    gone_nulls: bool = False  # rows with a NULL key go too
 
-    def delete_filter(self, keys: list[str]) -> str:
-        """The Lance filter of exactly these rows, in the table's own column names."""
-        rendered = filter_for(_key_condition(self.keys, keys), self.schema, self.renamed)
+    def delete_node(self, keys: list[str], matched: bool) -> Node | None:
+        """The namespace condition of every row to delete here: the matched rows (`matched`:
+        they are replaced) and the rows the source lacks; None: none."""
+        parts: list[Node] = []
+        if matched and self.keys is not None and self.keys.num_rows:
+            parts.append(_key_condition(self.keys, keys))
+        if self.gone_rows:
+            lacking: list[Node] = [IsNull(k) for k in keys] if self.gone_nulls else []
+            if self.gone is not None and self.gone.num_rows:
+                lacking.append(_key_condition(self.gone, keys))
+            which = flatten(Or(tuple(lacking))) if len(lacking) > 1 else lacking[0]
+            parts.append(which if self.gone_where is None else And((self.gone_where, which)))
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else flatten(Or(tuple(parts)))
+
+    def delete_filter(self, node: Node) -> str:
+        """The Lance filter of exactly the rows `node` names, in the table's own columns."""
+        rendered = filter_for(node, self.schema, self.renamed)
         return "false" if rendered is FALSE else (rendered or "true")
 
 
@@ -168,18 +218,62 @@ def _matched_in(
     keys: list[str],
     schema: pa.Schema,
     history: list[Any],
+    gone: Node | None | bool = False,
 ) -> _Found:
+    """The table's rows the source's keys match; with `gone` (a condition, or None for every
+    row), the rows it holds for that the source lacks. False: none are deleted."""
     row = {**match.published.as_json(), "location": match.location}
     dataset = open_published(ns.storage, row)
     sources = column_sources(dataset.schema, schema, history)
     renamed = {name: src for name, src in sources.items() if src != name}
+    wanted = source.select(keys).append_column(_SEEN, pa.array([True] * source.num_rows))
+    found = _Found(None, dataset.schema, renamed)
+    if gone is not False:
+        _lacking(dataset, found, keys, schema, sources, wanted, gone)
     if any(not sources.get(k) for k in keys):
-        return _Found(None, dataset.schema, renamed)
+        return found
     read = dataset.to_table(columns=[sources[k] for k in keys])
     table = pa.table({k: read.column(sources[k]).cast(schema.field(k).type) for k in keys})
-    wanted = source.select(keys).append_column(_SEEN, pa.array([True] * source.num_rows))
     joined = table.join(wanted, keys, join_type="inner")  # NULL keys never join
-    return _Found(joined.select(keys), dataset.schema, renamed)
+    found.keys = joined.select(keys)
+    return found
+
+
+def _lacking(
+    dataset: Any,
+    found: _Found,
+    keys: list[str],
+    schema: pa.Schema,
+    sources: dict[str, str | None],
+    wanted: pa.Table,
+    where: Node | None | bool,
+) -> None:
+    """The rows of one table `where` holds for (None: every row) whose key the source lacks
+    (a NULL key, or a key column the table lacks, matches nothing): set on `found`."""
+    condition = None if isinstance(where, bool) else where
+    rendered = filter_for(condition, found.schema, found.renamed)
+    if rendered is FALSE:
+        return
+    found.gone_where = condition
+    present = [k for k in keys if sources.get(k)]
+    read = dataset.to_table(columns=[sources[k] for k in present], filter=rendered)
+    table = pa.table(
+        {
+            k: read.column(sources[k]).cast(schema.field(k).type)
+            if sources.get(k)
+            else pa.nulls(read.num_rows, schema.field(k).type)
+            for k in keys
+        }
+    )
+    lacked = table.join(wanted, keys, join_type="left anti")  # NULL keys never join
+    found.gone_rows = lacked.num_rows
+    nulls = (
+        pc.or_(*[pc.is_null(lacked.column(k)) for k in keys])
+        if len(keys) > 1
+        else (pc.is_null(lacked.column(keys[0])))
+    )
+    found.gone_nulls = bool(pc.any(nulls).as_py()) if lacked.num_rows else False
+    found.gone = lacked.filter(pc.invert(nulls)).select(keys) if lacked.num_rows else None
 
 
 def _require_matched_once(
@@ -219,10 +313,14 @@ def _matched_mask(source: pa.Table, matched: pa.Table, keys: list[str]) -> pa.Ar
     return hit.combine_chunks() if hasattr(hit, "combine_chunks") else hit
 
 
-def _delete_touch(match: PartitionMatch, found: _Found, keys: list[str]) -> PartitionTouch:
-    """The touch deleting one table's matched rows: their keys as its filter."""
-    touch = delete_touch(match, found.delete_filter(keys), rows_from_base=True)
-    touch.rows_deleted = found.keys.num_rows if found.keys is not None else 0  # as planned
+def _delete_touch(
+    match: PartitionMatch, found: _Found, node: Node, replaced: bool
+) -> PartitionTouch:
+    """The touch deleting one table's matched rows (`replaced`) and the rows the source lacks:
+    their keys as its filter."""
+    touch = delete_touch(match, found.delete_filter(node), rows_from_base=True)
+    matched = found.keys.num_rows if found.keys is not None and replaced else 0
+    touch.rows_deleted = matched + found.gone_rows  # as planned
     return touch
 
 
