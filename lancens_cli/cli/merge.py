@@ -6,7 +6,7 @@ without pyarrow or Lance.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -19,6 +19,13 @@ from lancens_cli.cli.views import summary_of
 
 
 def merge(
+    table: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[ID]",
+            help="One table to merge into (default: the partitioned namespace at the root).",
+        ),
+    ] = None,
     source: SourceFile = ...,  # type: ignore[assignment]
     fmt: SourceFormat = None,
     on: Annotated[
@@ -61,7 +68,8 @@ def merge(
     change moves. A key twice in the source, or matching two rows, is refused before
     anything is written; a NULL key matches nothing. --delete-not-matched-by-source deletes,
     in the same commit, the rows (--where: those a condition holds for) whose key the source
-    lacks; it asks on a terminal and needs --yes off one.
+    lacks; it asks on a terminal and needs --yes off one. With ID, into that one table (not a
+    partition table): Lance's merge_insert on its newest version, with the same refusals.
     """
     from lancens_cli.cli.options import one_condition
     from lancens_cli.errors import InvalidInputError
@@ -74,6 +82,9 @@ def merge(
         raise InvalidInputError("--where is of --delete-not-matched-by-source: give it too")
     unmatched = Unmatched(one_condition(where) if where else None) if delete_unmatched else None
     data = open_source(source, fmt)
+    if table is not None:
+        _merge_into_table(table, data, on, when_matched, when_not_matched, unmatched, dry_run, yes)
+        return
     if unmatched is not None and not dry_run:  # a bad condition is said before the question
         from lancens_cli.service.partitioned.write import partitioned_target
 
@@ -91,5 +102,30 @@ def merge(
             progress=None if dry_run else start,
             unmatched=unmatched,
         )
+    session().emit(result)
+    message(summary_of(result))
+
+
+def _merge_into_table(
+    table: str,
+    data: Any,
+    on: list[str],
+    when_matched: str,
+    when_not_matched: str,
+    unmatched: Any,
+    dry_run: bool,
+    yes: bool,
+) -> None:
+    from lancens_cli.service.catalog.table_delete import changed_table
+    from lancens_cli.service.catalog.table_merge import merge_into_table
+
+    ns, ident, delimiter = session().namespace, session().ident(table), session().delimiter
+    if unmatched is not None and not dry_run:  # bad input is said before the question
+        unmatched.node(changed_table(ns, ident, delimiter, "merge")[0].schema)
+        rows = f"the rows where {unmatched.where}" if unmatched.where else "every row"
+        confirm_destruction(f"delete {rows} of {ident.display()} whose key the source lacks", yes)
+    result = merge_into_table(
+        ns, ident, data, on, when_matched, when_not_matched, unmatched, dry_run, delimiter
+    )
     session().emit(result)
     message(summary_of(result))

@@ -152,10 +152,8 @@ def _operation(storage: Storage, line: Any, touch: Any) -> Any:
             storage_options=storage.lance_options,
         )
     if touch.delete_filter is not None:  # an update: its rows replace the ones deleted
-        updated, dropped, touch.rows_deleted = _deletions(line, touch.delete_filter)
-        return lance.LanceOperation.Update(
-            removed_fragment_ids=dropped, updated_fragments=updated, new_fragments=touch.fragments
-        )
+        operation, touch.rows_deleted = replacement(line, touch.delete_filter, touch.fragments)
+        return operation
     if touch.overwrite:
         return lance.LanceOperation.Overwrite(touch.schema or touch.rows.schema, touch.fragments)
     return lance.LanceOperation.Append(touch.fragments)
@@ -168,6 +166,16 @@ def deletion(line: Any, predicate: str) -> tuple[Any, int]:
     if not deleted:
         return None, 0
     return lance.LanceOperation.Delete(updated, dropped, predicate), deleted
+
+
+def replacement(line: Any, predicate: str, fragments: list[Any]) -> tuple[Any, int]:
+    """The Update that deletes `predicate`'s rows from `line` and adds `fragments` (written
+    already) in one Lance commit, and how many rows it deletes."""
+    updated, dropped, deleted = _deletions(line, predicate)
+    operation = lance.LanceOperation.Update(
+        removed_fragment_ids=dropped, updated_fragments=updated, new_fragments=fragments
+    )
+    return operation, deleted
 
 
 def _deletions(line: Any, predicate: str) -> tuple[list[Any], list[int], int]:

@@ -190,6 +190,29 @@ def _table_delete_summary(r: Any) -> str:
     return f"deleted {rows} from {r.table}, now at version {r.version}"
 
 
+@summary("lancens_cli.service.catalog.table_update.TableUpdate")
+def _table_update_summary(r: Any) -> str:
+    rows = plural(r.rows, "row")
+    if r.dry_run:
+        return f"dry run: would update {rows} of {r.table}; nothing changed"
+    if r.version == r.version_before:
+        return f"no row of {r.table} matched; nothing changed"
+    return f"updated {rows} of {r.table}, now at version {r.version}"
+
+
+@summary("lancens_cli.service.catalog.table_merge.TableMerge")
+def _table_merge_summary(r: Any) -> str:
+    what = (
+        f"{plural(r.source_rows, 'source row')}: {r.matched} matched, {r.updated} updated, "
+        f"{r.inserted} inserted" + (f", {r.deleted} the source lacks deleted" if r.deleted else "")
+    )
+    if r.dry_run:
+        return f"dry run: {what}; nothing changed"
+    if r.version == r.version_before:
+        return f"{what}; nothing changed"
+    return f"merged {what} into {r.table}, now at version {r.version}"
+
+
 def _rewritten_tables(r: Any, command: str) -> View:
     """The tables a row change (`update`, `merge`) writes: its rows out and in."""
     header = ["table", "rows_deleted", "rows_written", "read_version", "created"]

@@ -55,8 +55,8 @@ class TableDelete(Result):
 
 def check_table_delete(ns: Namespace, ident: Identifier, where: str, delimiter: str = ".") -> None:
     """Refuse what `delete_from_table` would refuse, reading no row (before a confirmation)."""
-    dataset, _ = _table(ns, ident, delimiter)
-    _lance_filter(where, dataset.schema)
+    dataset, _ = changed_table(ns, ident, delimiter)
+    lance_filter(where, dataset.schema)
 
 
 def delete_from_table(
@@ -64,8 +64,8 @@ def delete_from_table(
 ) -> TableDelete:
     """Delete the rows `where` holds for from one table; with `dry_run`, count them. Input
     errors (the condition, a partition table, a location lancens will not open) come first."""
-    dataset, location = _table(ns, ident, delimiter)
-    condition = _lance_filter(where, dataset.schema)
+    dataset, location = changed_table(ns, ident, delimiter)
+    condition = lance_filter(where, dataset.schema)
     name = ident.display(delimiter)
     result = TableDelete(name, location, where, condition, 0, dataset.version, dataset.version)
     if dry_run:
@@ -106,20 +106,25 @@ def _delete(storage: Storage, location: str, condition: str, name: str) -> tuple
     return found, version
 
 
-def _table(ns: Namespace, ident: Identifier, delimiter: str) -> tuple[Any, str]:
+def changed_table(
+    ns: Namespace, ident: Identifier, delimiter: str, verb: str = "delete"
+) -> tuple[Any, str]:
+    """The table a row change of one table (`verb`: delete, update, merge) works on, at its
+    newest version, and its location; refused: a partition table, a table `__manifest` pins,
+    a location lancens will not open."""
     ns.require_root()
     snapshot = ns.snapshot()
     ref = ns.require_table(ident, snapshot)
     layout = layout_of(snapshot) if snapshot.exists else None
     if layout is not None and any(partition_rows([ref.row or {}], layout.specs)):
         raise InvalidInputError(
-            f"{ident.display(delimiter)} is a partition table: delete through its namespace "
-            "(lancens delete --where ...), which publishes every partition together"
+            f"{ident.display(delimiter)} is a partition table: {verb} through its namespace "
+            f"(lancens {verb} without ID), which publishes every partition together"
         )
     if PublishedRef.of(ref.row) != LATEST:  # readers are sent to a version the delete is not
         raise InvalidInputError(
             f"{ident.display(delimiter)}: __manifest sends readers to "
-            f"{PublishedRef.of(ref.row).words()}, not to its newest version; a delete there "
+            f"{PublishedRef.of(ref.row).words()}, not to its newest version; a {verb} there "
             "would not be seen"
         )
     problem = directory_location_problem(ns.storage, ref.location)
@@ -128,5 +133,5 @@ def _table(ns: Namespace, ident: Identifier, delimiter: str) -> tuple[Any, str]:
     return open_table(ns.storage, ref.location), ref.location
 
 
-def _lance_filter(where: str, schema: Any) -> str:
+def lance_filter(where: str, schema: Any) -> str:
     return to_sql(delete_condition(where, schema))

@@ -84,7 +84,7 @@ def merge_rows(
     condition) is raised before anything is written."""
     snapshot, layout = partitioned_target(ns)
     schema = layout.schema
-    keys = _keys(on, schema, when_matched, when_not_matched)
+    keys = merge_keys(on, schema, when_matched, when_not_matched)
     gone = unmatched.node(schema) if unmatched is not None else False  # None: every row
     lacking = lacking_columns(data, schema)
     if lacking:
@@ -93,7 +93,7 @@ def merge_rows(
             "values (give every namespace column)"
         )
     source = conform(data, schema)
-    _require_unique(source, keys)
+    require_unique(source, keys)
     selection = select_partitions(ns, None)
     history = history_from_metadata(snapshot.metadata)
     found = run_in_parallel(
@@ -128,7 +128,10 @@ def merge_rows(
     return result
 
 
-def _keys(on: list[str], schema: pa.Schema, when_matched: str, when_not_matched: str) -> list[str]:
+def merge_keys(
+    on: list[str], schema: pa.Schema, when_matched: str, when_not_matched: str
+) -> list[str]:
+    """The key columns `--on` names, checked with the two choices (exit 2 in words)."""
     keys = [k.strip() for part in on for k in part.split(",") if k.strip()]
     if not keys:
         raise InvalidInputError("--on: name the key column(s) rows are matched by")
@@ -148,7 +151,7 @@ def _keys(on: list[str], schema: pa.Schema, when_matched: str, when_not_matched:
     return keys
 
 
-def _require_unique(source: pa.Table, keys: list[str]) -> None:
+def require_unique(source: pa.Table, keys: list[str]) -> None:
     """A key twice in the source would update one row twice: refused, naming it."""
     counted = source.select(keys).group_by(keys).aggregate([([], "count_all")])
     twice = counted.filter(pc.greater(counted.column("count_all"), 1))

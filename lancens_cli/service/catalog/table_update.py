@@ -1,0 +1,123 @@
+"""`lancens update ID --set 'col = expr' --where PRED`: rows of one table given new values.
+
+As `delete ID` (table_delete.py), the table is no partition table and is read at its newest
+version. The matching rows are read, given their new values as `update` gives a namespace's
+(DataFusion, `service/partitioned/update.new_values`: the same types, refusals and wrapped
+integers), written as new fragments, and the old rows deleted, all in one Lance `Update`
+committed compare-and-swap on the version read; when another writer commits first, the rows are
+read again on top of its version and the update made again (the fragments written for the
+lost attempt are left for `check --fix` and `prune`, as a dead write's are).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import lance
+
+from lancens_cli.errors import InvalidTableStateError, lance_message
+from lancens_cli.models import Identifier, Result
+from lancens_cli.service.catalog.table_delete import changed_table, lance_filter
+from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.partitioned.update import Assignment, new_values, parse_assignments
+from lancens_cli.store.commit import TABLE_COMMIT_ATTEMPTS, retry_on_conflict
+from lancens_cli.store.lance_input import write_fragments
+from lancens_cli.store.partition_tables import replacement
+from lancens_cli.store.storage import Storage
+from lancens_cli.store.tables import open_table
+
+
+@dataclass
+class TableUpdate(Result):
+    table: str
+    location: str
+    where: str
+    sets: list[str]
+    filter: str  # the Lance filter of the rows updated
+    rows: int  # rows updated (a dry run: that would be)
+    version_before: int
+    version: int  # the table's version after (unchanged when no row matched)
+    dry_run: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "table": self.table,
+            "location": self.location,
+            "where": self.where,
+            "set": self.sets,
+            "filter": self.filter,
+            "rows_updated": self.rows,
+            "version_before": self.version_before,
+            "version": self.version,
+        }
+
+
+def check_table_update(
+    ns: Namespace, ident: Identifier, sets: list[str], where: str, delimiter: str = "."
+) -> None:
+    """Refuse what `update_table` would refuse, reading no row (before a confirmation)."""
+    dataset, _ = changed_table(ns, ident, delimiter, "update")
+    lance_filter(where, dataset.schema)
+    parse_assignments(sets, dataset.schema)
+
+
+def update_table(
+    ns: Namespace,
+    ident: Identifier,
+    sets: list[str],
+    where: str,
+    dry_run: bool = False,
+    delimiter: str = ".",
+) -> TableUpdate:
+    """Give the rows `where` holds for their new values; with `dry_run`, count them. Input
+    errors come first, before a row is read."""
+    dataset, location = changed_table(ns, ident, delimiter, "update")
+    condition = lance_filter(where, dataset.schema)
+    assignments = parse_assignments(sets, dataset.schema)
+    name = ident.display(delimiter)
+    version = int(dataset.version)
+    result = TableUpdate(name, location, where, list(sets), condition, 0, version, version)
+    if dry_run:
+        result.rows, result.dry_run = int(dataset.count_rows(filter=condition)), True
+        return result
+    result.rows, result.version = _update(ns.storage, location, condition, assignments, name)
+    return result
+
+
+def _update(
+    storage: Storage, location: str, condition: str, assignments: list[Assignment], name: str
+) -> tuple[int, int]:
+    """The rows updated and the table's version after."""
+    found = 0
+
+    def attempt() -> int | None:
+        nonlocal found
+        line = open_table(storage, location)
+        rows = line.to_table(filter=condition)
+        found = rows.num_rows
+        if not found:
+            return int(line.version)
+        # in the table's own schema, to the names Lance gives a map's or a list's children
+        changed = new_values(rows, assignments, line.schema).cast(line.schema)
+        uri, options = storage.uri(location), storage.lance_options
+        fragments = write_fragments(changed, uri, schema=line.schema, storage_options=options)
+        operation, deleted = replacement(line, condition, fragments)
+        if deleted != found:  # the deletion files must name exactly the rows read
+            raise InvalidTableStateError(f"{name}: the rows changed while they were read")
+        done = lance.LanceDataset.commit(
+            line,
+            operation,
+            read_version=line.version,
+            max_retries=0,
+            storage_options=storage.lance_options,
+        )
+        return int(done.version) if done.version == line.version + 1 else None
+
+    version = retry_on_conflict(
+        attempt,
+        failed=lambda exc: InvalidTableStateError(f"cannot update {name}: {lance_message(exc)}"),
+        gave_up=f"table {name} kept changing; gave up after {TABLE_COMMIT_ATTEMPTS}",
+    )
+    return found, version
