@@ -394,7 +394,7 @@ def test_delete_update_and_merge_on_every_store(any_root, tmp_path):
     ok(any_root, "add-partition-spec", "--schema", str(tmp_path / "schema.parquet"),
        "--field", "country")  # fmt: skip
     pq.write_table(rows, tmp_path / "rows.parquet")
-    ok(any_root, "write", "--from", str(tmp_path / "rows.parquet"))
+    wrote = ok(any_root, "--json", "write", "--from", str(tmp_path / "rows.parquet")).json()
     listed = rows.to_pylist()
     de = sum(1 for r in listed if r["country"] == "DE")
     fr = sum(1 for r in listed if r["country"] == "FR")
@@ -408,3 +408,11 @@ def test_delete_update_and_merge_on_every_store(any_root, tmp_path):
     ok(any_root, "merge", "--from", str(tmp_path / "merge.parquet"), "--on", "id")
     assert _count(any_root) == 600 - de + (5 if listed[0]["country"] != "DE" else 6)
     assert _count(any_root, "customer_id = -2") == 1
+    # the change feed of the three, read back from the same store
+    feed = json.loads(
+        ok(any_root, "--json", "scan", "--changes", "--since-version",
+           str(wrote["manifest_version"]), "--net").stdout  # fmt: skip
+    )
+    kinds = [row[-1] for row in feed["rows"]]
+    assert kinds.count("delete") == de + fr + (0 if listed[0]["country"] == "DE" else 1)
+    assert kinds.count("insert") == fr + 5 + 1
