@@ -410,8 +410,15 @@ def test_delete_update_and_merge_on_every_store(any_root, tmp_path):
     assert _count(any_root, "customer_id = -2") == 1
     # the change feed of the three, read back from the same store
     feed = json.loads(
-        ok(any_root, "--json", "scan", "--changes", "--since-version",
-           str(wrote["manifest_version"]), "--net").stdout  # fmt: skip
+        ok(
+            any_root,
+            "--json",
+            "scan",
+            "--changes",
+            "--since-version",
+            str(wrote["manifest_version"]),
+            "--net",
+        ).stdout  # fmt: skip
     )
     kinds = [row[-1] for row in feed["rows"]]
     assert kinds.count("delete") == de + fr + (0 if listed[0]["country"] == "DE" else 1)
