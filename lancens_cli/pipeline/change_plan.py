@@ -13,6 +13,7 @@ planners, `partition.schema_evolution`) are imported inside the functions that u
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from lancens_cli.service.namespace import Namespace
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_OPENERS = 8  # table versions opened at once while planning
 CHANGE_FIELDS = (
     pa.field(CHANGE_TYPE, pa.string(), nullable=False),
     pa.field(COMMIT_VERSION, pa.int64(), nullable=False),
@@ -67,10 +69,36 @@ class ChangeTag:
     group: str | None  # the step's key when its sides are read together
     by_content: bool
     row_ids: bool
-    keep: Node | None  # the condition's conjuncts on the change columns (the reader applies)
+    # the conditions the reader applies to each change row, once it has its change columns
+    # (and, for a step read together, once its updates are paired): every conjunct on a
+    # change column, and of a step read together every conjunct
+    keep: Node | None
+    # the columns `keep` reads besides the change columns and the ones returned (Spark's
+    # Arrow types)
+    needs: Any = None
     # a step read together: every column of the rows (in Spark's Arrow types), which rows are
     # compared by, whatever columns the reader returns
     whole: Any = None
+
+
+@dataclass(frozen=True)
+class _Conditions:
+    """A feed's condition split: what Lance filters, what the reader applies after."""
+
+    data: Node | None  # the conjuncts on the rows' own columns
+    change: list[Node]  # the conjuncts that read a change column
+
+    @classmethod
+    def of(cls, nodes: list[Node]) -> _Conditions:
+        on_changes = [n for n in nodes if columns_of(n) & set(CHANGE_COLUMNS)]
+        data = [n for n in nodes if not columns_of(n) & set(CHANGE_COLUMNS)]
+        return cls(flatten(And(tuple(data))) if data else None, on_changes)
+
+    def after(self, paired: bool) -> Node | None:
+        """What the reader applies: of a paired step, the data conjuncts too (filtered before
+        pairing, an update's image would lose its other half)."""
+        nodes = [*self.change, *([self.data] if paired and self.data is not None else [])]
+        return flatten(And(tuple(nodes))) if nodes else None
 
 
 def change_pieces(
@@ -85,11 +113,10 @@ def change_pieces(
 
     named = names or OPTION_NAMES
     version, timestamp = opts.since() or (None, None)
-    data_nodes = [n for n in nodes if not columns_of(n) & set(CHANGE_COLUMNS)]
-    change_nodes = [n for n in nodes if columns_of(n) & set(CHANGE_COLUMNS)]
-    keep = flatten(And(tuple(change_nodes))) if change_nodes else None
-    data_node = flatten(And(tuple(data_nodes))) if data_nodes else None
+    conditions = _Conditions.of(nodes)
     ident = opts.ident()
+    ids: dict[str, int] | None = None
+    history: list[Any] | None = None
     if ident is None:
         from lancens_cli.service.history.changes import namespace_changes
         from lancens_cli.service.history.incremental import change_range
@@ -98,20 +125,22 @@ def change_pieces(
         steps = namespace_changes(ns, start, end)
         history = schema_history(ns)
     else:
-        steps = _table_steps(ns, ident, version, timestamp, named)
-        history = None
+        steps, ids = _table_steps(ns, ident, version, timestamp, named)
     data_schema = pa.schema([f for f in schema if f.name not in CHANGE_COLUMNS])
-    pieces: list[Piece] = []
-    for step in steps:
-        for side in step.sides:
-            pieces += _side_pieces(ns, step, side, data_schema, history, data_node, keep)
-    return pieces
+    sides = [(step, side) for step in steps for side in step.sides]
+
+    def planned(pair: tuple[Step, Side]) -> list[Piece]:
+        return _side_pieces(ns, *pair, data_schema, history, ids, conditions)
+
+    with ThreadPoolExecutor(max_workers=_OPENERS) as pool:  # Lance releases the GIL
+        return [piece for pieces in pool.map(planned, sides) for piece in pieces]
 
 
 def _table_steps(
     ns: Namespace, ident: Any, version: str | None, timestamp: str | None, names: SinceNames
-) -> list[Step]:
-    """The steps of one table read alone, over its own versions."""
+) -> tuple[list[Step], dict[str, int]]:
+    """The steps of one table read alone, over its own versions, and its columns' Lance field
+    ids at the version read (an earlier version's columns are matched by them: a rename)."""
     from lancens_cli.service.history.changes import table_changes
     from lancens_cli.service.history.incremental import table_since
     from lancens_cli.store.catalog_rows import PublishedRef, open_published
@@ -122,7 +151,29 @@ def _table_steps(
     branch = PublishedRef.of(row).branch_in(dataset)
     what = f"table {ident.display()}"
     start = table_since(dataset, version, timestamp, what, names)
-    return table_changes(ns.storage, ref.location, dataset, branch, start, what)
+    steps = table_changes(ns.storage, ref.location, dataset, branch, start, what)
+    return steps, _field_ids(dataset)
+
+
+def _field_ids(dataset: Any) -> dict[str, int]:
+    return {f.name(): int(f.id()) for f in dataset.lance_schema.fields()}
+
+
+def _renamed(
+    dataset: Any, schema: Any, history: list[Any] | None, ids: dict[str, int] | None
+) -> tuple[tuple[str, str | None], ...]:
+    """The columns a table version holds under another name (None: not at all): through the
+    namespace's schema history, or, for one table, by Lance's field ids."""
+    from lancens_cli.partition.schema_evolution import column_sources
+
+    if history is not None:
+        sources = column_sources(dataset.schema, schema, history)
+    elif ids is not None:
+        names = {number: name for name, number in _field_ids(dataset).items()}
+        sources = {f.name: names.get(ids[f.name]) if f.name in ids else None for f in schema}
+    else:
+        return ()
+    return tuple((name, src) for name, src in sources.items() if src != name)
 
 
 def _side_pieces(
@@ -131,23 +182,19 @@ def _side_pieces(
     side: Side,
     schema: Any,
     history: list[Any] | None,
-    node: Node | None,
-    keep: Node | None,
+    ids: dict[str, int] | None,
+    conditions: _Conditions,
 ) -> list[Piece]:
-    from lancens_cli.partition.schema_evolution import column_sources
     from lancens_cli.pipeline.read_plan import fragment_bytes
-    from lancens_cli.store.tables import open_table
+    from lancens_cli.service.history.changes import table_version
 
-    dataset = open_table(ns.storage, side.location)
-    target = (side.branch, side.version) if side.branch else side.version
-    dataset = dataset.checkout_version(target)
-    renamed: tuple[tuple[str, str | None], ...] = ()
-    if history is not None:
-        sources = column_sources(dataset.schema, schema, history)
-        renamed = tuple((name, src) for name, src in sources.items() if src != name)
-    condition = filter_for(node, dataset.schema, dict(renamed))
+    dataset = table_version(ns.storage, side.location, side.version, side.branch)
+    renamed = _renamed(dataset, schema, history, ids)
+    condition = filter_for(conditions.data, dataset.schema, dict(renamed))
     if condition is FALSE:
         return []
+    keep = conditions.after(step.paired)
+    needed = columns_of(keep) if keep is not None else set()
     tag = ChangeTag(
         side.kind,
         step.commit_version,
@@ -156,6 +203,7 @@ def _side_pieces(
         step.by_content,
         step.row_ids,
         keep,
+        spark_arrow_schema(pa.schema([f for f in schema if f.name in needed])),
         spark_arrow_schema(schema) if step.paired else None,
     )
     piece = Piece(
@@ -165,7 +213,7 @@ def _side_pieces(
         branch=side.branch,
         fragments=side.fragments,
         rows=side.count,
-        filter=condition,
+        filter=None if step.paired else condition,
         renamed=renamed,
         change=tag,
         take=side.rows,

@@ -7,9 +7,10 @@ added to each batch. The sides of a step read together (`ChangeTag.group`) are c
 on every column: on a table with stable row ids a row id both deleted and inserted is an update
 (`update_preimage`, `update_postimage`), or nothing when its values did not change; in a step
 that moved rows (`by_content`) a deleted row and an inserted row with equal values cancel. Then
-the conditions on the change columns (`ChangeTag.keep`) are applied. Lance (`store.tables`) is
-imported inside `_batches`, where a table is opened: Spark's workers import this module before
-they fork.
+the conditions on the change columns (`ChangeTag.keep`) are applied. A table version is opened
+once per thread (`changes.table_version`);
+it is imported inside `_batches`, where a table is opened: Spark's workers import this module
+before they fork.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lancens_cli.partition.predicate import evaluate
+from lancens_cli.partition.predicate import Node, to_sql
 from lancens_cli.pipeline.slice_reader import BATCH_ROWS, conform_batch
 from lancens_cli.service.history.changes import (
     CHANGE_COLUMNS,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from lancens_cli.service.namespace import Namespace
 
 _ROW_ID = "_rowid"
+_ROW_NUMBER = "__lancens_row"
 
 
 def read_changes(ns: Namespace, pieces: tuple[Piece, ...], target: Any) -> Iterator[Any]:
@@ -50,25 +52,26 @@ def read_changes(ns: Namespace, pieces: tuple[Piece, ...], target: Any) -> Itera
         if tag.group is not None:
             groups[tag.group].append(piece)
             continue
-        data = _data_schema(target)
-        for batch in _batches(ns, piece, data, with_ids=False):
+        data = _data_schema(target, tag.needs)
+        for batch in _batches(ns, piece, data):
             yield from _finished(batch, [tag.kind] * batch.num_rows, tag, target)
     for members in groups.values():
         yield from _read_step(ns, members, target)
 
 
-def _data_schema(target: Any) -> Any:
-    return pa.schema([f for f in target if f.name not in CHANGE_COLUMNS])
+def _data_schema(target: Any, needs: Any) -> Any:
+    """The rows' own columns `target` returns, and those the reader's condition reads."""
+    fields = [f for f in target if f.name not in CHANGE_COLUMNS]
+    held = {f.name for f in fields}
+    return pa.schema([*fields, *(f for f in needs or () if f.name not in held)])
 
 
-def _batches(ns: Namespace, piece: Piece, target: Any, with_ids: bool) -> Iterator[Any]:
-    """The piece's rows in `target`'s columns (and `_rowid` last, `with_ids`)."""
-    from lancens_cli.store.tables import open_table
+def _batches(ns: Namespace, piece: Piece, target: Any) -> Iterator[Any]:
+    """The piece's rows in `target`'s columns, and `_rowid` last (so a batch of no column
+    still has its rows)."""
+    from lancens_cli.service.history.changes import table_version
 
-    dataset = open_table(ns.storage, piece.location)
-    dataset = dataset.checkout_version(
-        (piece.branch, piece.version) if piece.branch else piece.version
-    )
+    dataset = table_version(ns.storage, piece.location, piece.version, piece.branch)
     present = set(dataset.schema.names)
     sources = dict(piece.renamed)
     held = {f.name: sources.get(f.name, f.name) for f in target}
@@ -79,10 +82,10 @@ def _batches(ns: Namespace, piece: Piece, target: Any, with_ids: bool) -> Iterat
             continue
         batch = batch.rename_columns([back.get(n, n) for n in batch.schema.names])
         conformed = conform_batch(batch, target)
-        if with_ids:
-            ids = batch.column(batch.schema.get_field_index(_ROW_ID))
-            conformed = conformed.append_column(_ROW_ID, ids)
-        yield conformed
+        ids = batch.column(batch.schema.get_field_index(_ROW_ID))
+        yield pa.RecordBatch.from_arrays(
+            [*conformed.columns, ids], schema=conformed.schema.append(pa.field(_ROW_ID, ids.type))
+        )
 
 
 def _raw(dataset: Any, piece: Piece, columns: list[str]) -> Iterator[Any]:
@@ -107,27 +110,35 @@ def _raw(dataset: Any, piece: Piece, columns: list[str]) -> Iterator[Any]:
 
 
 def _finished(batch: Any, kinds: list[str], tag: ChangeTag, target: Any) -> Iterator[Any]:
-    """`batch` (data columns) with the change columns, filtered by `tag.keep`, as `target`."""
+    """`batch` (the rows' columns) with the change columns, the rows `tag.keep` holds for,
+    as `target`."""
     rows = batch.num_rows
     extra = {
         CHANGE_TYPE: pa.array(kinds, pa.string()),
         COMMIT_VERSION: pa.array([tag.commit_version] * rows, pa.int64()),
         COMMIT_TIMESTAMP: pa.array([tag.commit_micros] * rows, pa.timestamp("us", tz="UTC")),
     }
-    names = batch.schema.names
-    arrays = [
-        extra[f.name] if f.name in extra else batch.column(names.index(f.name)) for f in target
-    ]
-    result = pa.RecordBatch.from_arrays(arrays, schema=target)
+    names = [n for n in batch.schema.names if n != _ROW_ID]
+    full = pa.RecordBatch.from_arrays(
+        [batch.column(n) for n in names] + list(extra.values()), names=[*names, *extra]
+    )
     if tag.keep is not None:
-        values = {name: result.column(name).to_pylist() for name in extra if name in target.names}
-        mask = [
-            evaluate(tag.keep, {name: values[name][i] for name in values}) is True
-            for i in range(rows)
-        ]
-        result = result.filter(pa.array(mask, pa.bool_()))
-    if result.num_rows:
-        yield result
+        full = full.filter(_holds(full, tag.keep))
+    if full.num_rows:
+        yield pa.RecordBatch.from_arrays([full.column(f.name) for f in target], schema=target)
+
+
+def _holds(batch: Any, node: Node) -> Any:
+    """Which rows of `batch` `node` holds for (not NULL), as DataFusion evaluates it: the
+    engine of the filters Lance applies, so a row is judged as a pushed filter judges it.
+    DataFusion is imported here, where a condition is left to the reader."""
+    from datafusion import SessionContext
+
+    numbered = batch.append_column(_ROW_NUMBER, pa.array(range(batch.num_rows), pa.int64()))
+    context = SessionContext()
+    context.register_record_batches("changes", [[numbered]])
+    kept = context.sql(f"SELECT {_ROW_NUMBER} FROM changes WHERE {to_sql(node)}").to_arrow_table()
+    return pc.is_in(pa.array(range(batch.num_rows), pa.int64()), value_set=kept.column(0))
 
 
 def _read_step(ns: Namespace, pieces: list[Piece], target: Any) -> Iterator[Any]:
@@ -136,7 +147,7 @@ def _read_step(ns: Namespace, pieces: list[Piece], target: Any) -> Iterator[Any]
     whole = tag.whole
     read: dict[str, list[Any]] = {DELETE: [], INSERT: []}
     for piece in pieces:
-        read[piece.change.kind] += list(_batches(ns, piece, whole, with_ids=True))
+        read[piece.change.kind] += list(_batches(ns, piece, whole))
     deleted = _table(read[DELETE], whole)
     inserted = _table(read[INSERT], whole)
     old_kinds, new_kinds = _compared(deleted, inserted, tag)
@@ -217,4 +228,5 @@ def net_effect(batches: Iterator[Any]) -> Iterator[Any]:
             chosen.append(i)
             kinds.append(INSERT if sign > 0 else DELETE)
     rows = data.take(pa.array(chosen, pa.int64()))
-    yield from rows.append_column(CHANGE_TYPE, pa.array(kinds, pa.string())).to_batches()
+    kind = pa.field(CHANGE_TYPE, pa.string(), nullable=False)  # as the feed's schema has it
+    yield from rows.append_column(kind, pa.array(kinds, pa.string())).to_batches()

@@ -17,6 +17,7 @@ them.
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -178,9 +179,13 @@ def write_parquet(batches: Iterator[Any], schema: Any, target: str) -> ScanWritt
         raise InvalidInputError(f"--to {target}: {exc.strerror}") from None
     name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
     hidden = os.path.join(target, f".{name}.tmp")
-    with pq.ParquetWriter(hidden, schema, compression="snappy") as writer:
-        for batch in batches:
-            writer.write_batch(batch)
+    try:
+        with pq.ParquetWriter(hidden, schema, compression="snappy") as writer:
+            for batch in batches:
+                writer.write_batch(batch)
+    except BaseException:  # a failed or interrupted write leaves nothing a rerun trips on
+        shutil.rmtree(target, ignore_errors=True)
+        raise
     os.replace(hidden, os.path.join(target, name))
     open(os.path.join(target, "_SUCCESS"), "wb").close()
     return ScanWritten(target, "parquet", list(schema.names))

@@ -15,12 +15,14 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 
+import duckdb
 import lance
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute
 import pyarrow.parquet as pq
 import pytest
 from data import events
-from helpers import SPEC1, Root, cli, ok, tree_snapshot
+from helpers import SPEC1, Root, cli, copied_root, ok, tree_snapshot
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from test_incremental import (
@@ -314,3 +316,120 @@ def test_a_users_pyspark_job_reads_the_change_feed_and_the_cli_nets_it_on_spark(
     got = sorted((row[0], row[-1]) for row in net["rows"])
     want = [(k[0], "insert") for k in expected[0]] + [(k[0], "delete") for k in expected[1]]
     assert got == sorted(want)
+
+
+@pytest.fixture(scope="module")
+def small_root(tmp_path_factory):
+    """Spec on g; ten rows written, three deleted, one updated, a merge of one row changed and
+    one new: `__manifest` versions 3 to 6, and the feed from 0 in DuckDB's hands."""
+    folder = tmp_path_factory.mktemp("small")
+    rows = pa.table(
+        {
+            "id": pa.array(range(10), pa.int64()),
+            "g": ["a" if i % 2 == 0 else "b" for i in range(10)],
+            "v": pa.array([float(i) for i in range(10)]),
+        }
+    )
+    pq.write_table(rows.schema.empty_table(), folder / "schema.parquet")
+    pq.write_table(rows, folder / "rows.parquet")
+    merged = pa.table({"id": pa.array([5, 20], pa.int64()), "g": ["b", "b"], "v": [50.0, 200.0]})
+    pq.write_table(merged, folder / "merge.parquet")
+    (folder / "root").mkdir()
+    root = Root(str(folder / "root"), {}, folder / "root")
+    ok(root, "add-partition-spec", "--schema", str(folder / "schema.parquet"), "--field", "g")
+    ok(root, "write", "--from", str(folder / "rows.parquet"))
+    ok(root, "delete", "--where", "id < 3", "--yes")
+    ok(root, "update", "--set", "v = v + 1", "--where", "id = 4", "--yes")
+    ok(root, "merge", "--from", str(folder / "merge.parquet"), "--on", "id")
+    everything = ok(root, "--json", "scan", "--changes", "--since-version", "0").json()
+    con = duckdb.connect()
+    con.register("feed", pa.Table.from_pylist(
+        [dict(zip(everything["columns"], r, strict=True)) for r in everything["rows"]]
+    ))  # fmt: skip
+    return root, con
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "_change_type = 'delete' OR id > 5",
+        "NOT (_change_type = 'insert' AND g = 'a')",
+        "_commit_version = 4",
+        "_change_type = 'delete'",
+        "v > 4 AND _commit_version >= 5",
+    ],
+)
+@pytest.mark.parametrize("columns", [None, "id", "_change_type", "_commit_version,id"])
+def test_conditions_and_columns_of_the_feed_select_what_duckdb_selects(small_root, where, columns):
+    """A condition on the change columns, alone or mixed with the rows' own, with any columns
+    returned (or only change columns), and counted."""
+    root, con = small_root
+    shown = columns or "id, g, v, _change_type, _commit_version, _commit_timestamp"
+    want = con.execute(f"SELECT {shown} FROM feed WHERE {where}").fetchall()
+    args = ["scan", "--changes", "--since-version", "0", "--where", where]
+    args += ["--columns", columns] if columns else []
+    got = ok(root, "--json", *args).json()["rows"]
+    plain = [tuple(v.isoformat() if hasattr(v, "isoformat") else v for v in r) for r in want]
+    assert sorted(map(tuple, got), key=repr) == sorted(plain, key=repr)
+    assert ok(root, *args, "--count").stdout.strip() == str(len(want))
+
+
+def test_net_changes_are_written_as_files(small_root, tmp_path):
+    root, con = small_root
+    ok(root, "scan", "--changes", "--since-version", "3", "--net", "--to", str(tmp_path / "net"))
+    written = pq.read_table(tmp_path / "net")
+    assert written.column_names == ["id", "g", "v", "_change_type"]
+    deleted = written.filter(pa.compute.equal(written.column("_change_type"), "delete"))
+    assert sorted(deleted.column("id").to_pylist()) == [0, 1, 2, 4, 5]
+
+
+def test_one_table_read_alone_follows_its_renamed_columns(tmp_path):
+    """Lance keeps a column's field id when it is renamed: the versions before are read
+    through it, not by name."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())])
+    folder = tmp_path / "root"
+    folder.mkdir()
+    path = str(folder / "t.lance")
+    dataset = lance.write_dataset(pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]},
+                                           schema=schema), path)  # fmt: skip
+    dataset.delete("id = 1")
+    dataset.alter_columns({"path": "name", "name": "label"})
+    dataset.delete("id = 2")
+    lance.dataset(path).alter_columns({"path": "id", "name": "key"})
+    root = Root(str(folder), {}, folder)
+    shown = ok(root, "--json", "scan", "t", "--changes", "--since-version", "0").json()
+    assert shown["columns"][:2] == ["key", "label"]
+    got = sorted((r[2], r[0], r[1]) for r in shown["rows"])
+    assert got == [("delete", 1, "a"), ("delete", 2, "b"),
+                   ("insert", 1, "a"), ("insert", 2, "b"), ("insert", 3, "c")]  # fmt: skip
+
+
+def test_a_partition_table_on_a_branch_is_read_from_before_its_fork(small_root, tmp_path):
+    root, _ = small_root
+    copy = copied_root(root, tmp_path / "copy")
+    pq.write_table(pa.table({"id": pa.array([30], pa.int64()), "g": ["a"], "v": [3.0]}),
+                   tmp_path / "more.parquet")  # fmt: skip
+    ok(copy, "write", "--from", str(tmp_path / "more.parquet"), "--branch", "dev")
+    listed = ok(copy, "--json", "partitions").json()["partitions"]
+    (table,) = [p["table"] for p in listed if p.get("read_branch") == "dev"]
+    shown = ok(copy, "--json", "scan", table, "--changes", "--since-version", "0").json()
+    rows = [dict(zip(shown["columns"], r, strict=True)) for r in shown["rows"]]
+    balance = Counter()
+    for r in rows:
+        balance[r["id"]] += 1 if r["_change_type"] in ADDED else -1
+    live = ok(copy, "--json", "scan", table).json()["rows"]
+    assert sorted(k for k, n in balance.items() for _ in range(n)) == sorted(r[0] for r in live)
+
+
+def test_a_condition_on_the_rows_keeps_an_updates_image_named_as_such(tmp_path):
+    folder = tmp_path / "root"
+    folder.mkdir()
+    table = pa.table({"id": pa.array(range(8), pa.int64()), "name": [f"n{i}" for i in range(8)]})
+    dataset = lance.write_dataset(
+        table, str(folder / "t.lance"), enable_stable_row_ids=True, max_rows_per_file=4
+    )
+    dataset.update({"name": "'renamed'"}, where="id IN (1, 6)")
+    root = Root(str(folder), {}, folder)
+    args = ("--json", "scan", "t", "--changes", "--since-version", "1")
+    only = ok(root, *args, "--where", "name = 'n1'").json()["rows"]
+    assert [(r[0], r[2]) for r in only] == [(1, "update_preimage")]

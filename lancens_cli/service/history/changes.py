@@ -29,6 +29,8 @@ reader (`store.version_pick`) is imported inside the functions that use it, as i
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -58,6 +60,7 @@ CHANGE_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
 # operations that move rows without changing any (their table versions need no comparing)
 _MOVES = frozenset(("Rewrite", "CreateIndex", "UpdateConfig", "ReserveFragments"))
 _READ_ERRORS = (OSError, ValueError, RuntimeError)
+_OPENERS = 8  # tables compared at once
 
 
 @dataclass(frozen=True)
@@ -103,30 +106,27 @@ def namespace_changes(ns: Namespace, start: int, end: int) -> list[Step]:
     if layout is None:
         raise InvalidInputError("the root is not a partitioned namespace")
     before = _tables_at(latest, start, layout.specs, times, start, end) if start else {}
-    steps: list[Step] = []
+    asked: list[tuple[int, str, dict[str, Any] | None, dict[str, Any] | None]] = []
     for version in range(start + 1, end + 1):
         after = _tables_at(latest, version, layout.specs, times, start, end)
         for object_id in sorted(set(before) | set(after)):
             old, new = before.get(object_id), after.get(object_id)
-            if old is not None and new is not None and _alike(old, new):
-                continue
-            name = dotted(object_id)
-            step = _step(ns.storage, old, new, f"partition table {name}")
-            if step is not None:
-                sides, by_content, row_ids = step
-                steps.append(
-                    Step(
-                        name,
-                        f"{version}/{object_id}",
-                        version,
-                        times[version],
-                        sides,
-                        by_content,
-                        row_ids,
-                    )
-                )
+            if old is None or new is None or not _alike(old, new):
+                asked.append((version, object_id, old, new))
         before = after
-    return steps
+
+    def one(item: tuple[int, str, dict[str, Any] | None, dict[str, Any] | None]) -> Step | None:
+        version, object_id, old, new = item
+        name = dotted(object_id)
+        step = _step(ns.storage, old, new, f"partition table {name}")
+        if step is None:
+            return None
+        sides, by_content, row_ids = step
+        key = f"{version}/{object_id}"
+        return Step(name, key, version, times[version], sides, by_content, row_ids)
+
+    with ThreadPoolExecutor(max_workers=_OPENERS) as pool:  # Lance releases the GIL
+        return [step for step in pool.map(one, asked) if step is not None]
 
 
 def table_changes(
@@ -138,6 +138,14 @@ def table_changes(
 
     end = int(dataset.version)
     times = dict(version_history(dataset))
+    on_main: set[int] = set()
+    if branch is not None:  # a branch's versions before it forked are main's
+        forked = min(times, default=end + 1)
+        from lancens_cli.store.tables import open_table
+
+        main = dict(version_history(open_table(storage, location)))
+        on_main = {v for v in main if v < forked}
+        times = {**{v: main[v] for v in on_main}, **times}
     first = start if start is not None else 0
     steps = []
     for version in range(first + 1, end + 1):
@@ -146,8 +154,9 @@ def table_changes(
                 f"{what}: version {version} was pruned, so what it changed cannot be told; "
                 "read changes from a later version"
             )
-        old = _line_row(location, version - 1, branch) if version > 1 else None
-        new = _line_row(location, version, branch)
+        before = None if version - 1 in on_main else branch
+        old = _line_row(location, version - 1, before) if version > 1 else None
+        new = _line_row(location, version, None if version in on_main else branch)
         step = _step(storage, old, new, what)
         if step is not None:
             sides, by_content, row_ids = step
@@ -194,14 +203,53 @@ def _alike(old: dict[str, Any], new: dict[str, Any]) -> bool:
 
 def _opened(storage: Storage, row: dict[str, Any], what: str) -> tuple[Any, str | None]:
     ref = PublishedRef.of(row)
+    exact = ref.version is not None and ref.tag is None
     try:
-        dataset = open_published(storage, row)
+        if exact:
+            assert ref.version is not None
+            dataset = table_version(storage, row["location"], ref.version, ref.branch)
+        else:
+            dataset = open_published(storage, row)
     except Exception:  # noqa: BLE001 - any failure to open a version means it cannot be read
         raise TableVersionNotFoundError(
             f"{what}: its {ref.words()} cannot be read (pruned?), so what changed there "
             "cannot be told; read changes from a later version"
         ) from None
-    return dataset, ref.branch_in(dataset)
+    branch = ref.branch_in(dataset)
+    if not exact:  # the planner and the reader open it again by its number
+        _opened_here()[(storage.uri(row["location"]), int(dataset.version), branch)] = dataset
+    return dataset, branch
+
+
+_THREAD = threading.local()
+_KEPT = 1024
+
+
+def _opened_here() -> dict[tuple[str, int, str | None], Any]:
+    """The table versions this thread opened: a pylance dataset must not be used by two
+    threads at once ("Already mutably borrowed"), so each thread keeps its own."""
+    if not hasattr(_THREAD, "versions"):
+        _THREAD.versions = {}
+    return _THREAD.versions
+
+
+def table_version(storage: Storage, location: str, version: int, branch: str | None) -> Any:
+    """A table at one exact version of a line, opened once per thread: a version never
+    changes, and the change feed opens the same ones while planning and reading."""
+    from lancens_cli.store.tables import open_table
+
+    kept = _opened_here()
+    key = (storage.uri(location), version, branch)
+    found = kept.get(key)
+    if found is None:
+        if branch is None:
+            found = open_table(storage, location, version=version)
+        else:
+            found = open_table(storage, location).checkout_version((branch, version))
+        if len(kept) >= _KEPT:
+            kept.clear()
+        kept[key] = found
+    return found
 
 
 def _step(
@@ -301,7 +349,8 @@ def _compared(
 
 def _key(fragment: Any) -> tuple[int, tuple[str, ...]]:
     """A fragment's identity: its id and data files (a fragment rewritten in place is another)."""
-    return int(fragment.fragment_id), tuple(f.path for f in fragment.metadata.files)
+    files = fragment.metadata.files  # `_path`: pylance makes a class each time `path` is read
+    return int(fragment.fragment_id), tuple(getattr(f, "_path", None) or f.path for f in files)
 
 
 def _deletion_key(metadata: Any) -> tuple[Any, ...] | None:
@@ -314,15 +363,26 @@ def _deletion_key(metadata: Any) -> tuple[Any, ...] | None:
 def _row_diff(was: Any, is_now: Any, row_ids: bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The rows of one fragment live before and not after, and after and not before: addresses
     (row ids on a table with stable row ids), from the deletion files only."""
+    import pyarrow.compute as pc
+
     before = _live_rows(was, row_ids)
     after = _live_rows(is_now, row_ids)
-    return tuple(sorted(before - after)), tuple(sorted(after - before))
+    lost = before.filter(pc.invert(pc.is_in(before, value_set=after)))
+    gained = after.filter(pc.invert(pc.is_in(after, value_set=before)))
+    return tuple(lost.to_pylist()), tuple(gained.to_pylist())
 
 
-def _live_rows(fragment: Any, row_ids: bool) -> set[int]:
+def _live_rows(fragment: Any, row_ids: bool) -> Any:
+    """The live rows of a fragment, as an Arrow array of addresses (or row ids): without a
+    deletion file every row of its data files, else as Lance's scan of no column gives them."""
+    import numpy as np
+    import pyarrow as pa
+
+    metadata = fragment.metadata
+    if metadata.deletion_file is None and not row_ids:
+        first = int(fragment.fragment_id) << 32
+        return pa.array(np.arange(first, first + (metadata.physical_rows or 0), dtype=np.uint64))
     scanner = fragment.scanner(columns=[], with_row_address=not row_ids, with_row_id=row_ids)
     column = "_rowid" if row_ids else "_rowaddr"
-    found: set[int] = set()
-    for batch in scanner.to_batches():
-        found.update(batch.column(batch.schema.get_field_index(column)).to_pylist())
-    return found
+    found = [batch.column(column) for batch in scanner.to_batches()]
+    return pa.concat_arrays(found) if found else pa.array([], pa.uint64())
