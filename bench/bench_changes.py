@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """`lancens scan --changes` at 1% changed against a full read of both versions.
 
-    python bench/bench_changes.py [--rows 10000000] [--partitions 100] [--runs 3] [--workdir DIR]
+    python bench/bench_changes.py [--rows 10000000] [--partitions 100] [--dim 8] [--runs 3]
+                                  [--workdir DIR]
 
 The namespace of `bench_delete.py` (untimed): --rows rows partitioned by
-`bucket(--partitions, customer_id)`. Then, untimed, 1% of it changes: 5 customers are deleted
-(0.5% of the rows) and 0.5% new rows are written, two `__manifest` commits after version A.
+`bucket(--partitions, customer_id)`, with an embedding of --dim floats a row (8: narrow rows;
+768, as a text model gives, shows where the feed's cost, set by the rows that changed, parts
+from a full read's, set by every row's bytes). Then, untimed, 1% of it changes: 5 customers
+are deleted (0.5% of the rows) and 0.5% new rows are written, two `__manifest` commits after
+version A.
 Both sides are timed as whole processes, and the feed's own time (stderr's `scan: wrote ... in`,
 what a warm session pays: no Python start, no imports) is shown too; then both again in one
 Python session, imports done (c: the feed planned and read into Arrow, as `scan`'s in-process
@@ -134,16 +138,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--partitions", type=int, default=100)
+    parser.add_argument("--dim", type=int, default=8)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lancens-bench-changes-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    root = workdir / f"changes-{args.rows}-{args.partitions}"
+    root = workdir / f"changes-{args.rows}-{args.partitions}-{args.dim}"
     print(f"# bench_changes: {versions()}")
     if not (root / "__manifest").exists():
         print(f"# building {args.rows:,} rows in {args.partitions} partitions under {root}")
-        build(root, args.rows, args.partitions, workdir)
+        build(root, args.rows, args.partitions, workdir, args.dim)
         changed(root, args.rows, workdir)
     start, deleted, inserted = _what_changed(root)
     out = workdir / "feed"

@@ -52,7 +52,8 @@ print(deleted)
 """
 
 
-def build(root: Path, rows: int, partitions: int, workdir: Path) -> None:
+def build(root: Path, rows: int, partitions: int, workdir: Path, dim: int = 8) -> None:
+    """The namespace of `rows` rows (an embedding of `dim` floats each), one write a chunk."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -65,7 +66,7 @@ def build(root: Path, rows: int, partitions: int, workdir: Path) -> None:
             ("customer_id", pa.int64()),
             ("day", pa.date32()),
             ("amount", pa.float64()),
-            ("emb", pa.list_(pa.float32(), 8)),
+            ("emb", pa.list_(pa.float32(), dim)),
         ]
     )
     pq.write_table(schema.empty_table(), workdir / "schema.parquet")
@@ -79,7 +80,7 @@ def build(root: Path, rows: int, partitions: int, workdir: Path) -> None:
     )  # fmt: skip
     for start in range(0, rows, chunk):
         n = min(chunk, rows - start)
-        vectors = rng.random(n * 8, dtype=np.float32)
+        vectors = rng.random(n * dim, dtype=np.float32)
         table = pa.table(
             {
                 "id": np.arange(start, start + n, dtype=np.int64),
@@ -88,7 +89,7 @@ def build(root: Path, rows: int, partitions: int, workdir: Path) -> None:
                     pa.date32()
                 ),
                 "amount": rng.random(n) * 100,
-                "emb": pa.FixedSizeListArray.from_arrays(pa.array(vectors), 8),
+                "emb": pa.FixedSizeListArray.from_arrays(pa.array(vectors), dim),
             },
             schema=schema,
         )
