@@ -475,7 +475,9 @@ def explain(df: DataFrame, request: ScanRequest, condition: Condition | None) ->
 
 
 def partition_total(request: ScanRequest) -> int | None:
-    if request.identifier is not None:
+    """The partition tables the namespace publishes, for `--explain`'s "N of M" (None: a
+    table, or a change feed, whose table versions are of many `__manifest` versions)."""
+    if request.identifier is not None or request.changes:
         return None
     from lancens_cli.service.partitioned.partitions import select_partitions
 
