@@ -193,3 +193,61 @@ def test_deleting_what_the_source_lacks_is_asked_for_and_checked_first(template,
                         "--dry-run").stdout)  # fmt: skip
     assert dry["rows_deleted"] == existing.num_rows - 3
     assert tree_snapshot(copy.local_path) == before
+
+
+@pytest.mark.slow
+def test_a_killed_merge_publishes_all_or_nothing_and_a_rerun_completes_it(tmp_path):
+    """A merge that replaces, moves, inserts and deletes what the source lacks, killed at
+    random moments: a reader sees the rows before or the rows after, never a mix; a rerun
+    finishes; the change feed of the rerun's version adds up to the difference."""
+    import random
+    import signal
+    import time
+
+    from data import events, partitioned_root
+    from helpers import json_cli_process
+
+    (tmp_path / "t").mkdir()
+    first = events(3000, seed=1)
+    root = partitioned_root(tmp_path / "t", first.schema, "bucket(32, id)", "country")
+    pq.write_table(first, tmp_path / "first.parquet")
+    ok(root, "write", "--from", str(tmp_path / "first.parquet"))
+    listed = first.to_pylist()
+    changed = [{**r, "country": "JP"} for r in listed[::5]]  # moved to another partition
+    fresh = events(50, seed=2, start=100_000).to_pylist()
+    pq.write_table(pa.Table.from_pylist(changed + fresh, schema=first.schema),
+                   tmp_path / "source.parquet")  # fmt: skip
+    merge = ("merge", "--from", str(tmp_path / "source.parquet"), "--on", "id",
+             "--delete-not-matched-by-source", "--where", "customer_id < 100", "--yes")  # fmt: skip
+    source_ids = {r["id"] for r in changed + fresh}
+    old = {r["id"]: r["country"] for r in listed}
+    new = {i: c for i, c in old.items() if i in source_ids or not _customer_below(listed, i)}
+    new.update({r["id"]: r["country"] for r in changed + fresh})
+    started = time.monotonic()
+    json_cli_process(copied_root(root, tmp_path / "timed"), *merge).communicate(timeout=300)
+    runtime = time.monotonic() - started
+    rng = random.Random(5)
+    for trial in range(5):
+        copy = copied_root(root, tmp_path / f"trial{trial}")
+        proc = json_cli_process(copy, *merge)
+        time.sleep(rng.uniform(0.3, 1.05) * runtime)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        seen = published_rows(copy).to_pylist()
+        assert len(seen) == len({r["id"] for r in seen}), trial  # each row once
+        assert {r["id"]: r["country"] for r in seen} in (old, new), trial  # all or nothing
+        before = int(manifest(copy).version)
+        ok(copy, *merge)
+        assert {r["id"]: r["country"] for r in published_rows(copy).to_pylist()} == new
+        feed = json.loads(ok(copy, "--json", "scan", "--changes", "--net", "--since-version",
+                             str(before), "--columns", "id,_change_type").stdout)  # fmt: skip
+        added = {r[0] for r in feed["rows"] if r[1] == "insert"}
+        removed = {r[0] for r in feed["rows"] if r[1] == "delete"}
+        if {r["id"]: r["country"] for r in seen} == old:  # the rerun made the whole change
+            assert removed - added == set(old) - set(new), trial
+            assert added - removed == set(new) - set(old), trial
+
+
+def _customer_below(rows: list[dict], row_id: int) -> bool:
+    return next(r["customer_id"] for r in rows if r["id"] == row_id) < 100
