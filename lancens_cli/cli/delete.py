@@ -60,7 +60,7 @@ def delete(
 
 
 def _delete_from_table(table: str, where: str, dry_run: bool, yes: bool) -> None:
-    from lancens_cli.service.catalog.table_delete import check_table_delete, delete_from_table
+    from lancens_cli.service.catalog.table_rows.delete import check_table_delete, delete_from_table
 
     ns, ident = session().namespace, session().ident(table)
     if not dry_run:  # bad input is said before the question

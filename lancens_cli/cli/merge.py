@@ -17,45 +17,52 @@ from lancens_cli.cli.progress import progress_bar
 from lancens_cli.cli.session import session
 from lancens_cli.cli.views import summary_of
 
+MergeTarget = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="[ID]",
+        help="One table to merge into (default: the partitioned namespace at the root).",
+    ),
+]
+MergeOn = Annotated[
+    list[str],
+    typer.Option("--on", help="The key column(s) rows are matched by (repeat, or a,b)."),
+]
+WhenMatched = Annotated[
+    str,
+    typer.Option("--when-matched", help="update (the source row replaces it) or ignore."),
+]
+WhenNotMatched = Annotated[
+    str,
+    typer.Option("--when-not-matched", help="insert (the source row is added) or ignore."),
+]
+DeleteUnmatched = Annotated[
+    bool,
+    typer.Option(
+        "--delete-not-matched-by-source",
+        help="Also delete the rows whose key the source lacks (among those --where holds "
+        "for; without it, every row): the namespace then mirrors the source there.",
+    ),
+]
+UnmatchedWhere = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--where",
+        help="With --delete-not-matched-by-source: the rows it may delete, as `delete "
+        "--where` reads a condition. Give it once.",
+    ),
+]
+
 
 def merge(
-    table: Annotated[
-        str | None,
-        typer.Argument(
-            metavar="[ID]",
-            help="One table to merge into (default: the partitioned namespace at the root).",
-        ),
-    ] = None,
+    table: MergeTarget = None,
     source: SourceFile = ...,  # type: ignore[assignment]
     fmt: SourceFormat = None,
-    on: Annotated[
-        list[str],
-        typer.Option("--on", help="The key column(s) rows are matched by (repeat, or a,b)."),
-    ] = ...,  # type: ignore[assignment]
-    when_matched: Annotated[
-        str,
-        typer.Option("--when-matched", help="update (the source row replaces it) or ignore."),
-    ] = "update",
-    when_not_matched: Annotated[
-        str,
-        typer.Option("--when-not-matched", help="insert (the source row is added) or ignore."),
-    ] = "insert",
-    delete_unmatched: Annotated[
-        bool,
-        typer.Option(
-            "--delete-not-matched-by-source",
-            help="Also delete the rows whose key the source lacks (among those --where holds "
-            "for; without it, every row): the namespace then mirrors the source there.",
-        ),
-    ] = False,
-    where: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--where",
-            help="With --delete-not-matched-by-source: the rows it may delete, as `delete "
-            "--where` reads a condition. Give it once.",
-        ),
-    ] = None,
+    on: MergeOn = ...,  # type: ignore[assignment]
+    when_matched: WhenMatched = "update",
+    when_not_matched: WhenNotMatched = "insert",
+    delete_unmatched: DeleteUnmatched = False,
+    where: UnmatchedWhere = None,
     dry_run: DryRun = False,
     yes: Yes = False,
 ) -> None:
@@ -116,8 +123,8 @@ def _merge_into_table(
     dry_run: bool,
     yes: bool,
 ) -> None:
-    from lancens_cli.service.catalog.table_delete import changed_table
-    from lancens_cli.service.catalog.table_merge import merge_into_table
+    from lancens_cli.service.catalog.table_rows.delete import changed_table
+    from lancens_cli.service.catalog.table_rows.merge import merge_into_table
 
     ns, ident, delimiter = session().namespace, session().ident(table), session().delimiter
     if unmatched is not None and not dry_run:  # bad input is said before the question

@@ -65,7 +65,7 @@ def update(
 
 
 def _update_table(table: str, sets: list[str], where: str, dry_run: bool, yes: bool) -> None:
-    from lancens_cli.service.catalog.table_update import check_table_update, update_table
+    from lancens_cli.service.catalog.table_rows.update import check_table_update, update_table
 
     ns, ident, delimiter = session().namespace, session().ident(table), session().delimiter
     if not dry_run:  # bad input is said before the question

@@ -23,7 +23,7 @@ import pyarrow as pa
 from lancens_cli.errors import InvalidInputError
 from lancens_cli.partition.predicate import FALSE, And, Node, columns_of, flatten
 from lancens_cli.partition.table_filter import filter_for
-from lancens_cli.pipeline.read_plan import ROWS_PER_SLICE, Piece, schema_history
+from lancens_cli.pipeline.pieces import ROWS_PER_SLICE, Piece, fragment_bytes, schema_history
 from lancens_cli.pipeline.slice_reader import spark_arrow_schema
 from lancens_cli.service.history.changes import (
     CHANGE_COLUMNS,
@@ -185,7 +185,6 @@ def _side_pieces(
     ids: dict[str, int] | None,
     conditions: _Conditions,
 ) -> list[Piece]:
-    from lancens_cli.pipeline.read_plan import fragment_bytes
     from lancens_cli.service.history.changes import table_version
 
     dataset = table_version(ns.storage, side.location, side.version, side.branch)

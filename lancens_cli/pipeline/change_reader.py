@@ -37,7 +37,7 @@ from lancens_cli.service.history.changes import (
 
 if TYPE_CHECKING:
     from lancens_cli.pipeline.change_plan import ChangeTag
-    from lancens_cli.pipeline.read_plan import Piece
+    from lancens_cli.pipeline.pieces import Piece
     from lancens_cli.service.namespace import Namespace
 
 _ROW_ID = "_rowid"

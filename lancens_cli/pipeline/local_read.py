@@ -4,7 +4,7 @@ A read qualifies when nothing of `--where` is left for Spark to evaluate (every 
 partitions or filters in Lance) and the data files the plan reads are small: at most
 `--local-max-bytes` (64 MiB by default) as the manifests record them. It is planned as
 the data source's driver plans it (`read_plan.plan_pieces`, the same slices in the same order)
-and each piece is read with the code Spark's tasks run (`slice_reader.read_slice`), in the Arrow
+and each piece is read with the code Spark's tasks run (`slices.read_slice`), in the Arrow
 schema Spark's tasks hand over (`spark_arrow_schema`), so the rows, their order and their printed
 form (`row_values.py`) are the ones Spark gives. `--to` writes Parquet files here too (to a local
 directory, as Spark lays one out); CSV and JSON text and object-store targets stay Spark's.
@@ -49,7 +49,8 @@ from lancens_cli.pipeline.scan import (
     schema_subset,
     tables_read,
 )
-from lancens_cli.pipeline.slice_reader import read_slice, spark_arrow_schema
+from lancens_cli.pipeline.slice_reader import spark_arrow_schema
+from lancens_cli.pipeline.slices import read_slice
 from lancens_cli.words import human_bytes
 
 LOCAL_ENGINE = "local"

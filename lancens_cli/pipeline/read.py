@@ -28,7 +28,7 @@ from lancens_cli.pipeline.read_plan import (
     plan_pieces,
     slice_groups,
 )
-from lancens_cli.pipeline.slice_reader import read_slice
+from lancens_cli.pipeline.slices import read_slice
 from lancens_cli.pipeline.source_options import SourceOptions
 from lancens_cli.pipeline.task_failures import marked, marked_iter
 

@@ -28,6 +28,13 @@ from lancens_cli.partition.predicate import (
 )
 from lancens_cli.partition.spark_conditions import split_condition
 from lancens_cli.partition.table_filter import filter_for
+from lancens_cli.pipeline.pieces import (
+    ROWS_PER_SLICE,
+    Piece,
+    fragment_bytes,
+    planned_bytes,
+    schema_history,
+)
 from lancens_cli.pipeline.source_options import SourceOptions
 from lancens_cli.store.containment import directory_location_problem
 
@@ -36,7 +43,6 @@ if TYPE_CHECKING:
     from lancens_cli.service.history.incremental import SinceNames
     from lancens_cli.service.namespace import Namespace
 
-ROWS_PER_SLICE = 1 << 20  # rows one Spark task reads, fragments grouped up to this
 _OPENERS = 8  # tables opened at once while planning (Lance releases the GIL)
 
 
@@ -124,32 +130,6 @@ def option_nodes(opts: SourceOptions, schema: Any) -> list[Any]:
     if parsed:
         nodes += decode(parsed, schema)
     return nodes
-
-
-@dataclass(frozen=True)
-class Piece:
-    """Some fragments of one table at one exact version, and the Lance filter to apply."""
-
-    table: str
-    location: str
-    version: int
-    branch: str | None
-    fragments: tuple[int, ...]
-    rows: int
-    filter: Node | None  # the condition the table's rows must meet (parsed once, not again)
-    spec_version: int | None = None
-    # source columns whose table column has another name (an earlier schema generation);
-    # None: the table lacks the column, it reads as NULL
-    renamed: tuple[tuple[str, str | None], ...] = ()
-    # an incremental read: only rows [offset, offset + count) of the one fragment are new
-    window: tuple[int, int] | None = None
-    # the bytes of data files the piece reads (a window: its share), as the manifest records
-    # them; None when a data file's size is not recorded (files written by old Lance versions)
-    bytes: int | None = 0
-    # the change feed: what the rows are (pipeline/change_plan.py), and which rows of the
-    # fragment they are (addresses, or row ids on a table with stable row ids; None: all live)
-    change: Any = None
-    take: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -332,14 +312,6 @@ def _new_rows(
     return table_new_rows(ns.storage, target.location, dataset, branch, target.since, what)
 
 
-def schema_history(ns: Namespace) -> list[Any]:
-    """Earlier namespace schemas: how a partition table not yet evolved is read through it."""
-    from lancens_cli.partition.schema_evolution import history_from_metadata
-
-    dataset = ns.manifest.open_dataset()
-    return history_from_metadata(dict(dataset.metadata or {})) if dataset is not None else []
-
-
 def _pieces(
     ns: Namespace,
     target: _Target,
@@ -388,26 +360,6 @@ def _pieces(
             one = (int(fragment.fragment_id),)
             pieces.append(replace(piece, fragments=one, rows=rows, bytes=fragment_bytes(fragment)))
     return pieces
-
-
-def fragment_bytes(fragment: Any, rows: int | None = None) -> int | None:
-    """The bytes of a fragment's data files, or the share of them `rows` of its physical rows
-    hold; None when the manifest does not record a file's size."""
-    metadata = fragment.metadata
-    sizes = [f.file_size_bytes for f in metadata.files]
-    if any(size is None for size in sizes):
-        return None
-    total = sum(sizes)
-    physical = metadata.physical_rows or 0
-    if rows is None or not physical:
-        return total
-    return total * rows // physical
-
-
-def planned_bytes(pieces: list[Piece]) -> int | None:
-    """The bytes a read of `pieces` reads at most (None: not known from the manifests)."""
-    sizes = [piece.bytes for piece in pieces]
-    return None if any(size is None for size in sizes) else sum(s or 0 for s in sizes)
 
 
 def slice_groups(pieces: list[Piece]) -> list[tuple[Piece, ...]]:

@@ -20,23 +20,10 @@ import pyarrow.types as t
 from lancens_cli.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from lancens_cli.pipeline.read_plan import Piece
+    from lancens_cli.pipeline.pieces import Piece
     from lancens_cli.service.namespace import Namespace
 
 BATCH_ROWS = 64 * 1024
-
-
-def read_slice(ns: Namespace, pieces: tuple[Piece, ...], target: Any) -> Iterator[Any]:
-    """The rows of one slice's pieces, as batches in exactly `target`'s schema; a change
-    feed's with their change columns (`change_reader`, imported where it is read: it needs
-    Lance)."""
-    if any(piece.change is not None for piece in pieces):
-        from lancens_cli.pipeline.change_reader import read_changes
-
-        yield from read_changes(ns, pieces, target)
-        return
-    for piece in pieces:
-        yield from read_piece(ns, piece, target)
 
 
 def read_piece(ns: Namespace, piece: Piece, target: Any) -> Iterator[Any]:

@@ -125,7 +125,7 @@ def test_a_merge_into_one_table_leaves_what_the_model_says(plain_table, tmp_path
 def test_a_writer_committing_first_is_updated_too(plain_table, tmp_path, monkeypatch):
     """The update is a compare-and-swap on the version it read: a writer that commits first
     makes it read again, so the writer's matching rows get their new values too."""
-    from lancens_cli.service.catalog import table_update
+    from lancens_cli.service.catalog.table_rows import update as table_update
 
     root, rows, _ = plain_table
     copy = copied_root(root, tmp_path / "copy")

@@ -180,7 +180,7 @@ def _partition_delete_summary(r: Any) -> str:
     )
 
 
-@summary("lancens_cli.service.catalog.table_delete.TableDelete")
+@summary("lancens_cli.service.catalog.table_rows.delete.TableDelete")
 def _table_delete_summary(r: Any) -> str:
     rows = plural(r.rows, "row")
     if r.dry_run:
@@ -190,7 +190,7 @@ def _table_delete_summary(r: Any) -> str:
     return f"deleted {rows} from {r.table}, now at version {r.version}"
 
 
-@summary("lancens_cli.service.catalog.table_update.TableUpdate")
+@summary("lancens_cli.service.catalog.table_rows.update.TableUpdate")
 def _table_update_summary(r: Any) -> str:
     rows = plural(r.rows, "row")
     if r.dry_run:
@@ -200,7 +200,7 @@ def _table_update_summary(r: Any) -> str:
     return f"updated {rows} of {r.table}, now at version {r.version}"
 
 
-@summary("lancens_cli.service.catalog.table_merge.TableMerge")
+@summary("lancens_cli.service.catalog.table_rows.merge.TableMerge")
 def _table_merge_summary(r: Any) -> str:
     what = (
         f"{plural(r.source_rows, 'source row')}: {r.matched} matched, {r.updated} updated, "

@@ -31,7 +31,11 @@ from lancens_cli.partition.predicate import FALSE, And, InList, IsNull, Node, Or
 from lancens_cli.partition.schema_evolution import column_sources, history_from_metadata
 from lancens_cli.partition.table_filter import filter_for
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioned.delete import delete_touch, run_in_parallel
+from lancens_cli.service.partitioned.delete import (
+    delete_condition,
+    delete_touch,
+    run_in_parallel,
+)
 from lancens_cli.service.partitioned.input_rows import conform, lacking_columns
 from lancens_cli.service.partitioned.partitions import PartitionMatch, select_partitions
 from lancens_cli.service.partitioned.placement import PartitionTouch
@@ -113,10 +117,10 @@ def merge_rows(
     result.deleted = sum(one.gone_rows for one in found)
     deletes = {}
     for match, one in zip(selection.matches, found, strict=True):
-        replaced = when_matched == "update"
-        node = one.delete_node(keys, replaced)
+        updating = when_matched == "update"
+        node = one.delete_node(keys, updating)
         if node is not None:
-            deletes[match.object_id] = _delete_touch(match, one, node, replaced)
+            deletes[match.object_id] = _delete_touch(match, one, node, updating)
     if not rows.num_rows and not deletes:
         return result
     replaced = Replacement(ns, snapshot, layout, deletes, rows)
@@ -171,8 +175,6 @@ class Unmatched:
         """The condition, checked as `delete --where` checks one (None: every row)."""
         if self.where is None:
             return None
-        from lancens_cli.service.partitioned.delete import delete_condition
-
         return delete_condition(self.where, schema)
 
 

@@ -1,6 +1,6 @@
 """`lancens merge ID --from FILE --on KEY`: an upsert into one table (not a partition table).
 
-The table is read at its newest version, as `delete ID` reads it (table_delete.py), and the
+The table is read at its newest version, as `delete ID` reads it (delete.py), and the
 merge is Lance's own `merge_insert`, one commit that Lance itself makes again on top of a
 concurrent writer. What Lance would not refuse is refused first, as the namespace's merge
 refuses it (service/partitioned/merge.py): a key twice in the source, a key matching two rows
@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from lancens_cli.errors import InvalidInputError, InvalidTableStateError, lance_message
 from lancens_cli.models import Identifier, Result, json_value
 from lancens_cli.partition.predicate import to_sql
-from lancens_cli.service.catalog.table_delete import changed_table
+from lancens_cli.service.catalog.table_rows.delete import changed_table
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.input_rows import conform, lacking_columns
 from lancens_cli.service.partitioned.merge import Unmatched, merge_keys, require_unique

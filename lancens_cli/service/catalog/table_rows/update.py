@@ -1,6 +1,6 @@
 """`lancens update ID --set 'col = expr' --where PRED`: rows of one table given new values.
 
-As `delete ID` (table_delete.py), the table is no partition table and is read at its newest
+As `delete ID` (delete.py), the table is no partition table and is read at its newest
 version. The matching rows are read, given their new values as `update` gives a namespace's
 (DataFusion, `service/partitioned/update.new_values`: the same types, refusals and wrapped
 integers), written as new fragments, and the old rows deleted, all in one Lance `Update`
@@ -18,7 +18,7 @@ import lance
 
 from lancens_cli.errors import InvalidTableStateError, lance_message
 from lancens_cli.models import Identifier, Result
-from lancens_cli.service.catalog.table_delete import changed_table, lance_filter
+from lancens_cli.service.catalog.table_rows.delete import changed_table, lance_filter
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.update import Assignment, new_values, parse_assignments
 from lancens_cli.store.commit import TABLE_COMMIT_ATTEMPTS, retry_on_conflict
