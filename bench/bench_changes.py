@@ -51,27 +51,10 @@ from bench_delete import CUSTOMERS, build  # noqa: E402
 GOAL = 20.0
 GONE = list(range(3, CUSTOMERS, CUSTOMERS // 5))  # 5 customers: 0.5% of the rows
 
-BOTH_READS = """
+# every partition table at __manifest versions `start` and the newest, read whole with pylance
+FULL_READ = """
 import sys, lance
 root, start = sys.argv[1], int(sys.argv[2])
-manifest = lance.dataset(root + "/__manifest")
-rows = 0
-for version in (start, manifest.version):
-    at = manifest.checkout_version(version).to_table(filter="object_type = 'table'")
-    for row in at.to_pylist():
-        table = lance.dataset(root + "/" + row["location"], version=row["read_version"])
-        rows += table.to_table().num_rows
-print(rows)
-"""
-
-IN_ONE_SESSION = """
-import sys, time
-import lance
-from lancens_cli.pipeline.local_read import plan_local
-from lancens_cli.pipeline.scan import ScanRequest
-
-root, start = sys.argv[1], int(sys.argv[2])
-began = time.perf_counter()
 manifest = lance.dataset(root + "/__manifest")
 full = 0
 for version in (start, manifest.version):
@@ -79,6 +62,19 @@ for version in (start, manifest.version):
     for row in at.to_pylist():
         table = lance.dataset(root + "/" + row["location"], version=row["read_version"])
         full += table.to_table().num_rows
+"""
+
+BOTH_READS = FULL_READ + "print(full)\n"
+
+IN_ONE_SESSION = (
+    """
+import time
+from lancens_cli.pipeline.local_read import plan_local
+from lancens_cli.pipeline.scan import ScanRequest
+began = time.perf_counter()
+"""
+    + FULL_READ
+    + """
 both = time.perf_counter() - began
 began = time.perf_counter()
 request = ScanRequest(root=root, storage={}, since_version=start, changes=True)
@@ -87,6 +83,7 @@ changed = sum(b.num_rows for b in local.batches(list(local.schema.names)))
 feed = time.perf_counter() - began
 print(feed, both, changed, full)
 """
+)
 
 
 def changed(root: Path, rows: int, workdir: Path) -> tuple[int, int, int]:

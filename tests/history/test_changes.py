@@ -31,6 +31,7 @@ from test_incremental import (
     difference,
     manifest_versions,
     published_rows,
+    source_rows,
 )
 
 from lancens_cli.errors import LancensError
@@ -40,24 +41,10 @@ ADDED = ("insert", "update_postimage")
 
 def changes(root: Root, since: int, until: int | None = None, **extra: str) -> list[dict]:
     """The data source's change feed, planned and read as Spark's driver and tasks do."""
-    from lancens_cli.pipeline.read import LancensReader, source_schema
-    from lancens_cli.pipeline.read_plan import READ_OPTIONS
-    from lancens_cli.pipeline.source_options import SourceOptions
-    from lancens_cli.pipeline.task_failures import TaskFailure, surfaced
-
     options = {"root": root.uri, "sinceVersion": str(since), "readChanges": "true", **extra}
     if until is not None:
         options["versionAsOf"] = str(until)
-    opts = SourceOptions.parse(options, READ_OPTIONS)
-    reader = LancensReader(opts, source_schema(opts))
-    rows: list[dict] = []
-    try:
-        for piece in reader.partitions():
-            for batch in reader.read(piece):
-                rows += batch.to_pylist()
-    except TaskFailure as failure:
-        raise surfaced(failure) from None
-    return rows
+    return source_rows(options)
 
 
 def net_of(rows: list[dict]) -> tuple[list[tuple], list[tuple]]:

@@ -66,25 +66,31 @@ def difference(after: pa.Table, before: pa.Table) -> list[tuple]:
 
 def incremental(root: Root, since: int, until: int | None = None, **extra: str) -> list[tuple]:
     """The data source's incremental read, planned and read as Spark's driver and tasks do."""
+    options = {"root": root.uri, "sinceVersion": str(since), **extra}
+    if until is not None:
+        options["versionAsOf"] = str(until)
+    rows = [tuple(r[c] for c in COLUMNS) for r in source_rows(options)]
+    return sorted(rows, key=repr)
+
+
+def source_rows(options: dict[str, str]) -> list[dict]:
+    """Every row the data source reads with `options`, planned and read as Spark's driver and
+    tasks call its reader (no Spark); our errors as they cross Spark's process boundary."""
     from lancens_cli.pipeline.read import LancensReader, source_schema
     from lancens_cli.pipeline.read_plan import READ_OPTIONS
     from lancens_cli.pipeline.source_options import SourceOptions
     from lancens_cli.pipeline.task_failures import TaskFailure, surfaced
 
-    options = {"root": root.uri, "sinceVersion": str(since), **extra}
-    if until is not None:
-        options["versionAsOf"] = str(until)
-
     opts = SourceOptions.parse(options, READ_OPTIONS)
     reader = LancensReader(opts, source_schema(opts))
-    rows: list[tuple] = []
+    rows: list[dict] = []
     try:
         for piece in reader.partitions():
             for batch in reader.read(piece):
-                rows += [tuple(r[c] for c in COLUMNS) for r in batch.to_pylist()]
+                rows += batch.to_pylist()
     except TaskFailure as failure:  # our error, as it crosses Spark's process boundary
         raise surfaced(failure) from None
-    return sorted(rows, key=repr)
+    return rows
 
 
 def manifest_versions(root: Root) -> list[int]:

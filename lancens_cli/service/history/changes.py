@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,7 @@ from lancens_cli.errors import InvalidInputError, TableVersionNotFoundError
 from lancens_cli.partition.rows import dotted, partition_table_rows
 from lancens_cli.service.history.incremental import live_rows as _live
 from lancens_cli.service.history.transactions import operation_of
-from lancens_cli.service.partitioned.layout import layout_of
+from lancens_cli.service.partitioned.layout import layout_from_metadata
 from lancens_cli.store.catalog_rows import PublishedRef, open_published
 
 if TYPE_CHECKING:
@@ -101,8 +101,10 @@ def namespace_changes(ns: Namespace, start: int, end: int) -> list[Step]:
     latest = ns.manifest.pinned(end).open_dataset()
     if latest is None:
         raise InvalidInputError("the root has no __manifest: it is not a partitioned namespace")
-    times = _manifest_times(ns)
-    layout = layout_of(ns.as_of(version=end).snapshot())
+    from lancens_cli.store.version_pick import version_history
+
+    times = dict(version_history(latest))  # every readable version, whichever is checked out
+    layout = layout_from_metadata(dict(latest.metadata or {}))
     if layout is None:
         raise InvalidInputError("the root is not a partitioned namespace")
     before = _tables_at(latest, start, layout.specs, times, start, end) if start else {}
@@ -167,13 +169,6 @@ def table_changes(
 
 def _line_row(location: str, version: int, branch: str | None) -> dict[str, Any]:
     return {"location": location, **PublishedRef(version, branch).columns()}
-
-
-def _manifest_times(ns: Namespace) -> dict[int, datetime]:
-    from lancens_cli.store.version_pick import version_history
-
-    dataset = replace(ns.manifest, pinned_version=None).open_dataset()
-    return dict(version_history(dataset)) if dataset is not None else {}
 
 
 def _tables_at(

@@ -90,14 +90,7 @@ def merge_rows(
     schema = layout.schema
     keys = merge_keys(on, schema, when_matched, when_not_matched)
     gone = unmatched.node(schema) if unmatched is not None else False  # None: every row
-    lacking = lacking_columns(data, schema)
-    if lacking:
-        raise InvalidInputError(
-            f"merge: the input lacks {', '.join(lacking)}: a matched row would lose its "
-            "values (give every namespace column)"
-        )
-    source = conform(data, schema)
-    require_unique(source, keys)
+    source = merge_source(data, schema, keys, "namespace column")
     selection = select_partitions(ns, None)
     history = history_from_metadata(snapshot.metadata)
     found = run_in_parallel(
@@ -153,6 +146,20 @@ def merge_keys(
             f"--when-not-matched: {when_not_matched!r} is not one of {NOT_MATCHED}"
         )
     return keys
+
+
+def merge_source(data: Any, schema: pa.Schema, keys: list[str], every: str) -> pa.Table:
+    """The source rows in `schema`, refused when they lack a column (a matched row would lose
+    its values; `every` names what to give: "namespace column") or hold a key twice."""
+    lacking = lacking_columns(data, schema)
+    if lacking:
+        raise InvalidInputError(
+            f"merge: the input lacks {', '.join(lacking)}: a matched row would lose its "
+            f"values (give every {every})"
+        )
+    source = conform(data, schema)
+    require_unique(source, keys)
+    return source
 
 
 def require_unique(source: pa.Table, keys: list[str]) -> None:

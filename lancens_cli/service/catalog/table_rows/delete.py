@@ -9,6 +9,7 @@ refused: its rows are deleted through its namespace, in one commit with its othe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,12 +80,32 @@ def _delete(storage: Storage, location: str, condition: str, name: str) -> tuple
     """The rows deleted and the table's version after: a Delete committed compare-and-swap on
     the newest version, made again on a newer one when another writer got there first; no
     commit when no row matches (Lance's own delete would make an empty version)."""
+    return commit_on_newest(
+        storage,
+        location,
+        lambda line: deletion(line, condition),
+        f"cannot delete from {name}",
+        name,
+    )
+
+
+def commit_on_newest(
+    storage: Storage,
+    location: str,
+    change: Callable[[Any], tuple[Any, int]],
+    failure: str,
+    name: str,
+) -> tuple[int, int]:
+    """The one commit path of a row change of one table: `change(line)` gives the operation on
+    the newest version (None: nothing to commit) and the rows it changes; the operation is
+    committed compare-and-swap on that version, and `change` made again on a newer one when
+    another writer got there first. The rows changed and the table's version after."""
     found = 0
 
     def attempt() -> int | None:
         nonlocal found
         line = open_table(storage, location)
-        operation, found = deletion(line, condition)
+        operation, found = change(line)
         if operation is None:
             return int(line.version)
         done = lance.LanceDataset.commit(
@@ -98,9 +119,7 @@ def _delete(storage: Storage, location: str, condition: str, name: str) -> tuple
 
     version = retry_on_conflict(
         attempt,
-        failed=lambda exc: InvalidTableStateError(
-            f"cannot delete from {name}: {lance_message(exc)}"
-        ),
+        failed=lambda exc: InvalidTableStateError(f"{failure}: {lance_message(exc)}"),
         gave_up=f"table {name} kept changing; gave up after {TABLE_COMMIT_ATTEMPTS}",
     )
     return found, version

@@ -22,8 +22,7 @@ from lancens_cli.models import Identifier, Result, json_value
 from lancens_cli.partition.predicate import to_sql
 from lancens_cli.service.catalog.table_rows.delete import changed_table
 from lancens_cli.service.namespace import Namespace
-from lancens_cli.service.partitioned.input_rows import conform, lacking_columns
-from lancens_cli.service.partitioned.merge import Unmatched, merge_keys, require_unique
+from lancens_cli.service.partitioned.merge import Unmatched, merge_keys, merge_source
 
 
 @dataclass
@@ -68,14 +67,7 @@ def merge_into_table(
     schema = dataset.schema
     keys = merge_keys(on, schema, when_matched, when_not_matched)
     gone = to_sql(node) if unmatched is not None and (node := unmatched.node(schema)) else None
-    lacking = lacking_columns(data, schema)
-    if lacking:
-        raise InvalidInputError(
-            f"merge: the input lacks {', '.join(lacking)}: a matched row would lose its "
-            "values (give every column of the table)"
-        )
-    source = conform(data, schema)
-    require_unique(source, keys)
+    source = merge_source(data, schema, keys, "column of the table")
     matched, deleted = _planned(dataset, source, keys, unmatched is not None, gone)
     name = ident.display(delimiter)
     version = int(dataset.version)

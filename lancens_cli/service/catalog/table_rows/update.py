@@ -14,18 +14,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import lance
-
-from lancens_cli.errors import InvalidTableStateError, lance_message
+from lancens_cli.errors import InvalidTableStateError
 from lancens_cli.models import Identifier, Result
-from lancens_cli.service.catalog.table_rows.delete import changed_table, lance_filter
+from lancens_cli.service.catalog.table_rows.delete import (
+    changed_table,
+    commit_on_newest,
+    lance_filter,
+)
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.update import Assignment, new_values, parse_assignments
-from lancens_cli.store.commit import TABLE_COMMIT_ATTEMPTS, retry_on_conflict
 from lancens_cli.store.lance_input import write_fragments
 from lancens_cli.store.partition_tables import replacement
 from lancens_cli.store.storage import Storage
-from lancens_cli.store.tables import open_table
 
 
 @dataclass
@@ -90,34 +90,18 @@ def _update(
     storage: Storage, location: str, condition: str, assignments: list[Assignment], name: str
 ) -> tuple[int, int]:
     """The rows updated and the table's version after."""
-    found = 0
 
-    def attempt() -> int | None:
-        nonlocal found
-        line = open_table(storage, location)
+    def change(line: Any) -> tuple[Any, int]:
         rows = line.to_table(filter=condition)
-        found = rows.num_rows
-        if not found:
-            return int(line.version)
+        if not rows.num_rows:
+            return None, 0
         # in the table's own schema, to the names Lance gives a map's or a list's children
         changed = new_values(rows, assignments, line.schema).cast(line.schema)
         uri, options = storage.uri(location), storage.lance_options
         fragments = write_fragments(changed, uri, schema=line.schema, storage_options=options)
         operation, deleted = replacement(line, condition, fragments)
-        if deleted != found:  # the deletion files must name exactly the rows read
+        if deleted != rows.num_rows:  # the deletion files must name exactly the rows read
             raise InvalidTableStateError(f"{name}: the rows changed while they were read")
-        done = lance.LanceDataset.commit(
-            line,
-            operation,
-            read_version=line.version,
-            max_retries=0,
-            storage_options=storage.lance_options,
-        )
-        return int(done.version) if done.version == line.version + 1 else None
+        return operation, rows.num_rows
 
-    version = retry_on_conflict(
-        attempt,
-        failed=lambda exc: InvalidTableStateError(f"cannot update {name}: {lance_message(exc)}"),
-        gave_up=f"table {name} kept changing; gave up after {TABLE_COMMIT_ATTEMPTS}",
-    )
-    return found, version
+    return commit_on_newest(storage, location, change, f"cannot update {name}", name)
