@@ -35,7 +35,7 @@ from lancens_cli.service.check_report import CheckReport
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.store.containment import JOBS_DIR, directory_location_problem, shown
 from lancens_cli.store.manifest import ManifestSnapshot, decode_properties
-from lancens_cli.store.row_verdicts import arrow_strings, row_locations
+from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import (
     V1_SUFFIX,
@@ -124,7 +124,7 @@ def _unreferenced_directories(storage: Storage, snapshot: ManifestSnapshot) -> l
     """The root's directories no row names, as a table's location or either side of a
     rename. Matched in Arrow: over a million tables, a Python set of the rows' locations and
     an entry object per directory are half a GB, and what is left is the few orphans."""
-    listed, odd = arrow_strings(storage.dir_names())
+    listed, odd = storage.dir_names()
     table = snapshot.table
     if "location" in table.column_names and "object_type" in table.column_names:
         is_table = pc.equal(table.column("object_type"), KIND_TABLE)

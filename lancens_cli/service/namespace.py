@@ -40,6 +40,7 @@ from lancens_cli.service.catalog.manifest_rows import (  # noqa: F401 (callers i
     RENAME_INTENT_KEY,
     RENAMED_FROM_KEY,
 )
+from lancens_cli.store.arrow_text import Names, arrow_strings, names_of
 from lancens_cli.store.containment import directory_location_problem
 from lancens_cli.store.manifest import (
     ManifestSnapshot,
@@ -48,7 +49,7 @@ from lancens_cli.store.manifest import (
     manifest_schema,
     require_writable,
 )
-from lancens_cli.store.row_verdicts import arrow_strings, row_locations
+from lancens_cli.store.row_verdicts import row_locations
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import V1_SUFFIX, is_deregistered, v1_location
 
@@ -206,7 +207,7 @@ class Namespace:
             or not self.storage.is_dir(location)
         ):
             return False
-        found = self._visible(snapshot, _table_columns([location]))
+        found = self._visible(snapshot, _table_columns(names_of([location])))
         return len(found.locations) > 0 or location in found.odd.values()
 
     def namespace_exists(self, ident: Identifier, snapshot: ManifestSnapshot) -> bool:
@@ -289,10 +290,10 @@ _NO_NAMES = pa.array([], pa.string())
 NameRange = tuple[str | None, str | None]  # (after, until]: names of root tables, in byte order
 
 
-def _table_columns(found: list[str]) -> tuple[Any, Any, list[str]]:
+def _table_columns(found: Names) -> tuple[Any, Any, list[str]]:
     """Which directories found are root tables (a name, and no `$` in it), as names and
     locations cut and filtered in Arrow, and the locations whose names are not UTF-8."""
-    arrow_found, odd = arrow_strings(found)
+    arrow_found, odd = found
     cut = len(V1_SUFFIX)
     keep = pc.and_(
         pc.greater(pc.utf8_length(arrow_found), cut),

@@ -14,6 +14,9 @@ each command.
 
 The cache is never a source of truth: a file that is missing, damaged, of another format or of
 another directory is a listing like any other; one that cannot be written is not written.
+
+The names are kept as bytes, and made Arrow text when asked for: pyarrow is imported inside
+`Listing.names`, so that judging locations (which needs only the links) loads no pyarrow.
 """
 
 from __future__ import annotations
@@ -25,26 +28,41 @@ import os
 import tempfile
 import time
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lancens_cli.store import link_record
 from lancens_cli.store.link_record import Stamp
 from lancens_cli.user_dirs import cache_home
 
+if TYPE_CHECKING:
+    from lancens_cli.store.arrow_text import Names
+
 CACHED_FROM = 20_000  # entries: below this, listing the directory costs less than the file
-FORMAT = "lancens-listing 1"
+FORMAT = "lancens-listing 2"
 FORGOTTEN_AFTER_S = 30 * 86_400  # a cache file no command has written for this long is removed
-_SEPARATOR = "\0"  # the one character no file name holds
+_SEPARATOR = b"\0"  # the one byte no file name holds
+_CHUNK = 65_536  # names joined into one bytes object at a time while a directory is listed
 
 
 class Listing:
-    """What one pass over a directory found: the directories ending with the suffix (links
-    among them: `linked`) and every link."""
+    """What one pass over a directory found: the directories ending with the suffix that are
+    not links (`plain`: their names, each ended by a NUL byte, in a few bytes objects, not a
+    Python string each), the links among those directories (`linked`), and every link.
 
-    def __init__(self, names: list[str], links: list[str], linked: list[str]) -> None:
-        self.names = names
+    Python imports pyarrow only when `names` is asked for: judging locations needs only the
+    links, and a prune answered from its record does not load pyarrow."""
+
+    def __init__(self, plain: list[bytes], links: list[str], linked: list[str]) -> None:
+        self.plain = plain
         self.links = links
         self.linked = linked
+
+    @property
+    def names(self) -> Names:
+        """The directories ending with the suffix, links among them, as Arrow text."""
+        from lancens_cli.store.arrow_text import joined, names_of, separated_names
+
+        return joined([*(separated_names(blob) for blob in self.plain), names_of(self.linked)])
 
 
 def listed(path: str, suffix: str) -> Listing | None:
@@ -56,7 +74,8 @@ def listed(path: str, suffix: str) -> Listing | None:
     if cached is not None:
         link_record.record_links(path, before, started, cached.links, cached.linked)
         return cached
-    names: list[str] = []
+    plain: list[bytes] = []
+    chunk: list[str] = []
     links: list[str] = []
     linked: list[str] = []  # links among the names
     seen = 0
@@ -69,15 +88,27 @@ def listed(path: str, suffix: str) -> Listing | None:
                 if link:
                     links.append(name)
                 if name.endswith(suffix) and entry.is_dir():
-                    names.append(name)
                     if link:
                         linked.append(name)
+                    else:
+                        chunk.append(name)
+                        if len(chunk) == _CHUNK:
+                            plain.append(_joined(chunk))
+                            chunk = []
     except (FileNotFoundError, NotADirectoryError):
         return None
-    found = Listing(names, links, linked)
+    if chunk:
+        plain.append(_joined(chunk))
+    found = Listing(plain, links, linked)
     link_record.record_links(path, before, started, links, linked)
     keep(path, suffix, before, started, found, seen)
     return found
+
+
+def _joined(names: list[str]) -> bytes:
+    """Names as the bytes of a listing: each one's bytes (a name that is not UTF-8 as it was
+    on disk), ended by NUL."""
+    return (("\0".join(names)) + "\0").encode("utf-8", "surrogateescape")
 
 
 def cached_names(path: str, suffix: str) -> Listing | None:
@@ -91,7 +122,7 @@ def cached_names(path: str, suffix: str) -> Listing | None:
         return None
     plain, links = kept
     linked = [name for name in links if name.endswith(suffix) and _is_dir(path, name)]
-    return Listing(plain + linked, links, linked)
+    return Listing([plain] if plain else [], links, linked)
 
 
 def keep(
@@ -104,11 +135,8 @@ def keep(
         return
     if not link_record.unchanged_since(path, before, listed_at_ns):
         return
-    links = set(found.links)
-    plain = [name for name in found.names if name not in links] if links else found.names
-    body = _SEPARATOR.join([*plain, *found.links]).encode("utf-8", "surrogateescape")
     facts = {"format": FORMAT, "path": path, "suffix": suffix, "stamp": before}
-    write_file(file_of(path, suffix), {**facts, "plain": len(plain)}, body)
+    write_file(file_of(path, suffix), {**facts, "links": found.links}, b"".join(found.plain))
 
 
 def file_of(path: str, suffix: str) -> str | None:
@@ -127,21 +155,19 @@ def _own(found: os.stat_result) -> bool:
     return found.st_uid == os.getuid() and not found.st_mode & 0o022
 
 
-def _read(
-    file: str | None, path: str, suffix: str, now: Stamp
-) -> tuple[list[str], list[str]] | None:
-    """The names and links a cache file holds, when it is of this format, directory, suffix
-    and stamp."""
+def _read(file: str | None, path: str, suffix: str, now: Stamp) -> tuple[bytes, list[str]] | None:
+    """The plain names (as `Listing` keeps them) and the links a cache file holds, when it is
+    of this format, directory, suffix and stamp."""
     found = read_file(file, {"format": FORMAT, "path": path, "suffix": suffix, "stamp": now})
     if found is None:
         return None
     facts, body = found
-    text = body.decode("utf-8", "surrogateescape")
-    names = text.split(_SEPARATOR) if text else []
-    plain = facts.get("plain")
-    if not isinstance(plain, int) or not 0 <= plain <= len(names):
+    links = facts.get("links")
+    if not isinstance(links, list) or not all(isinstance(link, str) for link in links):
         return None
-    return names[:plain], names[plain:]
+    if body and not body.endswith(_SEPARATOR):
+        return None
+    return body, links
 
 
 def read_file(file: str | None, expected: dict[str, Any]) -> tuple[dict[str, Any], bytes] | None:
@@ -169,25 +195,27 @@ def read_file(file: str | None, expected: dict[str, Any]) -> tuple[dict[str, Any
     return facts, body
 
 
-def write_file(file: str | None, facts: dict[str, Any], body: bytes) -> None:
+def write_file(file: str | None, facts: dict[str, Any], body: Any) -> None:
     """Write the facts (and the body's checksum) on a line, then the body: whole or not at all
     (a reader never sees half of one), readable by this user only (table names can be
     private); forget the cache files nobody has written for long. A cache that cannot be
-    written is not written."""
+    written is not written. `body` is any buffer (an Arrow one too): it is written as it is,
+    not copied behind the header first."""
     if file is None:
         return
     header = json.dumps({**facts, "crc32": zlib.crc32(body)}).encode()
     with contextlib.suppress(OSError):
-        _write(file, header + b"\n" + body)
+        _write(file, header + b"\n", body)
 
 
-def _write(file: str, data: bytes) -> None:
+def _write(file: str, header: bytes, body: Any) -> None:
     directory = os.path.dirname(file)
     os.makedirs(directory, mode=0o700, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=".writing-")
     try:
         with os.fdopen(handle, "wb") as out:
-            out.write(data)
+            out.write(header)
+            out.write(body)
         os.replace(temporary, file)
     except BaseException:
         with contextlib.suppress(OSError):

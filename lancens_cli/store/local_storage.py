@@ -1,4 +1,8 @@
-"""A namespace root on local disk, through `os` (the `Storage` facade's `file://` side)."""
+"""A namespace root on local disk, through `os` (the `Storage` facade's `file://` side).
+
+store/arrow_text.py (pyarrow) is imported inside `dir_names`: a command that never lists
+table names loads no pyarrow through this module.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,14 @@ import os
 import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from lancens_cli.errors import ConfigError
 from lancens_cli.store import listing_cache
 from lancens_cli.store.dir_entry import DirEntry
+
+if TYPE_CHECKING:
+    from lancens_cli.store.arrow_text import Names
 
 
 class LocalFiles:
@@ -47,15 +55,17 @@ class LocalFiles:
 
     def dir_names(
         self, rel: str, suffix: str, after: str | None = None, until: str | None = None
-    ) -> list[str]:
+    ) -> Names:
         """The names of the directories in `rel` that end with `suffix`, without an entry
         object each; the links the same pass meets are recorded (store/link_record.py), so
         that judging locations below `rel` need not list it again. A directory lists in no
         order: `after` and `until` (a range some names must lie in) are no help here; a big
         one's names are taken from the cache while it cannot have changed
         (store/listing_cache.py)."""
+        from lancens_cli.store.arrow_text import NO_NAMES
+
         found = listing_cache.listed(self.path(rel), suffix)
-        return [] if found is None else found.names
+        return NO_NAMES if found is None else found.names
 
     def exists(self, rel: str) -> bool:
         return os.path.exists(self.path(rel))

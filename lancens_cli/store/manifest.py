@@ -213,12 +213,19 @@ class ManifestSnapshot:
     def child_table_and_positions(self, object_id: str, recursive: bool = False) -> Any:
         """`child_table`, and where its rows lie in the snapshot (int64)."""
         mask = self._child_mask(object_id, recursive)
-        return self.table.filter(mask), pc.indices_nonzero(mask).cast(pa.int64())
+        return self._rows_of(mask), pc.indices_nonzero(mask).cast(pa.int64())
 
     def child_table(self, object_id: str, recursive: bool = False) -> Any:
         """`children` as an Arrow table: the rows below a namespace without a dict for each
         (a listing of a million root tables makes dicts for one page only)."""
-        return self.table.filter(self._child_mask(object_id, recursive))
+        return self._rows_of(self._child_mask(object_id, recursive))
+
+    def _rows_of(self, mask: Any) -> Any:
+        """The rows `mask` keeps; the table itself when it keeps them all (a flat root's
+        children: no second copy of a million rows)."""
+        if pc.all(mask).as_py() is not False:
+            return self.table
+        return self.table.filter(mask)
 
     def _child_mask(self, object_id: str, recursive: bool) -> Any:
         """Which rows lie below `object_id` (directly, unless recursive): one pass in Arrow."""

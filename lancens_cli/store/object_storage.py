@@ -5,6 +5,9 @@ Every call goes through `remote`, which sends it again while the store throttles
 StorageUnavailableError; a missing object stays FileNotFoundError for the callers to decide.
 S3 deletes are our own `DeleteObjects` requests: S3 answers one with the keys it did not delete
 (`SlowDown` under load), which s3fs's `rm` drops without a word.
+
+store/arrow_text.py (pyarrow) is imported inside `dir_names`: a command that never lists
+table names loads no pyarrow through this module.
 """
 
 from __future__ import annotations
@@ -13,12 +16,15 @@ import contextlib
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lancens_cli.errors import StorageUnavailableError, describe_exception, lance_message
 from lancens_cli.store.backoff import THROTTLING_CODES, waits, with_backoff
 from lancens_cli.store.dir_entry import DirEntry
 from lancens_cli.store.storage_options import make_fs
+
+if TYPE_CHECKING:
+    from lancens_cli.store.arrow_text import Names
 
 
 class ObjectStoreFiles:
@@ -93,6 +99,14 @@ class ObjectStoreFiles:
         return entries
 
     def dir_names(
+        self, rel: str, suffix: str, after: str | None = None, until: str | None = None
+    ) -> Names:
+        """`_prefix_names`, as Arrow text."""
+        from lancens_cli.store.arrow_text import names_of
+
+        return names_of(self._prefix_names(rel, suffix, after, until))
+
+    def _prefix_names(
         self, rel: str, suffix: str, after: str | None = None, until: str | None = None
     ) -> list[str]:
         """The names of the prefixes in `rel` that end with `suffix`. With `after` and

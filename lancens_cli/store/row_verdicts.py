@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from lancens_cli.errors import RefusedError
 from lancens_cli.models import KIND_TABLE, Identifier
+from lancens_cli.store.arrow_text import arrow_strings
 from lancens_cli.store.containment import (
     RESERVED_TOP,
     LocalResolver,
@@ -258,25 +259,6 @@ def row_locations(storage: Any, snapshot: Any) -> RowLocations:
         cached = RowLocations(storage, rows)
         snapshot._containment = cached
     return cached
-
-
-def arrow_strings(values: list[str]) -> tuple[Any, list[str]]:
-    """The values Arrow can hold as UTF-8 text, as an array, and the others: a file name that
-    is not UTF-8, which `os.scandir` gives with surrogates, can be no catalog row's."""
-    try:
-        return pa.array(values, pa.string()), []
-    except UnicodeEncodeError:
-        odd = [value for value in values if not _is_utf8(value)]
-        kept = [value for value in values if _is_utf8(value)]
-        return pa.array(kept, pa.string()), odd
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _rows_table(rows: Iterable[tuple[str, Any, Any]]) -> Any:

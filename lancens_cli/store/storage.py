@@ -14,7 +14,7 @@ import posixpath
 import re
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from lancens_cli import interrupt
@@ -25,6 +25,9 @@ from lancens_cli.store.dir_entry import DirEntry
 from lancens_cli.store.local_storage import LocalFiles
 from lancens_cli.store.object_storage import ObjectStoreFiles
 from lancens_cli.store.storage_options import lance_options
+
+if TYPE_CHECKING:
+    from lancens_cli.store.arrow_text import Names
 
 __all__ = ["DirEntry", "Storage", "check_relative"]
 
@@ -164,11 +167,12 @@ class Storage:
 
     def dir_names(
         self, rel: str = "", suffix: str = "", after: str | None = None, until: str | None = None
-    ) -> list[str]:
-        """The names of the directories in `rel` ending with `suffix`; empty when it does
-        not exist. Cheaper than `list_dir` where only names are wanted. `after` < name <=
-        `until` (byte order) asks for those between: an object store lists only as far as
-        that; a local directory, in no order, is listed whole (more names, never fewer)."""
+    ) -> Names:
+        """The names of the directories in `rel` ending with `suffix`, as Arrow text (a
+        million names are no million Python strings); empty when it does not exist. Cheaper
+        than `list_dir` where only names are wanted. `after` < name <= `until` (byte order)
+        asks for those between: an object store lists only as far as that; a local
+        directory, in no order, is listed whole (more names, never fewer)."""
         return self._files.dir_names(rel, suffix, after, until)
 
     def exists(self, rel: str) -> bool:

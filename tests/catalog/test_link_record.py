@@ -36,7 +36,7 @@ def _verdicts(ns: Namespace, rows: list[tuple[str, str, str]]) -> RowLocations:
 def test_the_listing_records_the_links_the_location_pass_then_reads(tmp_path: Path) -> None:
     ns = _settled_root(tmp_path)
     root = os.path.realpath(ns.storage.uri())
-    assert sorted(ns.storage.dir_names("", ".lance")) == ["a.lance", "out.lance"]
+    assert sorted(ns.storage.dir_names("", ".lance").text.to_pylist()) == ["a.lance", "out.lance"]
     assert link_record.recorded_links(root) == frozenset({"out.lance"})
     verdicts = _verdicts(ns, [("a", "table", "a.lance"), ("b", "table", "out.lance")])
     assert verdicts.problem("a") is None

@@ -591,3 +591,34 @@ def test_indexes_with_and_without_directory_listing_are_not_mixed(tmp_path: Path
     for _ in range(2):
         for either in (root, only, root):
             assert _paged(either, 2) == _whole(either, tmp_path)
+
+
+def test_names_of_every_spelling_read_back_from_the_cache_as_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache keeps names as bytes and hands them over as Arrow text: names that are not
+    UTF-8, names in other scripts and names split across the listing's chunks read back as
+    a listing of the directory finds them."""
+    monkeypatch.setattr(listing_cache, "_CHUNK", 3)
+    root = _root(tmp_path)
+    for name in ("é", "東京", "a b", "x-1", "x.1", "x_1"):
+        _table(root.local_path / f"{name}.lance")
+    os.mkdir(os.path.join(os.fsencode(root.local_path), b"caf\xe9.lance"))
+    os.mkdir(os.path.join(os.fsencode(root.local_path), b"\xff\xfe.lance"))
+    _settle()
+    listed = _ls(root)
+    assert len(_cache_files(tmp_path)) == 1
+    ids = {e["id"] for e in listed["entries"]}
+    assert {"é", "東京", "a b", "x-1", "x.1", "x_1"} <= ids
+    assert len(ids) == len(listed["entries"]) == 18
+    listings = _RootListings(monkeypatch, root.local_path)
+    assert _ls(root) == listed == _uncached(root, tmp_path)
+    assert listings.count == 1  # the uncached one
+    found = listing_cache.cached_names(str(root.local_path), ".lance")
+    assert found is not None
+    names = found.names
+    expected = {e.name for e in os.scandir(root.local_path) if e.name.endswith(".lance")}
+    assert {*names.text.to_pylist(), *names.odd} == expected
+    assert sorted(names.odd) == sorted(
+        n for n in expected if n.encode("utf-8", "surrogateescape").startswith((b"caf", b"\xff"))
+    )

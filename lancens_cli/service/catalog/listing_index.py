@@ -136,7 +136,7 @@ def keep(ns: Namespace, start: Start, version: int, listed: Listed, recursive: b
     with pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
     facts = {**_facts(ns, path, start.stamp, version), "marked": listed.marked, "links": links}
-    listing_cache.write_file(_file_of(path, recursive), facts, sink.getvalue().to_pybytes())
+    listing_cache.write_file(_file_of(path, recursive), facts, sink.getvalue())
 
 
 def _root_links(path: str) -> list[tuple[str, bool]] | None:
