@@ -275,7 +275,11 @@ def result_schema(request: ScanRequest, schema: Any) -> Any:
 
 def net_frame(df: DataFrame, schema: Any) -> DataFrame:
     """The net effect of a change feed's DataFrame: rows inserted and not deleted again, and
-    deleted and not inserted again, counted as multisets (Spark's EXCEPT ALL)."""
+    deleted and not inserted again, counted as multisets, as many times as they are left over.
+
+    Rows are grouped whole, as Spark's EXCEPT ALL compares them; but Spark can neither group
+    nor compare a map, so a column holding one is grouped by its JSON (entries in their
+    stored order, as the local engine compares them) and carried along beside."""
     from pyspark.sql import functions as F  # noqa: N812 - pyspark's convention
 
     from lancens_cli.service.history.changes import (
@@ -284,18 +288,36 @@ def net_frame(df: DataFrame, schema: Any) -> DataFrame:
         DELETE,
         INSERT,
         POSTIMAGE,
-        PREIMAGE,
     )
 
-    data = [quote_identifier(f.name) for f in schema if f.name not in CHANGE_COLUMNS]
-    kind = F.col(CHANGE_TYPE)
-    added = df.filter(kind.isin(INSERT, POSTIMAGE)).select(*data)
-    removed = df.filter(kind.isin(DELETE, PREIMAGE)).select(*data)
-    return (
-        added.exceptAll(removed)
-        .withColumn(CHANGE_TYPE, F.lit(INSERT))
-        .unionByName(removed.exceptAll(added).withColumn(CHANGE_TYPE, F.lit(DELETE)))
-    )
+    data = [f for f in schema if f.name not in CHANGE_COLUMNS]
+    keys, carried, shown = [], [], []
+    for number, f in enumerate(data):
+        column, key = F.col(quote_identifier(f.name)), f"_net_key_{number}"
+        if _holds_map(f.type):
+            keys.append(F.to_json(column).alias(key))
+            carried.append(F.first(column).alias(f.name))
+            shown.append(F.col(quote_identifier(f.name)))
+        else:
+            keys.append(column.alias(key))
+            shown.append(F.col(key).alias(f.name))
+    added = F.col(CHANGE_TYPE).isin(INSERT, POSTIMAGE)
+    balance = F.sum(F.when(added, 1).otherwise(-1)).alias("_net_balance")
+    left = df.groupBy(*keys).agg(balance, *carried).filter("_net_balance != 0")
+    copies = F.explode(F.array_repeat(F.lit(True), F.abs(F.col("_net_balance")).cast("int")))
+    kind = F.when(F.col("_net_balance") > 0, F.lit(INSERT)).otherwise(F.lit(DELETE))
+    return left.select(*shown, kind.alias(CHANGE_TYPE), copies.alias("_net_copy")).drop("_net_copy")
+
+
+def _holds_map(kind: Any) -> bool:
+    """Whether an Arrow type is a map or holds one at any depth."""
+    if t.is_map(kind):
+        return True
+    if t.is_struct(kind):
+        return any(_holds_map(kind.field(i).type) for i in range(kind.num_fields))
+    if t.is_list(kind) or t.is_large_list(kind) or t.is_fixed_size_list(kind):
+        return _holds_map(kind.value_type)
+    return False
 
 
 def planned_limit(request: ScanRequest, condition: Condition | None) -> int | None:
