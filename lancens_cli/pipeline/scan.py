@@ -289,12 +289,13 @@ def net_frame(df: DataFrame, schema: Any) -> DataFrame:
         INSERT,
         POSTIMAGE,
     )
+    from lancens_cli.store.lance_input import holds_map
 
     data = [f for f in schema if f.name not in CHANGE_COLUMNS]
     keys, carried, shown = [], [], []
     for number, f in enumerate(data):
         column, key = F.col(quote_identifier(f.name)), f"_net_key_{number}"
-        if _holds_map(f.type):
+        if holds_map(f.type):
             keys.append(F.to_json(column).alias(key))
             carried.append(F.first(column).alias(f.name))
             shown.append(F.col(quote_identifier(f.name)))
@@ -307,17 +308,6 @@ def net_frame(df: DataFrame, schema: Any) -> DataFrame:
     copies = F.explode(F.array_repeat(F.lit(True), F.abs(F.col("_net_balance")).cast("int")))
     kind = F.when(F.col("_net_balance") > 0, F.lit(INSERT)).otherwise(F.lit(DELETE))
     return left.select(*shown, kind.alias(CHANGE_TYPE), copies.alias("_net_copy")).drop("_net_copy")
-
-
-def _holds_map(kind: Any) -> bool:
-    """Whether an Arrow type is a map or holds one at any depth."""
-    if t.is_map(kind):
-        return True
-    if t.is_struct(kind):
-        return any(_holds_map(kind.field(i).type) for i in range(kind.num_fields))
-    if t.is_list(kind) or t.is_large_list(kind) or t.is_fixed_size_list(kind):
-        return _holds_map(kind.value_type)
-    return False
 
 
 def planned_limit(request: ScanRequest, condition: Condition | None) -> int | None:

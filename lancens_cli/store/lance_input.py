@@ -5,6 +5,12 @@ Lance 14's writer panics on a slice (an array with an offset) of a struct that h
 ("assertion failed: end <= self.len()"), and slices are what a partitioned write hands it: one
 partition's rows cut out of the input. Such a column is copied to an array of its own first;
 every other column is passed as it is.
+
+A map read from Parquet names its entries after its column (`m.m`), where Arrow and Lance's
+own reads name them `entries`. Lance keeps the name it was first given and refuses any later
+fragment named otherwise: a table created from a Parquet map could take no row Lance read
+back. So every map is handed over with Arrow's names (`canonical_maps`), and a table is
+created with them.
 """
 
 from __future__ import annotations
@@ -19,7 +25,54 @@ import pyarrow.types as t
 
 def write_fragments(data: Any, uri: str, **options: Any) -> list[Any]:
     """`lance.fragment.write_fragments` of `data` (a table, a batch or a reader) made safe."""
-    return lance.fragment.write_fragments(unsliced(data), uri, **options)
+    if options.get("schema") is not None:
+        options["schema"] = canonical_maps(options["schema"])
+    return lance.fragment.write_fragments(unsliced(_with_canonical_maps(data)), uri, **options)
+
+
+def holds_map(kind: Any) -> bool:
+    """Whether an Arrow type is a map or holds one at any depth."""
+    if t.is_map(kind):
+        return True
+    if t.is_struct(kind):
+        return any(holds_map(kind.field(i).type) for i in range(kind.num_fields))
+    if t.is_list(kind) or t.is_large_list(kind) or t.is_fixed_size_list(kind):
+        return holds_map(kind.value_type)
+    return False
+
+
+def canonical_maps(schema: Any) -> Any:
+    """`schema` with every map's entries named as Arrow names them (see the module's
+    docstring); `schema` itself when it holds no map."""
+    if schema is None or not any(holds_map(f.type) for f in schema):
+        return schema
+    return pa.schema([f.with_type(_canonical(f.type)) for f in schema], metadata=schema.metadata)
+
+
+def _canonical(kind: Any) -> Any:
+    if not holds_map(kind):
+        return kind
+    if t.is_map(kind):
+        key, item = kind.key_field, kind.item_field
+        key, item = key.with_type(_canonical(key.type)), item.with_type(_canonical(item.type))
+        return pa.map_(key, item, kind.keys_sorted)
+    if t.is_struct(kind):
+        return pa.struct([f.with_type(_canonical(f.type)) for f in kind])
+    value = kind.value_field.with_type(_canonical(kind.value_type))
+    if t.is_fixed_size_list(kind):
+        return pa.list_(value, kind.list_size)
+    return pa.large_list(value) if t.is_large_list(kind) else pa.list_(value)
+
+
+def _with_canonical_maps(data: Any) -> Any:
+    """`data` cast to `canonical_maps` of its schema (only its maps' names change)."""
+    schema = getattr(data, "schema", None)
+    wanted = canonical_maps(schema)
+    if wanted is schema:
+        return data
+    if isinstance(data, pa.RecordBatchReader):
+        return pa.RecordBatchReader.from_batches(wanted, (b.cast(wanted) for b in data))
+    return data.cast(wanted)
 
 
 def unsliced(data: Any) -> Any:

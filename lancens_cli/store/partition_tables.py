@@ -15,7 +15,7 @@ import lance
 from lancens_cli.errors import InvalidTableStateError, lance_message
 from lancens_cli.partition.schema import field_id_padding, renumbered_fragments
 from lancens_cli.store.commit import TABLE_COMMIT_ATTEMPTS, retry_on_conflict
-from lancens_cli.store.lance_input import write_fragments
+from lancens_cli.store.lance_input import canonical_maps, write_fragments
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import VERSIONS_DIR
 
@@ -201,6 +201,7 @@ def commit_new_table(
     """Version 1 of a table whose data files are written already (put-if-not-exists), with
     the namespace schema's field ids: placeholders fill the gaps and are dropped at once
     (partition/schema.py `field_id_padding`)."""
+    schema = canonical_maps(schema)
     padded, gaps = field_id_padding(schema, highest)
     renumbered = renumbered_fragments(fragments, schema, padded) if gaps else None
     if renumbered is None:

@@ -33,7 +33,7 @@ from lancens_cli.models import (
     VERSIONS_DIR,
 )
 from lancens_cli.store.containment import directory_location_problem, shown
-from lancens_cli.store.lance_input import write_fragments
+from lancens_cli.store.lance_input import canonical_maps, write_fragments
 from lancens_cli.store.storage import DirEntry, Storage
 
 RESERVED_MARKER = ".lance-reserved"
@@ -223,7 +223,7 @@ def write_new_table(
         ):
             raise InvalidInputError(f"the input data cannot be written: {text}") from None
         raise InvalidTableStateError(f"cannot write table at {location!r}: {text}") from None
-    table_schema = schema if schema is not None else getattr(data, "schema", None)
+    table_schema = canonical_maps(schema if schema is not None else getattr(data, "schema", None))
     try:
         return lance.LanceDataset.commit(
             uri,

@@ -223,6 +223,30 @@ def test_plain_table_create_append_overwrite(partitioned, tmp_path):
     assert reference.describe_table(ln.DescribeTableRequest(id=["plain"])).location
 
 
+def test_a_table_created_from_parquet_with_maps_takes_what_spark_and_lance_write(
+    partitioned, tmp_path
+):
+    """Parquet names a map's entries after its column; the table `create --from` makes of it
+    still takes the rows an ingest writes from the same file, and those Lance reads back."""
+    maps = pa.map_(pa.string(), pa.int64())
+    rows = pa.table(
+        {
+            "id": pa.array([1, 2, 3], pa.int64()),
+            "m": pa.array([[("a", 1)], [], None], maps),
+            "deep": pa.array([{"m": [("b", 2)]}, None, {"m": None}], pa.struct([("m", maps)])),
+        }
+    )
+    path = write_parquet(tmp_path, "maps.parquet", rows)
+    assert "('m')" in str(pq.read_schema(path).field("m").type)  # entries named after `m`
+    ok(partitioned, "create", "table", "maps", "--from", path)
+    ok(partitioned, "ingest", path, "--into", "maps", *MASTER)
+    table = str(partitioned.local_path / "maps.lance")
+    lance.write_dataset(lance.dataset(table).to_table(), table, mode="append")
+    got = lance.dataset(table).to_table().sort_by("id")
+    assert got.column("m").to_pylist() == [[("a", 1)]] * 4 + [[]] * 4 + [None] * 4
+    assert got.column("deep").to_pylist()[::4] == rows.column("deep").to_pylist()
+
+
 def test_failed_task_publishes_nothing_and_leaves_no_files(partitioned, tmp_path, spark):
     from pyspark.sql.functions import udf
     from pyspark.sql.types import LongType
