@@ -20,6 +20,7 @@ OBJECT_ID_DELIMITER = "$"
 MANIFEST_TABLE = "__manifest"
 V1_SUFFIX = ".lance"  # a table directory's name: `<name>.lance`
 VERSIONS_DIR = "_versions"  # a Lance table's manifests, one file per version
+REFS_DIR = "_refs"  # a table's tags and branches (spec 002)
 RESERVED_NAMES = frozenset({MANIFEST_TABLE})
 # Longest name part we accept: a table directory is `<8 hex>_<object_id>` and most file
 # systems cap a path component at 255 bytes.

@@ -122,6 +122,25 @@ def inside(child: str, parent: str, local: bool) -> bool:
     return child != parent and child.startswith(parent.rstrip(os.sep) + os.sep)
 
 
+class DirectoryJudge:
+    """`directory_location_problem` for many locations of one root (every table of a catalog):
+    the root resolved once, and each location through one `LocalResolver`, not a `realpath`
+    of every component of its whole path."""
+
+    def __init__(self, storage: Any) -> None:
+        self.root = canonical_root(storage)
+        self.resolver = LocalResolver(self.root) if storage.is_local else None
+
+    def problem(self, location: str) -> str | None:
+        problem = syntax_problem(location)
+        if problem is not None or self.resolver is None:
+            return problem
+        real = self.resolver.resolve(location)
+        if not inside(real, self.root, True):
+            return f"the directory resolves outside the root, to {shown(real)}"
+        return None
+
+
 def directory_location_problem(storage: Any, location: str) -> str | None:
     """Whether one location may be opened, without the whole catalog at hand (a `<name>.lance`
     directory found by listing, a partition table a read selected): its syntax, reserved

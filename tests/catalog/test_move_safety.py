@@ -256,6 +256,46 @@ def test_dependents_are_found_through_tags_and_branches(local_root):
     refused(local_root, "drop", "src", "--yes", names=("tag kept", "branch exp"))
 
 
+@pytest.mark.parametrize("v2_names", [False, True], ids=["v1-manifest-names", "v2-manifest-names"])
+def test_the_scan_reads_by_hand_what_lance_reads(local_root, tmp_path, monkeypatch, v2_names):
+    """A table with no tag and no branch has its newest manifest's base paths read by hand,
+    not opened with Lance: every table's answer is the one Lance's own open gives, whatever
+    the clone (through a symlinked spelling of the root, appended to since, deleted from,
+    overwritten), and a table with refs is still opened with Lance."""
+    from lancens_cli.store import base_path_readers
+
+    made = dict(enable_v2_manifest_paths=v2_names)
+    lance.write_dataset(pa.table({"id": [1, 2, 3]}), uri(local_root, "src.lance"), **made)
+    lance.write_dataset(pa.table({"id": [4]}), uri(local_root, "src.lance"), mode="append")
+    src = open_ds(local_root, "src.lance")
+    src.shallow_clone(uri(local_root, "plain.lance"), 1)
+    link = tmp_path / "link"
+    os.symlink(local_root.local_path, link)
+    lance.dataset(str(link / "src.lance")).shallow_clone(str(link / "spelled.lance"), 2)
+    src.shallow_clone(uri(local_root, "grown.lance"), 2)
+    lance.write_dataset(pa.table({"id": [9]}), uri(local_root, "grown.lance"), mode="append")
+    open_ds(local_root, "grown.lance").delete("id = 1")
+    src.shallow_clone(uri(local_root, "over.lance"), 1)
+    lance.write_dataset(pa.table({"id": [7]}), uri(local_root, "over.lance"), mode="overwrite")
+    src.shallow_clone(uri(local_root, "tagged.lance"), 1).tags.create("t", 1)
+    lance.write_dataset(pa.table({"id": [5]}), uri(local_root, "alone.lance"), **made)
+    names = ["src", "plain", "spelled", "grown", "over", "tagged", "alone"]
+    locations = [f"{name}.lance" for name in names]
+    storage = _storage(local_root)
+    by_hand = dict(base_path_readers._scans(storage, locations))
+    for location in locations:
+        found = base_path_readers._latest_alone(storage, location, None)
+        assert (found is None) == (location == "tagged.lance"), location
+    monkeypatch.setattr(base_path_readers, "_latest_alone", lambda *args: None)
+    by_lance = dict(base_path_readers._scans(storage, locations))
+    assert by_hand == by_lance
+    assert {loc for loc, paths in by_lance.items() if paths} == {
+        "plain.lance", "spelled.lance", "grown.lance", "over.lance", "tagged.lance"
+    }  # fmt: skip
+    plan = js(local_root, "drop", "src", "--dry-run")  # directory tables, all of them
+    assert [d["table"] for d in plan["dependents"]] == sorted(names[1:-1])
+
+
 def _storage(root: Root):
     from lancens_cli.config import NamespaceConfig
     from lancens_cli.store.storage import Storage
