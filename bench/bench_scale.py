@@ -36,7 +36,8 @@
    bench's own, under --workdir); `ls-limit-first` runs each time with an empty cache, as
    the first page after any change to the root or its catalog. Where tables sit below
    namespaces (nested, partitioned) `ls` lists with -R. Commands for one layout only:
-   `partitions --json` (partitioned), `drop ns000 --cascade` and its dry run (nested: one
+   `partitions --json` (partitioned), `drop <one table> --dry-run` (flat: the scan of every
+   table for readers of it), `drop ns000 --cascade` and its dry run (nested: one
    namespace of N/100 tables), `migrate-v1 --dry-run` and `migrate-v1` (--layout flat, on
    the v1 root; not in the default --commands). A command that changes its root (`drop`,
    `migrate-v1`) runs after the others, and after each run the root is put back, untimed:
@@ -263,6 +264,13 @@ COMMANDS = [
         True,
         ("partitions", "--json"),
         layouts=("partitioned",),
+    ),
+    Command(
+        "drop-one-dry",
+        "lancens drop <one table> --dry-run (every table scanned for readers)",
+        True,
+        ("drop", "{table}", "--dry-run"),
+        layouts=("flat",),
     ),
     Command(
         "drop-dry",

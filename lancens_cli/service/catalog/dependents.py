@@ -22,12 +22,14 @@ def namespace_tables(ns: Namespace, snapshot: ManifestSnapshot, delimiter: str) 
     """location -> display name of every table the namespace knows (rows and directories)."""
     verdicts = row_locations(ns.storage, snapshot)
     tables: dict[str, str] = {}
-    for row in snapshot.rows:
-        if verdicts.problem(row["object_id"]) is not None:
+    for object_id, object_type, location in snapshot.columns(
+        "object_id", "object_type", "location"
+    ):  # tuples a batch at a time: no dict per row kept for a million rows
+        if object_type != KIND_TABLE or not location:
+            continue
+        if verdicts.problem(object_id) is not None:
             continue  # never opened (store/containment.py)
-        if row["object_type"] == KIND_TABLE and row["location"]:
-            name = Identifier.from_object_id(row["object_id"]).display(delimiter)
-            tables[row["location"]] = name
+        tables[location] = Identifier.from_object_id(object_id).display(delimiter)
     if ns.config.dir_listing_enabled:
         for name, location in ns.visible_dir_tables(snapshot).items():
             tables.setdefault(location, name)
