@@ -278,8 +278,9 @@ def net_frame(df: DataFrame, schema: Any) -> DataFrame:
     deleted and not inserted again, counted as multisets, as many times as they are left over.
 
     Rows are grouped whole, as Spark's EXCEPT ALL compares them; but Spark can neither group
-    nor compare a map, so a column holding one is grouped by its JSON (entries in their
-    stored order, as the local engine compares them) and carried along beside."""
+    nor compare a map, so a column holding one is grouped by `_comparable` (each map as its
+    entries, in their stored order, as the local engine compares them) and carried along
+    beside."""
     from pyspark.sql import functions as F  # noqa: N812 - pyspark's convention
 
     from lancens_cli.service.history.changes import (
@@ -294,20 +295,49 @@ def net_frame(df: DataFrame, schema: Any) -> DataFrame:
     data = [f for f in schema if f.name not in CHANGE_COLUMNS]
     keys, carried, shown = [], [], []
     for number, f in enumerate(data):
-        column, key = F.col(quote_identifier(f.name)), f"_net_key_{number}"
+        column, key = F.col(quote_identifier(f.name)), f"{_NET}key_{number}"
+        keys.append(_comparable(column, f.type).alias(key))
         if holds_map(f.type):
-            keys.append(F.to_json(column).alias(key))
             carried.append(F.first(column).alias(f.name))
             shown.append(F.col(quote_identifier(f.name)))
         else:
-            keys.append(column.alias(key))
             shown.append(F.col(key).alias(f.name))
     added = F.col(CHANGE_TYPE).isin(INSERT, POSTIMAGE)
-    balance = F.sum(F.when(added, 1).otherwise(-1)).alias("_net_balance")
-    left = df.groupBy(*keys).agg(balance, *carried).filter("_net_balance != 0")
-    copies = F.explode(F.array_repeat(F.lit(True), F.abs(F.col("_net_balance")).cast("int")))
-    kind = F.when(F.col("_net_balance") > 0, F.lit(INSERT)).otherwise(F.lit(DELETE))
-    return left.select(*shown, kind.alias(CHANGE_TYPE), copies.alias("_net_copy")).drop("_net_copy")
+    balance = F.col(f"{_NET}balance")
+    counted = F.sum(F.when(added, 1).otherwise(-1)).alias(f"{_NET}balance")
+    left = df.groupBy(*keys).agg(counted, *carried).filter(balance != 0)
+    copies = F.explode(F.array_repeat(F.lit(True), F.abs(balance).cast("int")))
+    kind = F.when(balance > 0, F.lit(INSERT)).otherwise(F.lit(DELETE))
+    return left.select(*shown, kind.alias(CHANGE_TYPE), copies.alias(f"{_NET}copy")).drop(
+        f"{_NET}copy"
+    )
+
+
+_NET = "__lancens_net_"  # the net's own columns, beside the rows'
+
+
+def _comparable(column: Any, kind: Any) -> Any:
+    """`column` as Spark can group it, exactly: each map, at any depth, as the array of its
+    entries (key-value structs) in their stored order; a null stays null."""
+    from pyspark.sql import functions as F  # noqa: N812 - pyspark's convention
+
+    from lancens_cli.store.lance_input import holds_map
+
+    if not holds_map(kind):
+        return column
+    if t.is_map(kind):
+        key, item = kind.key_type, kind.item_type
+        return F.transform(
+            F.map_entries(column),
+            lambda entry: F.struct(
+                _comparable(entry.getField("key"), key).alias("key"),
+                _comparable(entry.getField("value"), item).alias("value"),
+            ),
+        )
+    if t.is_struct(kind):
+        fields = [_comparable(column.getField(f.name), f.type).alias(f.name) for f in kind]
+        return F.when(column.isNotNull(), F.struct(*fields))
+    return F.transform(column, lambda value: _comparable(value, kind.value_type))
 
 
 def planned_limit(request: ScanRequest, condition: Condition | None) -> int | None:

@@ -94,8 +94,8 @@ def _latest_alone(
         data = storage.read_bytes(f"{location}/{VERSIONS_DIR}/{newest}")
         _, message, _ = split_manifest_file(data)
         return [("latest", path) for path in base_path_strings(message)]
-    except (ManifestFormatError, UnicodeDecodeError, OSError, LancensError):
-        return None
+    except (ManifestFormatError, ValueError, OSError, LancensError):
+        return None  # UnicodeDecodeError is a ValueError
 
 
 def _scans(storage: Storage, locations: list[str]) -> Iterator[tuple[str, list[tuple[str, str]]]]:

@@ -33,7 +33,7 @@ def manifest_scheme(version_files: list[str]) -> str:
 
 def version_from_manifest_name(name: str) -> int | None:
     stem = name[: -len(".manifest")] if name.endswith(".manifest") else ""
-    if not stem.isdigit():
+    if not (stem.isascii() and stem.isdigit()):  # as Lance parses it: `²` is no version
         return None
     number = int(stem)
     return U64_MAX - number if len(stem) == 20 and number > 2**63 else number

@@ -223,7 +223,7 @@ class ManifestSnapshot:
     def _rows_of(self, mask: Any) -> Any:
         """The rows `mask` keeps; the table itself when it keeps them all (a flat root's
         children: no second copy of a million rows)."""
-        if pc.all(mask).as_py() is not False:
+        if mask.null_count == 0 and pc.all(mask).as_py() is not False:
             return self.table
         return self.table.filter(mask)
 

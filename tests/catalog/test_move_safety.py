@@ -279,6 +279,8 @@ def test_the_scan_reads_by_hand_what_lance_reads(local_root, tmp_path, monkeypat
     lance.write_dataset(pa.table({"id": [7]}), uri(local_root, "over.lance"), mode="overwrite")
     src.shallow_clone(uri(local_root, "tagged.lance"), 1).tags.create("t", 1)
     lance.write_dataset(pa.table({"id": [5]}), uri(local_root, "alone.lance"), **made)
+    for stray in ("²", "٣"):  # digits to `str.isdigit`, no version to Lance
+        (local_root.local_path / "alone.lance" / "_versions" / f"{stray}.manifest").touch()
     names = ["src", "plain", "spelled", "grown", "over", "tagged", "alone"]
     locations = [f"{name}.lance" for name in names]
     storage = _storage(local_root)

@@ -461,12 +461,17 @@ def test_a_condition_on_the_rows_keeps_an_updates_image_named_as_such(tmp_path):
 @pytest.mark.spark
 def test_net_changes_of_rows_holding_maps_are_the_same_on_spark_as_in_process(tmp_path, spark):
     """Spark can neither group nor compare a map (EXCEPT ALL refuses one); a net feed over a
-    map column, a struct holding a map and a list of maps nets on Spark as the in-process
-    engine nets it: equal rows cancel, a row changed inside its map does not."""
+    map column, a struct holding a map, a list of maps, a map of microsecond timestamps and
+    one keyed by bytes nets on Spark as the in-process engine nets it: equal rows cancel, a
+    row changed inside a map (by a microsecond too) does not."""
+    import datetime as dt
+
     folder = tmp_path / "root"
     folder.mkdir()
     root = Root(str(folder), {}, folder)
     tags = pa.map_(pa.string(), pa.int64())
+    stamps = pa.map_(pa.string(), pa.timestamp("us"))
+    start = dt.datetime(2024, 1, 1, 0, 0, 0, 1)
     table = pa.table(
         {
             "id": pa.array(range(6), pa.int64()),
@@ -476,22 +481,32 @@ def test_net_changes_of_rows_holding_maps_are_the_same_on_spark_as_in_process(tm
                 pa.struct([("m", tags), ("n", pa.int64())]),
             ),
             "many": pa.array([[[("x", i)], []] for i in range(6)], pa.list_(tags)),
+            "stamps": pa.array([[("t", start)]] * 6, stamps),
+            "bytes": pa.array([[(b"k", i)] for i in range(6)], pa.map_(pa.binary(), pa.int64())),
         }
     )
     path = str(folder / "t.lance")
     dataset = lance.write_dataset(table, path, max_rows_per_file=2)
-    dataset.delete("id IN (1, 4)")
+    dataset.delete("id IN (1, 3, 4)")
     lance.write_dataset(table.filter(pa.compute.field("id") == 1), path, mode="append")  # back
     changed = table.filter(pa.compute.field("id") == 4).set_column(
         1, "tags", pa.array([[("a", 4), ("b", 5)]], tags)
     )
     lance.write_dataset(changed, path, mode="append")  # id 4 back, one map value changed
+    later = start + dt.timedelta(microseconds=1)
+    moved = table.filter(pa.compute.field("id") == 3).set_column(
+        4, "stamps", pa.array([[("t", later)]], stamps)
+    )
+    lance.write_dataset(moved, path, mode="append")  # id 3 back, a microsecond later
     lance.write_dataset(table.slice(5, 1), path, mode="append")  # id 5 twice now
     args = ("--json", "scan", "t", "--changes", "--net", "--since-version", "1")
     here = ok(root, *args, "--engine", "local").json()
     there = ok(root, *args, "--engine", "spark").json()
-    assert here["columns"] == there["columns"] == ["id", "tags", "inner", "many", "_change_type"]
-    got = sorted((r[0], r[-1], repr(r[1])) for r in there["rows"])
-    assert got == sorted((r[0], r[-1], repr(r[1])) for r in here["rows"])
-    assert [(i, kind) for i, kind, _ in got] == [(4, "delete"), (4, "insert"), (5, "insert")]
+    assert here["columns"] == there["columns"]
+    assert here["columns"] == ["id", "tags", "inner", "many", "stamps", "bytes", "_change_type"]
+    got = sorted((r[0], r[-1], repr(r[1:-1])) for r in there["rows"])
+    assert got == sorted((r[0], r[-1], repr(r[1:-1])) for r in here["rows"])
+    assert [(i, kind) for i, kind, _ in got] == [
+        (3, "delete"), (3, "insert"), (4, "delete"), (4, "insert"), (5, "insert")
+    ]  # fmt: skip
     assert sorted(map(repr, there["rows"])) == sorted(map(repr, here["rows"]))
