@@ -87,7 +87,7 @@ def listed(path: str, suffix: str) -> Listing | None:
                 link = entry.is_symlink()
                 if link:
                     links.append(name)
-                if name.endswith(suffix) and entry.is_dir():
+                if name.endswith(suffix) and _leads_to_directory(entry, link):
                     if link:
                         linked.append(name)
                     else:
@@ -231,6 +231,17 @@ def _forget_old(directory: str) -> None:
             with contextlib.suppress(OSError):
                 if entry.stat(follow_symlinks=False).st_mtime < oldest:
                     os.unlink(entry.path)
+
+
+def _leads_to_directory(entry: os.DirEntry[str], link: bool) -> bool:
+    """`entry.is_dir()`, False for a link that leads nowhere a directory is (a loop too, where
+    `is_dir` raises), as `os.path.isdir` answers and as a cached listing asks it."""
+    if not link:
+        return entry.is_dir()
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def _is_dir(path: str, name: str) -> bool:

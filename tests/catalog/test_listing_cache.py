@@ -622,3 +622,20 @@ def test_names_of_every_spelling_read_back_from_the_cache_as_listed(
     assert sorted(names.odd) == sorted(
         n for n in expected if n.encode("utf-8", "surrogateescape").startswith((b"caf", b"\xff"))
     )
+
+
+def test_a_link_that_loops_is_no_table_and_stops_no_listing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `<name>.lance` link to itself (the kernel says: too many levels of links) is no
+    directory, listed or cached; the root's other tables are listed as before."""
+    root = _root(tmp_path)
+    loop = root.local_path / "loop.lance"
+    os.symlink(loop, loop)
+    _settle()
+    listed = _ls(root)
+    assert "loop" not in {e["id"] for e in listed["entries"]} and len(listed["entries"]) == 10
+    assert _ls(root) == listed == _uncached(root, tmp_path)
+    found = listing_cache.listed(str(root.local_path), ".lance")
+    assert found is not None and "loop.lance" in found.links
+    assert "loop.lance" not in found.names.text.to_pylist()

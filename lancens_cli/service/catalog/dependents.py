@@ -43,11 +43,11 @@ def outside_dependents(
     targets = sorted(set(locations))
     if not targets:
         return []
+    taken = set(targets)
     tables = namespace_tables(ns, snapshot, delimiter)
-    for location in targets:
-        tables.setdefault(location, location)
-    found = find_dependents(ns.storage, tables, targets)
-    return [d for target in targets for d in found[target] if d.location not in targets]
+    others = {location: name for location, name in tables.items() if location not in taken}
+    found = find_dependents(ns.storage, others, targets)  # a target's own reads go with it
+    return [d for target in targets for d in found[target]]
 
 
 def attach(plan: ChangeSet, dependents: list[Dependent], moved: str | None = None) -> None:
