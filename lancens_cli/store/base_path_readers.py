@@ -51,8 +51,11 @@ class Dependent:
 def referenced_paths(storage: Storage, location: str) -> list[tuple[str, str]]:
     """(which version, base path) of the latest version, every tag and every branch head."""
     quick = _latest_alone(storage, location, directory_location_problem(storage, location))
-    if quick is not None:
-        return quick
+    return quick if quick is not None else _opened_paths(storage, location)
+
+
+def _opened_paths(storage: Storage, location: str) -> list[tuple[str, str]]:
+    """`referenced_paths` as Lance's open of the table answers it."""
     try:
         ds = open_table(storage, location)
     except LancensError:
@@ -103,19 +106,19 @@ def _scans(storage: Storage, locations: list[str]) -> Iterator[tuple[str, list[t
     are read in this thread (pure Python: threads would only take turns holding the
     interpreter), and those Lance opens in a few threads; an object store's, all in threads
     (each read a round trip)."""
-    opened = locations
-    if storage.is_local:
-        opened = []
-        judge = DirectoryJudge(storage)
-        for location in locations:
-            quick = _latest_alone(storage, location, judge.problem(location))
-            if quick is None:
-                opened.append(location)
-            else:
-                yield location, quick
-    workers = 4 if storage.is_local else 16
-    # bounded, unlike pool.map (a future per table at once)
-    yield from ordered(lambda loc: (loc, referenced_paths(storage, loc)), opened, workers)
+    if not storage.is_local:
+        yield from ordered(lambda loc: (loc, referenced_paths(storage, loc)), locations, 16)
+        return
+    opened = []
+    judge = DirectoryJudge(storage)
+    for location in locations:
+        quick = _latest_alone(storage, location, judge.problem(location))
+        if quick is None:
+            opened.append(location)
+        else:
+            yield location, quick
+    # bounded, unlike pool.map (a future per table at once); the quick look is not repeated
+    yield from ordered(lambda loc: (loc, _opened_paths(storage, loc)), opened, 4)
 
 
 def _owner(storage: Storage, path: str, locations: Iterable[str]) -> str | None:
