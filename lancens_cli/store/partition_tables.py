@@ -15,6 +15,7 @@ import lance
 from lancens_cli.errors import InvalidTableStateError, lance_message
 from lancens_cli.partition.schema import field_id_padding, renumbered_fragments
 from lancens_cli.store.commit import TABLE_COMMIT_ATTEMPTS, retry_on_conflict
+from lancens_cli.store.known_rows import KnownRows
 from lancens_cli.store.lance_input import canonical_maps, write_fragments
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import VERSIONS_DIR
@@ -115,7 +116,7 @@ def commit_on_base(storage: Storage, touch: Any, confirm_base: Callable[[Any], N
             if restored.version != latest + 1:
                 return None
             line, latest = restored, restored.version
-        operation = _operation(storage, line, touch)
+        operation = _operation(storage, line, touch, base)
         if operation is None:  # a delete that matches nothing: the base (or its restore) stands
             return latest
         done = lance.LanceDataset.commit(
@@ -137,12 +138,15 @@ def commit_on_base(storage: Storage, touch: Any, confirm_base: Callable[[Any], N
     )
 
 
-def _operation(storage: Storage, line: Any, touch: Any) -> Any:
+def _operation(storage: Storage, line: Any, touch: Any, holds: int | None = None) -> Any:
     """What the touch commits on `line`: its rows appended, or replacing the partition's
     (`overwrite`), or its `delete_filter`'s rows deleted (None: none match), or both at once
-    (an update: the rows deleted and the touch's rows added in one Lance commit)."""
+    (an update: the rows deleted and the touch's rows added in one Lance commit). `holds`:
+    the version of main whose fragments `line` holds, when known (its rows' addresses are
+    then those the change read there: store/known_rows.py)."""
+    known = _known_here(touch, holds)
     if touch.delete_filter is not None and touch.rows is None:
-        operation, touch.rows_deleted = deletion(line, touch.delete_filter)
+        operation, touch.rows_deleted = deletion(line, touch.delete_filter, known)
         return operation
     if touch.fragments is None:
         touch.fragments = write_fragments(
@@ -152,40 +156,63 @@ def _operation(storage: Storage, line: Any, touch: Any) -> Any:
             storage_options=storage.lance_options,
         )
     if touch.delete_filter is not None:  # an update: its rows replace the ones deleted
-        operation, touch.rows_deleted = replacement(line, touch.delete_filter, touch.fragments)
+        operation, touch.rows_deleted = replacement(
+            line, touch.delete_filter, touch.fragments, known
+        )
         return operation
     if touch.overwrite:
         return lance.LanceOperation.Overwrite(touch.schema or touch.rows.schema, touch.fragments)
     return lance.LanceOperation.Append(touch.fragments)
 
 
-def deletion(line: Any, predicate: str) -> tuple[Any, int]:
-    """The Delete of `predicate`'s rows from `line` as it stands, and how many rows go; (None,
-    0) when no row matches: then nothing is to be committed."""
-    updated, dropped, deleted = _deletions(line, predicate)
+def _known_here(touch: Any, holds: int | None) -> KnownRows | None:
+    """The touch's known row addresses, when they were read from the version of main that
+    the line holds (else its filter deletes)."""
+    known = touch.known_rows
+    if known is None or holds is None or touch.branch is not None or known.version != holds:
+        return None
+    return known
+
+
+def deletion(line: Any, predicate: str, known: KnownRows | None = None) -> tuple[Any, int]:
+    """The Delete of `predicate`'s rows from `line` as it stands (`known`: their addresses
+    there), and how many rows go; (None, 0) when no row matches: nothing is to be committed."""
+    updated, dropped, deleted = _deletions(line, predicate, known)
     if not deleted:
         return None, 0
     return lance.LanceOperation.Delete(updated, dropped, predicate), deleted
 
 
-def replacement(line: Any, predicate: str, fragments: list[Any]) -> tuple[Any, int]:
-    """The Update that deletes `predicate`'s rows from `line` and adds `fragments` (written
-    already) in one Lance commit, and how many rows it deletes."""
-    updated, dropped, deleted = _deletions(line, predicate)
+def replacement(
+    line: Any, predicate: str, fragments: list[Any], known: KnownRows | None = None
+) -> tuple[Any, int]:
+    """The Update that deletes `predicate`'s rows from `line` (`known`: their addresses
+    there) and adds `fragments` (written already) in one Lance commit, and how many rows it
+    deletes."""
+    updated, dropped, deleted = _deletions(line, predicate, known)
     operation = lance.LanceOperation.Update(
         removed_fragment_ids=dropped, updated_fragments=updated, new_fragments=fragments
     )
     return operation, deleted
 
 
-def _deletions(line: Any, predicate: str) -> tuple[list[Any], list[int], int]:
+def _deletions(
+    line: Any, predicate: str, known: KnownRows | None = None
+) -> tuple[list[Any], list[int], int]:
     """A deletion file written for each fragment of `line` that holds rows `predicate` matches
     (the fragments' new metadata), the fragments that would hold none (dropped), and the rows
-    that go."""
+    that go. With `known` (those rows' addresses in `line`), only the fragments holding them
+    are touched, by offset, and the predicate is not evaluated again."""
     updated, dropped, deleted = [], [], 0
+    by_fragment = known.offsets_by_fragment() if known is not None else None
     for fragment in line.get_fragments():
         before = fragment.metadata
-        after = fragment.delete(predicate)
+        if by_fragment is None or not hasattr(fragment, "delete_rows"):
+            after = fragment.delete(predicate)
+        elif fragment.fragment_id in by_fragment:
+            after = fragment.delete_rows(by_fragment[fragment.fragment_id])
+        else:
+            continue
         if after is None:
             dropped.append(fragment.fragment_id)
             deleted += before.physical_rows - before.num_deletions

@@ -42,6 +42,7 @@ from lancens_cli.service.partitioned.placement import PartitionTouch
 from lancens_cli.service.partitioned.update import Replacement, written_entry
 from lancens_cli.service.partitioned.write import partitioned_target
 from lancens_cli.store.catalog_rows import LATEST, PublishedRef, open_published
+from lancens_cli.store.known_rows import ADDRESS_COLUMN, KnownRows, known_rows_of
 from lancens_cli.store.manifest import ManifestSnapshot
 
 MATCHED = ("update", "ignore")
@@ -200,6 +201,7 @@ class _Found:
     gone_rows: int = 0
     gone_where: Node | None = None
     gone_nulls: bool = False  # rows with a NULL key go too
+    known: KnownRows | None = None  # the matched rows' addresses (store/known_rows.py)
 
     def delete_node(self, keys: list[str], matched: bool) -> Node | None:
         """The namespace condition of every row to delete here: the matched rows (`matched`:
@@ -244,10 +246,13 @@ def _matched_in(
         _lacking(dataset, found, keys, schema, sources, wanted, gone)
     if any(not sources.get(k) for k in keys):
         return found
-    read = dataset.to_table(columns=[sources[k] for k in keys])
+    read = dataset.to_table(columns=[sources[k] for k in keys], with_row_address=True)
     table = pa.table({k: read.column(sources[k]).cast(schema.field(k).type) for k in keys})
+    table = table.append_column(ADDRESS_COLUMN, read.column(ADDRESS_COLUMN))
     joined = table.join(wanted, keys, join_type="inner")  # NULL keys never join
     found.keys = joined.select(keys)
+    on_main = match.published.branch_in(dataset) is None
+    found.known = known_rows_of(dataset, joined, on_main)
     return found
 
 
@@ -331,6 +336,8 @@ def _delete_touch(
     """The touch deleting one table's matched rows (`replaced`) and the rows the source lacks:
     their keys as its filter."""
     touch = delete_touch(match, found.delete_filter(node), rows_from_base=True)
+    if replaced and not found.gone_rows:  # exactly the matched rows go: known by address
+        touch.known_rows = found.known
     matched = found.keys.num_rows if found.keys is not None and replaced else 0
     touch.rows_deleted = matched + found.gone_rows  # as planned
     return touch

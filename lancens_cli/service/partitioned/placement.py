@@ -60,6 +60,9 @@ class PartitionTouch:
     # its rows were worked out from the rows of its base version (an update): a base that
     # changed cannot be rebased onto, the change fails instead
     rows_from_base: bool = False
+    # the addresses of exactly the rows `delete_filter` names, read at the base version
+    # (store/known_rows.py): the commit deletes them by offset when its line holds that version
+    known_rows: Any = None
 
     @property
     def row_count(self) -> int:

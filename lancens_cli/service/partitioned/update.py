@@ -37,6 +37,7 @@ from lancens_cli.service.partitioned.input_rows import conform, split_by_partiti
 from lancens_cli.service.partitioned.placement import LevelIndex, PartitionTouch, prepare
 from lancens_cli.service.partitioned.write import PartitionWrite, commit_touches
 from lancens_cli.store.catalog_rows import open_published
+from lancens_cli.store.known_rows import KnownRows, known_rows_of
 
 
 @dataclass(frozen=True)
@@ -202,7 +203,8 @@ def update_rows(
     layout, snapshot = found.layout, found.snapshot
     schema = layout.schema
     history = history_from_metadata(snapshot.metadata)
-    old = run_in_parallel(lambda t: _published_rows(ns, t, schema, history), found.targets)
+    read = run_in_parallel(lambda t: _published_rows(ns, t, schema, history), found.targets)
+    old = [rows for rows, _ in read]
     result = PartitionUpdate(
         found.where,
         plan.sets,
@@ -217,9 +219,10 @@ def update_rows(
     parts = [new_values(t, plan.assignments, schema) if t.num_rows else t for t in old]
     changed = pa.concat_tables([t for t in parts if t.num_rows])
     deletes = {}
-    for target, rows in zip(found.targets, old, strict=True):
+    for target, (rows, known) in zip(found.targets, read, strict=True):
         if rows.num_rows:
             touch = delete_touch(target.match, target.filter, rows_from_base=True)
+            touch.known_rows = known
             touch.rows_deleted = rows.num_rows  # as planned; the commit counts them again
             deletes[target.match.object_id] = touch
     replaced = Replacement(ns, snapshot, layout, deletes, changed)
@@ -291,20 +294,24 @@ class Replacement:
         return done.manifest_version
 
 
-def _published_rows(ns: Namespace, target: Any, schema: pa.Schema, history: list[Any]) -> pa.Table:
+def _published_rows(
+    ns: Namespace, target: Any, schema: pa.Schema, history: list[Any]
+) -> tuple[pa.Table, KnownRows | None]:
     """The rows of one matched table its filter selects, at the version `__manifest`
     publishes, in the namespace schema (a column the table holds under an earlier name read by
-    that name, one it lacks NULL)."""
+    that name, one it lacks NULL); and their addresses there (store/known_rows.py)."""
     row = {**target.match.published.as_json(), "location": target.match.location}
     dataset = open_published(ns.storage, row)
     sources = column_sources(dataset.schema, schema, history)
     wanted = sorted({source for source in sources.values() if source})
-    read = dataset.to_table(columns=wanted, filter=target.filter)
+    read = dataset.to_table(columns=wanted, filter=target.filter, with_row_address=True)
     columns = [
         read.column(sources[f.name]) if sources.get(f.name) else pa.nulls(read.num_rows, f.type)
         for f in schema
     ]
-    return conform(pa.Table.from_arrays(columns, names=schema.names), schema)
+    rows = conform(pa.Table.from_arrays(columns, names=schema.names), schema)
+    on_main = target.match.published.branch_in(dataset) is None
+    return rows, known_rows_of(dataset, read, on_main)
 
 
 def written_entry(touch: PartitionTouch, dry_run: bool) -> dict[str, Any]:

@@ -1,0 +1,163 @@
+"""`update` and `merge` delete the rows they replace by the addresses their read found, not by
+evaluating their filter on every fragment again (store/known_rows.py); what readers see must
+be what the filter would have left.
+
+The namespace is built as users build one: several writes (many fragments per partition
+table), a `delete --where` before (deletion files already there, so offsets count deleted
+rows too), and a dead writer's append to a partition table that `__manifest` never published
+(the commit sets it aside and deletes on the published version). Every outcome is checked
+against a model of the rows; that the address path ran is checked by a Lance fragment delete
+that fails when asked to evaluate a filter. The deletions themselves are compared with
+Lance's own filter deletes on the same fragments.
+"""
+
+from __future__ import annotations
+
+import json
+
+import lance
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from data import events, partitioned_root
+from helpers import copied_root, manifest, ok, partition_tables, published_rows
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lancens_cli.store.known_rows import KnownRows
+from lancens_cli.store.partition_tables import _deletions
+
+
+@pytest.fixture(scope="module")
+def busy_template(tmp_path_factory):
+    """Four writes of 200 rows into `bucket(4, customer_id)`, a delete of every fifth id, and
+    an unpublished append (ids from 90,000) to the first partition table."""
+    tmp_path = tmp_path_factory.mktemp("busy")
+    root = partitioned_root(tmp_path, events(1).schema, "bucket(4, customer_id)")
+    for batch in range(4):
+        path = tmp_path / f"w{batch}.parquet"
+        pq.write_table(events(200, seed=batch, start=batch * 200), path)
+        ok(root, "write", "--from", str(path))
+    fifths = ", ".join(str(i) for i in range(0, 800, 5))
+    ok(root, "delete", "--where", f"id IN ({fifths})", "--yes")
+    first = partition_tables(root)[0]
+    lance.write_dataset(
+        events(10, seed=9, start=90_000).cast(events(1).schema),
+        str(root.local_path / first["location"]),
+        mode="append",
+    )
+    return root
+
+
+@pytest.fixture
+def busy_root(busy_template, tmp_path):
+    """A copy of `busy_template` for one test to change."""
+    return copied_root(busy_template, tmp_path / "copy"), tmp_path
+
+
+def _model(root) -> dict[int, dict]:
+    return {row["id"]: row for row in published_rows(root).to_pylist()}
+
+
+def _no_filter_deletes(monkeypatch) -> list[str]:
+    """Fragment deletes by filter fail the test from here on: the rows are known."""
+    asked: list[str] = []
+
+    def refuse(self, predicate):
+        asked.append(predicate)
+        raise AssertionError(f"a fragment evaluated the filter {predicate!r}")
+
+    monkeypatch.setattr(lance.fragment.LanceFragment, "delete", refuse)
+    return asked
+
+
+def _cells(rows) -> str:
+    return json.dumps(sorted(rows, key=lambda r: r["id"]), default=str)
+
+
+def test_a_merge_deletes_what_it_matched_by_address(busy_root, monkeypatch):
+    root, folder = busy_root
+    model = _model(root)
+    live = sorted(model)
+    changed = [{**model[i], "country": "XX"} for i in live[::3]]  # every third live row
+    moved = [{**model[i], "customer_id": (model[i]["customer_id"] or 0) + 1} for i in live[1::7]]
+    new = events(5, seed=7, start=50_000).to_pylist()
+    source = changed + [m for m in moved if m["id"] not in {c["id"] for c in changed}] + new
+    path = folder / "source.parquet"
+    pq.write_table(pa.Table.from_pylist(source, schema=events(1).schema), path)
+    for row in source:
+        model[row["id"]] = row
+    _no_filter_deletes(monkeypatch)
+    version = int(manifest(root).version)
+    done = json.loads(ok(root, "--json", "merge", "--from", str(path), "--on", "id").stdout)
+    assert done["rows_updated"] == len(source) - 5 and done["rows_inserted"] == 5
+    assert int(manifest(root).version) == version + 1
+    after = published_rows(root).to_pylist()
+    assert _cells(after) == _cells(model.values())  # the dead writer's rows stay unseen
+    assert not any(row["id"] >= 90_000 for row in after)
+
+
+def test_an_update_deletes_what_it_read_by_address(busy_root, monkeypatch):
+    root, _ = busy_root
+    model = _model(root)
+    for row in model.values():
+        if row["country"] == "DE":
+            row["customer_id"] = (row["customer_id"] or 0) + 7  # moves most rows
+    _no_filter_deletes(monkeypatch)
+    ok(root, "update", "--set", "customer_id = coalesce(customer_id, 0) + 7", "--where",
+       "country = 'DE'", "--yes")  # fmt: skip
+    assert _cells(published_rows(root).to_pylist()) == _cells(model.values())
+
+
+def test_a_merge_that_also_deletes_what_the_source_lacks_evaluates_its_filter(busy_root):
+    """The rows the source lacks are found by a condition: that delete keeps its filter."""
+    root, folder = busy_root
+    model = _model(root)
+    keep = sorted(model)[:50]
+    path = folder / "source.parquet"
+    pq.write_table(pa.Table.from_pylist([model[i] for i in keep], schema=events(1).schema), path)
+    ok(root, "merge", "--from", str(path), "--on", "id", "--delete-not-matched-by-source",
+       "--yes")  # fmt: skip
+    assert _cells(published_rows(root).to_pylist()) == _cells([model[i] for i in keep])
+
+
+def _fragments_and_rows(tmp_path, seed: int) -> lance.LanceDataset:
+    """A table of five fragments with some rows deleted already."""
+    uri = str(tmp_path / f"t{seed}.lance")
+    for part in range(5):
+        rows = pa.table({"id": pa.array(range(part * 40, part * 40 + 40), pa.int64())})
+        lance.write_dataset(rows, uri, mode="append" if part else "create")
+    dataset = lance.dataset(uri)
+    dataset.delete(f"id % 7 = {seed % 7}")
+    return lance.dataset(uri)
+
+
+@given(st.sets(st.integers(0, 199), max_size=120))
+def test_deleting_by_address_leaves_what_the_filter_leaves(tmp_path_factory, ids):
+    folder = tmp_path_factory.mktemp("by-address")
+    dataset = _fragments_and_rows(folder, len(ids))
+    predicate = f"id IN ({', '.join(map(str, sorted(ids)))})" if ids else "false"
+    read = dataset.to_table(filter=predicate, with_row_address=True)
+    known = KnownRows(dataset.version, read.column("_rowaddr"))
+    by_filter = _deletions(dataset, predicate)
+    by_address = _deletions(dataset, predicate, known)
+    assert by_address[1] == by_filter[1] and by_address[2] == by_filter[2] == read.num_rows
+
+    def deleted(updated: list) -> dict[int, int]:
+        return {fragment.id: fragment.num_deletions for fragment in updated}
+
+    assert deleted(by_address[0]) == deleted(by_filter[0])
+    operation = lance.LanceOperation.Delete(by_address[0], by_address[1], predicate)
+    if by_address[2]:
+        after = lance.LanceDataset.commit(dataset.uri, operation, read_version=dataset.version)
+        before = dataset.to_table()["id"]
+        gone = pc.is_in(before, value_set=pa.array(sorted(ids), pa.int64()))
+        expected = before.filter(pc.invert(gone)).to_pylist()
+        assert sorted(after.to_table()["id"].to_pylist()) == sorted(expected)
+
+
+def test_addresses_are_grouped_by_fragment():
+    addresses = pa.array([(3 << 32) | 5, 7, (3 << 32) | 1, 2, (1 << 32)], pa.uint64())
+    grouped = KnownRows(1, pa.chunked_array([addresses[:2], addresses[2:]])).offsets_by_fragment()
+    assert grouped == {0: [7, 2], 1: [0], 3: [5, 1]}
