@@ -49,9 +49,9 @@ class KnownRows:
         }
 
 
-def known_rows_of(dataset: Any, read: Any, on_main: bool) -> KnownRows | None:
-    """The addresses a read `with_row_address` holds, when it read a version of main
+def known_rows_of(version: int, read: Any, on_main: bool) -> KnownRows | None:
+    """The addresses a read `with_row_address` holds, when it read `version` of main
     (`on_main`; a read of a branch is deleted from by its filter)."""
     if ADDRESS_COLUMN not in read.column_names or not on_main:
         return None
-    return KnownRows(int(dataset.version), read.column(ADDRESS_COLUMN))
+    return KnownRows(version, read.column(ADDRESS_COLUMN))

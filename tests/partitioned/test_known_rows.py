@@ -110,6 +110,32 @@ def test_an_update_deletes_what_it_read_by_address(busy_root, monkeypatch):
     assert _cells(published_rows(root).to_pylist()) == _cells(model.values())
 
 
+@pytest.mark.parametrize("joined_at_once", [150, 4_000_000])
+def test_a_merge_on_two_keys_with_nulls_matches_as_sql_does(busy_root, monkeypatch, joined_at_once):
+    """(country, id), a text key with NULLs among it: a NULL never matches, so such a source
+    row is new; the tables' keys are matched a few tables at a time or all at once."""
+    from lancens_cli.service.partitioned import merge
+
+    monkeypatch.setattr(merge, "_JOINED_AT_ONCE", joined_at_once)
+    root, folder = busy_root
+    rows = published_rows(root).to_pylist()
+    source = [{**row, "customer_id": -row["id"]} for row in rows[::4]]
+    path = folder / "source.parquet"
+    pq.write_table(pa.Table.from_pylist(source, schema=events(1).schema), path)
+    by_key = {(r["country"], r["id"]): r for r in rows if r["country"] is not None}
+    nulls = [r for r in rows if r["country"] is None]
+    for row in source:
+        if row["country"] is None:
+            nulls.append(row)
+        else:
+            by_key[(row["country"], row["id"])] = row
+    done = json.loads(ok(root, "--json", "merge", "--from", str(path), "--on", "country,id").stdout)
+    assert done["rows_inserted"] == sum(1 for r in source if r["country"] is None)
+    expected = sorted(json.dumps(r, default=str) for r in [*by_key.values(), *nulls])
+    after = sorted(json.dumps(r, default=str) for r in published_rows(root).to_pylist())
+    assert after == expected
+
+
 def test_a_merge_that_also_deletes_what_the_source_lacks_evaluates_its_filter(busy_root):
     """The rows the source lacks are found by a condition: that delete keeps its filter."""
     root, folder = busy_root

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -48,6 +49,8 @@ from lancens_cli.store.manifest import ManifestSnapshot
 MATCHED = ("update", "ignore")
 NOT_MATCHED = ("insert", "ignore")
 _SEEN = "__lancens_seen"  # a marker column of the key join
+_PART = "__lancens_table"  # which table a key row of the join came from
+_JOINED_AT_ONCE = 4_000_000  # key rows of tables matched against the source in one join
 
 
 @dataclass
@@ -94,9 +97,11 @@ def merge_rows(
     source = merge_source(data, schema, keys, "namespace column")
     selection = select_partitions(ns, None)
     history = history_from_metadata(snapshot.metadata)
+    wanted = source.select(keys).append_column(_SEEN, pa.array([True] * source.num_rows))
     found = run_in_parallel(
-        lambda m: _matched_in(ns, m, source, keys, schema, history, gone), selection.matches
+        lambda m: _keys_of(ns, m, keys, schema, history, wanted, gone), selection.matches
     )
+    _match_keys(found, wanted, keys)
     matched = _require_matched_once(selection.matches, found, keys)
     hit = _matched_mask(source, matched, keys)
     chosen = pc.or_(
@@ -202,6 +207,11 @@ class _Found:
     gone_where: Node | None = None
     gone_nulls: bool = False  # rows with a NULL key go too
     known: KnownRows | None = None  # the matched rows' addresses (store/known_rows.py)
+    # until matched: the table's keys and row addresses (`_rowaddr`), the version they were
+    # read at and whether it is main's
+    read: pa.Table | None = None
+    read_at: int = 0
+    on_main: bool = False
 
     def delete_node(self, keys: list[str], matched: bool) -> Node | None:
         """The namespace condition of every row to delete here: the matched rows (`matched`:
@@ -225,22 +235,22 @@ class _Found:
         return "false" if rendered is FALSE else (rendered or "true")
 
 
-def _matched_in(
+def _keys_of(
     ns: Namespace,
     match: PartitionMatch,
-    source: pa.Table,
     keys: list[str],
     schema: pa.Schema,
     history: list[Any],
+    wanted: pa.Table,
     gone: Node | None | bool = False,
 ) -> _Found:
-    """The table's rows the source's keys match; with `gone` (a condition, or None for every
-    row), the rows it holds for that the source lacks. False: none are deleted."""
+    """One table's published keys and row addresses, to be matched (`_match_keys`); with
+    `gone` (a condition, or None for every row), the rows it holds for that the source
+    lacks. False: none are deleted."""
     row = {**match.published.as_json(), "location": match.location}
     dataset = open_published(ns.storage, row)
     sources = column_sources(dataset.schema, schema, history)
     renamed = {name: src for name, src in sources.items() if src != name}
-    wanted = source.select(keys).append_column(_SEEN, pa.array([True] * source.num_rows))
     found = _Found(None, dataset.schema, renamed)
     if gone is not False:
         _lacking(dataset, found, keys, schema, sources, wanted, gone)
@@ -248,12 +258,47 @@ def _matched_in(
         return found
     read = dataset.to_table(columns=[sources[k] for k in keys], with_row_address=True)
     table = pa.table({k: read.column(sources[k]).cast(schema.field(k).type) for k in keys})
-    table = table.append_column(ADDRESS_COLUMN, read.column(ADDRESS_COLUMN))
-    joined = table.join(wanted, keys, join_type="inner")  # NULL keys never join
-    found.keys = joined.select(keys)
-    on_main = match.published.branch_in(dataset) is None
-    found.known = known_rows_of(dataset, joined, on_main)
+    found.read = table.append_column(ADDRESS_COLUMN, read.column(ADDRESS_COLUMN))
+    found.read_at = int(dataset.version)
+    found.on_main = match.published.branch_in(dataset) is None
     return found
+
+
+def _match_keys(found: list[_Found], wanted: pa.Table, keys: list[str]) -> None:
+    """Each table's rows whose keys the source holds (`_Found.keys`, and their addresses),
+    joined with the source a few million rows of tables at a time: one hash of the source
+    per join, not one per table."""
+    batch: list[int] = []
+    rows = 0
+    for number, one in enumerate(found):
+        if one.read is None:
+            continue
+        batch.append(number)
+        rows += one.read.num_rows
+        if rows >= _JOINED_AT_ONCE:
+            _match_batch(found, batch, wanted, keys)
+            batch, rows = [], 0
+    if batch:
+        _match_batch(found, batch, wanted, keys)
+
+
+def _match_batch(found: list[_Found], batch: list[int], wanted: pa.Table, keys: list[str]) -> None:
+    parts = []
+    for number in batch:
+        read = found[number].read
+        assert read is not None
+        parts.append(read.append_column(_PART, pa.array([number] * read.num_rows, pa.int32())))
+    joined = pa.concat_tables(parts).join(wanted, keys, join_type="inner")  # NULLs never join
+    joined = joined.take(pc.sort_indices(joined, sort_keys=[(_PART, "ascending")]))
+    numbers = joined.column(_PART).to_numpy()
+    for number in batch:
+        one = found[number]
+        start, end = (int(i) for i in np.searchsorted(numbers, [number, number + 1]))
+        mine = joined.slice(start, end - start)
+        one.keys = mine.select(keys)
+        addresses = pa.table({ADDRESS_COLUMN: mine.column(ADDRESS_COLUMN)})
+        one.known = known_rows_of(one.read_at, addresses, one.on_main)
+        one.read = None
 
 
 def _lacking(
