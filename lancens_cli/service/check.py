@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 
 from lancens_cli.errors import ManifestError
 from lancens_cli.models import (
@@ -42,6 +43,7 @@ from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout_check import check_partitions, fix_partitions
 from lancens_cli.service.partitioned.naming import partition_labels
 from lancens_cli.service.partitioned.published_check import check_published
+from lancens_cli.service.table_looks import latest_known, look_at_partition_tables, schema_known
 from lancens_cli.store.containment import JOBS_DIR, shown
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
 from lancens_cli.store.row_verdicts import row_locations
@@ -76,26 +78,35 @@ def check(
     nested = roots_below(ns) if ident.is_root and not snapshot.exists else []
     if nested:  # the parent of real roots was given as the root
         report.add("not_a_root", None, None, nested_roots_message(ns, nested))
+    looks = (  # each partition table opened once for every check that asks it
+        look_at_partition_tables(ns, snapshot, grace, progress)
+        if ident.is_root and snapshot.exists
+        else {}
+    )
     if snapshot.exists:
         check_manifest(snapshot, report)
         if ident.is_root:
-            check_partitions(ns, snapshot, report)
+            check_partitions(ns, snapshot, report, partial(schema_known, looks))
         report.labels = {
             shown(Identifier.from_object_id(oid).display(delimiter)): label
             for oid, label in partition_labels(snapshot).items()
         }
     rows = _rows_in_scope(ns, snapshot, ident)
-    check_rows(ns, snapshot, rows, report, delimiter, grace, progress, drop_refused_rows)
+    check_rows(ns, snapshot, rows, report, delimiter, grace, progress, drop_refused_rows, looks)
     verdicts = row_locations(ns.storage, snapshot)
     check_published(
-        ns, (r for r in rows if verdicts.problem(r["object_id"]) is None), report, delimiter
+        ns,
+        (r for r in rows if verdicts.problem(r["object_id"]) is None),
+        report,
+        delimiter,
+        partial(latest_known, looks),
     )
     if ident.is_root:
         check_job_logs(ns, report, grace)
         check_orphans(ns, snapshot, report, delimiter, grace)
         if snapshot.exists:
             check_staged_files(ns, report, grace)
-            check_unreferenced_data(ns, snapshot, report, grace, delimiter)
+            check_unreferenced_data(ns, snapshot, report, grace, delimiter, looks)
     if fix and not dry_run:
         _apply_fixes(ns, report, grace)
     return report

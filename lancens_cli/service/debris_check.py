@@ -33,6 +33,8 @@ from lancens_cli.partition.spec import SPEC_NAMESPACE, specs_from_metadata
 from lancens_cli.service.catalog.manifest_rows import RENAMED_FROM_KEY, rename_intent
 from lancens_cli.service.check_report import CheckReport
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.table_looks import TableLook
+from lancens_cli.service.unreferenced_data import unreferenced_files
 from lancens_cli.store.containment import JOBS_DIR, directory_location_problem, shown
 from lancens_cli.store.manifest import ManifestSnapshot, decode_properties
 from lancens_cli.store.row_verdicts import row_locations
@@ -348,7 +350,12 @@ def check_staged_files(ns: Namespace, report: CheckReport, grace: timedelta) -> 
 
 
 def check_unreferenced_data(
-    ns: Namespace, snapshot: ManifestSnapshot, report: CheckReport, grace: timedelta, delimiter
+    ns: Namespace,
+    snapshot: ManifestSnapshot,
+    report: CheckReport,
+    grace: timedelta,
+    delimiter,
+    looks: dict[str, TableLook] | None = None,
 ) -> None:
     """Data files in a partition table that no version references: what the tasks of a
     Spark write (`ingest`, the `lancens` data source) leave in existing partition tables when
@@ -375,28 +382,14 @@ def check_unreferenced_data(
 
     def scan(row: dict) -> tuple[dict, list[tuple[str, bool]]]:
         location = row["location"]
+        look = looks.get(location) if looks is not None else None
+        if look is not None and look.unreferenced is not None:
+            return row, list(look.unreferenced)  # found by the one open of each table
         try:
             dataset = open_table(ns.storage, location)
-            tracked = set(dataset.tracked_files().read_all().column("path").to_pylist())
-        except (LancensError, OSError, ValueError, RuntimeError):
+        except LancensError:
             return row, []  # reported by the table checks
-        # our own listing, not Lance's: it also shows the staging file of a write killed
-        # half-way through a data file (Lance's listing leaves those out)
-        found = _unreferenced(ns, location, "data", tracked, grace)
-        # a branch write (`write --branch`) puts its files in `tree/<branch>/data`
-        try:
-            branches = list(dataset.branches.list())
-        except (OSError, ValueError, RuntimeError):
-            branches = []
-        for name in branches:
-            try:
-                head = dataset.checkout_version((name, None))
-                files = head.tracked_files().read_all().to_pylist()
-            except (OSError, ValueError, RuntimeError):
-                continue  # an unreadable branch head is the published-version check's finding
-            own = {f["path"] for f in files if f["base_uri"].rstrip("/").endswith(f"tree/{name}")}
-            found += _unreferenced(ns, location, f"tree/{name}/data", own, grace, f"tree/{name}/")
-        return row, found
+        return row, unreferenced_files(ns, dataset, location, grace)
 
     workers = 4 if ns.storage.is_local else 16
     for row, files in ordered(scan, tables, workers):  # bounded, unlike pool.map
@@ -410,25 +403,3 @@ def check_unreferenced_data(
                 + ("" if expired else f" (younger than {grace}; may be a write in flight)"),
                 fixable=expired,
             )
-
-
-def _unreferenced(
-    ns: Namespace,
-    location: str,
-    directory: str,
-    tracked: set[str],
-    grace: timedelta,
-    prefix: str = "",
-) -> list[tuple[str, bool]]:
-    """Files below `location/directory` that `tracked` (paths relative to the dataset or
-    branch root, with `prefix` the branch's place in the table) does not name, with whether
-    each is older than the grace."""
-    now = datetime.now(UTC)
-    found = []
-    for path, _size in ns.storage.walk_files(f"{location}/{directory}"):
-        inside = f"{directory}/{path}"
-        if inside[len(prefix) :] in tracked:
-            continue
-        modified = ns.storage.modified(f"{location}/{inside}")
-        found.append((inside, modified is not None and now - modified > grace))
-    return found

@@ -9,6 +9,7 @@ It stands apart from `check.py`, which orders the checks and applies the fixes, 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 
 import pyarrow as pa
@@ -34,6 +35,7 @@ from lancens_cli.service.catalog.manifest_rows import (
 from lancens_cli.service.check_report import CheckReport
 from lancens_cli.service.debris_check import UNCOMMITTED_WRITE, abandoned
 from lancens_cli.service.namespace import Namespace
+from lancens_cli.service.table_looks import TableLook
 from lancens_cli.store.containment import directory_location_problem, shown
 from lancens_cli.store.manifest import (
     BASE_COLUMNS,
@@ -106,8 +108,18 @@ def _check_table_properties(ns, row: dict, name: str, report) -> None:
 
 
 def check_rows(
-    ns, snapshot, rows, report, delimiter, grace: timedelta, progress=None, drop_refused=False
+    ns,
+    snapshot,
+    rows,
+    report,
+    delimiter,
+    grace: timedelta,
+    progress=None,
+    drop_refused=False,
+    looks: dict[str, TableLook] | None = None,
 ) -> None:
+    """Every row's own checks, and every table's (`looks`: the tables one pass has opened
+    already, service/table_looks.py, whose findings are reported here in the rows' order)."""
     tables = []
     verdicts = row_locations(ns.storage, snapshot)
     for row in rows:
@@ -147,7 +159,20 @@ def check_rows(
                 continue
         tables.append((name, location))
     report.tables_checked = len(tables)
+    _verify_tables(ns, snapshot, tables, report, grace, progress, looks or {})
 
+
+def _verify_tables(
+    ns: Namespace,
+    snapshot: ManifestSnapshot,
+    tables: list[tuple[str, str]],
+    report: CheckReport,
+    grace: timedelta,
+    progress: Callable[[int], Callable[[], None]] | None,
+    looked: dict[str, TableLook],
+) -> None:
+    """Every table's own checks (name, location), reported in order; a table `looked` at
+    already is reported from what that look found."""
     registered: list[dict[str, str]] = []  # every registered location, made when first asked
     lock = threading.Lock()
 
@@ -160,6 +185,9 @@ def check_rows(
 
     def verify(item):
         name, location = item
+        look = looked.get(location)
+        if look is not None:
+            return name, location, list(look.problems)
         # one listing of a committed table's files serves every question asked of it
         present = table_files(ns.storage, location)
         if committed_manifests(present):
@@ -176,11 +204,12 @@ def check_rows(
         return name, location, _problems_of(ns, location)
 
     workers = 4 if ns.storage.is_local else 16
-    advance = progress(len(tables)) if progress else None
+    opened = sum(1 for _, location in tables if location not in looked)
+    advance = progress(opened) if progress and opened else None
     for name, location, problems in ordered(verify, tables, workers):  # bounded, unlike pool.map
         for code, message, fixable in problems:
             report.add(code, name, location, message, fixable)
-        if advance:
+        if advance and location not in looked:
             advance()
 
 

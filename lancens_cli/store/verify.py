@@ -61,6 +61,14 @@ def verify_table(storage: Storage, location: str, present: set[str] | None = Non
     """Problems of the table at `location` (empty when healthy). `present`: its files
     (`table_files`) when the caller listed them, holding its committed versions: then
     nothing is listed again."""
+    return verify_opening(storage, location, present)[0]
+
+
+def verify_opening(
+    storage: Storage, location: str, present: set[str] | None = None
+) -> tuple[list[Problem], Any]:
+    """`verify_table`, and the latest version it opened (None: it did not open), for a
+    caller that asks more of the table without opening it again."""
     problems: list[Problem] = []
     if present is None:
         version_files = [e.name for e in storage.list_dir(f"{location}/{VERSIONS_DIR}")]
@@ -78,10 +86,10 @@ def verify_table(storage: Storage, location: str, present: set[str] | None = Non
         ds = open_table(storage, location)
     except LancensError as exc:
         problems.append(Problem("table_unloadable", exc.message))
-        return problems
+        return problems, None
     problems += _file_problems(storage, ds, present, "")
     problems += _branch_problems(storage, ds, present)
-    return problems
+    return problems, ds
 
 
 def version_problems(storage: Storage, location: str, ds: Any, prefix: str) -> list[Problem]:
@@ -94,6 +102,8 @@ def _branch_problems(storage: Storage, ds: Any, present: set[str]) -> list[Probl
     """Every branch's latest version must load and resolve its files (spec 002 base paths):
     a branch reaches the main table through an absolute base path, which a move can break."""
     problems = []
+    if not any(name.startswith(BRANCHES_PREFIX) for name in present):
+        return []  # no branch: Lance keeps each as `_refs/branches/<name>.json`
     try:
         branches = sorted(ds.branches.list())
     except (OSError, RuntimeError, ValueError) as exc:
@@ -113,6 +123,9 @@ def _branch_problems(storage: Storage, ds: Any, present: set[str]) -> list[Probl
         for problem in _file_problems(storage, head, present, f"tree/{branch}/"):
             problems.append(Problem("branch_unresolved", f"branch {branch}: {problem.message}"))
     return problems
+
+
+BRANCHES_PREFIX = "_refs/branches/"  # where Lance keeps a table's branches
 
 
 def _file_problems(storage: Storage, ds: Any, present: set[str], prefix: str) -> list[Problem]:

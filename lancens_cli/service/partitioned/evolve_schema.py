@@ -20,6 +20,7 @@ publish (exit 4) instead of publishing rows in the old shape.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -403,16 +404,30 @@ class TableSchema:
     ids: dict[str, int]
 
 
+# whether a row's published schema and Lance field ids are known already, and they (None: that
+# version does not open): what one look at every table found (service/table_looks.py)
+SchemaKnown = Callable[[dict[str, Any]], tuple[bool, tuple[Any, dict[str, int]] | None]]
+
+
 def published_table_schemas(
-    storage: Storage, snapshot: ManifestSnapshot, layout: PartitionLayout
+    storage: Storage,
+    snapshot: ManifestSnapshot,
+    layout: PartitionLayout,
+    known: SchemaKnown | None = None,
 ) -> list[TableSchema]:
     """Every published partition table's schema (`check` reads each table once for all its
     schema checks). A refused row is `bad_location`, reported from the row alone
-    (store/containment.py); a table that cannot be read, by the table checks."""
+    (store/containment.py); a table that cannot be read, by the table checks. `known(row)`:
+    whether the schema and field ids of a row's published version are known already, and
+    they (None: it does not open)."""
     verdicts = row_locations(storage, snapshot)
     rows = [r for r in partition_tables(snapshot, layout) if not verdicts.problem(r["object_id"])]
 
     def table_schema(row: dict[str, Any]) -> TableSchema | None:
+        if known is not None:
+            found, kept = known(row)
+            if found:
+                return None if kept is None else TableSchema(row, kept[0], kept[1])
         try:
             dataset = open_published(storage, row)
         except InvalidTableStateError:

@@ -27,6 +27,7 @@ from lancens_cli.partition.transforms import apply_field
 from lancens_cli.service.catalog.manifest_rows import partition_namespace_row
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.evolve_schema import (
+    SchemaKnown,
     check_table_schemas,
     published_table_schemas,
 )
@@ -48,7 +49,14 @@ from lancens_cli.store.tables import open_table
 FIXABLE = ("partition_guard_missing", "partition_columns_missing", "spec_namespace_missing")
 
 
-def check_partitions(ns: Namespace, snapshot: ManifestSnapshot, report: Any) -> None:
+def check_partitions(
+    ns: Namespace,
+    snapshot: ManifestSnapshot,
+    report: Any,
+    known: SchemaKnown | None = None,
+) -> None:
+    """The layout's own checks, then every published partition table's schema (`known`: a
+    row's published schema when known without opening the table: `published_table_schemas`)."""
     try:
         layout = layout_of(snapshot)
     except CatalogDamagedError as exc:
@@ -93,7 +101,7 @@ def check_partitions(ns: Namespace, snapshot: ManifestSnapshot, report: Any) -> 
         _check_inheritance(snapshot, layout, report)
         _check_zoned_time_values(ns, snapshot, layout, report)
 
-    tables = published_table_schemas(ns.storage, snapshot, layout)
+    tables = published_table_schemas(ns.storage, snapshot, layout, known)
     unlike_lance = check_numbering(snapshot, layout, tables, report)
     check_table_schemas(snapshot, layout, tables, report, compare_ids=not unlike_lance)
 

@@ -8,7 +8,7 @@ version of `main`, so only a published version other than that one is opened aga
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from lancens_cli.errors import LancensError
@@ -22,9 +22,14 @@ UNREADABLE = "published_version_unreadable"
 
 
 def check_published(
-    ns: Namespace, rows: Iterable[dict[str, Any]], report: Any, delimiter: str
+    ns: Namespace,
+    rows: Iterable[dict[str, Any]],
+    report: Any,
+    delimiter: str,
+    latest_of: Callable[[str], int | None] | None = None,
 ) -> None:
-    """Report every table row whose published version readers cannot read."""
+    """Report every table row whose published version readers cannot read (`latest_of`: a
+    table's latest version of main when known without opening it, by location)."""
     for row in rows:
         ref = PublishedRef.of(row)
         if row.get("object_type") != KIND_TABLE or ref == LATEST or not row.get("location"):
@@ -33,18 +38,23 @@ def check_published(
         if table_state(ns.storage, location) != STATE_OK:
             continue  # reported by the table checks
         name = Identifier.from_object_id(row["object_id"]).display(delimiter)
-        for message in _problems(ns, row, ref):
+        latest = latest_of(location) if latest_of is not None else None
+        for message in _problems(ns, row, ref, latest):
             report.add(UNREADABLE, name, location, message)
 
 
-def _problems(ns: Namespace, row: dict[str, Any], ref: PublishedRef) -> list[str]:
+def _problems(
+    ns: Namespace, row: dict[str, Any], ref: PublishedRef, latest: int | None = None
+) -> list[str]:
+    """`latest`: main's latest version, when known without opening the table."""
     what = ref.words()
     location = row["location"]
     try:
-        if ref.main_version is not None and int(open_table(ns.storage, location).version) == (
-            ref.main_version
-        ):
-            return []  # the latest of main: the table checks verified it
+        if ref.main_version is not None:
+            if latest is None:
+                latest = int(open_table(ns.storage, location).version)
+            if latest == ref.main_version:
+                return []  # the latest of main: the table checks verified it
         dataset = ref.open(ns.storage, location)
     except LancensError as exc:
         return [f"the published {what} does not load (readers fail): {exc.message}"]
