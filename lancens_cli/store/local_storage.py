@@ -90,6 +90,11 @@ class LocalFiles:
                     continue
                 yield os.path.relpath(full, top).replace(os.sep, "/"), size
 
+    def file_names(self, rel: str) -> Iterator[str]:
+        """`walk_files`'s paths without their sizes: no `stat` a file (the directory entries
+        say which are directories), the same files (a link that leads to no file is none)."""
+        yield from _names_below(self.path(rel), "")
+
     def modified(self, rel: str) -> datetime | None:
         try:
             return datetime.fromtimestamp(os.path.getmtime(self.path(rel)), UTC)
@@ -166,3 +171,24 @@ class LocalFiles:
 def _ignore_missing(func, path, exc_info) -> None:
     if not isinstance(exc_info[1], FileNotFoundError):
         raise exc_info[1]
+
+
+def _names_below(top: str, prefix: str) -> Iterator[str]:
+    """The files below `top` as `os.walk` finds them (links to directories are not entered),
+    as paths that start with `prefix`."""
+    try:
+        with os.scandir(top) as entries:
+            listed = list(entries)
+    except OSError:
+        return
+    for entry in listed:
+        try:
+            if entry.is_dir():
+                if not entry.is_symlink():
+                    yield from _names_below(entry.path, f"{prefix}{entry.name}/")
+                continue
+            if entry.is_symlink() and not os.path.exists(entry.path):
+                continue  # leads nowhere: `walk_files` cannot size it either
+        except OSError:
+            continue
+        yield prefix + entry.name

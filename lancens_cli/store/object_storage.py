@@ -186,6 +186,11 @@ class ObjectStoreFiles:
             if info.get("type") == "file" and name.startswith(base):
                 yield name[len(base) :], int(info.get("size") or 0)
 
+    def file_names(self, rel: str) -> Iterator[str]:
+        """`walk_files`'s paths without their sizes (one listing either way)."""
+        for name, _size in self.walk_files(rel):
+            yield name
+
     def modified(self, rel: str) -> datetime | None:
         try:
             return modified_of(self.remote(self.fs.info, self.path(rel)))

@@ -196,6 +196,11 @@ class Storage:
         """Every file below `rel` as (path relative to `rel`, size)."""
         return self._files.walk_files(rel)
 
+    def file_names(self, rel: str) -> Iterator[str]:
+        """Every file below `rel` as a path relative to it (`walk_files` without sizes: no
+        `stat` a file on local disk)."""
+        return self._files.file_names(rel)
+
     def modified(self, rel: str) -> datetime | None:
         """When one file was last written (UTC), or None if it is not there."""
         return self._files.modified(rel)

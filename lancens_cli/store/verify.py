@@ -43,7 +43,7 @@ VERSIONS_PREFIX = f"{VERSIONS_DIR}/"
 
 def table_files(storage: Storage, location: str) -> set[str]:
     """Every file below a table, relative to it: one listing on an object store."""
-    return {name for name, _ in storage.walk_files(location)}
+    return set(storage.file_names(location))
 
 
 def committed_manifests(present: set[str]) -> list[str]:
