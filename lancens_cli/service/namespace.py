@@ -139,9 +139,9 @@ class Namespace:
     ) -> DirectoryTables:
         """`visible_dir_tables` as Arrow arrays (`between`: see `dir_table_columns`). Only a
         directory no row names is looked into for a deregistration marker."""
-        return self._visible(snapshot, self.dir_table_columns(between), unless)
+        return self.visible_of(snapshot, self.dir_table_columns(between), unless)
 
-    def _visible(
+    def visible_of(
         self,
         snapshot: ManifestSnapshot,
         found: tuple[Any, Any, list[str]],
@@ -207,7 +207,7 @@ class Namespace:
             or not self.storage.is_dir(location)
         ):
             return False
-        found = self._visible(snapshot, _table_columns(names_of([location])))
+        found = self.visible_of(snapshot, _table_columns(names_of([location])))
         return len(found.locations) > 0 or location in found.odd.values()
 
     def namespace_exists(self, ident: Identifier, snapshot: ManifestSnapshot) -> bool:

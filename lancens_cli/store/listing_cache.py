@@ -83,18 +83,18 @@ def listed(path: str, suffix: str) -> Listing | None:
         with os.scandir(path) as it:
             for entry in it:  # one loop, no object kept per entry: a million is a second
                 seen += 1
-                name = entry.name
-                link = entry.is_symlink()
-                if link:
-                    links.append(name)
-                if name.endswith(suffix) and _leads_to_directory(entry, link):
-                    if link:
-                        linked.append(name)
-                    else:
+                if entry.is_dir(follow_symlinks=False):  # a directory, not a link: one look
+                    name = entry.name
+                    if name.endswith(suffix):
                         chunk.append(name)
                         if len(chunk) == _CHUNK:
                             plain.append(_joined(chunk))
                             chunk = []
+                elif entry.is_symlink():
+                    name = entry.name
+                    links.append(name)
+                    if name.endswith(suffix) and _leads_to_directory(entry):
+                        linked.append(name)
     except (FileNotFoundError, NotADirectoryError):
         return None
     if chunk:
@@ -233,11 +233,10 @@ def _forget_old(directory: str) -> None:
                     os.unlink(entry.path)
 
 
-def _leads_to_directory(entry: os.DirEntry[str], link: bool) -> bool:
-    """`entry.is_dir()`, False for a link that leads nowhere a directory is (a loop too, where
-    `is_dir` raises), as `os.path.isdir` answers and as a cached listing asks it."""
-    if not link:
-        return entry.is_dir()
+def _leads_to_directory(entry: os.DirEntry[str]) -> bool:
+    """Whether a link leads to a directory: False where it leads nowhere a directory is (a
+    loop too, where `is_dir` raises), as `os.path.isdir` answers and as a cached listing
+    asks it."""
     try:
         return entry.is_dir()
     except OSError:

@@ -639,3 +639,37 @@ def test_a_link_that_loops_is_no_table_and_stops_no_listing(
     found = listing_cache.listed(str(root.local_path), ".lance")
     assert found is not None and "loop.lance" in found.links
     assert "loop.lance" not in found.names.text.to_pylist()
+
+
+def test_which_rows_a_directory_holds_reads_alike_for_a_big_and_a_small_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listing big enough to be kept works out which rows a directory holds beside the
+    directories' own hiding (finished renames, markers); a small one as it always did. Both
+    read alike: a row registered at a directory table, a rename's old directory back again,
+    a row at it, and a marker on a held directory."""
+    root = _root(tmp_path)
+    path = root.local_path
+
+    def both() -> list[dict]:
+        monkeypatch.setattr(listing_cache, "CACHED_FROM", 4)
+        whole = _ls(root)["entries"]  # keeps the index the pages are read from
+        paged = [entry for page in _pages(root, 2) for entry in page["entries"]]
+        monkeypatch.setattr(listing_cache, "CACHED_FROM", 10**9)
+        small = _uncached(root, tmp_path)["entries"]
+        assert whole == paged == small
+        return small
+
+    assert invoke(*root.args, "register", "shared", "c.lance").exit_code == 0
+    assert {e["id"]: e["source"] for e in both()}["shared"] == "both"
+    assert invoke(*root.args, "rename", "b", "moved").exit_code == 0
+    moved = next(e["location"] for e in both() if e["id"] == "moved")
+    shutil.copytree(path / moved, path / "b.lance")  # the old directory, back again
+    _settle()
+    both()
+    assert invoke(*root.args, "register", "atold", "b.lance").exit_code == 0
+    _settle()
+    both()
+    _marker(path / "c.lance")
+    _settle()
+    assert {e["id"]: e["source"] for e in both()}["shared"] == "manifest"

@@ -24,7 +24,7 @@ from lancens_cli.models import (
     Listing,
 )
 from lancens_cli.service.catalog import listing_index
-from lancens_cli.service.namespace import NameRange, Namespace
+from lancens_cli.service.namespace import NameRange, Namespace, stale_rename_sources
 from lancens_cli.service.partitioned.label import PartitionLabel
 from lancens_cli.service.partitioned.layout import partition_summary
 from lancens_cli.service.partitioned.naming import partition_labels
@@ -175,6 +175,8 @@ class _EntryMaker:
         if not len(directories):
             return [False] * len(rows)
         if asked >= ENTRY_CHUNK:
+            if self._in_directory is None and self.directories.held is not None:
+                self._in_directory = self.directories.held
             if self._in_directory is None:
                 locations = self.child.column("location").combine_chunks()
                 self._in_directory = pc.is_in(locations, value_set=directories)
@@ -269,7 +271,9 @@ def _keep_index(
     is_row = pc.less(order, count)
     row_at = pc.if_else(is_row, order, 0)
     locations = listed.child.column("location").combine_chunks()
-    held = pc.fill_null(pc.is_in(locations, value_set=directories.all_locations), False)
+    held = directories.held
+    if held is None:
+        held = pc.fill_null(pc.is_in(locations, value_set=directories.all_locations), False)
     unnamed = directories.all_locations.filter(pc.invert(directories.named))
     checked = pc.and_(held, pc.is_in(locations, value_set=unnamed))  # no row names its directory
     row_side = pc.if_else(checked, locations, pa.scalar(None, pa.string())).take(row_at)
@@ -399,6 +403,7 @@ class _Directories(NamedTuple):
     between: NameRange = (None, None)
     named: Any = pa.array([], pa.bool_())  # of `all_locations`: a row has the same id
     marked: Sequence[str] = ()  # the locations a deregistration marker hid
+    held: Any = None  # of the listed rows: a directory holds its location (None: not asked)
 
 
 _NONE = pa.array([], pa.string())
@@ -423,11 +428,21 @@ def _directory_tables(
     ns: Namespace, snapshot: Any, rows: Any, between: NameRange = (None, None)
 ) -> _Directories:
     """Spec 000: the root's `<name>.lance` directories (at least those named in `between`),
-    deduplicated against the listed rows by location and by name."""
-    found = ns.visible_dir_table_columns(snapshot, between=between)
+    deduplicated against the listed rows by location and by name; and, for a listing big
+    enough to be kept (`_keep_index`), which rows' locations a directory holds."""
+    listed = ns.dir_table_columns(between)
+    big = rows.num_rows + len(listed[0]) >= listing_cache.CACHED_FROM
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # hashing a million directory locations for the rows takes as long as hashing the
+        # rows' ids for the directories (`visible_of`): on the other core, at the same time
+        holding = pool.submit(_rows_held, rows, listed[1]) if big else None
+        found = ns.visible_of(snapshot, listed)
+        held = holding.result() if holding is not None else None
     names, locations, named, odd = found.names, found.locations, found.named, found.odd
+    if held is not None:
+        held = _less_hidden(held, rows, snapshot, found.marked)
     if not len(names) and not odd:
-        return _NO_DIRECTORIES._replace(marked=found.marked)
+        return _NO_DIRECTORIES._replace(marked=found.marked, held=held)
     # `named`: by any row's id; at the root, a name (no `$`) can equal only a listed row's id.
     # So a row at `<its id>.lance` hides no directory `named` does not: only the others are
     # looked up by location (at a million rows, a hash of none rather than of every row).
@@ -444,7 +459,26 @@ def _directory_tables(
         stand_ins = pa.array([_stand_in(name) for name, _ in real.values()], pa.string())
         names = pa.concat_arrays([names, stand_ins])
         only_locations = pa.concat_arrays([only_locations, stand_ins])
-    return _Directories(names, only_locations, locations, real, between, named, found.marked)
+    return _Directories(names, only_locations, locations, real, between, named, found.marked, held)
+
+
+def _rows_held(rows: Any, locations: Any) -> Any:
+    """Whether each row's location is among the listed directories' (hidden ones too)."""
+    if not len(locations):
+        return pa.array([False] * rows.num_rows, pa.bool_())
+    found = pc.is_in(rows.column("location").combine_chunks(), value_set=locations)
+    return pc.fill_null(found, False)
+
+
+def _less_hidden(held: Any, rows: Any, snapshot: Any, marked: Sequence[str]) -> Any:
+    """`_rows_held` of the visible directories alone: less the few a finished rename or a
+    deregistration marker hides (`visible_of`)."""
+    hidden = [*stale_rename_sources(snapshot), *marked]
+    if not hidden:
+        return held
+    locations = rows.column("location").combine_chunks()
+    gone = pc.fill_null(pc.is_in(locations, value_set=pa.array(hidden, pa.string())), False)
+    return pc.and_(held, pc.invert(gone))
 
 
 def _stand_in(text: str) -> str:
