@@ -97,10 +97,10 @@ def _look(
     try:
         problems, latest = verify_opening(ns.storage, location, present)
     except LancensError as exc:
-        return TableLook((("table_unloadable", exc.message, False),), None, None, True, None)
+        return TableLook((("table_unloadable", exc.message, False),), None, None, False, None)
     found = tuple((p.code, p.message, False) for p in problems)
-    if latest is None:
-        return TableLook(found, None, None, True, None)
+    if latest is None:  # the schema checks ask its published version themselves, as always
+        return TableLook(found, None, None, False, None)
     version = int(latest.version)
     ref = PublishedRef.of(row)
     published = latest if ref == LATEST or ref.main_version == version else None

@@ -24,8 +24,9 @@ ADDRESS_COLUMN = "_rowaddr"  # what Lance names a row's address in a read `with_
 
 @dataclass(frozen=True)
 class KnownRows:
-    """Row addresses (`_rowaddr`) read from main's `version` of a table."""
+    """Row addresses (`_rowaddr`) read from main's `version` of the table at `location`."""
 
+    location: str
     version: int
     addresses: Any  # a pyarrow array (or chunked array) of uint64
 
@@ -49,9 +50,9 @@ class KnownRows:
         }
 
 
-def known_rows_of(version: int, read: Any, on_main: bool) -> KnownRows | None:
-    """The addresses a read `with_row_address` holds, when it read `version` of main
-    (`on_main`; a read of a branch is deleted from by its filter)."""
+def known_rows_of(location: str, version: int, read: Any, on_main: bool) -> KnownRows | None:
+    """The addresses a read `with_row_address` holds, when it read `version` of main of the
+    table at `location` (`on_main`; a read of a branch is deleted from by its filter)."""
     if ADDRESS_COLUMN not in read.column_names or not on_main:
         return None
-    return KnownRows(version, read.column(ADDRESS_COLUMN))
+    return KnownRows(location, version, read.column(ADDRESS_COLUMN))

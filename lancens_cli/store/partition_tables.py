@@ -169,8 +169,10 @@ def _known_here(touch: Any, holds: int | None) -> KnownRows | None:
     """The touch's known row addresses, when they were read from the version of main that
     the line holds (else its filter deletes)."""
     known = touch.known_rows
-    if known is None or holds is None or touch.branch is not None or known.version != holds:
+    if known is None or holds is None or touch.branch is not None:
         return None
+    if known.location != touch.location or known.version != holds:
+        return None  # another table (a row published anew meanwhile), or another version
     return known
 
 

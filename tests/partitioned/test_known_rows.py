@@ -165,7 +165,7 @@ def test_deleting_by_address_leaves_what_the_filter_leaves(tmp_path_factory, ids
     dataset = _fragments_and_rows(folder, len(ids))
     predicate = f"id IN ({', '.join(map(str, sorted(ids)))})" if ids else "false"
     read = dataset.to_table(filter=predicate, with_row_address=True)
-    known = KnownRows(dataset.version, read.column("_rowaddr"))
+    known = KnownRows("t", dataset.version, read.column("_rowaddr"))
     by_filter = _deletions(dataset, predicate)
     by_address = _deletions(dataset, predicate, known)
     assert by_address[1] == by_filter[1] and by_address[2] == by_filter[2] == read.num_rows
@@ -185,5 +185,21 @@ def test_deleting_by_address_leaves_what_the_filter_leaves(tmp_path_factory, ids
 
 def test_addresses_are_grouped_by_fragment():
     addresses = pa.array([(3 << 32) | 5, 7, (3 << 32) | 1, 2, (1 << 32)], pa.uint64())
-    grouped = KnownRows(1, pa.chunked_array([addresses[:2], addresses[2:]])).offsets_by_fragment()
+    grouped = KnownRows(
+        "t", 1, pa.chunked_array([addresses[:2], addresses[2:]])
+    ).offsets_by_fragment()
     assert grouped == {0: [7, 2], 1: [0], 3: [5, 1]}
+
+
+def test_addresses_are_used_only_on_the_table_and_version_they_were_read_from():
+    """A touch re-pointed to another table (its row published anew meanwhile), or committed
+    on another version, deletes by its filter."""
+    from lancens_cli.service.partitioned.placement import PartitionTouch
+    from lancens_cli.store.partition_tables import _known_here
+
+    known = KnownRows("v1.a.dataset", 3, pa.array([5], pa.uint64()))
+    touch = PartitionTouch(values=(), rows=None, location="v1.a.dataset", known_rows=known)
+    assert _known_here(touch, 3) is known
+    assert _known_here(touch, 4) is None
+    touch.location = "v1.b.dataset"
+    assert _known_here(touch, 3) is None

@@ -29,6 +29,7 @@ from lancens_cli.service.partitioned.label import PartitionLabel
 from lancens_cli.service.partitioned.layout import partition_summary
 from lancens_cli.service.partitioned.naming import partition_labels
 from lancens_cli.store import listing_cache
+from lancens_cli.store.arrow_text import arrow_strings
 from lancens_cli.store.containment import directory_location_problem, shown
 from lancens_cli.store.manifest import properties_problem
 from lancens_cli.store.row_verdicts import row_locations
@@ -477,7 +478,8 @@ def _less_hidden(held: Any, rows: Any, snapshot: Any, marked: Sequence[str]) -> 
     if not hidden:
         return held
     locations = rows.column("location").combine_chunks()
-    gone = pc.fill_null(pc.is_in(locations, value_set=pa.array(hidden, pa.string())), False)
+    hidden_text, _ = arrow_strings(hidden)  # a location not UTF-8 is no row's in Arrow
+    gone = pc.fill_null(pc.is_in(locations, value_set=hidden_text), False)
     return pc.and_(held, pc.invert(gone))
 
 

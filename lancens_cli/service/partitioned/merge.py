@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 
 from lancens_cli.errors import ConcurrentModificationError, InvalidInputError
 from lancens_cli.models import Result, json_value
+from lancens_cli.parallel import completed_map
 from lancens_cli.partition.predicate import FALSE, And, InList, IsNull, Node, Or, flatten
 from lancens_cli.partition.schema_evolution import column_sources, history_from_metadata
 from lancens_cli.partition.table_filter import filter_for
@@ -35,7 +36,6 @@ from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.delete import (
     delete_condition,
     delete_touch,
-    run_in_parallel,
 )
 from lancens_cli.service.partitioned.input_rows import conform, lacking_columns
 from lancens_cli.service.partitioned.partitions import PartitionMatch, select_partitions
@@ -51,6 +51,7 @@ NOT_MATCHED = ("insert", "ignore")
 _SEEN = "__lancens_seen"  # a marker column of the key join
 _PART = "__lancens_table"  # which table a key row of the join came from
 _JOINED_AT_ONCE = 4_000_000  # key rows of tables matched against the source in one join
+_READERS = 8  # partition tables whose keys are read at once
 
 
 @dataclass
@@ -98,10 +99,12 @@ def merge_rows(
     selection = select_partitions(ns, None)
     history = history_from_metadata(snapshot.metadata)
     wanted = source.select(keys).append_column(_SEEN, pa.array([True] * source.num_rows))
-    found = run_in_parallel(
-        lambda m: _keys_of(ns, m, keys, schema, history, wanted, gone), selection.matches
+    found = _match_keys(
+        lambda m: _keys_of(ns, m, keys, schema, history, wanted, gone),
+        selection.matches,
+        wanted,
+        keys,
     )
-    _match_keys(found, wanted, keys)
     matched = _require_matched_once(selection.matches, found, keys)
     hit = _matched_mask(source, matched, keys)
     chosen = pc.or_(
@@ -212,6 +215,7 @@ class _Found:
     read: pa.Table | None = None
     read_at: int = 0
     on_main: bool = False
+    location: str = ""
 
     def delete_node(self, keys: list[str], matched: bool) -> Node | None:
         """The namespace condition of every row to delete here: the matched rows (`matched`:
@@ -259,27 +263,36 @@ def _keys_of(
     read = dataset.to_table(columns=[sources[k] for k in keys], with_row_address=True)
     table = pa.table({k: read.column(sources[k]).cast(schema.field(k).type) for k in keys})
     found.read = table.append_column(ADDRESS_COLUMN, read.column(ADDRESS_COLUMN))
-    found.read_at = int(dataset.version)
+    found.read_at, found.location = int(dataset.version), match.location
     found.on_main = match.published.branch_in(dataset) is None
     return found
 
 
-def _match_keys(found: list[_Found], wanted: pa.Table, keys: list[str]) -> None:
+def _match_keys(
+    read: Callable[[PartitionMatch], _Found],
+    matches: list[PartitionMatch],
+    wanted: pa.Table,
+    keys: list[str],
+) -> list[_Found]:
     """Each table's rows whose keys the source holds (`_Found.keys`, and their addresses),
-    joined with the source a few million rows of tables at a time: one hash of the source
-    per join, not one per table."""
+    `read` a few tables at a time and joined with the source a few million rows of tables at
+    a time, as they come: one hash of the source per join, not one per table, and no more
+    keys held than a join takes."""
+    found: list[Any] = [None] * len(matches)
     batch: list[int] = []
     rows = 0
-    for number, one in enumerate(found):
+    for position, one in completed_map(read, matches, _READERS):
+        found[position] = one
         if one.read is None:
             continue
-        batch.append(number)
+        batch.append(position)
         rows += one.read.num_rows
         if rows >= _JOINED_AT_ONCE:
             _match_batch(found, batch, wanted, keys)
             batch, rows = [], 0
     if batch:
         _match_batch(found, batch, wanted, keys)
+    return found
 
 
 def _match_batch(found: list[_Found], batch: list[int], wanted: pa.Table, keys: list[str]) -> None:
@@ -297,7 +310,7 @@ def _match_batch(found: list[_Found], batch: list[int], wanted: pa.Table, keys: 
         mine = joined.slice(start, end - start)
         one.keys = mine.select(keys)
         addresses = pa.table({ADDRESS_COLUMN: mine.column(ADDRESS_COLUMN)})
-        one.known = known_rows_of(one.read_at, addresses, one.on_main)
+        one.known = known_rows_of(one.location, one.read_at, addresses, one.on_main)
         one.read = None
 
 

@@ -311,7 +311,7 @@ def _published_rows(
     ]
     rows = conform(pa.Table.from_arrays(columns, names=schema.names), schema)
     on_main = target.match.published.branch_in(dataset) is None
-    return rows, known_rows_of(int(dataset.version), read, on_main)
+    return rows, known_rows_of(target.match.location, int(dataset.version), read, on_main)
 
 
 def written_entry(touch: PartitionTouch, dry_run: bool) -> dict[str, Any]:
