@@ -181,6 +181,8 @@ def _names_below(top: str, prefix: str) -> Iterator[str]:
             listed = list(entries)
     except OSError:
         return
+    if not os.access(top, os.X_OK):
+        return  # names readable, files not reachable: `walk_files` cannot size them either
     for entry in listed:
         try:
             if entry.is_dir():

@@ -1,6 +1,7 @@
 """`Storage.file_names` (what `check` lists of every table) names exactly the files
 `walk_files` finds, without a `stat` a file: on generated trees of directories, files, links
-to files and to directories, links that lead nowhere or loop, and a FIFO."""
+to files and to directories, links that lead nowhere or loop, a FIFO, and a directory whose
+names can be read but not its files."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from lancens_cli.config import NamespaceConfig
 from lancens_cli.store.storage import Storage
 
-KINDS = ("dir", "file", "link-file", "link-dir", "broken", "loop", "fifo")
+KINDS = ("dir", "file", "link-file", "link-dir", "broken", "loop", "fifo", "unsearchable")
 
 
 def _build(top, plan: list[tuple[int, str]]) -> None:
@@ -38,6 +39,10 @@ def _build(top, plan: list[tuple[int, str]]) -> None:
             os.symlink(os.path.join(top, "nowhere"), path)
         elif kind == "loop":
             os.symlink(path, path)
+        elif kind == "unsearchable":  # names readable, files not reachable (but by root)
+            os.mkdir(path)
+            (open(os.path.join(path, "inside"), "wb")).close()
+            os.chmod(path, 0o600)
         else:
             os.mkfifo(path)
 
@@ -50,6 +55,12 @@ def test_file_names_are_the_files_walk_files_finds(tmp_path_factory, plan):
     table.mkdir()
     _build(str(table), plan)
     storage = Storage(NamespaceConfig(root="file://" + str(top)))
-    walked = sorted(name for name, _size in storage.walk_files("t.lance"))
-    assert sorted(storage.file_names("t.lance")) == walked
+    try:
+        walked = sorted(name for name, _size in storage.walk_files("t.lance"))
+        assert sorted(storage.file_names("t.lance")) == walked
+    finally:
+        for folder, dirs, _files in os.walk(table):
+            for name in dirs:
+                if not os.path.islink(os.path.join(folder, name)):
+                    os.chmod(os.path.join(folder, name), 0o700)
     assert list(storage.file_names("absent.lance")) == []
