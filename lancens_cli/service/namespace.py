@@ -156,7 +156,8 @@ class Namespace:
             if loc not in claimed and loc not in unless and not is_deregistered(self.storage, loc)
         }
         if not len(names):
-            return DirectoryTables(names, locations, pa.array([], pa.bool_()), odd, [])
+            no_names = pa.array([], pa.bool_())
+            return DirectoryTables(names, locations, no_names, odd, [], (*claimed, *unless))
         hidden, _ = arrow_strings([*claimed, *unless])
         shown = pc.invert(pc.is_in(locations, value_set=hidden))
         names, locations = names.filter(shown), locations.filter(shown)
@@ -168,7 +169,8 @@ class Namespace:
         if marked:
             keep = pc.invert(pc.is_in(pa.array(range(len(names))), value_set=pa.array(marked)))
             names, locations, named = (a.filter(keep) for a in (names, locations, named))
-        return DirectoryTables(names, locations, named, odd, hidden_by_marker)
+        every_hidden = (*claimed, *unless, *hidden_by_marker)
+        return DirectoryTables(names, locations, named, odd, hidden_by_marker, every_hidden)
 
     def unregistered_dir_tables(
         self, snapshot: ManifestSnapshot, unnamed: bool = False, unless: Collection[str] = ()
@@ -323,6 +325,7 @@ class DirectoryTables(NamedTuple):
     named: Any
     odd: dict[str, str]
     marked: list[str]  # the locations a deregistration marker hid
+    hidden: tuple[str, ...] = ()  # every location hidden: finished renames, `unless`, markers
 
 
 def stale_rename_sources(snapshot: ManifestSnapshot) -> set[str]:

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 ADDRESS_COLUMN = "_rowaddr"  # what Lance names a row's address in a read `with_row_address`
 
@@ -32,12 +31,7 @@ class KnownRows:
 
     def offsets_by_fragment(self) -> dict[int, list[int]]:
         """Each fragment id that holds some of the rows, with their offsets in it."""
-        if isinstance(self.addresses, pa.ChunkedArray):
-            chunks = self.addresses.chunks
-            joined = pa.concat_arrays(chunks) if chunks else pa.array([], pa.uint64())
-        else:
-            joined = self.addresses
-        values = np.asarray(joined.to_numpy(zero_copy_only=False), dtype=np.uint64)
+        values = np.asarray(self.addresses.to_numpy(zero_copy_only=False), dtype=np.uint64)
         fragments = (values >> np.uint64(32)).astype(np.int64)
         offsets = (values & np.uint64(0xFFFFFFFF)).astype(np.int64)
         order = np.argsort(fragments, kind="stable")

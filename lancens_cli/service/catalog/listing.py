@@ -24,7 +24,7 @@ from lancens_cli.models import (
     Listing,
 )
 from lancens_cli.service.catalog import listing_index
-from lancens_cli.service.namespace import NameRange, Namespace, stale_rename_sources
+from lancens_cli.service.namespace import NameRange, Namespace
 from lancens_cli.service.partitioned.label import PartitionLabel
 from lancens_cli.service.partitioned.layout import partition_summary
 from lancens_cli.service.partitioned.naming import partition_labels
@@ -127,7 +127,8 @@ class _EntryMaker:
         self.verdicts, self.partitions, self.delimiter = verdicts, partitions, delimiter
         self.with_state = with_state
         self.row_count = child.num_rows
-        self._in_directory: Any = None  # for every listed row, made when a long page asks
+        # for every listed row: worked out with the directories, else when a long page asks
+        self._in_directory: Any = directories.held
 
     def __call__(self, positions: list[int]) -> list[Entry]:
         count = self.row_count
@@ -176,8 +177,6 @@ class _EntryMaker:
         if not len(directories):
             return [False] * len(rows)
         if asked >= ENTRY_CHUNK:
-            if self._in_directory is None and self.directories.held is not None:
-                self._in_directory = self.directories.held
             if self._in_directory is None:
                 locations = self.child.column("location").combine_chunks()
                 self._in_directory = pc.is_in(locations, value_set=directories)
@@ -441,7 +440,7 @@ def _directory_tables(
         held = holding.result() if holding is not None else None
     names, locations, named, odd = found.names, found.locations, found.named, found.odd
     if held is not None:
-        held = _less_hidden(held, rows, snapshot, found.marked)
+        held = _less_hidden(held, rows, found.hidden)
     if not len(names) and not odd:
         return _NO_DIRECTORIES._replace(marked=found.marked, held=held)
     # `named`: by any row's id; at the root, a name (no `$`) can equal only a listed row's id.
@@ -465,20 +464,17 @@ def _directory_tables(
 
 def _rows_held(rows: Any, locations: Any) -> Any:
     """Whether each row's location is among the listed directories' (hidden ones too)."""
-    if not len(locations):
-        return pa.array([False] * rows.num_rows, pa.bool_())
     found = pc.is_in(rows.column("location").combine_chunks(), value_set=locations)
     return pc.fill_null(found, False)
 
 
-def _less_hidden(held: Any, rows: Any, snapshot: Any, marked: Sequence[str]) -> Any:
-    """`_rows_held` of the visible directories alone: less the few a finished rename or a
-    deregistration marker hides (`visible_of`)."""
-    hidden = [*stale_rename_sources(snapshot), *marked]
+def _less_hidden(held: Any, rows: Any, hidden: Sequence[str]) -> Any:
+    """`_rows_held` of the visible directories alone: less the few `visible_of` hid (a
+    finished rename's old directory, a deregistration marker's)."""
     if not hidden:
         return held
     locations = rows.column("location").combine_chunks()
-    hidden_text, _ = arrow_strings(hidden)  # a location not UTF-8 is no row's in Arrow
+    hidden_text, _ = arrow_strings(list(hidden))  # a location not UTF-8 is no row's in Arrow
     gone = pc.fill_null(pc.is_in(locations, value_set=hidden_text), False)
     return pc.and_(held, pc.invert(gone))
 

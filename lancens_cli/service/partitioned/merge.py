@@ -43,7 +43,7 @@ from lancens_cli.service.partitioned.placement import PartitionTouch
 from lancens_cli.service.partitioned.update import Replacement, written_entry
 from lancens_cli.service.partitioned.write import partitioned_target
 from lancens_cli.store.catalog_rows import LATEST, PublishedRef, open_published
-from lancens_cli.store.known_rows import ADDRESS_COLUMN, KnownRows, known_rows_of
+from lancens_cli.store.known_rows import ADDRESS_COLUMN, KnownRows
 from lancens_cli.store.manifest import ManifestSnapshot
 
 MATCHED = ("update", "ignore")
@@ -210,12 +210,10 @@ class _Found:
     gone_where: Node | None = None
     gone_nulls: bool = False  # rows with a NULL key go too
     known: KnownRows | None = None  # the matched rows' addresses (store/known_rows.py)
-    # until matched: the table's keys and row addresses (`_rowaddr`), the version they were
-    # read at and whether it is main's
+    # until matched: the table's keys and row addresses (`_rowaddr`), and where they were
+    # read (its location and version of main; None: a branch, deleted from by its filter)
     read: pa.Table | None = None
-    read_at: int = 0
-    on_main: bool = False
-    location: str = ""
+    read_from: tuple[str, int] | None = None
 
     def delete_node(self, keys: list[str], matched: bool) -> Node | None:
         """The namespace condition of every row to delete here: the matched rows (`matched`:
@@ -263,8 +261,8 @@ def _keys_of(
     read = dataset.to_table(columns=[sources[k] for k in keys], with_row_address=True)
     table = pa.table({k: read.column(sources[k]).cast(schema.field(k).type) for k in keys})
     found.read = table.append_column(ADDRESS_COLUMN, read.column(ADDRESS_COLUMN))
-    found.read_at, found.location = int(dataset.version), match.location
-    found.on_main = match.published.branch_in(dataset) is None
+    if match.published.branch_in(dataset) is None:
+        found.read_from = (match.location, int(dataset.version))
     return found
 
 
@@ -296,6 +294,7 @@ def _match_keys(
 
 
 def _match_batch(found: list[_Found], batch: list[int], wanted: pa.Table, keys: list[str]) -> None:
+    """One join of the source with the keys of the tables `batch` numbers in `found`."""
     parts = []
     for number in batch:
         read = found[number].read
@@ -309,8 +308,8 @@ def _match_batch(found: list[_Found], batch: list[int], wanted: pa.Table, keys: 
         start, end = (int(i) for i in np.searchsorted(numbers, [number, number + 1]))
         mine = joined.slice(start, end - start)
         one.keys = mine.select(keys)
-        addresses = pa.table({ADDRESS_COLUMN: mine.column(ADDRESS_COLUMN)})
-        one.known = known_rows_of(one.location, one.read_at, addresses, one.on_main)
+        if one.read_from is not None:
+            one.known = KnownRows(*one.read_from, mine.column(ADDRESS_COLUMN))
         one.read = None
 
 
