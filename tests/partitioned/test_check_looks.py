@@ -5,9 +5,9 @@ itself.
 The root is made as users and other writers leave one: several writes, a delete (deletion
 files), a partition table compacted by another tool and never published (its published version
 is no longer its latest, and its old data files are referenced by old versions only), a
-branch, and a stray data file a killed writer left. What `check` reports of unreferenced data
-files is compared with Lance's own account of every file each version references; Lance opens
-are counted by location.
+branch, and a stray data file a killed writer left; every row has an embedding column. What
+`check` reports of unreferenced data files is compared with Lance's own account of every file
+each version references; Lance opens are counted by location.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import time
 from collections import Counter
 
 import lance
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from data import events, partitioned_root
@@ -28,12 +29,20 @@ from lancens_cli.store import tables as store_tables
 STRAY = "data/stray-from-a-killed-write.lance"
 
 
+def _with_embedding(rows: pa.Table) -> pa.Table:
+    """Events with a 4-float embedding column, NULL every fifth row: what the schema checks
+    read from each table's look."""
+    vectors = [None if i % 5 == 0 else [i / 7, -i / 3, 0.0, float(i)] for i in range(len(rows))]
+    return rows.append_column("emb", pa.array(vectors, pa.list_(pa.float32(), 4)))
+
+
 @pytest.fixture
 def busy_root(tmp_path):
-    root = partitioned_root(tmp_path, events(1).schema, "bucket(4, customer_id)")
+    schema = _with_embedding(events(1)).schema
+    root = partitioned_root(tmp_path, schema, "bucket(4, customer_id)")
     for batch in range(3):
         path = tmp_path / f"w{batch}.parquet"
-        pq.write_table(events(120, seed=batch, start=batch * 120), path)
+        pq.write_table(_with_embedding(events(120, seed=batch, start=batch * 120)), path)
         ok(root, "write", "--from", str(path))
     ok(root, "delete", "--where", "country = 'DE'", "--yes")
     rows = partition_tables(root)
