@@ -33,6 +33,7 @@ from lancens_cli.service.history.changes import (
     Side,
     Step,
 )
+from lancens_cli.store.opened_versions import OPENED
 
 if TYPE_CHECKING:
     from lancens_cli.pipeline.source_options import SourceOptions
@@ -115,22 +116,27 @@ def change_pieces(
     version, timestamp = opts.since() or (None, None)
     conditions = _Conditions.of(nodes)
     ident = opts.ident()
-    ids: dict[str, int] | None = None
-    history: list[Any] | None = None
+    data_schema = pa.schema([f for f in schema if f.name not in CHANGE_COLUMNS])
     if ident is None:
         from lancens_cli.service.history.changes import namespace_changes
         from lancens_cli.service.history.incremental import change_range
 
         start, end = change_range(ns, version, timestamp, named)
-        steps = namespace_changes(ns, start, end)
         history = schema_history(ns)
-    else:
-        steps, ids = _table_steps(ns, ident, version, timestamp, named)
-    data_schema = pa.schema([f for f in schema if f.name not in CHANGE_COLUMNS])
+
+        def step_pieces(step: Step) -> list[Piece]:
+            return [
+                piece
+                for side in step.sides
+                for piece in _side_pieces(ns, step, side, data_schema, history, None, conditions)
+            ]
+
+        return namespace_changes(ns, start, end, step_pieces)
+    steps, ids = _table_steps(ns, ident, version, timestamp, named)
     sides = [(step, side) for step in steps for side in step.sides]
 
     def planned(pair: tuple[Step, Side]) -> list[Piece]:
-        return _side_pieces(ns, *pair, data_schema, history, ids, conditions)
+        return _side_pieces(ns, *pair, data_schema, None, ids, conditions)
 
     with ThreadPoolExecutor(max_workers=_OPENERS) as pool:  # Lance releases the GIL
         return [piece for pieces in pool.map(planned, sides) for piece in pieces]
@@ -160,14 +166,19 @@ def _field_ids(dataset: Any) -> dict[str, int]:
 
 
 def _renamed(
-    dataset: Any, schema: Any, history: list[Any] | None, ids: dict[str, int] | None
+    dataset: Any,
+    held: Any,
+    schema: Any,
+    history: list[Any] | None,
+    ids: dict[str, int] | None,
 ) -> tuple[tuple[str, str | None], ...]:
-    """The columns a table version holds under another name (None: not at all): through the
-    namespace's schema history, or, for one table, by Lance's field ids."""
+    """The columns a table version (whose Arrow schema is `held`) holds under another name
+    (None: not at all): through the namespace's schema history, or, for one table, by Lance's
+    field ids."""
     from lancens_cli.partition.schema_evolution import column_sources
 
     if history is not None:
-        sources = column_sources(dataset.schema, schema, history)
+        sources = column_sources(held, schema, history)
     elif ids is not None:
         names = {number: name for name, number in _field_ids(dataset).items()}
         sources = {f.name: names.get(ids[f.name]) if f.name in ids else None for f in schema}
@@ -185,11 +196,22 @@ def _side_pieces(
     ids: dict[str, int] | None,
     conditions: _Conditions,
 ) -> list[Piece]:
-    from lancens_cli.service.history.changes import table_version
+    with OPENED.lent(ns.storage, side.location, side.version, side.branch) as dataset:
+        return _pieces_of(dataset, step, side, schema, history, ids, conditions)
 
-    dataset = table_version(ns.storage, side.location, side.version, side.branch)
-    renamed = _renamed(dataset, schema, history, ids)
-    condition = filter_for(conditions.data, dataset.schema, dict(renamed))
+
+def _pieces_of(
+    dataset: Any,
+    step: Step,
+    side: Side,
+    schema: Any,
+    history: list[Any] | None,
+    ids: dict[str, int] | None,
+    conditions: _Conditions,
+) -> list[Piece]:
+    held = dataset.schema  # pylance builds it anew each time it is asked
+    renamed = _renamed(dataset, held, schema, history, ids)
+    condition = filter_for(conditions.data, held, dict(renamed))
     if condition is FALSE:
         return []
     keep = conditions.after(step.paired)

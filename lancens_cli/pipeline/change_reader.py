@@ -8,9 +8,9 @@ on every column: on a table with stable row ids a row id both deleted and insert
 (`update_preimage`, `update_postimage`), or nothing when its values did not change; in a step
 that moved rows (`by_content`) a deleted row and an inserted row with equal values cancel. Then
 the conditions on the change columns (`ChangeTag.keep`) are applied. A table version is opened
-once per thread (`changes.table_version`);
-it is imported inside `_batches`, where a table is opened: Spark's workers import this module
-before they fork.
+once and lent (`store.opened_versions`, which loads Lance only when it opens one), and
+DataFusion is imported where a condition is left to the reader: Spark's workers import this
+module before they fork.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from lancens_cli.service.history.changes import (
     POSTIMAGE,
     PREIMAGE,
 )
+from lancens_cli.store.opened_versions import OPENED
 
 if TYPE_CHECKING:
     from lancens_cli.pipeline.change_plan import ChangeTag
@@ -69,23 +70,20 @@ def _data_schema(target: Any, needs: Any) -> Any:
 def _batches(ns: Namespace, piece: Piece, target: Any) -> Iterator[Any]:
     """The piece's rows in `target`'s columns, and `_rowid` last (so a batch of no column
     still has its rows)."""
-    from lancens_cli.service.history.changes import table_version
-
-    dataset = table_version(ns.storage, piece.location, piece.version, piece.branch)
-    present = set(dataset.schema.names)
-    sources = dict(piece.renamed)
-    held = {f.name: sources.get(f.name, f.name) for f in target}
-    columns = [held[f.name] for f in target if held[f.name] in present]
-    back = {held[f.name]: f.name for f in target if held[f.name] in present}
-    for batch in _raw(dataset, piece, columns):
-        if not batch.num_rows:
-            continue
-        batch = batch.rename_columns([back.get(n, n) for n in batch.schema.names])
-        conformed = conform_batch(batch, target)
-        ids = batch.column(batch.schema.get_field_index(_ROW_ID))
-        yield pa.RecordBatch.from_arrays(
-            [*conformed.columns, ids], schema=conformed.schema.append(pa.field(_ROW_ID, ids.type))
-        )
+    with OPENED.lent(ns.storage, piece.location, piece.version, piece.branch) as dataset:
+        present = set(dataset.schema.names)
+        sources = dict(piece.renamed)
+        held = {f.name: sources.get(f.name, f.name) for f in target}
+        columns = [held[f.name] for f in target if held[f.name] in present]
+        back = {held[f.name]: f.name for f in target if held[f.name] in present}
+        for batch in _raw(dataset, piece, columns):
+            if not batch.num_rows:
+                continue
+            batch = batch.rename_columns([back.get(n, n) for n in batch.schema.names])
+            conformed = conform_batch(batch, target)
+            ids = batch.column(batch.schema.get_field_index(_ROW_ID))
+            with_ids = conformed.schema.append(pa.field(_ROW_ID, ids.type))
+            yield pa.RecordBatch.from_arrays([*conformed.columns, ids], schema=with_ids)
 
 
 def _raw(dataset: Any, piece: Piece, columns: list[str]) -> Iterator[Any]:

@@ -53,6 +53,9 @@ from lancens_cli.pipeline.slice_reader import spark_arrow_schema
 from lancens_cli.pipeline.slices import read_slice
 from lancens_cli.words import human_bytes
 
+_GROUP_ROWS = 1 << 20  # rows of one Parquet row group `--to` writes, at most
+_GROUP_BYTES = 64 << 20  # and the Arrow bytes gathered for one before it is written
+
 LOCAL_ENGINE = "local"
 
 
@@ -167,6 +170,23 @@ def plan_local(request: ScanRequest, max_bytes: int) -> LocalRead | str:
     return LocalRead(request, schema, condition, pieces, planned, reason)
 
 
+def row_groups(batches: Iterator[Any]) -> Iterator[list[Any]]:
+    """The batches gathered into Parquet row groups of up to _GROUP_ROWS rows or _GROUP_BYTES:
+    a change feed's pieces give batches of a few hundred rows, and a row group each made files
+    that readers open slowly (Spark's own writer makes row groups of 128 MiB)."""
+    group: list[Any] = []
+    rows = size = 0
+    for batch in batches:
+        if group and (rows + batch.num_rows > _GROUP_ROWS or size >= _GROUP_BYTES):
+            yield group
+            group, rows, size = [], 0, 0
+        group.append(batch)
+        rows += batch.num_rows
+        size += batch.nbytes
+    if group:
+        yield group
+
+
 def write_parquet(batches: Iterator[Any], schema: Any, target: str) -> ScanWritten:
     """The rows as a directory of Parquet files, as Spark lays one out (`part-*.parquet`, then
     `_SUCCESS`): the file appears whole (written under a hidden name, then renamed)."""
@@ -182,8 +202,8 @@ def write_parquet(batches: Iterator[Any], schema: Any, target: str) -> ScanWritt
     hidden = os.path.join(target, f".{name}.tmp")
     try:
         with pq.ParquetWriter(hidden, schema, compression="snappy") as writer:
-            for batch in batches:
-                writer.write_batch(batch)
+            for group in row_groups(batches):
+                writer.write_table(pa.Table.from_batches(group, schema), _GROUP_ROWS)
     except BaseException:  # a failed or interrupted write leaves nothing a rerun trips on
         shutil.rmtree(target, ignore_errors=True)
         raise

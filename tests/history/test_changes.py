@@ -406,6 +406,33 @@ def test_net_changes_are_written_as_files(small_root, tmp_path):
     assert sorted(deleted.column("id").to_pylist()) == [0, 1, 2, 4, 5]
 
 
+def test_a_feed_written_as_files_gathers_its_pieces_into_row_groups(small_root, tmp_path):
+    """Every version's pieces (a few rows each) in one row group, not one row group a piece."""
+    root, con = small_root
+    ok(root, "scan", "--changes", "--since-version", "0", "--to", str(tmp_path / "all"))
+    (written,) = (tmp_path / "all").glob("*.parquet")
+    meta = pq.ParquetFile(written).metadata
+    assert (meta.num_row_groups, meta.num_rows) == (
+        1,
+        con.execute("SELECT count(*) FROM feed").fetchone()[0],
+    )
+    versions = con.execute("SELECT count(DISTINCT _commit_version) FROM feed").fetchone()[0]
+    assert versions > 1
+
+
+def test_row_groups_are_bounded_in_rows_and_bytes(monkeypatch):
+    from lancens_cli.pipeline import local_read
+
+    batches = [pa.record_batch({"x": pa.array(range(i, i + 3), pa.int64())}) for i in range(10)]
+    monkeypatch.setattr(local_read, "_GROUP_ROWS", 7)
+    groups = list(local_read.row_groups(iter(batches)))
+    assert [sum(b.num_rows for b in g) for g in groups] == [6, 6, 6, 6, 6]
+    assert [b for g in groups for b in g] == batches
+    monkeypatch.setattr(local_read, "_GROUP_BYTES", batches[0].nbytes * 3)
+    monkeypatch.setattr(local_read, "_GROUP_ROWS", 1 << 20)
+    assert [len(g) for g in local_read.row_groups(iter(batches))] == [3, 3, 3, 1]
+
+
 def test_one_table_read_alone_follows_its_renamed_columns(tmp_path):
     """Lance keeps a column's field id when it is renamed: the versions before are read
     through it, not by name."""

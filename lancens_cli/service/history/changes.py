@@ -29,11 +29,11 @@ reader (`store.version_pick`) is imported inside the functions that use it, as i
 
 from __future__ import annotations
 
-import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lancens_cli.errors import InvalidInputError, TableVersionNotFoundError
 from lancens_cli.partition.rows import dotted, partition_table_rows
@@ -41,8 +41,11 @@ from lancens_cli.service.history.incremental import live_rows as _live
 from lancens_cli.service.history.transactions import operation_of
 from lancens_cli.service.partitioned.layout import layout_from_metadata
 from lancens_cli.store.catalog_rows import PublishedRef, open_published
+from lancens_cli.store.opened_versions import OPENED
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from lancens_cli.service.namespace import Namespace
     from lancens_cli.store.storage import Storage
 
@@ -61,6 +64,7 @@ CHANGE_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
 _MOVES = frozenset(("Rewrite", "CreateIndex", "UpdateConfig", "ReserveFragments"))
 _READ_ERRORS = (OSError, ValueError, RuntimeError)
 _OPENERS = 8  # tables compared at once
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -95,9 +99,14 @@ class Step:
         return len(kinds) == 2 and (self.by_content or self.row_ids)
 
 
-def namespace_changes(ns: Namespace, start: int, end: int) -> list[Step]:
-    """Every step of the partition tables between `__manifest` versions `start` (exclusive; 0:
-    the start of everything) and `end`."""
+def namespace_changes(
+    ns: Namespace, start: int, end: int, then: Callable[[Step], list[T]]
+) -> list[T]:
+    """`then` of every step of the partition tables between `__manifest` versions `start`
+    (exclusive; 0: the start of everything) and `end`, in their order. `then` runs in the
+    thread that found the step, where the table versions it opened are still open
+    (`store.opened_versions`: a pylance dataset serves one thread at a time), so it lends them
+    at once."""
     latest = ns.manifest.pinned(end).open_dataset()
     if latest is None:
         raise InvalidInputError("the root has no __manifest: it is not a partitioned namespace")
@@ -117,18 +126,18 @@ def namespace_changes(ns: Namespace, start: int, end: int) -> list[Step]:
                 asked.append((version, object_id, old, new))
         before = after
 
-    def one(item: tuple[int, str, dict[str, Any] | None, dict[str, Any] | None]) -> Step | None:
+    def one(item: tuple[int, str, dict[str, Any] | None, dict[str, Any] | None]) -> list[T]:
         version, object_id, old, new = item
         name = dotted(object_id)
         step = _step(ns.storage, old, new, f"partition table {name}")
         if step is None:
-            return None
+            return []
         sides, by_content, row_ids = step
         key = f"{version}/{object_id}"
-        return Step(name, key, version, times[version], sides, by_content, row_ids)
+        return then(Step(name, key, version, times[version], sides, by_content, row_ids))
 
     with ThreadPoolExecutor(max_workers=_OPENERS) as pool:  # Lance releases the GIL
-        return [step for step in pool.map(one, asked) if step is not None]
+        return [found for each in pool.map(one, asked) for found in each]
 
 
 def table_changes(
@@ -196,84 +205,70 @@ def _alike(old: dict[str, Any], new: dict[str, Any]) -> bool:
     )
 
 
-def _opened(storage: Storage, row: dict[str, Any], what: str) -> tuple[Any, str | None]:
+def _opened(
+    held: ExitStack, storage: Storage, row: dict[str, Any], what: str
+) -> tuple[Any, str | None]:
+    """The table version `row` publishes, lent until `held` closes."""
     ref = PublishedRef.of(row)
-    exact = ref.version is not None and ref.tag is None
     try:
-        if exact:
-            assert ref.version is not None
-            dataset = table_version(storage, row["location"], ref.version, ref.branch)
+        if ref.version is not None and ref.tag is None:
+            dataset = held.enter_context(
+                OPENED.lent(storage, row["location"], ref.version, ref.branch)
+            )
         else:
             dataset = open_published(storage, row)
+            key = (storage.uri(row["location"]), int(dataset.version), ref.branch_in(dataset))
+            held.callback(OPENED.give, key, dataset)  # the planner and the reader lend it next
     except Exception:  # noqa: BLE001 - any failure to open a version means it cannot be read
         raise TableVersionNotFoundError(
             f"{what}: its {ref.words()} cannot be read (pruned?), so what changed there "
             "cannot be told; read changes from a later version"
         ) from None
-    branch = ref.branch_in(dataset)
-    if not exact:  # the planner and the reader open it again by its number
-        _opened_here()[(storage.uri(row["location"]), int(dataset.version), branch)] = dataset
-    return dataset, branch
-
-
-_THREAD = threading.local()
-_KEPT = 1024
-
-
-def _opened_here() -> dict[tuple[str, int, str | None], Any]:
-    """The table versions this thread opened: a pylance dataset must not be used by two
-    threads at once ("Already mutably borrowed"), so each thread keeps its own."""
-    if not hasattr(_THREAD, "versions"):
-        _THREAD.versions = {}
-    return _THREAD.versions
-
-
-def table_version(storage: Storage, location: str, version: int, branch: str | None) -> Any:
-    """A table at one exact version of a line, opened once per thread: a version never
-    changes, and the change feed opens the same ones while planning and reading."""
-    from lancens_cli.store.tables import open_table
-
-    kept = _opened_here()
-    key = (storage.uri(location), version, branch)
-    found = kept.get(key)
-    if found is None:
-        if branch is None:
-            found = open_table(storage, location, version=version)
-        else:
-            found = open_table(storage, location).checkout_version((branch, version))
-        if len(kept) >= _KEPT:
-            kept.clear()
-        kept[key] = found
-    return found
+    return dataset, ref.branch_in(dataset)
 
 
 def _step(
     storage: Storage, old: dict[str, Any] | None, new: dict[str, Any] | None, what: str
 ) -> tuple[tuple[Side, ...], bool, bool] | None:
     """The sides of one table's change from row `old` to row `new` (None: not published),
-    whether equal rows cancel, whether row ids pair; None when nothing changed."""
-    before = _opened(storage, old, what) if old is not None else None
-    after = _opened(storage, new, what) if new is not None else None
-    if before is None and after is None:
+    whether equal rows cancel, whether row ids pair; None when nothing changed. The versions
+    it opens are given back when it returns, for the planner and the reader to lend."""
+    with ExitStack() as held:
+        before = _opened(held, storage, old, what) if old is not None else None
+        after = _opened(held, storage, new, what) if new is not None else None
+        if before is None or after is None:
+            return _appeared_or_gone(old, before, new, after)
+        assert old is not None and new is not None
+        row_ids = _stable_ids(before[0], after[0])
+        sides = _compared(old["location"], before, new["location"], after, row_ids)
+        if len({side.kind for side in sides}) < 2:  # a move deletes what it inserts: two kinds
+            return (tuple(sides), False, row_ids) if sides else None
+        same_line = old["location"] == new["location"] and before[1] == after[1]
+        since, until = int(before[0].version), int(after[0].version)
+        if same_line and _only_moves(after[0], since, until, after[1]):
+            return None
+        gone = any(s.kind == DELETE and s.rows is None for s in sides)
+        came = any(s.kind == INSERT and s.rows is None for s in sides)
+        return tuple(sides), gone and came, row_ids
+
+
+def _stable_ids(*opened: Any) -> bool:
+    return all(bool(getattr(dataset, "has_stable_row_ids", False)) for dataset in opened)
+
+
+def _appeared_or_gone(
+    old: dict[str, Any] | None,
+    before: tuple[Any, str | None] | None,
+    new: dict[str, Any] | None,
+    after: tuple[Any, str | None] | None,
+) -> tuple[tuple[Side, ...], bool, bool] | None:
+    """A table published on one side only: every row it holds there inserted or deleted."""
+    kind, found, row = (INSERT, after, new) if after is not None else (DELETE, before, old)
+    if found is None or row is None:
         return None
-    opened = [found[0] for found in (before, after) if found is not None]
-    row_ids = all(bool(getattr(dataset, "has_stable_row_ids", False)) for dataset in opened)
-    if before is None or after is None:
-        kind, found, row = (INSERT, after, new) if after is not None else (DELETE, before, old)
-        assert found is not None and row is not None
-        dataset, branch = found
-        side = _whole(kind, row["location"], dataset, branch, dataset.get_fragments())
-        return ((side,), False, row_ids) if side is not None else None
-    assert old is not None and new is not None
-    same_line = old["location"] == new["location"] and before[1] == after[1]
-    if same_line and _only_moves(after[0], int(before[0].version), int(after[0].version), after[1]):
-        return None
-    sides = _compared(old["location"], before, new["location"], after, row_ids)
-    if not sides:
-        return None
-    gone = any(s.kind == DELETE and s.rows is None for s in sides)
-    came = any(s.kind == INSERT and s.rows is None for s in sides)
-    return tuple(sides), gone and came, row_ids
+    dataset, branch = found
+    side = _whole(kind, row["location"], dataset, branch, dataset.get_fragments())
+    return ((side,), False, _stable_ids(dataset)) if side is not None else None
 
 
 def _only_moves(dataset: Any, since: int, until: int, branch: str | None) -> bool:
