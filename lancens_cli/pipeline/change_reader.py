@@ -19,6 +19,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from lancens_cli.service.namespace import Namespace
 
 _ROW_ID = "_rowid"
+_TIMESTAMP = pa.timestamp("us", tz="UTC")
 _ROW_NUMBER = "__lancens_row"
 
 
@@ -55,7 +57,7 @@ def read_changes(ns: Namespace, pieces: tuple[Piece, ...], target: Any) -> Itera
             continue
         data = _data_schema(target, tag.needs)
         for batch in _batches(ns, piece, data):
-            yield from _finished(batch, [tag.kind] * batch.num_rows, tag, target)
+            yield from _finished(batch, pa.repeat(tag.kind, batch.num_rows), tag, target)
     for members in groups.values():
         yield from _read_step(ns, members, target)
 
@@ -107,14 +109,14 @@ def _raw(dataset: Any, piece: Piece, columns: list[str]) -> Iterator[Any]:
         yield batch
 
 
-def _finished(batch: Any, kinds: list[str], tag: ChangeTag, target: Any) -> Iterator[Any]:
-    """`batch` (the rows' columns) with the change columns, the rows `tag.keep` holds for,
-    as `target`."""
+def _finished(batch: Any, kinds: Any, tag: ChangeTag, target: Any) -> Iterator[Any]:
+    """`batch` (the rows' columns) with the change columns (`kinds`: each row's change type,
+    a list or an Arrow array), the rows `tag.keep` holds for, as `target`."""
     rows = batch.num_rows
     extra = {
-        CHANGE_TYPE: pa.array(kinds, pa.string()),
-        COMMIT_VERSION: pa.array([tag.commit_version] * rows, pa.int64()),
-        COMMIT_TIMESTAMP: pa.array([tag.commit_micros] * rows, pa.timestamp("us", tz="UTC")),
+        CHANGE_TYPE: kinds if isinstance(kinds, pa.Array) else pa.array(kinds, pa.string()),
+        COMMIT_VERSION: pa.repeat(pa.scalar(tag.commit_version, pa.int64()), rows),
+        COMMIT_TIMESTAMP: pa.repeat(pa.scalar(tag.commit_micros, _TIMESTAMP), rows),
     }
     names = [n for n in batch.schema.names if n != _ROW_ID]
     full = pa.RecordBatch.from_arrays(
@@ -132,11 +134,11 @@ def _holds(batch: Any, node: Node) -> Any:
     DataFusion is imported here, where a condition is left to the reader."""
     from datafusion import SessionContext
 
-    numbered = batch.append_column(_ROW_NUMBER, pa.array(range(batch.num_rows), pa.int64()))
+    numbered = batch.append_column(_ROW_NUMBER, pa.array(np.arange(batch.num_rows, dtype=np.int64)))
     context = SessionContext()
     context.register_record_batches("changes", [[numbered]])
     kept = context.sql(f"SELECT {_ROW_NUMBER} FROM changes WHERE {to_sql(node)}").to_arrow_table()
-    return pc.is_in(pa.array(range(batch.num_rows), pa.int64()), value_set=kept.column(0))
+    return pc.is_in(pa.array(np.arange(batch.num_rows, dtype=np.int64)), value_set=kept.column(0))
 
 
 def _read_step(ns: Namespace, pieces: list[Piece], target: Any) -> Iterator[Any]:

@@ -120,7 +120,7 @@ class RowLocations:
         """Move into `placed` each plain row that a placed row lies at or below, and every row
         of an id that is placed already (one id twice is judged as a whole), until none is
         left to move: the rows that `_overlaps` must compare. Returns the plain rows kept."""
-        moved = pa.array([False] * len(locations), pa.bool_())
+        moved = pa.repeat(False, len(locations))
         pending = list(placed)
         while pending:
             tops, _ = arrow_strings(sorted({self._top(real) for real, _, _ in pending}))

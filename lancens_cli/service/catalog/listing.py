@@ -348,7 +348,7 @@ class _PartitionView:
         """Which of `rows` (an Arrow table) are namespaces between `v<N>` and a partition
         table (one per partition level)."""
         ids = rows.column("object_id")
-        below_spec = pa.array([False] * len(ids), pa.bool_())
+        below_spec = pa.repeat(False, len(ids))
         for namespace in self.spec_namespaces:
             below_spec = pc.or_(below_spec, pc.starts_with(ids, namespace + OBJECT_ID_DELIMITER))
         level = pc.and_(pc.equal(rows.column("object_type"), KIND_NAMESPACE), below_spec)

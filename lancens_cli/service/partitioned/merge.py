@@ -98,7 +98,7 @@ def merge_rows(
     source = merge_source(data, schema, keys, "namespace column")
     selection = select_partitions(ns, None)
     history = history_from_metadata(snapshot.metadata)
-    wanted = source.select(keys).append_column(_SEEN, pa.array([True] * source.num_rows))
+    wanted = source.select(keys).append_column(_SEEN, pa.repeat(True, source.num_rows))
     found = _match_keys(
         lambda m: _keys_of(ns, m, keys, schema, history, wanted, gone),
         selection.matches,
@@ -108,8 +108,8 @@ def merge_rows(
     matched = _require_matched_once(selection.matches, found, keys)
     hit = _matched_mask(source, matched, keys)
     chosen = pc.or_(
-        hit if when_matched == "update" else pa.array([False] * source.num_rows),
-        pc.invert(hit) if when_not_matched == "insert" else pa.array([False] * source.num_rows),
+        hit if when_matched == "update" else pa.repeat(False, source.num_rows),
+        pc.invert(hit) if when_not_matched == "insert" else pa.repeat(False, source.num_rows),
     )
     rows = source.filter(chosen)
     result = PartitionMerge(source.num_rows, int(pc.sum(hit).as_py() or 0), 0, 0, dry_run=dry_run)
@@ -299,7 +299,8 @@ def _match_batch(found: list[_Found], batch: list[int], wanted: pa.Table, keys: 
     for number in batch:
         read = found[number].read
         assert read is not None
-        parts.append(read.append_column(_PART, pa.array([number] * read.num_rows, pa.int32())))
+        label = pa.repeat(pa.scalar(number, pa.int32()), read.num_rows)
+        parts.append(read.append_column(_PART, label))
     joined = pa.concat_tables(parts).join(wanted, keys, join_type="inner")  # NULLs never join
     joined = joined.take(pc.sort_indices(joined, sort_keys=[(_PART, "ascending")]))
     numbers = joined.column(_PART).to_numpy()
@@ -358,7 +359,7 @@ def _require_matched_once(
     parts = []
     for match, one in zip(matches, found, strict=True):
         if one.keys is not None and one.keys.num_rows:
-            label = pa.array([match.table] * one.keys.num_rows)
+            label = pa.repeat(match.table, one.keys.num_rows)
             parts.append(one.keys.append_column("__table", label))
     if not parts:
         return pa.table({k: pa.array([], pa.null()) for k in keys})
@@ -379,12 +380,13 @@ def _require_matched_once(
 def _matched_mask(source: pa.Table, matched: pa.Table, keys: list[str]) -> pa.Array:
     """For each source row, whether its key matched a row of the namespace."""
     if not matched.num_rows:
-        return pa.array([False] * source.num_rows)
-    numbered = source.select(keys).append_column("__row", pa.array(range(source.num_rows)))
-    flagged = matched.append_column(_SEEN, pa.array([True] * matched.num_rows))
+        return pa.repeat(False, source.num_rows)
+    numbered = source.select(keys).append_column("__row", pa.array(np.arange(source.num_rows)))
+    flagged = matched.append_column(_SEEN, pa.repeat(True, matched.num_rows))
     joined = numbered.join(flagged, keys, join_type="inner")
-    hit = pc.is_in(pa.array(range(source.num_rows)), value_set=joined.column("__row"))
-    return hit.combine_chunks() if hasattr(hit, "combine_chunks") else hit
+    hit = np.zeros(source.num_rows, dtype=bool)
+    hit[joined.column("__row").to_numpy()] = True
+    return pa.array(hit)
 
 
 def _delete_touch(

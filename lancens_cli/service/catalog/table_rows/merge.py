@@ -100,7 +100,7 @@ def _planned(
 ) -> tuple[int, int]:
     """The table's rows the source's keys match (a key matching two is refused) and, when
     `deleting`, the rows `gone` holds for (every row: None) whose key the source lacks."""
-    wanted = source.select(keys).append_column("__seen", pa.array([True] * source.num_rows))
+    wanted = source.select(keys).append_column("__seen", pa.repeat(True, source.num_rows))
     read = dataset.to_table(columns=keys)
     joined = read.join(wanted, keys, join_type="inner")
     counted = joined.group_by(keys).aggregate([([], "count_all")])
