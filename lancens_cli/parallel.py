@@ -8,7 +8,7 @@ item's position, so that one slow item never leaves the other workers idle.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from queue import SimpleQueue
 from typing import TypeVar
@@ -69,3 +69,15 @@ def ordered(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[
         while next_position in waiting:
             yield waiting.pop(next_position)
             next_position += 1
+
+
+def ordered_chain(fn: Callable[[T], Iterable[R]], items: Sequence[T], workers: int) -> Iterator[R]:
+    """What `fn` yields for every item, item after item in the items' order, `workers` items
+    worked on at once (an item's results are gathered before they are handed on); one worker,
+    or one item, runs in this thread as a plain loop."""
+    if workers <= 1 or len(items) <= 1:
+        for item in items:
+            yield from fn(item)
+        return
+    for results in ordered(lambda item: list(fn(item)), items, workers):
+        yield from results

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lancens_cli.parallel import ordered_chain
 from lancens_cli.partition.predicate import Node, to_sql
 from lancens_cli.pipeline.slice_reader import BATCH_ROWS, conform_batch
 from lancens_cli.service.history.changes import (
@@ -47,19 +48,32 @@ _TIMESTAMP = pa.timestamp("us", tz="UTC")
 _ROW_NUMBER = "__lancens_row"
 
 
-def read_changes(ns: Namespace, pieces: tuple[Piece, ...], target: Any) -> Iterator[Any]:
-    """The change rows of a slice's pieces, as batches in exactly `target`'s schema."""
+def read_changes(
+    ns: Namespace, pieces: tuple[Piece, ...], target: Any, workers: int = 1
+) -> Iterator[Any]:
+    """The change rows of a slice's pieces, as batches in exactly `target`'s schema: the
+    pieces read alone, then the steps read together, `workers` of them at once (a feed's
+    pieces are many and small: a few rows taken by address each)."""
+    alone: list[tuple[Piece, ...]] = []
     groups: dict[str, list[Piece]] = defaultdict(list)
     for piece in pieces:
-        tag = piece.change
-        if tag.group is not None:
-            groups[tag.group].append(piece)
-            continue
-        data = _data_schema(target, tag.needs)
-        for batch in _batches(ns, piece, data):
-            yield from _finished(batch, pa.repeat(tag.kind, batch.num_rows), tag, target)
-    for members in groups.values():
-        yield from _read_step(ns, members, target)
+        if piece.change.group is not None:
+            groups[piece.change.group].append(piece)
+        else:
+            alone.append((piece,))
+    units = [*alone, *(tuple(members) for members in groups.values())]
+    yield from ordered_chain(lambda unit: _read_unit(ns, unit, target), units, workers)
+
+
+def _read_unit(ns: Namespace, unit: tuple[Piece, ...], target: Any) -> Iterator[Any]:
+    """A piece read alone, or the pieces of a step read together."""
+    if unit[0].change.group is not None:
+        yield from _read_step(ns, list(unit), target)
+        return
+    (piece,) = unit
+    tag = piece.change
+    for batch in _batches(ns, piece, _data_schema(target, tag.needs)):
+        yield from _finished(batch, pa.repeat(tag.kind, batch.num_rows), tag, target)
 
 
 def _data_schema(target: Any, needs: Any) -> Any:

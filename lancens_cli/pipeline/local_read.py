@@ -53,6 +53,7 @@ from lancens_cli.pipeline.slice_reader import spark_arrow_schema
 from lancens_cli.pipeline.slices import read_slice
 from lancens_cli.words import human_bytes
 
+_READERS = max(2, os.cpu_count() or 1)  # a change feed's pieces read at once in this process
 _GROUP_ROWS = 1 << 20  # rows of one Parquet row group `--to` writes, at most
 _GROUP_BYTES = 64 << 20  # and the Arrow bytes gathered for one before it is written
 
@@ -105,7 +106,7 @@ class LocalRead:
     def _read(self, target: Any) -> Iterator[Any]:
         ns = request_options(self.request).namespace(as_of=False)  # the planned versions
         for group in slice_groups(self.pieces):
-            for batch in read_slice(ns, group, target):
+            for batch in read_slice(ns, group, target, _READERS):
                 interrupt.checkpoint()
                 yield batch
 

@@ -17,13 +17,16 @@ if TYPE_CHECKING:
     from lancens_cli.service.namespace import Namespace
 
 
-def read_slice(ns: Namespace, pieces: tuple[Piece, ...], target: Any) -> Iterator[Any]:
+def read_slice(
+    ns: Namespace, pieces: tuple[Piece, ...], target: Any, workers: int = 1
+) -> Iterator[Any]:
     """The rows of one slice's pieces, as batches in exactly `target`'s schema; a change
-    feed's with their change columns."""
+    feed's with their change columns, `workers` of its pieces read at once (a read's piece is
+    one Lance scan, which reads on Lance's own threads)."""
     if any(piece.change is not None for piece in pieces):
         from lancens_cli.pipeline.change_reader import read_changes
 
-        yield from read_changes(ns, pieces, target)
+        yield from read_changes(ns, pieces, target, workers)
         return
     for piece in pieces:
         yield from read_piece(ns, piece, target)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from lancens_cli.cli.output import write_json
 from lancens_cli.models import Streamed
-from lancens_cli.parallel import AHEAD_PER_WORKER, completed_map, ordered
+from lancens_cli.parallel import AHEAD_PER_WORKER, completed_map, ordered, ordered_chain
 from lancens_cli.service.prune.policy import PrunePolicy
 from lancens_cli.service.prune.protect import TablePlan
 from lancens_cli.service.prune.report import PruneReport, TableResult
@@ -34,6 +34,9 @@ def test_every_item_is_handed_on_once_with_its_position(items, workers):
     found = sorted(completed_map(lambda x: x * 2, items, workers))
     assert found == [(i, x * 2) for i, x in enumerate(items)]
     assert list(ordered(lambda x: x * 2, items, workers)) == [x * 2 for x in items]
+    # every item's results, several each (or none), item after item
+    chained = ordered_chain(lambda x: [x] * (x % 3), items, workers)
+    assert list(chained) == [x for x in items for _ in range(x % 3)]
 
 
 def test_a_few_items_per_worker_are_in_flight_however_many_there_are():
