@@ -8,8 +8,10 @@ item's position, so that one slow item never leaves the other workers idle.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import islice
 from queue import SimpleQueue
 from typing import TypeVar
 
@@ -73,11 +75,31 @@ def ordered(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[
 
 def ordered_chain(fn: Callable[[T], Iterable[R]], items: Sequence[T], workers: int) -> Iterator[R]:
     """What `fn` yields for every item, item after item in the items' order, `workers` items
-    worked on at once (an item's results are gathered before they are handed on); one worker,
-    or one item, runs in this thread as a plain loop."""
+    worked on at once. An item's results are gathered before they are handed on, and at most
+    `workers * AHEAD_PER_WORKER` items are gathered or being gathered: what waits behind a slow
+    item is bounded. Stopped early (a `--limit` met, an interrupt, an error), the items not
+    yet started never are. One worker, or one item, runs in this thread as a plain loop."""
     if workers <= 1 or len(items) <= 1:
         for item in items:
             yield from fn(item)
         return
-    for results in ordered(lambda item: list(fn(item)), items, workers):
-        yield from results
+    pending = iter(items)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        ahead: deque[Future[list[R]]] = deque()
+
+        def gathered(item: T) -> list[R]:
+            return list(fn(item))
+
+        def submit(count: int) -> None:
+            for item in islice(pending, count):
+                ahead.append(pool.submit(gathered, item))
+
+        try:
+            submit(workers * AHEAD_PER_WORKER)
+            while ahead:
+                results = ahead.popleft().result()
+                submit(1)
+                yield from results
+        finally:
+            for future in ahead:
+                future.cancel()

@@ -39,6 +39,24 @@ def test_every_item_is_handed_on_once_with_its_position(items, workers):
     assert list(chained) == [x for x in items for _ in range(x % 3)]
 
 
+def test_a_chain_stopped_early_starts_no_more_items_and_gathers_a_bounded_few():
+    started: list[int] = []
+    lock = threading.Lock()
+
+    def work(item: int) -> list[int]:
+        with lock:
+            started.append(item)
+        time.sleep(0.2 if item == 0 else 0.001)  # the first is slow: the rest wait behind it
+        return [item, item]
+
+    chain = ordered_chain(work, list(range(1_000)), 2)
+    assert [next(chain), next(chain)] == [0, 0]
+    chain.close()
+    stopped = len(started)
+    time.sleep(0.1)
+    assert len(started) == stopped <= 1 + 2 * AHEAD_PER_WORKER
+
+
 def test_a_few_items_per_worker_are_in_flight_however_many_there_are():
     """Started but not yet handed on: never more than the window."""
     lock = threading.Lock()

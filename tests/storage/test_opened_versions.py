@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import lance
 import pyarrow as pa
 
 from lancens_cli.config import NamespaceConfig
-from lancens_cli.store import opened_versions, tables
+from lancens_cli.store import tables
 from lancens_cli.store.opened_versions import OpenedVersions
 from lancens_cli.store.storage import Storage
 
@@ -62,8 +63,19 @@ def test_a_version_is_opened_once_lent_to_one_thread_at_a_time_and_bounded(tmp_p
     with versions.lent(storage, "t.lance", 2, None):
         pass
     assert opened[-1] == ("t.lance", 2) and len(opened) == 5
-    # none waits longer than a minute
-    monkeypatch.setattr(opened_versions, "_FRESH_SECONDS", 0.0)
+    # none is lent a minute after it was opened, however often it was lent since
+    clock = [time.monotonic() + 61]  # the datasets kept so far: too old
+    monkeypatch.setattr(versions, "_clock", lambda: clock[0])
     with versions.lent(storage, "t.lance", 2, None):
         pass
     assert len(opened) == 6
+    for _ in range(3):
+        clock[0] += 25
+        with versions.lent(storage, "t.lance", 2, None):
+            pass
+    assert len(opened) == 7  # lent at +25 s and +50 s, opened anew at +75 s
+    # another user's storage options are another key
+    other = Storage(NamespaceConfig(root="file://" + str(tmp_path), storage_options={"x": "1"}))
+    with versions.lent(other, "t.lance", 2, None):
+        pass
+    assert len(opened) == 8

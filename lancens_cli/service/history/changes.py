@@ -41,7 +41,7 @@ from lancens_cli.service.history.incremental import live_rows as _live
 from lancens_cli.service.history.transactions import operation_of
 from lancens_cli.service.partitioned.layout import layout_from_metadata
 from lancens_cli.store.catalog_rows import PublishedRef, open_published
-from lancens_cli.store.opened_versions import OPENED
+from lancens_cli.store.opened_versions import OPENED, version_key
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -104,9 +104,9 @@ def namespace_changes(
 ) -> list[T]:
     """`then` of every step of the partition tables between `__manifest` versions `start`
     (exclusive; 0: the start of everything) and `end`, in their order. `then` runs in the
-    thread that found the step, where the table versions it opened are still open
-    (`store.opened_versions`: a pylance dataset serves one thread at a time), so it lends them
-    at once."""
+    thread that found the step, just after the step gave back the table versions it opened
+    (`store.opened_versions`: a pylance dataset serves one thread at a time), so they are
+    there to be lent to it, not opened again."""
     latest = ns.manifest.pinned(end).open_dataset()
     if latest is None:
         raise InvalidInputError("the root has no __manifest: it is not a partitioned namespace")
@@ -215,16 +215,18 @@ def _opened(
             dataset = held.enter_context(
                 OPENED.lent(storage, row["location"], ref.version, ref.branch)
             )
+            branch = ref.branch_in(dataset)  # no tag: asks nothing of the table
         else:
             dataset = open_published(storage, row)
-            key = (storage.uri(row["location"]), int(dataset.version), ref.branch_in(dataset))
+            branch = ref.branch_in(dataset)
+            key = version_key(storage, row["location"], int(dataset.version), branch)
             held.callback(OPENED.give, key, dataset)  # the planner and the reader lend it next
     except Exception:  # noqa: BLE001 - any failure to open a version means it cannot be read
         raise TableVersionNotFoundError(
             f"{what}: its {ref.words()} cannot be read (pruned?), so what changed there "
             "cannot be told; read changes from a later version"
         ) from None
-    return dataset, ref.branch_in(dataset)
+    return dataset, branch
 
 
 def _step(
