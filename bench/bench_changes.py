@@ -159,12 +159,6 @@ def main() -> None:
         timings["inner"].append(float(re.search(r" in ([\d.]+)s \(", done.stderr).group(1)))
         wall, _, _ = run_once([sys.executable, "-c", BOTH_READS, str(root), str(start)])
         timings["both"].append(wall)
-    session = [run_once([sys.executable, "-c", IN_ONE_SESSION, str(root), str(start)])[2]]
-    for _ in range(args.runs - 1):
-        session.append(run_once([sys.executable, "-c", IN_ONE_SESSION, str(root), str(start)])[2])
-    timed = sorted((float(f), float(b)) for f, b, *_ in (s.stdout.split() for s in session))
-    timings["session feed"] = [f for f, _ in timed]
-    timings["session both"] = [b for _, b in timed]
     one_session = [sys.executable, "-c", IN_ONE_SESSION, str(root), str(start)]
     session = [run_once(one_session)[2].stdout.split() for _ in range(args.runs)]
     timings["session feed"] = [float(out[0]) for out in session]
