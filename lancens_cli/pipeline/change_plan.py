@@ -197,59 +197,48 @@ def _side_pieces(
     conditions: _Conditions,
 ) -> list[Piece]:
     with OPENED.lent(ns.storage, side.location, side.version, side.branch) as dataset:
-        return _pieces_of(dataset, step, side, schema, history, ids, conditions)
-
-
-def _pieces_of(
-    dataset: Any,
-    step: Step,
-    side: Side,
-    schema: Any,
-    history: list[Any] | None,
-    ids: dict[str, int] | None,
-    conditions: _Conditions,
-) -> list[Piece]:
-    held = dataset.schema  # pylance builds it anew each time it is asked
-    renamed = _renamed(dataset, held, schema, history, ids)
-    condition = filter_for(conditions.data, held, dict(renamed))
-    if condition is FALSE:
-        return []
-    keep = conditions.after(step.paired)
-    needed = columns_of(keep) if keep is not None else set()
-    tag = ChangeTag(
-        side.kind,
-        step.commit_version,
-        _micros(step.commit_time),
-        step.key if step.paired else None,
-        step.by_content,
-        step.row_ids,
-        keep,
-        spark_arrow_schema(pa.schema([f for f in schema if f.name in needed])),
-        spark_arrow_schema(schema) if step.paired else None,
-    )
-    piece = Piece(
-        table=step.table,
-        location=side.location,
-        version=side.version,
-        branch=side.branch,
-        fragments=side.fragments,
-        rows=side.count,
-        filter=None if step.paired else condition,
-        renamed=renamed,
-        change=tag,
-        take=side.rows,
-    )
-    fragments = [dataset.get_fragment(fid) for fid in side.fragments]
-    if side.rows is not None or tag.group is not None:
-        share = side.count if side.rows is not None else None
-        return [replace(piece, bytes=_bytes([fragment_bytes(f, share) for f in fragments]))]
-    pieces = []
-    for fragment in fragments:
-        rows = int(fragment.count_rows())
-        if rows:
-            one = (int(fragment.fragment_id),)
-            pieces.append(replace(piece, fragments=one, rows=rows, bytes=fragment_bytes(fragment)))
-    return pieces
+        held = dataset.schema  # pylance builds it anew each time it is asked
+        renamed = _renamed(dataset, held, schema, history, ids)
+        condition = filter_for(conditions.data, held, dict(renamed))
+        if condition is FALSE:
+            return []
+        keep = conditions.after(step.paired)
+        needed = columns_of(keep) if keep is not None else set()
+        tag = ChangeTag(
+            side.kind,
+            step.commit_version,
+            _micros(step.commit_time),
+            step.key if step.paired else None,
+            step.by_content,
+            step.row_ids,
+            keep,
+            spark_arrow_schema(pa.schema([f for f in schema if f.name in needed])),
+            spark_arrow_schema(schema) if step.paired else None,
+        )
+        piece = Piece(
+            table=step.table,
+            location=side.location,
+            version=side.version,
+            branch=side.branch,
+            fragments=side.fragments,
+            rows=side.count,
+            filter=None if step.paired else condition,
+            renamed=renamed,
+            change=tag,
+            take=side.rows,
+        )
+        fragments = [dataset.get_fragment(fid) for fid in side.fragments]
+        if side.rows is not None or tag.group is not None:
+            share = side.count if side.rows is not None else None
+            return [replace(piece, bytes=_bytes([fragment_bytes(f, share) for f in fragments]))]
+        pieces = []
+        for fragment in fragments:
+            rows = int(fragment.count_rows())
+            if rows:
+                one = (int(fragment.fragment_id),)
+                size = fragment_bytes(fragment)
+                pieces.append(replace(piece, fragments=one, rows=rows, bytes=size))
+        return pieces
 
 
 def _bytes(sizes: list[int | None]) -> int | None:
