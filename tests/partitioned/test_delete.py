@@ -62,6 +62,11 @@ def _deleted_as_duckdb_says(template, tmp_path, where: str, name: str) -> dict:
     before = _version(copy)
     done = json.loads(ok(copy, "--json", "delete", "--where", where, "--yes").stdout)
     assert done["rows_deleted"] == gone, where
+    # the dry run names the tables that lose rows, not every table it read
+    losing = sum(1 for p in done["partitions"] if p["rows_deleted"])
+    read = len(planned["partitions"])
+    words = f"from {losing} partition table{'s' * (losing != 1)} ({read} partition table"
+    assert words in dry.stderr, (where, dry.stderr)
     assert _version(copy) == before + (1 if gone else 0), where  # one commit, or none
     seen = published_rows(copy).sort_by("id")
     assert seen.column("id").to_pylist() == kept, where

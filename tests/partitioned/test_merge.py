@@ -13,10 +13,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from helpers import (
+    Root,
     cli,
     copied_root,
     manifest,
@@ -251,3 +253,54 @@ def test_a_killed_merge_publishes_all_or_nothing_and_a_rerun_completes_it(tmp_pa
 
 def _customer_below(rows: list[dict], row_id: int) -> bool:
     return next(r["customer_id"] for r in rows if r["id"] == row_id) < 100
+
+
+def test_source_rows_with_a_null_key_are_never_the_same_key(tmp_path):
+    """A NULL key matches nothing, as in SQL: two source rows with one are two new rows, in a
+    partitioned namespace and in one table alike; a real key twice is still refused."""
+    schema = pa.schema(
+        [pa.field("id", pa.int64()), pa.field("g", pa.string()), ("v", pa.float64())]
+    )
+    rows = pa.table({"id": [1, 2, None], "g": ["a", "b", "a"], "v": [1.0, 2.0, 3.0]}, schema=schema)
+    source = pa.table(
+        {"id": [None, None, 1], "g": ["a", "b", "b"], "v": [10.0, 20.0, 30.0]}, schema=schema
+    )
+    pq.write_table(schema.empty_table(), tmp_path / "schema.parquet")
+    pq.write_table(rows, tmp_path / "rows.parquet")
+    pq.write_table(source, tmp_path / "source.parquet")
+    (tmp_path / "ns").mkdir()
+    root = Root(str(tmp_path / "ns"), {}, tmp_path / "ns")
+    ok(root, "add-partition-spec", "--schema", str(tmp_path / "schema.parquet"), "--field", "g")
+    ok(root, "write", "--from", str(tmp_path / "rows.parquet"))
+    (tmp_path / "flat").mkdir()
+    flat = Root(str(tmp_path / "flat"), {}, tmp_path / "flat")
+    ok(flat, "create", "table", "t", "--from", str(tmp_path / "rows.parquet"))
+    want = sorted(
+        [(2, "b", 2.0), (None, "a", 3.0), (None, "a", 10.0), (None, "b", 20.0), (1, "b", 30.0)],
+        key=repr,
+    )
+    for target, args in ((root, ()), (flat, ("t",))):
+        done = json.loads(
+            ok(
+                target,
+                "--json",
+                "merge",
+                *args,
+                "--from",
+                str(tmp_path / "source.parquet"),
+                "--on",
+                "id",
+            ).stdout  # fmt: skip
+        )
+        assert (done["rows_matched"], done["rows_inserted"]) == (1, 2)
+    got = [(r["id"], r["g"], r["v"]) for r in published_rows(root).to_pylist()]
+    assert sorted(got, key=repr) == want
+    table = lance.dataset(str(tmp_path / "flat" / "t.lance")).to_table()
+    columns = [table.column(c).to_pylist() for c in ("id", "g", "v")]
+    assert sorted(zip(*columns, strict=True), key=repr) == want
+    twice = pa.table(
+        {"id": [None, 5, 5], "g": ["a", "a", "b"], "v": [0.0, 0.0, 0.0]}, schema=schema
+    )
+    pq.write_table(twice, tmp_path / "twice.parquet")
+    result = cli(root, "merge", "--from", str(tmp_path / "twice.parquet"), "--on", "id")
+    assert result.exit_code == 2 and "{'id': 5} more than once" in result.stderr, result.stderr

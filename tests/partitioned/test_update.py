@@ -120,6 +120,15 @@ def test_bad_assignments_are_one_line_exit_2_and_change_nothing(template, tmp_pa
     assert tree_snapshot(copy.local_path) == before
 
 
+def test_a_condition_update_cannot_apply_exactly_says_so_in_its_own_words(template, tmp_path):
+    copy = copied_root(template[0], tmp_path / "copy")
+    before = tree_snapshot(copy.local_path)
+    result = cli(copy, "update", "--set", "i64 = 1", "--where", "upper(s) = 'A'", "--yes")
+    assert result.exit_code == 2 and "cannot apply" in result.stderr, result.stderr
+    assert "nothing was changed" in result.stderr and "deleted" not in result.stderr
+    assert tree_snapshot(copy.local_path) == before
+
+
 def test_writers_racing_an_update_lose_nothing(tmp_path):
     first = events(2000, seed=1)
     root = partitioned_root(tmp_path, first.schema, "year(event_date)", "country")

@@ -169,11 +169,14 @@ def _partition_delete_summary(r: Any) -> str:
     """What `delete` did, with the `__manifest` version that published it."""
     rows = plural(r.rows, "row")
     tables = f"{plural(len(r.partitions), 'partition table')} of {r.partitions_total}"
+    changed = sum(1 for p in r.partitions if p.rows)
     if r.dry_run:
-        return f"dry run: would delete {rows} from {tables}; nothing changed"
+        return (
+            f"dry run: would delete {rows} from {plural(changed, 'partition table')} "
+            f"({tables} read); nothing changed"
+        )
     if not r.rows:
         return f"no row matched in {tables}; nothing changed"
-    changed = sum(1 for p in r.partitions if p.rows)
     return (
         f"deleted {rows} from {plural(changed, 'partition table')}, "
         f"__manifest version {r.manifest_version}"

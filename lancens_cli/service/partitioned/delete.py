@@ -170,12 +170,12 @@ def delete_condition(where: str, schema: Any) -> Node:
     """The condition as the predicate model holds it, or why it cannot be applied exactly
     (a partitioned namespace's and a table's alike)."""
     if not where.strip():
-        raise InvalidInputError("--where: give the condition the rows to delete must meet")
+        raise InvalidInputError("--where: give the condition the rows must meet")
     condition = split_condition(where, schema, session_zone=ZONE, label="--where")
     for part in condition.left:
         raise InvalidInputError(
             f"--where: lancens cannot apply {part.text!r} exactly ({part.reason}); nothing "
-            "was deleted"
+            "was changed"
         )
     nodes = condition.understood
     return nodes[0] if len(nodes) == 1 else flatten(And(tuple(nodes)))
