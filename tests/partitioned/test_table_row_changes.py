@@ -187,3 +187,38 @@ def test_a_partition_table_is_changed_through_its_namespace(template, tmp_path):
         result = cli(copy, *args)
         assert result.exit_code == 2 and "is a partition table" in result.stderr, result.stderr
     assert tree_snapshot(copy.local_path) == before
+
+
+@pytest.mark.parametrize("stable", [True, False])
+def test_an_update_keeps_the_stable_row_ids_it_rewrites_and_the_feed_pairs_them(tmp_path, stable):
+    """A table written with Lance's stable row ids (by pylance or lancedb): the rows `update`
+    writes anew keep their ids, as Lance's own update keeps them, so the change feed gives
+    each one's old and new values as a pair; without stable ids they are a delete and an
+    insert. Either way every row reads as the update says."""
+    (tmp_path / "r").mkdir()
+    path = str(tmp_path / "r" / "t.lance")
+    rows = make_rows(60, 3, 0).select(["id", "s", "i64", "emb"])
+    lance.write_dataset(rows.slice(0, 30), path, enable_stable_row_ids=stable)
+    lance.write_dataset(rows.slice(30), path, mode="append")
+    before = lance.dataset(path).to_table(with_row_id=True)
+    ids_before = dict(zip(before["id"].to_pylist(), before["_rowid"].to_pylist(), strict=True))
+    root = Root(str(tmp_path / "r"), {}, tmp_path / "r")
+    picked = [i for i in ids_before if i % 7 == 0]
+    where = f"id IN ({', '.join(map(str, picked))})"
+    ok(root, "update", "t", "--set", "i64 = -1", "--where", where, "--yes")
+    after = lance.dataset(path).to_table(with_row_id=True)
+    updated = set(picked)
+    assert sorted(after["id"].to_pylist()) == sorted(ids_before)
+    for row in after.to_pylist():
+        old = rows.filter(pa.compute.equal(rows["id"], row["id"])).to_pylist()[0]
+        assert row["i64"] == (-1 if row["id"] in updated else old["i64"])
+        assert (row["s"], row["emb"]) == (old["s"], old["emb"])
+        if stable:
+            assert row["_rowid"] == ids_before[row["id"]]
+    feed = ok(root, "--json", "scan", "t", "--changes", "--since-version", "2", "--engine",
+              "local", "--columns", "id,i64,_change_type").json()  # fmt: skip
+    got = sorted(map(tuple, feed["rows"]), key=repr)
+    olds = {r["id"]: r["i64"] for r in rows.to_pylist()}
+    kinds = ("update_preimage", "update_postimage") if stable else ("delete", "insert")
+    want = [(i, olds[i], kinds[0]) for i in updated] + [(i, -1, kinds[1]) for i in updated]
+    assert got == sorted(want, key=repr)

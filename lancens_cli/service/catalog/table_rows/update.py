@@ -6,13 +6,16 @@ version. The matching rows are read, given their new values as `update` gives a 
 integers), written as new fragments, and the old rows deleted, all in one Lance `Update`
 committed compare-and-swap on the version read; when another writer commits first, the rows are
 read again on top of its version and the update made again (the fragments written for the
-lost attempt are left for `check --fix` and `prune`, as a dead write's are).
+lost attempt are left for `check --fix` and `prune`, as a dead write's are). On a table with
+stable row ids the rows written anew keep the ids they had, as Lance's own update keeps them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from lance.fragment import RowIdSequence
 
 from lancens_cli.errors import InvalidTableStateError
 from lancens_cli.models import Identifier, Result
@@ -26,6 +29,8 @@ from lancens_cli.service.partitioned.update import Assignment, new_values, parse
 from lancens_cli.store.lance_input import write_fragments
 from lancens_cli.store.partition_tables import replacement
 from lancens_cli.store.storage import Storage
+
+_ROW_ID = "_rowid"
 
 
 @dataclass
@@ -92,16 +97,32 @@ def _update(
     """The rows updated and the table's version after."""
 
     def change(line: Any) -> tuple[Any, int]:
-        rows = line.to_table(filter=condition)
+        stable = bool(getattr(line, "has_stable_row_ids", False))
+        rows = line.to_table(filter=condition, with_row_id=stable)
         if not rows.num_rows:
             return None, 0
+        ids = rows.column(_ROW_ID) if stable else None
+        rows = rows.drop_columns([_ROW_ID]) if stable else rows
         # in the table's own schema, to the names Lance gives a map's or a list's children
         changed = new_values(rows, assignments, line.schema).cast(line.schema)
         uri, options = storage.uri(location), storage.lance_options
         fragments = write_fragments(changed, uri, schema=line.schema, storage_options=options)
+        if ids is not None:
+            _carry_row_ids(fragments, ids)
         operation, deleted = replacement(line, condition, fragments)
         if deleted != rows.num_rows:  # the deletion files must name exactly the rows read
             raise InvalidTableStateError(f"{name}: the rows changed while they were read")
         return operation, rows.num_rows
 
     return commit_on_newest(storage, location, change, f"cannot update {name}", name)
+
+
+def _carry_row_ids(fragments: list[Any], ids: Any) -> None:
+    """Give the rows written anew the stable row ids they had (Lance's own update keeps them):
+    a reader of what changed then pairs each row's old and new values, and what refers to a
+    row by its id still finds it. The fragments hold the rows in the order they were read."""
+    start = 0
+    for fragment in fragments:
+        held = ids.slice(start, fragment.physical_rows).combine_chunks()
+        fragment.row_id_meta = RowIdSequence(held.to_numpy()).to_inline_metadata()
+        start += fragment.physical_rows
