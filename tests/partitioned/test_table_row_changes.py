@@ -150,6 +150,58 @@ def test_a_writer_committing_first_is_updated_too(plain_table, tmp_path, monkeyp
     assert set(seen.column("s").to_pylist()) == {"x"}
 
 
+@pytest.mark.parametrize("when", ["while it reads", "as it commits"])
+def test_an_update_is_made_once_whenever_another_writer_commits(plain_table, tmp_path, when):
+    """`i64 = i64 + 1` applied twice would add 2. A writer committing while the update works
+    out its rows makes it work them out again (the writer's rows updated too); one committing
+    in the instant before the commit is one Lance puts the update on top of (its rows as
+    written). Either way every row read is updated exactly once and no row is lost."""
+    from lancens_cli.service.catalog.table_rows import delete as table_delete
+    from lancens_cli.service.catalog.table_rows import update as table_update
+
+    root, rows, _ = plain_table
+    copy = copied_root(root, tmp_path / "copy")
+    extra = make_rows(5, 8, 70_000).drop_columns(["attrs"])
+    pq.write_table(extra, tmp_path / "extra.parquet")
+    extra = pq.read_table(tmp_path / "extra.parquet")  # lists named as the table names them
+    raced: list[bool] = []
+
+    def race() -> None:
+        if not raced:
+            raced.append(True)
+            lance.write_dataset(extra, str(copy.local_path / "t.lance"), mode="append")
+
+    patch = pytest.MonkeyPatch()
+    if when == "while it reads":
+        real = table_update.replacement
+        patch.setattr(table_update, "replacement", lambda *a: (race(), real(*a))[1])
+    else:
+        commit = lance.LanceDataset.commit
+
+        def racing_commit(*args, **kwargs):
+            race()
+            return commit(*args, **kwargs)
+
+        patch.setattr(table_delete.lance.LanceDataset, "commit", staticmethod(racing_commit))
+    try:
+        where = "i64 > -1000000 AND i64 < 1000000"  # not the extremes: `+ 1` stays in int64
+        args = ("update", "t", "--set", "i64 = i64 + 1", "--where", where, "--yes")
+        done = json.loads(ok(copy, "--json", *args).stdout)
+    finally:
+        patch.undo()
+    seen = {r["id"]: r["i64"] for r in _rows(copy).to_pylist()}
+    before = {r["id"]: r["i64"] for r in rows.to_pylist()}
+    added = {r["id"]: r["i64"] for r in extra.to_pylist()}
+    assert set(seen) == set(before) | set(added)
+    picked = lambda v: v is not None and -1_000_000 < v < 1_000_000  # noqa: E731
+    assert all(seen[i] == (v + 1 if picked(v) else v) for i, v in before.items())
+    again = when == "while it reads"
+    assert all(seen[i] == (v + 1 if again and picked(v) else v) for i, v in added.items())
+    updated = sum(map(picked, before.values())) + (sum(map(picked, added.values())) if again else 0)
+    assert done["rows_updated"] == updated
+    assert any(map(picked, added.values()))  # the writer's rows are ones the update would pick
+
+
 @pytest.mark.parametrize(
     "args, words",
     [

@@ -97,9 +97,13 @@ def commit_on_newest(
     name: str,
 ) -> tuple[int, int]:
     """The one commit path of a row change of one table: `change(line)` gives the operation on
-    the newest version (None: nothing to commit) and the rows it changes; the operation is
-    committed compare-and-swap on that version, and `change` made again on a newer one when
-    another writer got there first. The rows changed and the table's version after."""
+    the newest version (None: nothing to commit) and the rows it changes; when another writer
+    committed while it was worked out, `change` is made again on the newer version, so that
+    writer's rows are changed too; else the operation is committed on the version read. A
+    writer committing in the instant between is one Lance itself puts the change on top of
+    when the two cannot conflict (an append; else the commit fails and is made again): the
+    change is then in, and is never made twice (an `update` of `v = v + 1` would add 2). The
+    rows changed and the table's version after."""
     found = 0
 
     def attempt() -> int | None:
@@ -108,6 +112,8 @@ def commit_on_newest(
         operation, found = change(line)
         if operation is None:
             return int(line.version)
+        if line.latest_version != line.version:
+            return None  # another writer committed meanwhile: worked out again on top of it
         done = lance.LanceDataset.commit(
             line,
             operation,
@@ -115,7 +121,7 @@ def commit_on_newest(
             max_retries=0,
             storage_options=storage.lance_options,
         )
-        return int(done.version) if done.version == line.version + 1 else None
+        return int(done.version)
 
     version = retry_on_conflict(
         attempt,
