@@ -20,3 +20,4 @@ _.tables_removed
 _.tables_republished
 _.namespaces_added
 _.namespaces_removed
+_.row_id_meta  # read by Lance: a new fragment's stable row ids (table_rows/update.py)

@@ -175,8 +175,8 @@ def require_unique(source: pa.Table, keys: list[str]) -> None:
     """A key twice in the source would update one row twice: refused, naming it. A key with
     a NULL matches nothing (as in SQL), so rows with one are never the same key."""
     held = source.select(keys)
-    for key in keys:
-        held = held.filter(pc.is_valid(held.column(key)))
+    for column in keys:
+        held = held.filter(pc.is_valid(held.column(column)))
     counted = held.group_by(keys).aggregate([([], "count_all")])
     twice = counted.filter(pc.greater(counted.column("count_all"), 1))
     if twice.num_rows:
