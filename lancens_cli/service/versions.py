@@ -20,7 +20,12 @@ import lance
 
 from lancens_cli.errors import TableNotFoundError
 from lancens_cli.models import MANIFEST_TABLE, Identifier, Result, Streamed
-from lancens_cli.service.history.transactions import VersionStats, operation_word, version_stats
+from lancens_cli.service.history.transactions import (
+    READ_ERRORS,
+    VersionStats,
+    operation_word,
+    version_stats,
+)
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.prune.decide import Decisions, Deferred, decide
 from lancens_cli.service.prune.policy import PrunePolicy
@@ -305,7 +310,7 @@ def _with_records(ns: Namespace, lines: list[VersionLine]) -> None:
     for line in lines:
         try:
             transaction = dataset.read_transaction(line.version)
-        except (OSError, ValueError, RuntimeError):
+        except READ_ERRORS:
             continue  # a version whose transaction file is gone has nothing more to show
         if transaction is None:
             continue

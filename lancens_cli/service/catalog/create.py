@@ -226,7 +226,7 @@ def _remove_own_version(ns: Namespace, location: str, dataset: Any) -> None:
     try:
         transaction = dataset.read_transaction(1)
         files.append(f"_transactions/{transaction.read_version}-{transaction.uuid}.txn")
-    except (ValueError, OSError, RuntimeError, AttributeError):
+    except (ValueError, OSError, RuntimeError, AttributeError, TypeError):
         pass  # an unreferenced transaction file stays: harmless, `check --fix` may take it
     ns.storage.delete_tree(f"{location}/{VERSIONS_DIR}")  # first: it stops being a table at once
     for path in files:

@@ -21,7 +21,9 @@ from lancens_cli.service.partitioned.sizes import version_size
 from lancens_cli.store.version_pick import commit_time
 from lancens_cli.words import utc_iso
 
-_READ_ERRORS = (OSError, ValueError, RuntimeError)
+# TypeError: pylance 14 cannot build the operation of a compaction that rewrote an index
+# (`LanceOperation.RewrittenIndex` lacks arguments); the version's operation is then unknown
+READ_ERRORS = (OSError, ValueError, RuntimeError, TypeError)
 UNNAMED = "BaseOperation"  # what pylance hands back for an operation it has no class for
 
 
@@ -99,7 +101,7 @@ def rows_at(dataset: Any, history: dict[int, VersionStats], version: int) -> int
         return stats.rows
     try:
         return version_size(dataset.checkout_version(version)).rows
-    except _READ_ERRORS:
+    except READ_ERRORS:
         return None
 
 
@@ -132,7 +134,7 @@ def operations(
         if size is None:
             try:
                 size = version_size(ds.checkout_version(version)).bytes
-            except _READ_ERRORS:
+            except READ_ERRORS:
                 size = None
         operation = operation_of(ds, version)
         name = None if operation is None else type(operation).__name__
@@ -166,7 +168,7 @@ def operation_of(dataset: Any, version: int) -> Any:
     """The operation that made `version`, or None when Lance has no transaction for it."""
     try:
         found = dataset.read_transaction(version)
-    except _READ_ERRORS:
+    except READ_ERRORS:
         return None
     return None if found is None else found.operation
 
@@ -213,7 +215,7 @@ def _schema_detail(
         return None
     try:
         before = _fields(dataset.checkout_version(version - 1).lance_schema)
-    except _READ_ERRORS:
+    except READ_ERRORS:
         return None
     after = _fields(schema)
     added = {after[i][0]: after[i][1] for i in sorted(set(after) - set(before))}
