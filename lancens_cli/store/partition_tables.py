@@ -145,7 +145,7 @@ def _operation(storage: Storage, line: Any, touch: Any, holds: int | None = None
     the version of main whose fragments `line` holds, when known (its rows' addresses are
     then those the change read there: store/known_rows.py)."""
     known = _known_here(touch, holds)
-    if touch.delete_filter is not None and touch.rows is None:
+    if touch.only_deletes:
         operation, touch.rows_deleted = deletion(line, touch.delete_filter, known)
         return operation
     if touch.fragments is None:

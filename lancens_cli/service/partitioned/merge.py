@@ -92,13 +92,80 @@ def merge_rows(
     lacks); every input error (keys, columns, duplicates, a key matched twice, a bad
     condition) is raised before anything is written."""
     snapshot, layout = partitioned_target(ns)
+    keys = merge_keys(on, layout.schema, when_matched, when_not_matched)
+    gone = unmatched.node(layout.schema) if unmatched is not None else False  # None: every row
+    source = merge_source(data, layout.schema, keys, "namespace column")
+    plan = plan_merge(ns, snapshot, layout, source.select(keys), when_matched, gone)
+    rows = source.filter(plan.chosen(source, when_not_matched))
+    result = plan.result(rows.num_rows, dry_run)
+    if not rows.num_rows and not plan.deletes:
+        return result
+    replaced = Replacement.of_rows(ns, snapshot, layout, plan.deletes, rows)
+    if not dry_run:
+        result.manifest_version = replaced.commit(plan.guard(ns), progress)
+    result.partitions = [written_entry(t, dry_run) for t in replaced.touches]
+    return result
+
+
+@dataclass
+class MergePlan:
+    """What the source's keys decide against the namespace, before any row is written: the
+    keys that matched (each in one row of one table) and each table's touch deleting what
+    goes (matched rows being replaced, rows the source lacks)."""
+
+    snapshot: ManifestSnapshot
+    keys: list[str]
+    source_rows: int
+    when_matched: str
+    matched: pa.Table
+    deletes: dict[str, PartitionTouch]
+    deleted: int
+    read: dict[str, PublishedRef]  # what each partition table published when its keys were read
+
+    def hit(self, source: pa.Table) -> pa.Array:
+        """For each source row (its key columns at least), whether its key matched."""
+        return matched_mask(source, self.matched, self.keys)
+
+    def chosen(self, source: pa.Table, when_not_matched: str) -> pa.Array:
+        """The source rows the merge writes: matched ones it updates, unmatched ones it
+        inserts."""
+        hit = self.hit(source)
+        none = pa.repeat(False, source.num_rows)
+        return pc.or_(
+            hit if self.when_matched == "update" else none,
+            pc.invert(hit) if when_not_matched == "insert" else none,
+        )
+
+    def result(self, written: int, dry_run: bool) -> PartitionMerge:
+        """The merge's counts once `written` source rows are chosen."""
+        matched = self.matched.num_rows  # a source key is unique, and matched at most once
+        updated = matched if self.when_matched == "update" else 0
+        result = PartitionMerge(self.source_rows, matched, updated, written - updated)
+        result.dry_run, result.deleted = dry_run, self.deleted
+        result.manifest_version = self.snapshot.version
+        return result
+
+    def guard(self, ns: Namespace) -> Callable[[ManifestSnapshot], None]:
+        """The commit's check that no partition table changed since its keys were read."""
+        return _unchanged_since(ns, self.read, self.snapshot.version)
+
+
+def plan_merge(
+    ns: Namespace,
+    snapshot: ManifestSnapshot,
+    layout: Any,
+    wanted_keys: pa.Table,
+    when_matched: str,
+    gone: Node | None | bool = False,
+) -> MergePlan:
+    """Match the source's keys (`wanted_keys`, in the namespace's types, each once) against
+    every partition table's, refusing a key two rows hold; with `gone` (a condition, or None
+    for every row), the rows it holds for that the source lacks are deleted too."""
     schema = layout.schema
-    keys = merge_keys(on, schema, when_matched, when_not_matched)
-    gone = unmatched.node(schema) if unmatched is not None else False  # None: every row
-    source = merge_source(data, schema, keys, "namespace column")
+    keys = wanted_keys.column_names
     selection = select_partitions(ns, None)
     history = history_from_metadata(snapshot.metadata)
-    wanted = source.select(keys).append_column(_SEEN, pa.repeat(True, source.num_rows))
+    wanted = wanted_keys.append_column(_SEEN, pa.repeat(True, wanted_keys.num_rows))
     found = _match_keys(
         lambda m: _keys_of(ns, m, keys, schema, history, wanted, gone),
         selection.matches,
@@ -106,32 +173,22 @@ def merge_rows(
         keys,
     )
     matched = _require_matched_once(selection.matches, found, keys)
-    hit = _matched_mask(source, matched, keys)
-    chosen = pc.or_(
-        hit if when_matched == "update" else pa.repeat(False, source.num_rows),
-        pc.invert(hit) if when_not_matched == "insert" else pa.repeat(False, source.num_rows),
-    )
-    rows = source.filter(chosen)
-    result = PartitionMerge(source.num_rows, int(pc.sum(hit).as_py() or 0), 0, 0, dry_run=dry_run)
-    result.updated = result.matched if when_matched == "update" else 0
-    result.inserted = rows.num_rows - result.updated
-    result.manifest_version = snapshot.version
-    result.deleted = sum(one.gone_rows for one in found)
+    updating = when_matched == "update"
     deletes = {}
     for match, one in zip(selection.matches, found, strict=True):
-        updating = when_matched == "update"
         node = one.delete_node(keys, updating)
         if node is not None:
             deletes[match.object_id] = _delete_touch(match, one, node, updating)
-    if not rows.num_rows and not deletes:
-        return result
-    replaced = Replacement(ns, snapshot, layout, deletes, rows)
-    if not dry_run:
-        read = {m.object_id: m.published for m in selection.matches}
-        guard = _unchanged_since(ns, read, snapshot.version)
-        result.manifest_version = replaced.commit(guard, progress)
-    result.partitions = [written_entry(t, dry_run) for t in replaced.touches]
-    return result
+    return MergePlan(
+        snapshot,
+        keys,
+        wanted_keys.num_rows,
+        when_matched,
+        matched,
+        deletes,
+        sum(one.gone_rows for one in found),
+        {m.object_id: m.published for m in selection.matches},
+    )
 
 
 def merge_keys(
@@ -381,7 +438,7 @@ def _require_matched_once(
     return every.select(keys)
 
 
-def _matched_mask(source: pa.Table, matched: pa.Table, keys: list[str]) -> pa.Array:
+def matched_mask(source: pa.Table, matched: pa.Table, keys: list[str]) -> pa.Array:
     """For each source row, whether its key matched a row of the namespace."""
     if not matched.num_rows:
         return pa.repeat(False, source.num_rows)

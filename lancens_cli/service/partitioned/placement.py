@@ -68,6 +68,12 @@ class PartitionTouch:
     def row_count(self) -> int:
         return self.rows.num_rows if self.rows is not None else self.num_rows
 
+    @property
+    def only_deletes(self) -> bool:
+        """A delete: rows go and none come (an update or a merge also adds rows, held or
+        written already by Spark tasks)."""
+        return self.delete_filter is not None and self.rows is None and self.fragments is None
+
 
 class LevelIndex:
     """(parent object id, value) -> child namespace, for one snapshot; built once."""

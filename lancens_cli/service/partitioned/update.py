@@ -225,7 +225,7 @@ def update_rows(
             touch.known_rows = known
             touch.rows_deleted = rows.num_rows  # as planned; the commit counts them again
             deletes[target.match.object_id] = touch
-    replaced = Replacement(ns, snapshot, layout, deletes, changed)
+    replaced = Replacement.of_rows(ns, snapshot, layout, deletes, changed)
     result.moved = _moved(ns, found, parts)
     if dry_run:
         result.partitions = [written_entry(t, dry_run) for t in replaced.touches]
@@ -251,9 +251,11 @@ def _moved(ns: Namespace, found: DeletePlan, parts: list[pa.Table]) -> int:
 
 class Replacement:
     """Rows of some partition tables replaced by new rows, as one change: each table's old
-    rows deleted (`deletes`: its touch, by table id) and `rows` routed by the current spec as a
-    write routes them; a table that both loses and gains rows gets one touch (one Lance
-    commit: an Update). `update` and `merge` publish through it."""
+    rows deleted (`deletes`: its touch, by table id) and the new rows written where the current
+    spec routes them (`writes`: one touch per partition, holding its rows or the fragments
+    Spark tasks wrote; `fresh`: the new partition namespaces those tasks chose); a table that
+    both loses and gains rows gets one touch (one Lance commit: an Update). `update` and
+    `merge` publish through it."""
 
     def __init__(
         self,
@@ -261,23 +263,38 @@ class Replacement:
         snapshot: Any,
         layout: Any,
         deletes: dict[str, PartitionTouch],
-        rows: pa.Table,
+        writes: list[PartitionTouch],
+        fresh: dict[tuple[str, Any], str] | None = None,
     ) -> None:
         self.ns, self.snapshot, self.layout = ns, snapshot, layout
         spec = layout.current
-        writes = split_by_partition(rows, spec, layout.schema)
         index = LevelIndex(snapshot, spec)
-        self.fresh: dict[tuple[str, Any], str] = {}
+        self.fresh: dict[tuple[str, Any], str] = {} if fresh is None else fresh
         for touch in writes:
             prepare(ns.storage, touch, spec, snapshot, index, self.fresh)
         self.touches = list(deletes.values())
-        self.rows = rows.num_rows
+        self.rows = sum(touch.row_count for touch in writes)
         for touch in writes:
             same = None if touch.created else deletes.get(touch.table_id)
             if same is None:
                 self.touches.append(touch)
                 continue
-            same.rows, same.values = touch.rows, touch.values  # deleted and written at once
+            same.values = touch.values  # deleted and written at once
+            same.rows, same.fragments, same.num_rows = touch.rows, touch.fragments, touch.num_rows
+            same.schema = touch.schema or same.schema
+
+    @classmethod
+    def of_rows(
+        cls,
+        ns: Namespace,
+        snapshot: Any,
+        layout: Any,
+        deletes: dict[str, PartitionTouch],
+        rows: pa.Table,
+    ) -> Replacement:
+        """`rows` routed by the current spec, as a write routes them."""
+        writes = split_by_partition(rows, layout.current, layout.schema)
+        return cls(ns, snapshot, layout, deletes, writes)
 
     def commit(
         self,

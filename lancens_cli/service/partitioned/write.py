@@ -321,7 +321,7 @@ def commit_touches(
                 ns.storage, pending, published, progress(len(pending)) if progress else None
             )
             _require_created_tables(ns.storage, touches)
-            if not any(t.rows_deleted or t.delete_filter is None for t in touches):
+            if not any(t.rows_deleted or not t.only_deletes for t in touches):
                 if guard:
                     guard(ns.snapshot())
                 result.manifest_version = snapshot.version  # a delete that found no row
@@ -462,7 +462,7 @@ def publish_touches(
         for touch in touches:
             if touch.created:
                 _add_partition_rows(snapshot, edit, spec, touch)
-            elif touch.delete_filter is not None and not touch.rows_deleted and touch.rows is None:
+            elif touch.only_deletes and not touch.rows_deleted:
                 continue  # none of its rows matched: what it publishes stands
             else:
                 edit.replace(
