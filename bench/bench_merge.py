@@ -2,6 +2,7 @@
 """`lancens merge` of 100,000 rows against a user's loop of Lance's `merge_insert`.
 
     python bench/bench_merge.py --root ROOT [--source-rows 100000] [--runs 3] [--workdir DIR]
+                                [--spark]
 
 ROOT is a partitioned namespace with columns id, customer_id, day, amount, emb and one spec
 `bucket(N, customer_id)`, as `bench_delete.py` builds it (10,000,000 rows in 100 partitions):
@@ -18,7 +19,11 @@ processes:
      the spec's murmur3 buckets first), and it publishes nothing in `__manifest`: a
      namespace reader sees none of it.
 
-Both results are checked (untimed): every source id once, with the source's amount. Prints
+With `--spark`, a third side: c. the same merge on Spark (`--engine spark`: the source's rows
+read and written by Spark tasks, local mode started by the process, as a cron job would run it;
+after `lancens spark start` it is that server's).
+
+Every result is checked (untimed): every source id once, with the source's amount. Prints
 the medians and b/a (goal: at least 2); always exits 0.
 """
 
@@ -127,6 +132,7 @@ def main() -> None:
     parser.add_argument("--source-rows", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--spark", action="store_true", help="also time `--engine spark`")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lancens-bench-merge-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -146,6 +152,8 @@ def main() -> None:
         ],
         "loop": lambda t: [sys.executable, "-c", USER_LOOP, str(t), str(workdir / "plan.json")],
     }
+    if args.spark:
+        commands["lancens on Spark"] = lambda t: [*commands["lancens"](t), "--engine", "spark"]
     timings: dict[str, list[float]] = {label: [] for label in commands}
     for run in range(args.runs):
         for label, command in commands.items():
@@ -153,7 +161,7 @@ def main() -> None:
             wall, _, _ = run_once(command(target))
             timings[label].append(wall)
             if run == 0:
-                check(target, source, published=label == "lancens")
+                check(target, source, published=label != "loop")
     medians = {k: sorted(v)[len(v) // 2] for k, v in timings.items()}
     print(f"# {args.source_rows:,} source rows into {len(plan)} partition tables")
     print_table(
@@ -162,6 +170,9 @@ def main() -> None:
     )
     ratio = medians["loop"] / medians["lancens"]
     print(f"# b/a = {ratio:.2f} (goal >= {GOAL}); {load_average()}")
+    if args.spark:
+        on_spark = medians["loop"] / medians["lancens on Spark"]
+        print(f"# b/c = {on_spark:.2f} (Spark's start included)")
 
 
 if __name__ == "__main__":

@@ -223,7 +223,7 @@ PROBED = [
     ("pyspark.java_gateway", "launch_gateway", "JVM launch (py4j gateway)"),
     ("pyspark.context", "SparkContext._do_init", "SparkContext init (in the JVM)"),
     ("lancens_cli.pipeline.spark_session", "_register", "register the lancens data source"),
-    ("lancens_cli.pipeline.ingest", "_arrow_native_struct", "planning: footers #1, Spark types"),
+    ("lancens_cli.pipeline.ingest", "arrow_native_struct", "planning: footers #1, Spark types"),
     ("lancens_cli.pipeline.write_commit", "check_columns", "planning: schema check"),
     ("lancens_cli.pipeline.ingest", "_write_row_groups", "write: plan, job, commit"),
     ("lancens_cli.pipeline.write_commit", "LancensWriter.__init__", "planning: write plan"),

@@ -11,10 +11,11 @@ from typing import Annotated, Any
 import typer
 
 from lancens_cli.cli.common import confirm_destruction
-from lancens_cli.cli.options import DryRun, SourceFile, SourceFormat, Yes
+from lancens_cli.cli.options import Conf, DryRun, Master, Remote, SourceFormat, Yes
 from lancens_cli.cli.output import message
-from lancens_cli.cli.progress import progress_bar
+from lancens_cli.cli.progress import progress_bar, spark_progress
 from lancens_cli.cli.session import session
+from lancens_cli.cli.spark_options import spark_session
 from lancens_cli.cli.views import summary_of
 
 MergeTarget = Annotated[
@@ -44,6 +45,33 @@ DeleteUnmatched = Annotated[
         "for; without it, every row): the namespace then mirrors the source there.",
     ),
 ]
+MergeSource = Annotated[
+    str | None,
+    typer.Option(
+        "--from",
+        metavar="SOURCE",
+        help="The rows to merge: a Parquet, Arrow, CSV, JSON lines or Lance file; on Spark "
+        "also a directory or glob of Parquet, ORC, CSV or JSON files, or s3://, gs://.",
+    ),
+]
+MergeEngine = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        metavar="auto|local|spark",
+        help="auto: Spark for a source larger than --local-max-bytes, a directory or glob of "
+        "files, one on an object store, or when --master, --remote or --conf is given; else "
+        "this process. local / spark: always that one.",
+    ),
+]
+MergeLocalMaxBytes = Annotated[
+    str,
+    typer.Option(
+        "--local-max-bytes",
+        metavar="SIZE",
+        help="The largest source file merged in this process (--engine auto), e.g. 512MiB.",
+    ),
+]
 UnmatchedWhere = Annotated[
     list[str] | None,
     typer.Option(
@@ -56,7 +84,7 @@ UnmatchedWhere = Annotated[
 
 def merge(
     table: MergeTarget = None,
-    source: SourceFile = ...,  # type: ignore[assignment]
+    source: MergeSource = ...,  # type: ignore[assignment]
     fmt: SourceFormat = None,
     on: MergeOn = ...,  # type: ignore[assignment]
     when_matched: WhenMatched = "update",
@@ -65,6 +93,11 @@ def merge(
     where: UnmatchedWhere = None,
     dry_run: DryRun = False,
     yes: Yes = False,
+    engine: MergeEngine = "auto",
+    local_max_bytes: MergeLocalMaxBytes = "512MiB",
+    master: Master = None,
+    remote: Remote = None,
+    conf: Conf = None,
 ) -> None:
     """Upsert rows into a partitioned namespace by a key (MERGE INTO).
 
@@ -77,9 +110,12 @@ def merge(
     in the same commit, the rows (--where: those a condition holds for) whose key the source
     lacks; it asks on a terminal and needs --yes off one. With ID, into that one table (not a
     partition table): Lance's merge_insert on its newest version, with the same refusals.
+    On Spark (--engine), tasks read and write the source rows; only its keys come to this
+    process.
     """
     from lancens_cli.cli.options import one_condition
     from lancens_cli.errors import InvalidInputError
+    from lancens_cli.pipeline.merge_job import SparkMerge
     from lancens_cli.service.partitioned.merge import Unmatched, merge_rows
     from lancens_cli.store.sources import open_source
 
@@ -88,8 +124,11 @@ def merge(
     if where and not delete_unmatched:
         raise InvalidInputError("--where is of --delete-not-matched-by-source: give it too")
     unmatched = Unmatched(one_condition(where) if where else None) if delete_unmatched else None
-    data = open_source(source, fmt)
+    why_spark = _why_spark(engine, source, local_max_bytes, master, remote, conf)
     if table is not None:
+        if why_spark is not None and engine == "spark":
+            raise InvalidInputError("--engine spark merges into the partitioned root: drop ID")
+        data = open_source(source, fmt)
         _merge_into_table(table, data, on, when_matched, when_not_matched, unmatched, dry_run, yes)
         return
     if unmatched is not None and not dry_run:  # a bad condition is said before the question
@@ -98,19 +137,74 @@ def merge(
         unmatched.node(partitioned_target(session().namespace)[1].schema)
         rows = f"the rows where {unmatched.where}" if unmatched.where else "every row"
         confirm_destruction(f"delete {rows} whose key the source lacks", yes)
-    with progress_bar("merging into partition tables") as start:
-        result = merge_rows(
-            session().namespace,
-            data,
-            on,
-            when_matched=when_matched,
-            when_not_matched=when_not_matched,
-            dry_run=dry_run,
-            progress=None if dry_run else start,
-            unmatched=unmatched,
+    if why_spark is not None:
+        asked = SparkMerge(
+            [source], fmt, on, when_matched, when_not_matched, unmatched, dry_run, session().debug
         )
+        result = _merge_on_spark(asked, why_spark, master, remote, conf)
+    else:
+        data = open_source(source, fmt)
+        with progress_bar("merging into partition tables") as start:
+            result = merge_rows(
+                session().namespace,
+                data,
+                on,
+                when_matched=when_matched,
+                when_not_matched=when_not_matched,
+                dry_run=dry_run,
+                progress=None if dry_run else start,
+                unmatched=unmatched,
+            )
     session().emit(result)
     message(summary_of(result))
+
+
+def _why_spark(
+    engine: str,
+    source: str,
+    max_bytes: str,
+    master: str | None,
+    remote: str | None,
+    conf: list[str] | None,
+) -> str | None:
+    """Why the merge runs on Spark, in words (None: in this process)."""
+    import glob
+    import os
+
+    from lancens_cli.config import parse_size
+    from lancens_cli.errors import InvalidInputError
+
+    if engine not in ("auto", "local", "spark"):
+        raise InvalidInputError(f"--engine {engine!r}: auto, local or spark")
+    limit = parse_size("--local-max-bytes", max_bytes)
+    if engine != "auto":
+        return "--engine spark" if engine == "spark" else None
+    if master is not None or remote is not None or conf:
+        return "--master, --remote or --conf"
+    if source.startswith(("s3://", "gs://")):
+        return "the source is on an object store"
+    if glob.has_magic(source):
+        return "the source is a glob"
+    if os.path.isdir(source) and not os.path.isdir(os.path.join(source, "_versions")):
+        return "the source is a directory of files"
+    if os.path.isfile(source) and os.path.getsize(source) > limit:
+        return f"the source is larger than --local-max-bytes ({max_bytes})"
+    return None
+
+
+def _merge_on_spark(
+    asked: Any, why: str, master: str | None, remote: str | None, conf: list[str] | None
+) -> Any:
+    """The merge with Spark's tasks reading and writing the source rows."""
+    from lancens_cli.pipeline.merge_job import merge_on_spark
+
+    def start(watch: Any) -> Any:
+        if not session().json:
+            message(f"merge: starting Spark ({why})")
+        return watch(spark_session(master, conf, remote, data_source=False))
+
+    with spark_progress("merge") as watch:
+        return merge_on_spark(lambda: start(watch), session().namespace, asked)
 
 
 def _merge_into_table(

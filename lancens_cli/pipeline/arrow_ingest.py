@@ -84,47 +84,64 @@ class RowGroupFiles:
 
 
 def _task_function(
-    writer: LancensWriter, files: RowGroupFiles, units: list[tuple[str, int]]
+    work: Callable[[Iterator[Any]], Any], files: RowGroupFiles, units: list[tuple[str, int]]
 ) -> Callable[[Iterable[Any]], Iterator[Any]]:
-    """What each task of a Connect job runs: its ids' row groups through the writer, one
-    commit message."""
+    """What each task of a Connect job runs: `work` over its ids' row groups, its answer
+    pickled."""
 
     def run(batches: Iterable[Any]) -> Iterator[Any]:
         mine = [units[i] for batch in batches for i in batch.column("id").to_pylist()]
         if mine:
-            message = writer.write(files.batches(mine))
+            answer = work(files.batches(mine))
             yield pa.RecordBatch.from_pydict(
-                {"message": [pickle.dumps(message)]}, schema=_MESSAGE_SCHEMA
+                {"message": [pickle.dumps(answer)]}, schema=_MESSAGE_SCHEMA
             )
 
     return run
 
 
 def _rdd_task_function(
-    writer: LancensWriter, files: RowGroupFiles, units: list[tuple[str, int]]
+    work: Callable[[Iterator[Any]], Any], files: RowGroupFiles, units: list[tuple[str, int]]
 ) -> Callable[[Iterable[int]], Iterator[Any]]:
-    """What each task of an RDD job runs: its ids' row groups through the writer, one commit
-    message."""
+    """What each task of an RDD job runs: `work` over its ids' row groups."""
 
     def run(ids: Iterable[int]) -> Iterator[Any]:
         mine = [units[i] for i in ids]
         if mine:
-            yield writer.write(files.batches(mine))
+            yield work(files.batches(mine))
 
     return run
 
 
-def _run_tasks(
-    spark: SparkSession, writer: LancensWriter, files: RowGroupFiles, units: list[tuple[str, int]]
+def over_row_groups(
+    spark: SparkSession,
+    work: Callable[[Iterator[Any]], Any],
+    files: RowGroupFiles,
+    units: list[tuple[str, int]],
 ) -> list[Any]:
-    """One job, one task per slot over the row groups; the tasks' commit messages."""
+    """One job, one task per slot over the row groups, each running `work` over its row
+    groups' batches; their answers (one per task that had any)."""
     count = max(1, min(len(units), task_slots(spark)))
     if is_connect(spark):
-        run = _task_function(writer, files, units)
+        run = _task_function(work, files, units)
         rows = spark.range(0, len(units), 1, count).mapInArrow(run, "message binary")
         return [pickle.loads(row["message"]) for row in rows.collect()]
     ids = spark.sparkContext.parallelize(range(len(units)), count)
-    return ids.mapPartitions(_rdd_task_function(writer, files, units)).collect()
+    return ids.mapPartitions(_rdd_task_function(work, files, units)).collect()
+
+
+def over_frame(frame: Any, work: Callable[[Iterator[Any]], Any]) -> list[Any]:
+    """`work` over each task's batches of a DataFrame; their answers (one per task)."""
+
+    def run(batches: Iterable[Any]) -> Iterator[Any]:
+        answer = work(iter(batches))
+        yield pa.RecordBatch.from_pydict(
+            {"message": [pickle.dumps(answer)]}, schema=_MESSAGE_SCHEMA
+        )
+
+    return [
+        pickle.loads(row["message"]) for row in frame.mapInArrow(run, "message binary").collect()
+    ]
 
 
 def write_row_groups(spark: SparkSession, writer: LancensWriter, files: RowGroupFiles) -> None:
@@ -133,7 +150,7 @@ def write_row_groups(spark: SparkSession, writer: LancensWriter, files: RowGroup
     try:
         units = files.units()
         if units:
-            messages = _run_tasks(spark, writer, files, units)
+            messages = over_row_groups(spark, writer.write, files, units)
         interrupt.checkpoint()  # a Ctrl-C once the tasks are done: abort, publish nothing
     except BaseException:
         writer.abort(messages)

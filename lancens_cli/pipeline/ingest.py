@@ -470,7 +470,7 @@ def ingest(
     sources = resolve_sources(sources_text, fmt, storage)
     target = target_schema(ns, into)
     require_pyspark()
-    struct = _arrow_native_struct(sources, storage)
+    struct = arrow_native_struct(sources, storage)
     result = IngestResult(sources_text, sources.fmt, target.name, mode, dry_run=dry_run)
     known = known_columns(sources, target.schema, struct, storage)
     if known is not None:
@@ -565,7 +565,7 @@ def _save(frame: DataFrame, options: dict[str, str], mode: str) -> None:
         writer.save()
 
 
-def _arrow_native_struct(sources: Sources, storage: dict[str, str]) -> Any | None:
+def arrow_native_struct(sources: Sources, storage: dict[str, str]) -> Any | None:
     """The Spark columns of Parquet or ORC sources when pyarrow can read them for Spark (every
     column of a type Spark holds); None: Spark's own readers (CSV, JSON, other types)."""
     from pyspark.sql.pandas.types import from_arrow_type
@@ -652,18 +652,14 @@ def _partition_counter(schema: Any, spec: Any) -> Any:
         import pyarrow as pa
 
         from lancens_cli.pipeline.task_failures import carried
-        from lancens_cli.pipeline.write_task import check_list_sizes, encode_value
-        from lancens_cli.service.partitioned.input_rows import conform, split_by_partition
+        from lancens_cli.pipeline.write_task import partition_counts
 
         try:
             for batch in batches:
-                table = pa.Table.from_batches([batch])
-                check_list_sizes(table, schema)
-                table = conform(table, schema)
-                touches = split_by_partition(table, spec, schema)
-                keys = [json.dumps([encode_value(v) for v in t.values]) for t in touches]
-                rows = [t.rows.num_rows for t in touches]
-                yield pa.RecordBatch.from_pydict({"key": keys, "rows": rows})
+                counts = partition_counts(iter([batch]), schema, spec)
+                yield pa.RecordBatch.from_pydict(
+                    {"key": list(counts), "rows": list(counts.values())}
+                )
         except Exception as exc:
             raise carried(exc) from None
 

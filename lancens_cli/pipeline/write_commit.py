@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -90,17 +91,12 @@ class LancensWriter(DataSourceArrowWriter):
         return LancensCommitMessage(run_task(self.plan, iterator))
 
     def commit(self, messages: list[Any]) -> None:
-        entries = _entries(messages)
-        try:
-            with committing_as(self._origin()):
-                if self.plan.spec is None:
-                    report = _commit_plain(self.opts, self.plan, entries)
-                else:
-                    report = _commit_partitioned(self.opts, self.plan, entries)
-        except BaseException as exc:
-            _clean_up(self.plan, entries)
-            raise carried(exc) from None
-        _forget_job(self.plan)
+        def publish(entries: list[dict[str, Any]]) -> dict[str, Any]:
+            if self.plan.spec is None:
+                return _commit_plain(self.opts, self.plan, entries)
+            return _commit_partitioned(self.opts, self.plan, entries)
+
+        report = self.publish(messages, publish)
         path = self.opts.extra.get("report")
         if path:
             try:
@@ -108,6 +104,19 @@ class LancensWriter(DataSourceArrowWriter):
                     json.dump(report, handle)
             except OSError:
                 pass  # committed all the same; only the summary is lost
+
+    def publish(self, messages: list[Any], publish: Callable[[list[dict[str, Any]]], Any]) -> Any:
+        """What the tasks wrote, committed by `publish(entries)` (the data source's commit, or
+        a merge's); when that fails, every file the job wrote is removed. What it returns."""
+        entries = _entries(messages)
+        try:
+            with committing_as(self._origin()):
+                report = publish(entries)
+        except BaseException as exc:
+            _clean_up(self.plan, entries)
+            raise carried(exc) from None
+        _forget_job(self.plan)
+        return report
 
     def _origin(self) -> CommitOrigin:
         """What the commit records: the command that started the job (Spark commits in a
@@ -289,9 +298,6 @@ def _kind(arrow_type: Any) -> str:
 def _commit_partitioned(
     opts: SourceOptions, plan: WritePlan, entries: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    from lance.fragment import FragmentMetadata
-
-    from lancens_cli.service.partitioned.placement import PartitionTouch, value_key
     from lancens_cli.service.partitioned.write import (
         PartitionWrite,
         commit_touches,
@@ -300,6 +306,29 @@ def _commit_partitioned(
 
     ns = opts.namespace()
     snapshot, layout = partitioned_target(ns)
+    touches, fresh = written_touches(plan, entries, snapshot, layout)
+    spec = layout.current
+    rows = sum(t.num_rows for t in touches)
+    result = PartitionWrite(spec.id, rows, touches, [f.field_id for f in spec.fields])
+    commit_touches(ns, snapshot, layout, result, fresh)
+    return {
+        "target": "partitioned",
+        "mode": "overwrite" if plan.overwrite else "append",
+        **result.to_json(),
+    }
+
+
+def written_touches(
+    plan: WritePlan, entries: list[dict[str, Any]], snapshot: ManifestSnapshot, layout: Any
+) -> tuple[list[Any], dict[tuple[str, Any], str]]:
+    """The partitions the tasks wrote (`entries`), one touch each holding its fragments, and
+    the new partition namespaces they chose (by parent and value key); refused when a spec
+    was added since the rows were split."""
+    from lance.fragment import FragmentMetadata
+
+    from lancens_cli.partition.schema_evolution import highest_id, history_from_metadata
+    from lancens_cli.service.partitioned.placement import PartitionTouch, value_key
+
     spec = layout.current
     if spec.id != plan.spec.id:
         raise ConcurrentModificationError(
@@ -311,8 +340,6 @@ def _commit_partitioned(
         found = merged.setdefault(entry["table_id"], {**entry, "fragments": [], "rows": 0})
         found["fragments"] += entry["fragments"]
         found["rows"] += entry["rows"]
-    from lancens_cli.partition.schema_evolution import highest_id, history_from_metadata
-
     highest = highest_id(layout.schema, history_from_metadata(snapshot.metadata))
     touches = []
     fresh: dict[tuple[str, Any], str] = {}
@@ -339,14 +366,7 @@ def _commit_partitioned(
                     fresh[(parent, value_key(value))] = object_id
                 parent = object_id
         touches.append(touch)
-    rows = sum(t.num_rows for t in touches)
-    result = PartitionWrite(spec.id, rows, touches, [f.field_id for f in spec.fields])
-    commit_touches(ns, snapshot, layout, result, fresh)
-    return {
-        "target": "partitioned",
-        "mode": "overwrite" if plan.overwrite else "append",
-        **result.to_json(),
-    }
+    return touches, fresh
 
 
 def _commit_plain(

@@ -398,3 +398,18 @@ def delete_written(storage: Storage, entries: list[dict[str, Any]]) -> None:
         for fragment in entry.get("fragments", []):
             for data_file in fragment.get("files", []):
                 storage.delete_file(f"{data_root(entry)}/data/{data_file['path']}")
+
+
+def partition_counts(batches: Iterator[Any], schema: Any, spec: Any) -> dict[str, int]:
+    """Rows conformed and split as the write would (bad rows fail here too), counted by their
+    partition values (JSON of the encoded values)."""
+    from lancens_cli.service.partitioned.input_rows import conform, split_by_partition
+
+    counts: dict[str, int] = {}
+    for batch in batches:
+        table = pa.Table.from_batches([batch])
+        check_list_sizes(table, schema)
+        for touch in split_by_partition(conform(table, schema), spec, schema):
+            key = json.dumps([encode_value(v) for v in touch.values])
+            counts[key] = counts.get(key, 0) + touch.rows.num_rows
+    return counts

@@ -1,0 +1,331 @@
+"""`lancens merge` on Spark: a source too large for one process upserted by tasks, one commit.
+
+The source is read as `ingest` reads one (files, directories, globs, `s3://`, `gs://`; Parquet
+and ORC by pyarrow in the tasks, CSV and JSON by Spark's readers). Only its key columns come to
+the driver: they are checked for a key given twice and matched against every partition table's
+keys by the same plan the in-process merge makes (`service/partitioned/merge.py`), which also
+finds the rows to delete. The tasks then write the source rows the merge keeps (`KeyChoice`:
+matched ones to update, unmatched ones to insert), routed by the current spec, with the writer
+of the `lancens` data source; the driver publishes their fragments and the deletes in one
+`__manifest` commit (`update.Replacement`), so a table that loses and gains rows gets one Lance
+`Update`. A failed job, or a failed commit, removes every file the tasks wrote.
+
+pyspark, pyarrow and Lance are imported inside functions: `lancens --help` imports none of them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lancens_cli import interrupt
+from lancens_cli.errors import InvalidInputError
+from lancens_cli.pipeline.spark_session import require_pyspark
+from lancens_cli.pipeline.task_failures import spark_errors
+from lancens_cli.store.commit_record import current_origin
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from lancens_cli.service.namespace import Namespace
+    from lancens_cli.service.partitioned.merge import MergePlan, PartitionMerge, Unmatched
+
+FORMATS = {"parquet": "parquet", "csv": "csv", "jsonl": "json", "json": "json", "orc": "orc"}
+
+
+@dataclass(frozen=True)
+class KeyChoice:
+    """Which source rows the merge writes, told apart in the tasks by their keys (pickled to
+    them): the keys that matched, and whether matched and unmatched rows are written."""
+
+    keys: list[str]
+    key_schema: Any  # the keys' namespace types
+    matched: Any  # the matched keys, a pyarrow Table in those types
+    write_matched: bool
+    write_unmatched: bool
+
+    def rows(self, batches: Iterator[Any]) -> Iterator[Any]:
+        """The batches, less the rows the merge leaves out."""
+        import pyarrow.compute as pc
+
+        from lancens_cli.service.partitioned.merge import matched_mask
+
+        for batch in batches:
+            if self.write_matched and self.write_unmatched:
+                yield batch
+                continue
+            hit = matched_mask(
+                key_table(batch, self.keys, self.key_schema), self.matched, self.keys
+            )
+            yield batch.filter(hit if self.write_matched else pc.invert(hit))
+
+
+def key_table(batches: Any, keys: list[str], key_schema: Any) -> pa.Table:
+    """The key columns of some rows (a batch or a table) in their namespace types."""
+    import pyarrow as pa
+
+    from lancens_cli.service.partitioned.input_rows import conform
+
+    table = pa.Table.from_batches([batches]) if isinstance(batches, pa.RecordBatch) else batches
+    return conform(table.select(keys), key_schema)
+
+
+@dataclass(frozen=True)
+class SparkMerge:
+    """A merge's source and choices, checked before Spark starts."""
+
+    sources: list[str]
+    fmt: str | None
+    on: list[str]
+    when_matched: str = "update"
+    when_not_matched: str = "insert"
+    unmatched: Unmatched | None = None
+    dry_run: bool = False
+    debug: bool = False
+
+
+def merge_on_spark(
+    spark_factory: Callable[[], Any],
+    ns: Namespace,
+    asked: SparkMerge,
+    progress: Callable[[int], Callable[[], None]] | None = None,
+) -> PartitionMerge:
+    """The merge with Spark reading and writing the source rows; everything that can be
+    refused without Spark (keys, choices, the condition, sources, columns the footers or
+    headers show) is refused before `spark_factory()` starts it."""
+    from lancens_cli.pipeline.ingest import (
+        arrow_native_struct,
+        known_columns,
+        quiet_job,
+        resolve_sources,
+    )
+    from lancens_cli.service.partitioned.merge import merge_keys
+    from lancens_cli.service.partitioned.write import partitioned_target
+
+    snapshot, layout = partitioned_target(ns)
+    keys = merge_keys(asked.on, layout.schema, asked.when_matched, asked.when_not_matched)
+    gone = asked.unmatched.node(layout.schema) if asked.unmatched is not None else False
+    storage = dict(ns.config.storage_options)
+    fmt = _spark_format(asked.fmt)
+    sources = resolve_sources(asked.sources, fmt, storage)
+    require_pyspark()
+    struct = arrow_native_struct(sources, storage)
+    known = known_columns(sources, layout.schema, struct, storage)
+    if known is not None:
+        _require_every_column(known, layout.schema)
+    spark = spark_factory()
+    with spark_errors("the merge"), quiet_job(spark, asked.debug):
+        rows = _SourceRows(spark, sources, storage, layout.schema, struct)
+        source_keys = rows.keys(keys)
+        from lancens_cli.service.partitioned.merge import plan_merge, require_unique
+
+        require_unique(source_keys, keys)
+        plan = plan_merge(ns, snapshot, layout, source_keys, asked.when_matched, gone)
+        chosen = plan.chosen(source_keys, asked.when_not_matched)
+        result = plan.result(int(chosen.true_count), asked.dry_run)
+        choice = KeyChoice(
+            keys,
+            source_keys.schema,
+            plan.matched.cast(source_keys.schema) if plan.matched.num_rows else source_keys[:0],
+            asked.when_matched == "update",
+            asked.when_not_matched == "insert",
+        )
+        if asked.dry_run:
+            result.partitions = _planned_entries(rows, choice, plan, layout)
+        elif result.inserted or result.updated or plan.deletes:
+            done = _write_and_commit(ns, rows, choice, plan, layout, progress)
+            result.manifest_version, result.partitions = done
+    return result
+
+
+def _spark_format(fmt: str | None) -> str | None:
+    """`--format` as Spark reads it (jsonl: json lines); Arrow and Lance sources are merged in
+    this process only."""
+    if fmt is None:
+        return None
+    if fmt not in FORMATS:
+        raise InvalidInputError(
+            f"--format {fmt!r}: a merge on Spark reads parquet, csv, jsonl or orc (an Arrow or "
+            "Lance source is merged in this process: --engine local)"
+        )
+    return FORMATS[fmt]
+
+
+def _require_every_column(columns: Any, schema: Any) -> None:
+    """The source must hold every namespace column (a matched row would lose its values) and
+    nothing the namespace lacks, in types of the same kind."""
+    from lancens_cli.pipeline.write_commit import check_arrow_columns
+    from lancens_cli.service.partitioned.input_rows import lacking_columns
+
+    lacking = lacking_columns(columns.empty_table(), schema)
+    if lacking:
+        raise InvalidInputError(
+            f"merge: the input lacks {', '.join(lacking)}: a matched row would lose its "
+            "values (give every namespace column)"
+        )
+    check_arrow_columns(columns, schema)
+
+
+class _SourceRows:
+    """The source as the tasks read it: Parquet and ORC row groups read by pyarrow (no row
+    through the JVM), anything else a DataFrame of Spark's readers."""
+
+    def __init__(
+        self, spark: Any, sources: Any, storage: dict[str, str], schema: Any, struct: Any
+    ) -> None:
+        from lancens_cli.pipeline.arrow_ingest import RowGroupFiles
+        from lancens_cli.pipeline.ingest import source_frame
+        from lancens_cli.pipeline.write_commit import arrow_schema
+
+        self.spark, self.sources, self.storage, self.struct = spark, sources, storage, struct
+        self.schema = schema
+        self.files = self.frame = None
+        if struct is not None:
+            self.files = RowGroupFiles(
+                sources.paths, sources.fmt, sources.base, storage, arrow_schema(struct)
+            )
+            self.units = self.files.units()
+        else:
+            self.frame = source_frame(spark, sources, schema, storage)
+            self.struct = self.frame.schema
+            _require_every_column(arrow_schema(self.struct), schema)
+
+    def keys(self, keys: list[str]) -> pa.Table:
+        """The source's key columns, in the namespace's types."""
+        import pyarrow as pa
+
+        from lancens_cli.service.partitioned.input_rows import conform
+
+        if self.frame is not None:
+            table = self.frame.select(*keys).toArrow()
+        else:
+            assert self.files is not None
+            parts = [self._file_keys(path, keys) for path in self.sources.paths]
+            table = pa.concat_tables(parts) if parts else self.files.target.empty_table()
+        return conform(table.select(keys), pa.schema([self.schema.field(k) for k in keys]))
+
+    def _file_keys(self, path: str, keys: list[str]) -> pa.Table:
+        import pyarrow as pa
+        import pyarrow.orc as orc
+        import pyarrow.parquet as pq
+
+        from lancens_cli.pipeline.files_source import conform_batch, open_source
+
+        assert self.files is not None
+        with open_source(self.sources.base, self.storage, path) as handle:
+            if self.sources.fmt == "parquet":
+                read = pq.ParquetFile(handle).read(columns=keys)
+            else:
+                read = orc.ORCFile(handle).read(columns=keys)
+        target = self.files.target
+        wanted = pa.schema([target.field(k) for k in keys])
+        return pa.Table.from_batches(
+            [conform_batch(b, wanted, path) for b in read.to_batches()], wanted
+        )
+
+    def over(self, work: Callable[[Iterator[Any]], Any]) -> list[Any]:
+        """`work` run by the tasks over their rows; their answers."""
+        from lancens_cli.pipeline.arrow_ingest import over_frame, over_row_groups
+
+        if self.frame is not None:
+            return over_frame(self.frame, work)
+        assert self.files is not None
+        return over_row_groups(self.spark, work, self.files, self.units) if self.units else []
+
+
+def _write_and_commit(
+    ns: Namespace,
+    rows: _SourceRows,
+    choice: KeyChoice,
+    plan: MergePlan,
+    layout: Any,
+    progress: Callable[[int], Callable[[], None]] | None,
+) -> tuple[int, list[dict[str, Any]]]:
+    """The tasks write the chosen rows; the driver publishes them with the plan's deletes in
+    one commit (or removes what the tasks wrote); the `__manifest` version, and each table
+    written as `merge` reports it."""
+    from lancens_cli.pipeline.source_options import SourceOptions
+    from lancens_cli.pipeline.write_commit import WRITE_OPTIONS, LancensWriter, written_touches
+    from lancens_cli.service.partitioned.update import Replacement, written_entry
+
+    options = {"root": ns.config.root}
+    options.update({f"storage.{k}": v for k, v in ns.config.storage_options.items()})
+    origin = current_origin()
+    if origin is not None:
+        options["origin"] = json.dumps(origin.__dict__, default=str)
+    writer = LancensWriter(SourceOptions.parse(options, WRITE_OPTIONS), rows.struct, False)
+    messages: list[Any] = []
+    try:
+        messages = rows.over(lambda batches: writer.write(choice.rows(batches)))
+        interrupt.checkpoint()  # a Ctrl-C once the tasks are done: publish nothing
+    except BaseException:
+        writer.abort(messages)
+        raise
+
+    def publish(entries: list[dict[str, Any]]) -> tuple[int, list[dict[str, Any]]]:
+        touches, fresh = written_touches(writer.plan, entries, plan.snapshot, layout)
+        replaced = Replacement(ns, plan.snapshot, layout, plan.deletes, touches, fresh)
+        version = replaced.commit(plan.guard(ns), progress)
+        return version, [written_entry(t, False) for t in replaced.touches]
+
+    return writer.publish(messages, publish)  # type: ignore[no-any-return]
+
+
+def _planned_entries(
+    rows: _SourceRows, choice: KeyChoice, plan: MergePlan, layout: Any
+) -> list[dict[str, Any]]:
+    """A dry run: the rows each partition table would gain (counted by the tasks, routed as
+    the write routes them) and lose; a partition without a table yet is named when it is
+    created."""
+    from lancens_cli.models import Identifier
+    from lancens_cli.partition.rows import child_id
+    from lancens_cli.pipeline.write_task import decode_value
+    from lancens_cli.service.partitioned.placement import (
+        TABLE_NAME,
+        LevelIndex,
+        PartitionTouch,
+        locate_partitions,
+    )
+    from lancens_cli.service.partitioned.update import written_entry
+
+    spec = layout.current
+    counts: dict[str, int] = {}
+    for answer in rows.over(_counter(choice, layout.schema, spec)):
+        for key, count in answer.items():
+            counts[key] = counts.get(key, 0) + count
+    index = LevelIndex(plan.snapshot, spec)
+    entries, written = [], set()
+    for key, count in sorted(counts.items()):
+        values = tuple(decode_value(v) for v in json.loads(key))
+        found = locate_partitions(PartitionTouch(values, None), spec, index)
+        table_id = child_id(found[-1], TABLE_NAME) if found[-1] is not None else None
+        row = plan.snapshot.get(table_id) if table_id is not None else None
+        if row is None or table_id is None:
+            entry = {"table": None, "location": None, "rows_deleted": 0, "created": True}
+        else:
+            written.add(table_id)
+            touch = plan.deletes.get(table_id)
+            name = Identifier.from_object_id(table_id).display()
+            entry = written_entry(touch, True) if touch else {
+                "table": name, "location": row["location"], "rows_deleted": 0, "created": False,
+            }  # fmt: skip
+        entries.append({**entry, "rows_written": count, "read_version": None})
+    entries += [written_entry(t, True) for i, t in plan.deletes.items() if i not in written]
+    return entries
+
+
+def _counter(choice: KeyChoice, schema: Any, spec: Any) -> Callable[[Iterator[Any]], Any]:
+    """What each task of a dry run runs: its chosen rows counted by partition."""
+
+    def count(batches: Iterator[Any]) -> dict[str, int]:
+        from lancens_cli.pipeline.task_failures import carried
+        from lancens_cli.pipeline.write_task import partition_counts
+
+        try:
+            return partition_counts(choice.rows(batches), schema, spec)
+        except Exception as exc:
+            raise carried(exc) from None
+
+    return count

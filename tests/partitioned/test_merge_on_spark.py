@@ -1,0 +1,145 @@
+"""`lancens merge` on Spark, as users run it on a large source: the same namespace afterwards
+as the in-process merge leaves (itself checked against a model and DuckDB in test_merge.py),
+every column of every type, the embedding included, in one `__manifest` commit.
+
+The source is given as Spark reads it: a directory of Parquet files (read by pyarrow in the
+tasks) and a glob of CSV files (Spark's reader). Refusals happen before anything is written,
+and a job whose tasks fail publishes nothing and leaves no file behind.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from helpers import cli, copied_root, manifest, ok, published_rows, tree_snapshot
+from typed_rows import make_rows
+
+pytestmark = pytest.mark.spark
+
+
+def _source(existing: pa.Table) -> pa.Table:
+    """Changed copies of every seventh existing row (a third moved to another partition) and
+    20 new rows."""
+    changed = []
+    for i, row in enumerate(existing.to_pylist()[::7]):
+        row = {**row, "s": f"merged {i}", "i64": -i}
+        if i % 3 == 0:
+            row["flag"] = not row["flag"] if row["flag"] is not None else True
+            row["d"] = dt.date(2030, 1, 1)
+        changed.append(row)
+    return pa.concat_tables(
+        [pa.Table.from_pylist(changed, schema=existing.schema), make_rows(20, 99, 50_000)]
+    )
+
+
+def _parquet_directory(table: pa.Table, folder) -> str:
+    folder.mkdir()
+    half = table.num_rows // 2
+    pq.write_table(table.slice(0, half), folder / "part-0.parquet", row_group_size=7)
+    pq.write_table(table.slice(half), folder / "part-1.parquet")
+    return str(folder)
+
+
+def _cells(table: pa.Table) -> str:
+    return json.dumps(sorted(table.to_pylist(), key=lambda r: r["id"]), default=str)
+
+
+@pytest.mark.parametrize(
+    "when_matched, when_not_matched, unmatched",
+    [
+        ("update", "insert", ()),
+        ("ignore", "insert", ()),
+        ("update", "ignore", ("--delete-not-matched-by-source", "--where", "i32 > 0", "--yes")),
+    ],
+)
+def test_a_merge_on_spark_leaves_what_the_merge_in_this_process_leaves(
+    template, tmp_path, spark, when_matched, when_not_matched, unmatched
+):
+    root, existing, _ = template
+    source = _source(existing)
+    folder = _parquet_directory(source, tmp_path / "source")
+    pq.write_table(source, tmp_path / "source.parquet")
+    args = ("merge", "--on", "id", "--when-matched", when_matched,
+            "--when-not-matched", when_not_matched, *unmatched)  # fmt: skip
+    here = copied_root(root, tmp_path / "here")
+    local = json.loads(ok(here, "--json", *args, "--from", str(tmp_path / "source.parquet")).stdout)
+    there = copied_root(root, tmp_path / "there")
+    version = int(manifest(there).version)
+    dry = json.loads(ok(there, "--json", *args, "--from", folder, "--dry-run").stdout)
+    assert int(manifest(there).version) == version
+    done = json.loads(ok(there, "--json", *args, "--from", folder).stdout)
+    assert int(manifest(there).version) == version + 1  # one commit
+    counts = ("source_rows", "rows_matched", "rows_updated", "rows_inserted", "rows_deleted")
+    for key in counts:
+        assert dry[key] == done[key] == local[key], key
+    assert _cells(published_rows(there)) == _cells(published_rows(here))
+    written = {p["table"]: p["rows_written"] for p in done["partitions"] if not p["created"]}
+    planned = {p["table"]: p["rows_written"] for p in dry["partitions"] if not p["created"]}
+    assert planned == written, (done["partitions"][:3], dry["partitions"][:3])
+    assert (
+        sum(p["rows_written"] for p in dry["partitions"])
+        == done["rows_updated"] + done["rows_inserted"]
+    )
+    assert cli(there, "check").exit_code == 0
+
+
+def test_a_glob_of_csv_files_is_merged_through_sparks_reader(template, tmp_path, spark):
+    """CSV holds no lists, maps or structs: a namespace of scalars gets a CSV source."""
+    from data import events, partitioned_root
+
+    (tmp_path / "ns").mkdir()
+    first = events(400, seed=3)
+    root = partitioned_root(tmp_path / "ns", first.schema, "bucket(4, id)", "country")
+    pq.write_table(first, tmp_path / "first.parquet")
+    ok(root, "write", "--from", str(tmp_path / "first.parquet"))
+    import pyarrow.csv as pcsv
+
+    changed = first.slice(0, 30).set_column(
+        first.schema.get_field_index("country"), "country", pa.array(["JP"] * 30)
+    )
+    fresh = events(10, seed=4, start=10_000)
+    pcsv.write_csv(changed, tmp_path / "a.csv")
+    pcsv.write_csv(fresh, tmp_path / "b.csv")
+    here = copied_root(root, tmp_path / "here")
+    pq.write_table(pa.concat_tables([changed, fresh]), tmp_path / "source.parquet")
+    ok(here, "merge", "--from", str(tmp_path / "source.parquet"), "--on", "id")
+    done = json.loads(
+        ok(root, "--json", "merge", "--from", str(tmp_path / "*.csv"), "--on", "id").stdout
+    )
+    assert (done["rows_matched"], done["rows_inserted"]) == (30, 10)
+    assert _cells(published_rows(root)) == _cells(published_rows(here))
+    moved = [r for r in published_rows(root).to_pylist() if r["country"] == "JP"]
+    assert len(moved) == 30
+
+
+def test_refusals_on_spark_change_nothing(template, tmp_path, spark):
+    """A key twice, a source lacking a column, and rows a task cannot write (an embedding of
+    the wrong size, among rows that would be inserted): exit 2 or the job's failure in one
+    line, nothing published, no file left."""
+    root, existing, _ = template
+    copy = copied_root(root, tmp_path / "copy")
+    before = tree_snapshot(copy.local_path)
+    spark_merge = ("merge", "--engine", "spark", "--on", "id")
+    twice = existing.slice(0, 2)
+    pq.write_table(pa.concat_tables([twice, twice.slice(0, 1)]), tmp_path / "twice.parquet")
+    result = cli(copy, *spark_merge, "--from", str(tmp_path / "twice.parquet"))
+    assert result.exit_code == 2 and "more than once" in result.stderr, result.stderr
+    pq.write_table(existing.slice(0, 3).drop_columns(["s"]), tmp_path / "lacking.parquet")
+    result = cli(copy, *spark_merge, "--from", str(tmp_path / "lacking.parquet"))
+    assert result.exit_code == 2 and "the input lacks s" in result.stderr, result.stderr
+    result = cli(copy, *spark_merge, "--from", str(tmp_path / "twice.parquet"), "t")
+    assert result.exit_code == 2 and "drop ID" in result.stderr
+    assert tree_snapshot(copy.local_path) == before
+    rows = make_rows(30, 7, 90_000).to_pylist()
+    rows[17]["emb"] = [1.0, 2.0, 3.0]  # the namespace's embedding holds 4 floats
+    loose = pa.schema([f.with_type(pa.list_(pa.float32())) if f.name == "emb" else f
+                       for f in existing.schema])  # fmt: skip
+    pq.write_table(pa.Table.from_pylist(rows, schema=loose), tmp_path / "bad.parquet")
+    result = cli(copy, *spark_merge, "--from", str(tmp_path / "bad.parquet"))
+    assert result.exit_code != 0 and "emb" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert tree_snapshot(copy.local_path) == before
