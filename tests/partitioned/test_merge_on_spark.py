@@ -143,3 +143,36 @@ def test_refusals_on_spark_change_nothing(template, tmp_path, spark):
     assert result.exit_code != 0 and "emb" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
     assert tree_snapshot(copy.local_path) == before
+
+
+@pytest.mark.s3
+def test_a_merge_on_spark_from_and_into_s3(s3_root, tmp_path, spark):
+    """A root on S3 (moto) merged from a folder in the same bucket: the keys read from the
+    objects, the rows written by the tasks, every id once with the source's values."""
+    from data import events
+    from helpers import root_fs
+
+    first = events(300, seed=21)
+    pq.write_table(first, tmp_path / "first.parquet")
+    pq.write_table(first.schema.empty_table(), tmp_path / "schema.parquet")
+    ok(s3_root, "add-partition-spec", "--schema", str(tmp_path / "schema.parquet"),
+       "--field", "bucket(4, id)", "--field", "country")  # fmt: skip
+    ok(s3_root, "write", "--from", str(tmp_path / "first.parquet"))
+    changed = first.slice(0, 50).set_column(
+        first.schema.get_field_index("country"), "country", pa.array(["JP"] * 50)
+    )
+    source = pa.concat_tables([changed, events(25, seed=22, start=5_000)])
+    pq.write_table(source, tmp_path / "source.parquet")
+    fs, base = root_fs(s3_root)
+    bucket = base.split("/")[0]
+    fs.put_file(str(tmp_path / "source.parquet"), f"{bucket}/input/source.parquet")
+    done = json.loads(ok(s3_root, "--json", "merge", "--from", f"s3://{bucket}/input/",
+                         "--on", "id").stdout)  # fmt: skip
+    assert (done["rows_matched"], done["rows_inserted"]) == (50, 25)
+    expected = {r["id"]: [r["id"], r["country"], r["customer_id"]] for r in first.to_pylist()}
+    expected.update(
+        {r["id"]: [r["id"], r["country"], r["customer_id"]] for r in source.to_pylist()}
+    )
+    scanned = json.loads(ok(s3_root, "--json", "scan", "--engine", "local",
+                            "--columns", "id,country,customer_id").stdout)  # fmt: skip
+    assert sorted(scanned["rows"]) == sorted(expected.values())

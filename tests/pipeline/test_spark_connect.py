@@ -224,3 +224,43 @@ def test_a_server_without_lancens_cli_is_one_line_saying_what_to_install(tmp_pat
     last = counted.stderr.strip().splitlines()[-1]
     assert "cannot import lancens_cli" in last and "pip install 'lancens-cli[spark]'" in last
     assert "Traceback" not in counted.stderr
+
+
+def test_merge_through_connect_leaves_what_a_merge_in_this_process_leaves(server, tmp_path):
+    """`merge --remote`: the source's keys come back as Arrow, its rows are written by the
+    server's tasks (Parquet row groups by pyarrow, CSV by Spark's reader), one commit."""
+    import shutil
+
+    import pyarrow.csv as pcsv
+
+    source = events()
+    pq.write_table(source, tmp_path / "events.parquet")
+    root = str(tmp_path / "ns")
+    for args in (("init",), ("add-partition-spec", "--schema", str(tmp_path / "events.parquet"),
+                             "--field", "region", "--field", "bucket(4, id) as b"),
+                 ("write", "--from", str(tmp_path / "events.parquet"))):  # fmt: skip
+        assert run_cli("--root", root, *args).exit_code == 0
+    rows = source.to_pylist()
+    changed = [{**r, "region": "ap", "amount": -r["amount"]} for r in rows[::9]]
+    fresh = [{"id": N + i, "region": "eu", "amount": i} for i in range(40)]
+    merged = pa.Table.from_pylist(changed + fresh, schema=source.schema)
+    (tmp_path / "dir").mkdir()
+    pq.write_table(merged.slice(0, 200), tmp_path / "dir" / "a.parquet")
+    pq.write_table(merged.slice(200), tmp_path / "dir" / "b.parquet")
+    pcsv.write_csv(merged, tmp_path / "merged.csv")
+    pq.write_table(merged, tmp_path / "merged.parquet")
+    expected = {r["id"]: r for r in rows}
+    expected.update({r["id"]: r for r in changed + fresh})
+    for name, given in (("parquet", tmp_path / "dir"), ("csv", tmp_path / "merged.csv")):
+        copy = str(tmp_path / name)
+        shutil.copytree(root, copy, symlinks=True)
+        done = remote(server, "--root", copy, "--json", "merge", "--from", str(given), "--on",
+                      "id", "--engine", "spark")  # fmt: skip
+        assert done.exit_code == 0, done.stderr
+        report = done.json()
+        assert (report["rows_matched"], report["rows_inserted"]) == (len(changed), 40)
+        scanned = run_cli("--root", copy, "scan", "--json", "--engine", "local")
+        assert scanned.exit_code == 0, scanned.stderr
+        columns = scanned.json()["columns"]
+        seen = {r[0]: dict(zip(columns, r, strict=True)) for r in scanned.json()["rows"]}
+        assert seen == expected, name
