@@ -124,10 +124,13 @@ def merge(
     if where and not delete_unmatched:
         raise InvalidInputError("--where is of --delete-not-matched-by-source: give it too")
     unmatched = Unmatched(one_condition(where) if where else None) if delete_unmatched else None
-    why_spark = _why_spark(engine, source, local_max_bytes, master, remote, conf)
+    why_spark = _why_spark(engine, source, fmt, local_max_bytes, master, remote, conf)
     if table is not None:
-        if why_spark is not None and engine == "spark":
-            raise InvalidInputError("--engine spark merges into the partitioned root: drop ID")
+        if why_spark is not None and (engine == "spark" or master or remote or conf):
+            raise InvalidInputError(
+                "a merge into one table runs in this process: drop --engine spark, --master, "
+                "--remote and --conf (Spark merges into the partitioned root: drop ID)"
+            )
         data = open_source(source, fmt)
         _merge_into_table(table, data, on, when_matched, when_not_matched, unmatched, dry_run, yes)
         return
@@ -162,33 +165,55 @@ def merge(
 def _why_spark(
     engine: str,
     source: str,
+    fmt: str | None,
     max_bytes: str,
     master: str | None,
     remote: str | None,
     conf: list[str] | None,
 ) -> str | None:
-    """Why the merge runs on Spark, in words (None: in this process)."""
+    """Why the merge runs on Spark, in words (None: in this process). An Arrow file or a Lance
+    dataset is read here only: refused on Spark, before it starts."""
     import glob
     import os
 
     from lancens_cli.config import parse_size
     from lancens_cli.errors import InvalidInputError
+    from lancens_cli.pipeline.merge_job import FORMATS
+    from lancens_cli.store.sources import format_of_name
 
     if engine not in ("auto", "local", "spark"):
         raise InvalidInputError(f"--engine {engine!r}: auto, local or spark")
     limit = parse_size("--local-max-bytes", max_bytes)
-    if engine != "auto":
-        return "--engine spark" if engine == "spark" else None
-    if master is not None or remote is not None or conf:
-        return "--master, --remote or --conf"
+    dataset = os.path.isdir(os.path.join(source, "_versions"))
+    here_only = dataset or (fmt or format_of_name(source)) in ("arrow", "lance")
+    why = _named_spark(engine, master, remote, conf)
+    if why is not None and here_only:
+        raise InvalidInputError(
+            f"--from {source}: an Arrow file or a Lance dataset is merged in this process "
+            "(--engine local, no --master, --remote or --conf)"
+        )
+    if why is not None or engine == "local" or here_only:
+        return why
     if source.startswith(("s3://", "gs://")):
         return "the source is on an object store"
     if glob.has_magic(source):
         return "the source is a glob"
-    if os.path.isdir(source) and not os.path.isdir(os.path.join(source, "_versions")):
+    if os.path.isdir(source):
         return "the source is a directory of files"
-    if os.path.isfile(source) and os.path.getsize(source) > limit:
+    readable = (fmt or format_of_name(source)) in FORMATS  # one Spark reads
+    if readable and os.path.isfile(source) and os.path.getsize(source) > limit:
         return f"the source is larger than --local-max-bytes ({max_bytes})"
+    return None
+
+
+def _named_spark(
+    engine: str, master: str | None, remote: str | None, conf: list[str] | None
+) -> str | None:
+    """What asks for Spark by name: `--engine spark`, or a flag naming a Spark."""
+    if engine == "spark":
+        return "--engine spark"
+    if engine == "auto" and (master is not None or remote is not None or conf):
+        return "--master, --remote or --conf"
     return None
 
 

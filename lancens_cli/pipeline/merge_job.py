@@ -52,6 +52,8 @@ class KeyChoice:
 
         from lancens_cli.service.partitioned.merge import matched_mask
 
+        if not (self.write_matched or self.write_unmatched):
+            return
         for batch in batches:
             if self.write_matched and self.write_unmatched:
                 yield batch
@@ -93,38 +95,30 @@ def merge_on_spark(
     progress: Callable[[int], Callable[[], None]] | None = None,
 ) -> PartitionMerge:
     """The merge with Spark reading and writing the source rows; everything that can be
-    refused without Spark (keys, choices, the condition, sources, columns the footers or
-    headers show) is refused before `spark_factory()` starts it."""
-    from lancens_cli.pipeline.ingest import (
-        arrow_native_struct,
-        known_columns,
-        quiet_job,
-        resolve_sources,
-    )
-    from lancens_cli.service.partitioned.merge import merge_keys
+    refused without Spark (keys, choices, the condition, sources, every file's columns) is
+    refused before `spark_factory()` starts it, and the keys are matched against what the
+    namespace publishes once it has started."""
+    from lancens_cli.pipeline.ingest import arrow_native_struct, quiet_job, resolve_sources
+    from lancens_cli.service.partitioned.merge import plan_merge, require_unique
     from lancens_cli.service.partitioned.write import partitioned_target
 
-    snapshot, layout = partitioned_target(ns)
-    keys = merge_keys(asked.on, layout.schema, asked.when_matched, asked.when_not_matched)
-    gone = asked.unmatched.node(layout.schema) if asked.unmatched is not None else False
+    _, layout = partitioned_target(ns)
+    _choices(asked, layout.schema)
     storage = dict(ns.config.storage_options)
-    fmt = _spark_format(asked.fmt)
-    sources = resolve_sources(asked.sources, fmt, storage)
+    sources = resolve_sources(asked.sources, _spark_format(asked.fmt), storage)
     require_pyspark()
     struct = arrow_native_struct(sources, storage)
-    known = known_columns(sources, layout.schema, struct, storage)
-    if known is not None:
-        _require_every_column(known, layout.schema)
+    _require_columns(sources, storage, layout.schema, struct)
     spark = spark_factory()
     with spark_errors("the merge"), quiet_job(spark, asked.debug):
+        snapshot, layout = partitioned_target(ns)  # a write landing while Spark started counts
+        keys, gone = _choices(asked, layout.schema)
         rows = _SourceRows(spark, sources, storage, layout.schema, struct)
         source_keys = rows.keys(keys)
-        from lancens_cli.service.partitioned.merge import plan_merge, require_unique
-
         require_unique(source_keys, keys)
         plan = plan_merge(ns, snapshot, layout, source_keys, asked.when_matched, gone)
-        chosen = plan.chosen(source_keys, asked.when_not_matched)
-        result = plan.result(int(chosen.true_count), asked.dry_run)
+        written = int(plan.chosen(source_keys, asked.when_not_matched).true_count)
+        result = plan.result(written, asked.dry_run)
         choice = KeyChoice(
             keys,
             source_keys.schema,
@@ -132,12 +126,67 @@ def merge_on_spark(
             asked.when_matched == "update",
             asked.when_not_matched == "insert",
         )
+        tasks = rows if written else None  # no row to write: no job
         if asked.dry_run:
-            result.partitions = _planned_entries(rows, choice, plan, layout)
-        elif result.inserted or result.updated or plan.deletes:
-            done = _write_and_commit(ns, rows, choice, plan, layout, progress)
+            result.partitions = _planned_entries(tasks, choice, plan, layout)
+        elif written or plan.deletes:
+            done = _write_and_commit(ns, tasks, choice, plan, layout, progress)
             result.manifest_version, result.partitions = done
     return result
+
+
+def _choices(asked: SparkMerge, schema: Any) -> tuple[list[str], Any]:
+    """The key columns and the condition on the rows the source lacks, checked (exit 2)."""
+    from lancens_cli.service.partitioned.merge import merge_keys
+
+    keys = merge_keys(asked.on, schema, asked.when_matched, asked.when_not_matched)
+    gone = asked.unmatched.node(schema) if asked.unmatched is not None else False
+    return keys, gone
+
+
+def _require_columns(sources: Any, storage: dict[str, str], schema: Any, struct: Any) -> None:
+    """Every source file must hold every namespace column (a matched row would lose its
+    values), in types of the kind the namespace's are (the first file's, or Spark's columns
+    once it reads them): one footer or header line a file. JSON lines are left to Spark (a key
+    a line lacks is a NULL there, as in this process)."""
+    from lancens_cli.pipeline.ingest import known_columns
+
+    known = known_columns(sources, schema, struct, storage)
+    if known is not None:
+        _require_every_column(known, schema)
+    for path in sources.paths:
+        names = _file_columns(sources, storage, path)
+        lacking = [f.name for f in schema if names is not None and f.name not in names]
+        if lacking:
+            raise InvalidInputError(
+                f"merge: the input lacks {', '.join(lacking)} (in {path}): a matched row would "
+                "lose its values (give every namespace column)"
+            )
+
+
+def _file_columns(sources: Any, storage: dict[str, str], path: str) -> list[str] | None:
+    """The column names one source file holds (None: not told before Spark reads it)."""
+    import csv
+    import io
+
+    import pyarrow.orc as orc
+    import pyarrow.parquet as pq
+
+    from lancens_cli.pipeline.files_source import open_source
+
+    if sources.fmt == "json":
+        return None
+    try:
+        with open_source(sources.base, storage, path) as handle:
+            if sources.fmt == "parquet":
+                return list(pq.read_schema(handle).names)
+            if sources.fmt == "orc":
+                return list(orc.ORCFile(handle).schema.names)
+            text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
+            header = next(csv.reader(text), None)
+            return None if header is None else header  # an empty file holds no rows
+    except Exception:  # noqa: BLE001 - not readable as such: Spark's reader says so in its words
+        return None
 
 
 def _spark_format(fmt: str | None) -> str | None:
@@ -237,19 +286,25 @@ class _SourceRows:
 
 def _write_and_commit(
     ns: Namespace,
-    rows: _SourceRows,
+    rows: _SourceRows | None,
     choice: KeyChoice,
     plan: MergePlan,
     layout: Any,
     progress: Callable[[int], Callable[[], None]] | None,
 ) -> tuple[int, list[dict[str, Any]]]:
-    """The tasks write the chosen rows; the driver publishes them with the plan's deletes in
-    one commit (or removes what the tasks wrote); the `__manifest` version, and each table
-    written as `merge` reports it."""
+    """The tasks write the chosen rows (`rows`; None: none are chosen, only the plan's deletes
+    are committed); the driver publishes them with the plan's deletes in one commit (or
+    removes what the tasks wrote); the `__manifest` version, and each table written as `merge`
+    reports it."""
     from lancens_cli.pipeline.source_options import SourceOptions
     from lancens_cli.pipeline.write_commit import WRITE_OPTIONS, LancensWriter, written_touches
-    from lancens_cli.service.partitioned.update import Replacement, written_entry
 
+    def publish(entries: list[dict[str, Any]]) -> tuple[int, list[dict[str, Any]]]:
+        touches, fresh = written_touches(writer.plan, entries, plan.snapshot, layout)
+        return _published(ns, plan, layout, touches, fresh, progress)
+
+    if rows is None:
+        return _published(ns, plan, layout, [], {}, progress)
     options = {"root": ns.config.root}
     options.update({f"storage.{k}": v for k, v in ns.config.storage_options.items()})
     origin = current_origin()
@@ -263,18 +318,27 @@ def _write_and_commit(
     except BaseException:
         writer.abort(messages)
         raise
-
-    def publish(entries: list[dict[str, Any]]) -> tuple[int, list[dict[str, Any]]]:
-        touches, fresh = written_touches(writer.plan, entries, plan.snapshot, layout)
-        replaced = Replacement(ns, plan.snapshot, layout, plan.deletes, touches, fresh)
-        version = replaced.commit(plan.guard(ns), progress)
-        return version, [written_entry(t, False) for t in replaced.touches]
-
     return writer.publish(messages, publish)  # type: ignore[no-any-return]
 
 
+def _published(
+    ns: Namespace,
+    plan: MergePlan,
+    layout: Any,
+    touches: list[Any],
+    fresh: dict[tuple[str, Any], str],
+    progress: Callable[[int], Callable[[], None]] | None,
+) -> tuple[int, list[dict[str, Any]]]:
+    """The written partitions (`touches`) and the plan's deletes in one commit."""
+    from lancens_cli.service.partitioned.update import Replacement, written_entry
+
+    replaced = Replacement(ns, plan.snapshot, layout, plan.deletes, touches, fresh)
+    version = replaced.commit(plan.guard(ns), progress)
+    return version, [written_entry(t, False) for t in replaced.touches]
+
+
 def _planned_entries(
-    rows: _SourceRows, choice: KeyChoice, plan: MergePlan, layout: Any
+    rows: _SourceRows | None, choice: KeyChoice, plan: MergePlan, layout: Any
 ) -> list[dict[str, Any]]:
     """A dry run: the rows each partition table would gain (counted by the tasks, routed as
     the write routes them) and lose; a partition without a table yet is named when it is
@@ -292,7 +356,7 @@ def _planned_entries(
 
     spec = layout.current
     counts: dict[str, int] = {}
-    for answer in rows.over(_counter(choice, layout.schema, spec)):
+    for answer in rows.over(_counter(choice, layout.schema, spec)) if rows is not None else []:
         for key, count in answer.items():
             counts[key] = counts.get(key, 0) + count
     index = LevelIndex(plan.snapshot, spec)

@@ -54,6 +54,7 @@ def _cells(table: pa.Table) -> str:
         ("update", "insert", ()),
         ("ignore", "insert", ()),
         ("update", "ignore", ("--delete-not-matched-by-source", "--where", "i32 > 0", "--yes")),
+        ("ignore", "ignore", ("--delete-not-matched-by-source", "--where", "flag = true", "--yes")),
     ],
 )
 def test_a_merge_on_spark_leaves_what_the_merge_in_this_process_leaves(
@@ -73,6 +74,8 @@ def test_a_merge_on_spark_leaves_what_the_merge_in_this_process_leaves(
     assert int(manifest(there).version) == version
     done = json.loads(ok(there, "--json", *args, "--from", folder).stdout)
     assert int(manifest(there).version) == version + 1  # one commit
+    if when_matched == when_not_matched == "ignore":
+        assert done["rows_deleted"] and not any(p["rows_written"] for p in done["partitions"])
     counts = ("source_rows", "rows_matched", "rows_updated", "rows_inserted", "rows_deleted")
     for key in counts:
         assert dry[key] == done[key] == local[key], key
@@ -131,8 +134,18 @@ def test_refusals_on_spark_change_nothing(template, tmp_path, spark):
     pq.write_table(existing.slice(0, 3).drop_columns(["s"]), tmp_path / "lacking.parquet")
     result = cli(copy, *spark_merge, "--from", str(tmp_path / "lacking.parquet"))
     assert result.exit_code == 2 and "the input lacks s" in result.stderr, result.stderr
+    (tmp_path / "mixed").mkdir()  # the second file lacks a column the first holds
+    pq.write_table(existing.slice(0, 3), tmp_path / "mixed" / "a.parquet")
+    pq.write_table(existing.slice(3, 3).drop_columns(["s"]), tmp_path / "mixed" / "b.parquet")
+    result = cli(copy, "merge", "--on", "id", "--from", str(tmp_path / "mixed"))
+    assert result.exit_code == 2 and "the input lacks s (in " in result.stderr, result.stderr
     result = cli(copy, *spark_merge, "--from", str(tmp_path / "twice.parquet"), "t")
     assert result.exit_code == 2 and "drop ID" in result.stderr
+    import pyarrow.feather as feather
+
+    feather.write_feather(existing.slice(0, 3), tmp_path / "rows.arrow")
+    result = cli(copy, *spark_merge, "--from", str(tmp_path / "rows.arrow"))
+    assert result.exit_code == 2 and "merged in this process" in result.stderr, result.stderr
     assert tree_snapshot(copy.local_path) == before
     rows = make_rows(30, 7, 90_000).to_pylist()
     rows[17]["emb"] = [1.0, 2.0, 3.0]  # the namespace's embedding holds 4 floats
@@ -176,3 +189,44 @@ def test_a_merge_on_spark_from_and_into_s3(s3_root, tmp_path, spark):
     scanned = json.loads(ok(s3_root, "--json", "scan", "--engine", "local",
                             "--columns", "id,country,customer_id").stdout)  # fmt: skip
     assert sorted(scanned["rows"]) == sorted(expected.values())
+
+
+def test_an_arrow_file_over_the_size_limit_is_merged_in_this_process(template, tmp_path):
+    """Spark reads no Arrow file: under --engine auto a large one stays here."""
+    import pyarrow.feather as feather
+
+    root, existing, _ = template
+    copy = copied_root(root, tmp_path / "copy")
+    feather.write_feather(_source(existing), tmp_path / "source.arrow")
+    done = ok(copy, "--json", "merge", "--from", str(tmp_path / "source.arrow"), "--on", "id",
+              "--local-max-bytes", "100")  # fmt: skip
+    assert "starting Spark" not in done.stderr
+    assert json.loads(done.stdout)["rows_inserted"] == 20
+
+
+def test_a_write_landing_while_spark_starts_is_matched_against(template, tmp_path, monkeypatch):
+    """The keys are matched against what the namespace publishes once Spark is up: a write
+    that lands while it starts is no conflict, and its row is matched like any other."""
+    import lancens_cli.cli.merge as merge_command
+
+    root, existing, _ = template
+    copy = copied_root(root, tmp_path / "copy")
+    late = make_rows(1, 5, 70_000)
+    pq.write_table(late, tmp_path / "late.parquet")
+    started = merge_command.spark_session
+
+    def starting(*args, **kwargs):
+        ok(copy, "write", "--from", str(tmp_path / "late.parquet"))
+        return started(*args, **kwargs)
+
+    monkeypatch.setattr(merge_command, "spark_session", starting)
+    source = pa.concat_tables([existing.slice(0, 4), late]).set_column(
+        existing.schema.get_field_index("s"), "s", pa.array(["late"] * 5)
+    )
+    pq.write_table(source, tmp_path / "source.parquet")
+    done = json.loads(ok(copy, "--json", "merge", "--engine", "spark", "--from",
+                         str(tmp_path / "source.parquet"), "--on", "id").stdout)  # fmt: skip
+    assert (done["rows_matched"], done["rows_inserted"]) == (5, 0)
+    seen = {r["id"]: r["s"] for r in published_rows(copy).to_pylist()}
+    assert all(seen[i] == "late" for i in source.column("id").to_pylist())
+    assert len(seen) == existing.num_rows + 1
