@@ -125,6 +125,14 @@ def sql_literal(value: Any) -> str:
     raise ValueError(f"{value!r} ({type(value).__name__}) has no SQL literal")
 
 
+def _sql_list(values: tuple[Any, ...]) -> str:
+    """The literals of an IN list; plain integers (a merge's keys: thousands a table) are
+    written without a type test each."""
+    if all(type(v) is int for v in values) and (not values or min(values) > -(2**63) + 1):
+        return ", ".join(map(str, values))
+    return ", ".join(sql_literal(v) for v in values)
+
+
 def _decimal_sql(value: Decimal) -> str:
     """Lance reads a bare 1.5 as Float64 and refuses it against a decimal column."""
     if not value.is_finite():
@@ -152,8 +160,7 @@ def to_sql(node: Node) -> str:
         op = "<>" if node.op == "!=" else node.op
         return f"{column} {op} {sql_literal(node.literal)}"
     if isinstance(node, InList):
-        values = ", ".join(sql_literal(v) for v in node.literals)
-        return f"{column} {'NOT IN' if node.negated else 'IN'} ({values})"
+        return f"{column} {'NOT IN' if node.negated else 'IN'} ({_sql_list(node.literals)})"
     if isinstance(node, Between):
         word = "NOT BETWEEN" if node.negated else "BETWEEN"
         return f"{column} {word} {sql_literal(node.low)} AND {sql_literal(node.high)}"

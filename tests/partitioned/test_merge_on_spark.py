@@ -230,3 +230,60 @@ def test_a_write_landing_while_spark_starts_is_matched_against(template, tmp_pat
     seen = {r["id"]: r["s"] for r in published_rows(copy).to_pylist()}
     assert all(seen[i] == "late" for i in source.column("id").to_pylist())
     assert len(seen) == existing.num_rows + 1
+
+
+@pytest.mark.slow
+def test_a_killed_merge_on_spark_publishes_all_or_nothing_and_a_rerun_completes_it(tmp_path):
+    """A merge on Spark (its own local Spark, as from cron) that replaces, moves, inserts and
+    deletes, killed at random moments while Spark starts, its tasks write or it commits: a
+    reader sees the rows before or after, never a mix; `check --fix` removes what a dead job
+    wrote; a rerun finishes."""
+    import random
+    import signal
+    import time
+
+    from data import events, partitioned_root
+    from helpers import json_cli_process
+
+    (tmp_path / "t").mkdir()
+    first = events(3000, seed=1)
+    root = partitioned_root(tmp_path / "t", first.schema, "bucket(16, id)", "country")
+    pq.write_table(first, tmp_path / "first.parquet")
+    ok(root, "write", "--from", str(tmp_path / "first.parquet"))
+    listed = first.to_pylist()
+    changed = [{**r, "country": "JP"} for r in listed[::5]]
+    fresh = events(50, seed=2, start=100_000).to_pylist()
+    (tmp_path / "source").mkdir()
+    source = pa.Table.from_pylist(changed + fresh, schema=first.schema)
+    pq.write_table(source.slice(0, 300), tmp_path / "source" / "a.parquet")
+    pq.write_table(source.slice(300), tmp_path / "source" / "b.parquet")
+    pq.write_table(source, tmp_path / "source.parquet")
+    merge = ("merge", "--from", str(tmp_path / "source"), "--on", "id",
+             "--delete-not-matched-by-source", "--where", "customer_id < 100", "--yes")  # fmt: skip
+    old = {r["id"]: r["country"] for r in listed}
+    kept = {r["id"] for r in changed + fresh}
+    new = {i: c for i, c in old.items() if i in kept or _customer(listed, i) >= 100}
+    new.update({r["id"]: r["country"] for r in changed + fresh})
+    started = time.monotonic()
+    timed = json_cli_process(copied_root(root, tmp_path / "timed"), *merge)
+    assert timed.wait(timeout=300) == 0
+    runtime = time.monotonic() - started
+    rng = random.Random(8)
+    for trial in range(3):
+        copy = copied_root(root, tmp_path / f"trial{trial}")
+        proc = json_cli_process(copy, *merge)
+        time.sleep(rng.uniform(0.5, 1.0) * runtime)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+        seen = published_rows(copy).to_pylist()
+        assert len(seen) == len({r["id"] for r in seen}), trial  # each row once
+        assert {r["id"]: r["country"] for r in seen} in (old, new), trial  # all or nothing
+        ok(copy, "check", "--fix", "--grace-minutes", "0")
+        assert cli(copy, "check").exit_code == 0, trial
+        ok(copy, "merge", "--from", str(tmp_path / "source.parquet"), *merge[3:])
+        assert {r["id"]: r["country"] for r in published_rows(copy).to_pylist()} == new
+
+
+def _customer(rows: list[dict], row_id: int) -> int:
+    return next(r["customer_id"] for r in rows if r["id"] == row_id)

@@ -415,21 +415,23 @@ def _lacking(
 def _require_matched_once(
     matches: list[PartitionMatch], found: list[_Found], keys: list[str]
 ) -> pa.Table:
-    """Every matched key with the table it is in, refusing a key two rows of the namespace
-    hold (in one table or in two)."""
+    """Every matched key, refusing a key two rows of the namespace hold (in one table or in
+    two): counted by key, the tables named only for a key found twice."""
     parts = []
-    for match, one in zip(matches, found, strict=True):
+    for number, one in enumerate(found):
         if one.keys is not None and one.keys.num_rows:
-            label = pa.repeat(match.table, one.keys.num_rows)
-            parts.append(one.keys.append_column("__table", label))
+            label = pa.repeat(pa.scalar(number, pa.int32()), one.keys.num_rows)
+            parts.append(one.keys.append_column(_PART, label))
     if not parts:
         return pa.table({k: pa.array([], pa.null()) for k in keys})
     every = pa.concat_tables(parts)
-    counted = every.group_by(keys).aggregate([("__table", "list")])
-    twice = counted.filter(pc.greater(pc.list_value_length(counted.column("__table_list")), 1))
+    counted = every.group_by(keys).aggregate([([], "count_all")])
+    twice = counted.filter(pc.greater(counted.column("count_all"), 1))
     if twice.num_rows:
-        key = {k: json_value(twice.column(k)[0].as_py()) for k in keys}
-        tables = sorted(set(twice.column("__table_list")[0].as_py()))
+        first = twice.slice(0, 1).select(keys)
+        held = every.join(first, keys, join_type="inner").column(_PART).to_pylist()
+        key = {k: json_value(first.column(k)[0].as_py()) for k in keys}
+        tables = sorted({matches[number].table for number in held})
         where = "twice in " + tables[0] if len(tables) == 1 else "in " + " and ".join(tables)
         raise InvalidInputError(
             f"merge: key {key} matches rows {where}; nothing was written (a key must match "
