@@ -304,3 +304,45 @@ def test_source_rows_with_a_null_key_are_never_the_same_key(tmp_path):
     pq.write_table(twice, tmp_path / "twice.parquet")
     result = cli(root, "merge", "--from", str(tmp_path / "twice.parquet"), "--on", "id")
     assert result.exit_code == 2 and "{'id': 5} more than once" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("kind", [pa.int8(), pa.int64(), pa.uint64()])
+def test_an_integer_key_matches_as_the_join_of_any_other_key_does(kind):
+    """One integer key is looked up in the source's sorted keys; any other key is joined.
+    Both find the same rows of each table: NULLs on either side match nothing, extremes
+    match themselves."""
+    import random
+
+    from lancens_cli.service.partitioned import merge as m
+    from lancens_cli.store.known_rows import ADDRESS_COLUMN
+
+    rng = random.Random(str(kind))
+    low, high = (0, 2**64 - 1) if kind == pa.uint64() else (-(2**63), 2**63 - 1)
+    if kind == pa.int8():
+        low, high = -128, 127
+    pool = [low, high, 0, 1, *(rng.randint(low, high) for _ in range(40))]
+    # unique keys, as `require_unique` leaves a source
+    source = pa.table({"k": pa.array([*rng.sample(sorted(set(pool)), 20), None], kind)})
+    wanted = source.append_column(m._SEEN, pa.repeat(True, source.num_rows))
+
+    def tables():
+        made = []
+        for _ in range(3):
+            values = [rng.choice([*pool, None]) for _ in range(60)]
+            read = pa.table({"k": pa.array(values, kind)})
+            read = read.append_column(ADDRESS_COLUMN, pa.array(range(60), pa.uint64()))
+            made.append(m._Found(None, read.schema, {}, read=read))
+        return made
+
+    rng_state = rng.getstate()
+    joined = tables()
+    m._match_batch(joined, [0, 1, 2], wanted, ["k"])
+    rng.setstate(rng_state)
+    looked_up = tables()
+    ordered = m._sorted_integers(wanted, ["k"])
+    assert ordered is not None
+    for one in looked_up:
+        m._match_sorted(one, ordered, "k")
+    for a, b in zip(joined, looked_up, strict=True):
+        assert sorted(a.keys.column("k").to_pylist()) == sorted(b.keys.column("k").to_pylist())
+        assert None not in b.keys.column("k").to_pylist()

@@ -334,15 +334,20 @@ def _match_keys(
     keys: list[str],
 ) -> list[_Found]:
     """Each table's rows whose keys the source holds (`_Found.keys`, and their addresses),
-    `read` a few tables at a time and joined with the source a few million rows of tables at
-    a time, as they come: one hash of the source per join, not one per table, and no more
-    keys held than a join takes."""
+    `read` a few tables at a time and matched as they come. One integer key (the usual id) is
+    looked up in the source's keys sorted once; other keys are joined with the source a few
+    million rows of tables at a time: one hash of the source per join, not one per table, and
+    no more keys held than a join takes."""
     found: list[Any] = [None] * len(matches)
+    ordered = _sorted_integers(wanted, keys)
     batch: list[int] = []
     rows = 0
     for position, one in completed_map(read, matches, _READERS):
         found[position] = one
         if one.read is None:
+            continue
+        if ordered is not None:
+            _match_sorted(one, ordered, keys[0])
             continue
         batch.append(position)
         rows += one.read.num_rows
@@ -352,6 +357,29 @@ def _match_keys(
     if batch:
         _match_batch(found, batch, wanted, keys)
     return found
+
+
+def _sorted_integers(wanted: pa.Table, keys: list[str]) -> np.ndarray | None:
+    """The source's one integer key, without NULLs (they match nothing), sorted; None: the
+    key is another kind, or several columns."""
+    if len(keys) != 1 or not pa.types.is_integer(wanted.schema.field(keys[0]).type):
+        return None
+    return np.sort(pc.drop_null(wanted.column(keys[0])).to_numpy())
+
+
+def _match_sorted(one: _Found, ordered: np.ndarray, key: str) -> None:
+    """One table's rows whose integer key is among the source's (`ordered`)."""
+    assert one.read is not None
+    column = one.read.column(key)
+    values = pc.fill_null(column, 0).to_numpy()
+    if len(ordered):
+        at = np.searchsorted(ordered, values).clip(max=len(ordered) - 1)
+        hit = ordered[at] == values
+    else:
+        hit = np.zeros(len(values), dtype=bool)
+    if column.null_count:
+        hit &= pc.is_valid(column).to_numpy(zero_copy_only=False)
+    _matched(one, one.read.filter(pa.array(hit)), [key])
 
 
 def _match_batch(found: list[_Found], batch: list[int], wanted: pa.Table, keys: list[str]) -> None:
@@ -366,13 +394,16 @@ def _match_batch(found: list[_Found], batch: list[int], wanted: pa.Table, keys: 
     joined = joined.take(pc.sort_indices(joined, sort_keys=[(_PART, "ascending")]))
     numbers = joined.column(_PART).to_numpy()
     for number in batch:
-        one = found[number]
         start, end = (int(i) for i in np.searchsorted(numbers, [number, number + 1]))
-        mine = joined.slice(start, end - start)
-        one.keys = mine.select(keys)
-        if one.read_from is not None:
-            one.known = KnownRows(*one.read_from, mine.column(ADDRESS_COLUMN))
-        one.read = None
+        _matched(found[number], joined.slice(start, end - start), keys)
+
+
+def _matched(one: _Found, mine: pa.Table, keys: list[str]) -> None:
+    """Keep one table's matched keys and their row addresses; drop what was read."""
+    one.keys = mine.select(keys)
+    if one.read_from is not None:
+        one.known = KnownRows(*one.read_from, mine.column(ADDRESS_COLUMN))
+    one.read = None
 
 
 def _lacking(
