@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from lancens_cli.cli.common import confirm_destruction
-from lancens_cli.cli.options import Conf, DryRun, Master, Remote, SourceFormat, Yes
+from lancens_cli.cli.options import Conf, DryRun, Master, Remote, Yes
 from lancens_cli.cli.output import message
 from lancens_cli.cli.progress import progress_bar, spark_progress
 from lancens_cli.cli.session import session
@@ -54,6 +54,14 @@ MergeSource = Annotated[
         "also a directory or glob of Parquet, ORC, CSV or JSON files, or s3://, gs://.",
     ),
 ]
+MergeFormat = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        help="Format of --from: parquet, arrow, csv, jsonl, lance; on Spark parquet, orc, "
+        "csv, jsonl (default: from the names).",
+    ),
+]
 MergeEngine = Annotated[
     str,
     typer.Option(
@@ -85,7 +93,7 @@ UnmatchedWhere = Annotated[
 def merge(
     table: MergeTarget = None,
     source: MergeSource = ...,  # type: ignore[assignment]
-    fmt: SourceFormat = None,
+    fmt: MergeFormat = None,
     on: MergeOn = ...,  # type: ignore[assignment]
     when_matched: WhenMatched = "update",
     when_not_matched: WhenNotMatched = "insert",

@@ -237,6 +237,7 @@ def _csv_frame(spark: SparkSession, paths: list[str], target: Any) -> Any:
     frames = []
     for header, files in _csv_groups(paths, target).items():
         reader = spark.read.format("csv").option("header", "true").option("mode", "FAILFAST")
+        reader = reader.option("escape", '"')  # RFC 4180: a quote in a quoted value is doubled
         if target is None:
             reader = reader.option("inferSchema", "true")
         else:

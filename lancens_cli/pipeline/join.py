@@ -577,11 +577,11 @@ def write_files(spark: SparkSession, df: DataFrame, path: str, fmt: str, spj: bo
         raise TableAlreadyExistsError(f"--to {path}: it already exists; choose a new path")
     writer = df.write.mode("errorifexists").format(fmt)
     if fmt == "csv":
-        writer = writer.option("header", "true")
+        writer = writer.option("header", "true").option("escape", '"')  # RFC 4180
     writer.save(path)
     back = spark.read.format(fmt)
     if fmt == "csv":
-        back = back.option("header", "true")
+        back = back.option("header", "true").option("escape", '"')
     written = back.load(path)
     return JoinFiles(path, fmt, written.count(), len(written.inputFiles()), spj)
 

@@ -329,9 +329,11 @@ def _published(
     fresh: dict[tuple[str, Any], str],
     progress: Callable[[int], Callable[[], None]] | None,
 ) -> tuple[int, list[dict[str, Any]]]:
-    """The written partitions (`touches`) and the plan's deletes in one commit."""
+    """The written partitions (`touches`) and the plan's deletes in one commit; a partition
+    table published anew or created since the keys were matched fails it first, in words."""
     from lancens_cli.service.partitioned.update import Replacement, written_entry
 
+    plan.guard(ns)(ns.snapshot())
     replaced = Replacement(ns, plan.snapshot, layout, plan.deletes, touches, fresh)
     version = replaced.commit(plan.guard(ns), progress)
     return version, [written_entry(t, False) for t in replaced.touches]

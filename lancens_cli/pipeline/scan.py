@@ -431,7 +431,7 @@ def _write(df: DataFrame, request: ScanRequest, columns: list[str]) -> ScanWritt
         raise TableAlreadyExistsError(f"--to {target}: it already exists; remove it first")
     writer = df.write.mode("errorifexists").format(request.fmt)
     if request.fmt == "csv":
-        writer = writer.option("header", "true")
+        writer = writer.option("header", "true").option("escape", '"')  # RFC 4180
     writer.save(target)
     return ScanWritten(target, request.fmt, columns)
 
