@@ -289,3 +289,34 @@ def test_a_killed_merge_on_spark_publishes_all_or_nothing_and_a_rerun_completes_
 
 def _customer(rows: list[dict], row_id: int) -> int:
     return next(r["customer_id"] for r in rows if r["id"] == row_id)
+
+
+def test_a_partition_created_while_the_tasks_write_fails_the_merge_in_words(
+    template, tmp_path, spark, monkeypatch
+):
+    """A write that creates a partition after the keys were matched (it could hold a source
+    key) fails the merge with exit 4, in words; nothing of the merge is published and `check`
+    finds nothing wrong."""
+    import lancens_cli.pipeline.merge_job as job
+
+    root, existing, _ = template
+    copy = copied_root(root, tmp_path / "copy")
+    late = make_rows(1, 6, 80_000).to_pylist()
+    late[0]["d"] = dt.date(2041, 5, 5)  # a year no partition holds yet
+    pq.write_table(pa.Table.from_pylist(late, schema=existing.schema), tmp_path / "late.parquet")
+    publish = job._published
+
+    def racing(*args, **kwargs):
+        ok(copy, "write", "--from", str(tmp_path / "late.parquet"))
+        return publish(*args, **kwargs)
+
+    monkeypatch.setattr(job, "_published", racing)
+    pq.write_table(_source(existing), tmp_path / "source.parquet")
+    version = int(manifest(copy).version)
+    result = cli(copy, "merge", "--engine", "spark", "--from", str(tmp_path / "source.parquet"),
+                 "--on", "id")  # fmt: skip
+    assert result.exit_code == 4, result.stderr
+    assert "changed while the merge ran" in result.stderr, result.stderr
+    assert int(manifest(copy).version) == version + 1  # the write's commit only
+    assert len(published_rows(copy)) == existing.num_rows + 1
+    ok(copy, "check")
