@@ -48,6 +48,7 @@ class KeyChoice:
 
     def rows(self, batches: Iterator[Any]) -> Iterator[Any]:
         """The batches, less the rows the merge leaves out."""
+        import pyarrow as pa
         import pyarrow.compute as pc
 
         from lancens_cli.service.partitioned.merge import matched_mask
@@ -58,19 +59,15 @@ class KeyChoice:
             if self.write_matched and self.write_unmatched:
                 yield batch
                 continue
-            hit = matched_mask(
-                key_table(batch, self.keys, self.key_schema), self.matched, self.keys
-            )
+            rows = key_table(pa.Table.from_batches([batch]), self.keys, self.key_schema)
+            hit = matched_mask(rows, self.matched, self.keys)
             yield batch.filter(hit if self.write_matched else pc.invert(hit))
 
 
-def key_table(batches: Any, keys: list[str], key_schema: Any) -> pa.Table:
-    """The key columns of some rows (a batch or a table) in their namespace types."""
-    import pyarrow as pa
-
+def key_table(table: pa.Table, keys: list[str], key_schema: Any) -> pa.Table:
+    """The key columns of some rows in their namespace types."""
     from lancens_cli.service.partitioned.input_rows import conform
 
-    table = pa.Table.from_batches([batches]) if isinstance(batches, pa.RecordBatch) else batches
     return conform(table.select(keys), key_schema)
 
 
@@ -245,15 +242,13 @@ class _SourceRows:
         """The source's key columns, in the namespace's types."""
         import pyarrow as pa
 
-        from lancens_cli.service.partitioned.input_rows import conform
-
         if self.frame is not None:
             table = self.frame.select(*keys).toArrow()
         else:
             assert self.files is not None
             parts = [self._file_keys(path, keys) for path in self.sources.paths]
             table = pa.concat_tables(parts) if parts else self.files.target.empty_table()
-        return conform(table.select(keys), pa.schema([self.schema.field(k) for k in keys]))
+        return key_table(table, keys, pa.schema([self.schema.field(k) for k in keys]))
 
     def _file_keys(self, path: str, keys: list[str]) -> pa.Table:
         import pyarrow as pa
