@@ -229,8 +229,7 @@ def _side_pieces(
         )
         fragments = [dataset.get_fragment(fid) for fid in side.fragments]
         if side.rows is not None or tag.group is not None:
-            share = side.count if side.rows is not None else None
-            return [replace(piece, bytes=_bytes([fragment_bytes(f, share) for f in fragments]))]
+            return [replace(piece, bytes=_side_bytes(fragments, side))]
         pieces = []
         for fragment in fragments:
             rows = int(fragment.count_rows())
@@ -241,8 +240,15 @@ def _side_pieces(
         return pieces
 
 
-def _bytes(sizes: list[int | None]) -> int | None:
-    return None if any(size is None for size in sizes) else sum(s or 0 for s in sizes)
+def _side_bytes(fragments: list[Any], side: Side) -> int | None:
+    """The bytes a side reads: its fragments' data files, or of rows taken by address their
+    share of them (None: a file's size is not recorded)."""
+    sizes = [fragment_bytes(f) for f in fragments]
+    if any(size is None for size in sizes):
+        return None
+    whole = sum(s or 0 for s in sizes)
+    physical = sum(f.metadata.physical_rows or 0 for f in fragments)
+    return whole * side.count // physical if side.rows is not None and physical else whole
 
 
 def _micros(moment: datetime) -> int:

@@ -64,6 +64,7 @@ CHANGE_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
 _MOVES = frozenset(("Rewrite", "CreateIndex", "UpdateConfig", "ReserveFragments"))
 _READ_ERRORS = (OSError, ValueError, RuntimeError)
 _OPENERS = 8  # tables compared at once
+_TAKEN_PER_SIDE = 1 << 20  # rows one side takes by address at most: a Spark task's share
 T = TypeVar("T")
 
 
@@ -323,19 +324,23 @@ def _compared(
         _whole(DELETE, old_location, old, old_branch, then_only),
         _whole(INSERT, new_location, new, new_branch, now_only),
     ]
-    for was, is_now in kept:
-        if _deletion_key(was.metadata) == _deletion_key(is_now.metadata):
-            continue
-        lost, gained = _row_diff(was, is_now, row_ids)
-        fid = (int(was.fragment_id),)
-        if lost:
-            sides.append(
-                Side(DELETE, old_location, int(old.version), old_branch, fid, lost, len(lost))
-            )
-        if gained:
-            sides.append(
-                Side(INSERT, new_location, int(new.version), new_branch, fid, gained, len(gained))
-            )
+    changed = [
+        (was, is_now)
+        for was, is_now in kept
+        if _deletion_key(was.metadata) != _deletion_key(is_now.metadata)
+    ]
+    alive_then = _live_rows(old, [was for was, _ in changed], row_ids)
+    alive_now = _live_rows(new, [is_now for _, is_now in changed], row_ids)
+    lost: list[tuple[int, Any]] = []
+    gained: list[tuple[int, Any]] = []
+    for was, is_now in changed:
+        fid = int(was.fragment_id)
+        size = max(_physical(was), _physical(is_now))
+        went, came = _row_diff(fid, size, alive_then[fid], alive_now[fid], row_ids)
+        lost += [(fid, went)] if len(went) else []
+        gained += [(fid, came)] if len(came) else []
+    sides += _taken(DELETE, old_location, int(old.version), old_branch, lost)
+    sides += _taken(INSERT, new_location, int(new.version), new_branch, gained)
     return [side for side in sides if side is not None]
 
 
@@ -352,29 +357,85 @@ def _deletion_key(metadata: Any) -> tuple[Any, ...] | None:
     return (deletion.id, deletion.read_version, deletion.num_deleted_rows, str(deletion.file_type))
 
 
-def _row_diff(was: Any, is_now: Any, row_ids: bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The rows of one fragment live before and not after, and after and not before: addresses
-    (row ids on a table with stable row ids), from the deletion files only."""
-    import pyarrow.compute as pc
-
-    before = _live_rows(was, row_ids)
-    after = _live_rows(is_now, row_ids)
-    lost = before.filter(pc.invert(pc.is_in(before, value_set=after)))
-    gained = after.filter(pc.invert(pc.is_in(after, value_set=before)))
-    return tuple(lost.to_pylist()), tuple(gained.to_pylist())
-
-
-def _live_rows(fragment: Any, row_ids: bool) -> Any:
-    """The live rows of a fragment, as an Arrow array of addresses (or row ids): without a
-    deletion file every row of its data files, else as Lance's scan of no column gives them."""
+def _taken(
+    kind: str, location: str, version: int, branch: str | None, found: list[tuple[int, Any]]
+) -> list[Side]:
+    """Sides taking `found` rows (per fragment id, its rows as a numpy array) of one table
+    version: the fragments' rows together, up to `_TAKEN_PER_SIDE` rows a side (one `_take_rows`
+    reads them all, where a side a fragment cost a read each)."""
     import numpy as np
-    import pyarrow as pa
 
-    metadata = fragment.metadata
-    if metadata.deletion_file is None and not row_ids:
-        first = int(fragment.fragment_id) << 32
-        return pa.array(np.arange(first, first + (metadata.physical_rows or 0), dtype=np.uint64))
-    scanner = fragment.scanner(columns=[], with_row_address=not row_ids, with_row_id=row_ids)
-    column = "_rowid" if row_ids else "_rowaddr"
-    found = [batch.column(column) for batch in scanner.to_batches()]
-    return pa.concat_arrays(found) if found else pa.array([], pa.uint64())
+    sides: list[Side] = []
+    fragments: list[int] = []
+    rows: list[Any] = []
+    count = 0
+    for position, (fid, taken) in enumerate(found):
+        fragments.append(fid)
+        rows.append(taken)
+        count += len(taken)
+        if count >= _TAKEN_PER_SIDE or position == len(found) - 1:
+            joined = tuple(np.concatenate(rows).tolist())
+            sides.append(Side(kind, location, version, branch, tuple(fragments), joined, count))
+            fragments, rows, count = [], [], 0
+    return sides
+
+
+def _row_diff(fid: int, size: int, before: Any, after: Any, row_ids: bool) -> tuple[Any, Any]:
+    """The rows of fragment `fid` (of `size` physical rows) live before and not after, and
+    after and not before, as numpy arrays: addresses (row ids on a table with stable row ids)."""
+    import numpy as np
+
+    if row_ids:  # ids in the order Lance gives them
+        return (
+            before[~np.isin(before, after, assume_unique=True)],
+            after[~np.isin(after, before, assume_unique=True)],
+        )
+    # addresses of one fragment: a mask over its physical rows, in address order
+    first = fid << 32
+    alive_before = np.zeros(size, dtype=bool)
+    alive_before[(before - np.uint64(first)).astype(np.int64)] = True
+    alive_after = np.zeros(size, dtype=bool)
+    alive_after[(after - np.uint64(first)).astype(np.int64)] = True
+    went = np.flatnonzero(alive_before & ~alive_after).astype(np.uint64) + np.uint64(first)
+    came = np.flatnonzero(alive_after & ~alive_before).astype(np.uint64) + np.uint64(first)
+    return went, came
+
+
+def _physical(fragment: Any) -> int:
+    return int(fragment.metadata.physical_rows or 0)
+
+
+def _live_rows(dataset: Any, fragments: list[Any], row_ids: bool) -> dict[int, Any]:
+    """The live rows of each of `fragments` of `dataset`, by fragment id, as numpy arrays of
+    addresses (or row ids): without a deletion file every row of its data files, else as
+    Lance's scan of no column gives them (one scan for all the fragments that need one)."""
+    import numpy as np
+
+    found: dict[int, Any] = {}
+    scanned = []
+    for fragment in fragments:
+        metadata = fragment.metadata
+        if metadata.deletion_file is None and not row_ids:
+            first = int(fragment.fragment_id) << 32
+            rows = metadata.physical_rows or 0
+            found[int(fragment.fragment_id)] = np.arange(first, first + rows, dtype=np.uint64)
+        else:
+            scanned.append(fragment)
+    if not scanned:
+        return found
+    scanner = dataset.scanner(
+        columns=[], with_row_address=True, with_row_id=row_ids, fragments=scanned
+    )
+    batches = list(scanner.to_batches())
+    for fragment in scanned:
+        found[int(fragment.fragment_id)] = np.array([], dtype=np.uint64)
+    if not batches:
+        return found
+    addresses = np.concatenate([b.column("_rowaddr").to_numpy() for b in batches])
+    rows = np.concatenate([b.column("_rowid").to_numpy() for b in batches]) if row_ids else None
+    owners = addresses >> np.uint64(32)
+    for fragment in scanned:
+        fid = int(fragment.fragment_id)
+        mine = owners == np.uint64(fid)
+        found[fid] = (rows if rows is not None else addresses)[mine]
+    return found
