@@ -13,6 +13,7 @@ not yet brought to the current schema is read through it, renamed columns includ
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -305,10 +306,13 @@ def history_text(history: list[Any]) -> str:
     return json.dumps([json.loads(schema_to_text(s)) for s in history], separators=(",", ":"))
 
 
-def shape(schema: Any) -> list[tuple[str, str]]:
+@functools.lru_cache(maxsize=256)
+def shape(schema: Any) -> tuple[tuple[str, str], ...]:
     """What a table's schema is compared by: column names and types, in order (a list's
-    element by its type, not its name: decision 27 in docs/decisions.md)."""
-    return [(f.name, type_text(f.type)) for f in schema]
+    element by its type, not its name: decision 27 in docs/decisions.md). Kept for the last
+    schemas asked about: a feed or a read asks it of every table, and equal schemas (names,
+    types and nullability) have one shape."""
+    return tuple((f.name, type_text(f.type)) for f in schema)
 
 
 def generation_of(table_schema: Any, schema: Any, history: list[Any]) -> Any | None:

@@ -38,6 +38,7 @@ class OpenedVersions:
         self._clock = clock
         # (key, a number that makes it unique) -> (when it was opened, the dataset)
         self._free: OrderedDict[tuple[Key, int], tuple[float, Any]] = OrderedDict()
+        self._numbers: dict[Key, list[int]] = {}  # each key's numbers in `_free`, in order
         self._lock = threading.Lock()
         self._given = 0
 
@@ -64,26 +65,34 @@ class OpenedVersions:
         with self._lock:
             self._given += 1
             self._free[(key, self._given)] = found
+            self._numbers.setdefault(key, []).append(self._given)
             self._forget(self._clock() - _FRESH_SECONDS)
 
     def _take(self, key: Key) -> tuple[float, Any] | None:
         stale = self._clock() - _FRESH_SECONDS
         with self._lock:
             self._forget(stale)
-            for waiting in reversed(self._free):
-                if waiting[0] == key:
-                    found = self._free.pop(waiting)
-                    if found[0] >= stale:
-                        return found
+            while key in self._numbers:  # the last given back first
+                found = self._drop((key, self._numbers[key][-1]))
+                if found[0] >= stale:
+                    return found
         return None
 
     def _forget(self, stale: float) -> None:
         """Drop the least recently given back beyond the bound, and the first in line while
         they were opened before `stale` (the rest go when asked for)."""
         while len(self._free) > self._most:
-            self._free.popitem(last=False)
+            self._drop(next(iter(self._free)))
         while self._free and next(iter(self._free.values()))[0] < stale:
-            self._free.popitem(last=False)
+            self._drop(next(iter(self._free)))
+
+    def _drop(self, entry: tuple[Key, int]) -> tuple[float, Any]:
+        found = self._free.pop(entry)
+        numbers = self._numbers[entry[0]]
+        numbers.remove(entry[1])
+        if not numbers:
+            del self._numbers[entry[0]]
+        return found
 
 
 def version_key(storage: Storage, location: str, version: int, branch: str | None) -> Key:

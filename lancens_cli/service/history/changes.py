@@ -270,7 +270,8 @@ def _appeared_or_gone(
     if found is None or row is None:
         return None
     dataset, branch = found
-    side = _whole(kind, row["location"], dataset, branch, dataset.get_fragments())
+    fragments = [f.metadata for f in dataset.get_fragments()]
+    side = _whole(kind, row["location"], dataset, branch, fragments)
     return ((side,), False, _stable_ids(dataset)) if side is not None else None
 
 
@@ -294,9 +295,9 @@ def _only_moves(dataset: Any, since: int, until: int, branch: str | None) -> boo
 def _whole(
     kind: str, location: str, dataset: Any, branch: str | None, fragments: list[Any]
 ) -> Side | None:
-    """Every live row of `fragments` of `dataset`."""
-    ids = tuple(int(f.fragment_id) for f in fragments if _live(f.metadata))
-    count = sum(_live(f.metadata) for f in fragments)
+    """Every live row of the fragments of `dataset` whose metadata `fragments` are."""
+    ids = tuple(int(m.id) for m in fragments if _live(m))
+    count = sum(_live(m) for m in fragments)
     if not ids:
         return None
     return Side(kind, location, int(dataset.version), branch, ids, None, count)
@@ -312,8 +313,9 @@ def _compared(
     """The sides between two versions of a table (or two tables), by their fragments."""
     (old, old_branch), (new, new_branch) = before, after
     same_table = old_location == new_location
-    then = {_key(f): f for f in old.get_fragments()}
-    now = {_key(f): f for f in new.get_fragments()}
+    # pylance builds a fragment's metadata anew each time it is asked: once a fragment here
+    then = {_key(m): (f, m) for f in old.get_fragments() for m in (f.metadata,)}
+    now = {_key(m): (f, m) for f in new.get_fragments() for m in (f.metadata,)}
     if not same_table:
         then_only, now_only, kept = list(then.values()), list(now.values()), []
     else:
@@ -321,21 +323,19 @@ def _compared(
         now_only = [f for k, f in now.items() if k not in then]
         kept = [(then[k], now[k]) for k in then if k in now]
     sides = [
-        _whole(DELETE, old_location, old, old_branch, then_only),
-        _whole(INSERT, new_location, new, new_branch, now_only),
+        _whole(DELETE, old_location, old, old_branch, [m for _, m in then_only]),
+        _whole(INSERT, new_location, new, new_branch, [m for _, m in now_only]),
     ]
     changed = [
-        (was, is_now)
-        for was, is_now in kept
-        if _deletion_key(was.metadata) != _deletion_key(is_now.metadata)
+        (was, is_now) for was, is_now in kept if _deletion_key(was[1]) != _deletion_key(is_now[1])
     ]
     alive_then = _live_rows(old, [was for was, _ in changed], row_ids)
     alive_now = _live_rows(new, [is_now for _, is_now in changed], row_ids)
     lost: list[tuple[int, Any]] = []
     gained: list[tuple[int, Any]] = []
-    for was, is_now in changed:
-        fid = int(was.fragment_id)
-        size = max(_physical(was), _physical(is_now))
+    for (_, was), (_, is_now) in changed:
+        fid = int(was.id)
+        size = max(was.physical_rows or 0, is_now.physical_rows or 0)
         went, came = _row_diff(fid, size, alive_then[fid], alive_now[fid], row_ids)
         lost += [(fid, went)] if len(went) else []
         gained += [(fid, came)] if len(came) else []
@@ -344,10 +344,10 @@ def _compared(
     return [side for side in sides if side is not None]
 
 
-def _key(fragment: Any) -> tuple[int, tuple[str, ...]]:
+def _key(metadata: Any) -> tuple[int, tuple[str, ...]]:
     """A fragment's identity: its id and data files (a fragment rewritten in place is another)."""
-    files = fragment.metadata.files  # `_path`: pylance makes a class each time `path` is read
-    return int(fragment.fragment_id), tuple(getattr(f, "_path", None) or f.path for f in files)
+    files = metadata.files  # `_path`: pylance makes a class each time `path` is read
+    return int(metadata.id), tuple(getattr(f, "_path", None) or f.path for f in files)
 
 
 def _deletion_key(metadata: Any) -> tuple[Any, ...] | None:
@@ -401,25 +401,22 @@ def _row_diff(fid: int, size: int, before: Any, after: Any, row_ids: bool) -> tu
     return went, came
 
 
-def _physical(fragment: Any) -> int:
-    return int(fragment.metadata.physical_rows or 0)
-
-
-def _live_rows(dataset: Any, fragments: list[Any], row_ids: bool) -> dict[int, Any]:
-    """The live rows of each of `fragments` of `dataset`, by fragment id, as numpy arrays of
-    addresses (or row ids): without a deletion file every row of its data files, else as
-    Lance's scan of no column gives them (one scan for all the fragments that need one)."""
+def _live_rows(dataset: Any, fragments: list[tuple[Any, Any]], row_ids: bool) -> dict[int, Any]:
+    """The live rows of each of `fragments` (a fragment of `dataset` and its metadata), by
+    fragment id, as numpy arrays of addresses (or row ids): without a deletion file every row
+    of its data files, else as Lance's scan of no column gives them (one scan for all the
+    fragments that need one)."""
     import numpy as np
 
     found: dict[int, Any] = {}
     scanned = []
-    for fragment in fragments:
-        metadata = fragment.metadata
+    for fragment, metadata in fragments:
+        fid = int(metadata.id)
         if metadata.deletion_file is None and not row_ids:
-            first = int(fragment.fragment_id) << 32
-            rows = metadata.physical_rows or 0
-            found[int(fragment.fragment_id)] = np.arange(first, first + rows, dtype=np.uint64)
+            first = fid << 32
+            found[fid] = np.arange(first, first + (metadata.physical_rows or 0), dtype=np.uint64)
         else:
+            found[fid] = np.array([], dtype=np.uint64)
             scanned.append(fragment)
     if not scanned:
         return found
@@ -427,8 +424,6 @@ def _live_rows(dataset: Any, fragments: list[Any], row_ids: bool) -> dict[int, A
         columns=[], with_row_address=True, with_row_id=row_ids, fragments=scanned
     )
     batches = list(scanner.to_batches())
-    for fragment in scanned:
-        found[int(fragment.fragment_id)] = np.array([], dtype=np.uint64)
     if not batches:
         return found
     addresses = np.concatenate([b.column("_rowaddr").to_numpy() for b in batches])
@@ -436,6 +431,5 @@ def _live_rows(dataset: Any, fragments: list[Any], row_ids: bool) -> dict[int, A
     owners = addresses >> np.uint64(32)
     for fragment in scanned:
         fid = int(fragment.fragment_id)
-        mine = owners == np.uint64(fid)
-        found[fid] = (rows if rows is not None else addresses)[mine]
+        found[fid] = (rows if rows is not None else addresses)[owners == np.uint64(fid)]
     return found
