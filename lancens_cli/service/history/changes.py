@@ -392,6 +392,8 @@ def _row_diff(fid: int, size: int, before: Any, after: Any, row_ids: bool) -> tu
         )
     # addresses of one fragment: a mask over its physical rows, in address order
     first = fid << 32
+    for alive in (before, after):  # a manifest that does not record its rows: as many as seen
+        size = max(size, int(alive.max()) - first + 1 if len(alive) else 0)
     alive_before = np.zeros(size, dtype=bool)
     alive_before[(before - np.uint64(first)).astype(np.int64)] = True
     alive_after = np.zeros(size, dtype=bool)
