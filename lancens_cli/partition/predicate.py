@@ -19,6 +19,7 @@ import math
 import re
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 NEGATE = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
@@ -87,17 +88,17 @@ _PLAIN = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
 @functools.cache
-def _keywords() -> frozenset[str]:
-    """sqlglot's keywords (imported when first asked: sqlglot is a tenth of a second's import
-    that commands reading no predicate never pay)."""
-    from sqlglot.tokens import Tokenizer
-
-    return frozenset(Tokenizer.KEYWORDS)
+def sql_keywords() -> frozenset[str]:
+    """sqlglot's keywords that are plain words, from the list kept beside this module: sqlglot
+    is a tenth of a second's import that a command rendering a filter but reading no
+    condition (`merge`) need not pay."""
+    text = (Path(__file__).parent / "sql_keywords.txt").read_text(encoding="utf-8")
+    return frozenset(line for line in text.splitlines() if line and not line.startswith("#"))
 
 
 def quote_column(name: str) -> str:
     """A column name as Lance filters read it (backticks when not a plain identifier)."""
-    if _PLAIN.match(name) and name.upper() not in _keywords():
+    if _PLAIN.match(name) and name.upper() not in sql_keywords():
         return name
     return "`" + name.replace("`", "``") + "`"
 

@@ -6,7 +6,9 @@ the rows its filter matches (the condition rendered for that table's schema gene
 on the version `__manifest` publishes, and every changed table's new `read_version` goes into ONE
 `__manifest` commit through the write's commit path (`write.commit_touches`): readers see all of
 the delete or none of it, and a partition another writer changed meanwhile is deleted from
-again on top of what that writer published (a rebase), never over it.
+again on top of what that writer published (a rebase), never over it. The condition parser
+(sqlglot) is imported inside `delete_condition`, where a condition is read: `merge` renders
+filters from this module and reads none.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from lancens_cli.errors import ConcurrentModificationError, InvalidInputError, R
 from lancens_cli.models import Result, json_value
 from lancens_cli.partition.predicate import FALSE, And, Node, flatten
 from lancens_cli.partition.schema_evolution import column_sources, history_from_metadata
-from lancens_cli.partition.spark_conditions import split_condition
 from lancens_cli.partition.table_filter import filter_for
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.partitions import PartitionMatch, select_partitions
@@ -169,6 +170,8 @@ def delete_rows(
 def delete_condition(where: str, schema: Any) -> Node:
     """The condition as the predicate model holds it, or why it cannot be applied exactly
     (a partitioned namespace's and a table's alike)."""
+    from lancens_cli.partition.spark_conditions import split_condition  # sqlglot: when parsing
+
     if not where.strip():
         raise InvalidInputError("--where: give the condition the rows must meet")
     condition = split_condition(where, schema, session_zone=ZONE, label="--where")

@@ -3,6 +3,8 @@ Partition Pruning and Appendix D), found with one filtered read of `__manifest`.
 
 Only the `__manifest` metadata and the matching rows are read, never the whole catalog, so
 the cost follows the number of matches (and the scalar indexes, when built, do the filtering).
+The condition parser (sqlglot) is imported where a condition is given: a merge selects every
+partition and parses nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from lancens_cli.models import MANIFEST_TABLE, Identifier, Result, json_value
 from lancens_cli.partition.predicate import Node, to_sql
 from lancens_cli.partition.rows import top_namespace
 from lancens_cli.partition.selection import plan
-from lancens_cli.partition.spark_conditions import split_condition
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import (
     PartitionLayout,
@@ -102,6 +103,8 @@ def select_partitions(
     _require_readable(metadata)
     split, predicate = None, None
     if isinstance(where, str) and where:
+        from lancens_cli.partition.spark_conditions import split_condition  # sqlglot: if asked
+
         split = split_condition(where, layout.schema, "lance", floats=True, label=label)
         if strict and split.left:
             part = split.left[0]

@@ -10,7 +10,8 @@ gets Lance's Update in its own table (its old rows deleted, the new ones added, 
 commit); a row whose values change, or that lives under an earlier spec, moves to the table its
 values now select, in the same `__manifest` commit. The new values were worked out from the
 published rows, so a matched partition that another writer changed meanwhile fails the update
-(nothing published) rather than being rebased.
+(nothing published) rather than being rebased. DataFusion is imported where an expression is
+evaluated (`_evaluate`): `merge` uses this module's commit path and evaluates none.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import datafusion
 import pyarrow as pa
 
 from lancens_cli.errors import InvalidInputError
@@ -142,6 +142,8 @@ def new_values(rows: pa.Table, assignments: list[Assignment], schema: pa.Schema)
 def _evaluate(rows: pa.Table, by_column: dict[str, str], names: list[str]) -> pa.Table:
     """`SELECT` of every column, an assigned one as its expression, over `rows` (DataFusion;
     column names as written, not lower-cased)."""
+    import datafusion  # loaded where an expression is evaluated: `merge` needs none
+
     config = datafusion.SessionConfig().set(
         "datafusion.sql_parser.enable_ident_normalization", "false"
     )
