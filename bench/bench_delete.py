@@ -66,6 +66,7 @@ from lancens_cli.config import NamespaceConfig
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.delete import delete_rows, plan_delete
 ours, theirs, predicate = sys.argv[1], sys.argv[2], sys.argv[3]
+lance.dataset(ours + "/__manifest").count_rows()  # Lance's own start, paid before either side
 began = time.perf_counter()
 ns = Namespace(NamespaceConfig.from_properties({"root": ours}))
 delete_rows(ns, plan_delete(ns, predicate))
