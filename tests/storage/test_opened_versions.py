@@ -79,3 +79,28 @@ def test_a_version_is_opened_once_lent_to_one_thread_at_a_time_and_bounded(tmp_p
     with versions.lent(other, "t.lance", 2, None):
         pass
     assert len(opened) == 8
+
+
+def test_a_version_lent_for_longer_than_a_minute_is_opened_anew_behind_a_fresh_one(
+    tmp_path, monkeypatch
+):
+    """A dataset given back long after it was opened waits behind a fresher one of another
+    version: asked for, it is found too old and dropped, and the version is opened anew (a
+    walk of every waiting dataset once failed here, changed while it walked)."""
+    lance.write_dataset(pa.table({"x": [1, 2]}), tmp_path / "t.lance")
+    lance.write_dataset(pa.table({"x": [3]}), tmp_path / "t.lance", mode="append")
+    storage = Storage(NamespaceConfig(root="file://" + str(tmp_path)))
+    opened = _opens_counted(monkeypatch)
+    clock = [0.0]
+    versions = OpenedVersions(clock=lambda: clock[0])
+    with versions.lent(storage, "t.lance", 1, None) as first:  # opened at 0 s
+        clock[0] = 50.0
+        with versions.lent(storage, "t.lance", 2, None) as fresh:  # opened at 50 s
+            pass
+        clock[0] = 55.0
+    clock[0] = 65.0  # version 1, given back at 55 s, is too old; version 2 is not
+    with versions.lent(storage, "t.lance", 1, None) as again:
+        assert again is not first and again.count_rows() == 2
+    with versions.lent(storage, "t.lance", 2, None) as later:
+        assert later is fresh
+    assert opened == [("t.lance", 1), ("t.lance", 2), ("t.lance", 1)]
