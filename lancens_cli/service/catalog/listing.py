@@ -23,11 +23,13 @@ from lancens_cli.models import (
     Identifier,
     Listing,
 )
+from lancens_cli.partition.rows import top_namespace
+from lancens_cli.partition.spec import PartitionSpec
 from lancens_cli.service.catalog import listing_index
 from lancens_cli.service.namespace import NameRange, Namespace
 from lancens_cli.service.partitioned.label import PartitionLabel
-from lancens_cli.service.partitioned.layout import partition_summary
-from lancens_cli.service.partitioned.naming import partition_labels
+from lancens_cli.service.partitioned.layout import partition_summary, readable_layout
+from lancens_cli.service.partitioned.naming import label_of
 from lancens_cli.store import listing_cache
 from lancens_cli.store.arrow_text import arrow_strings
 from lancens_cli.store.containment import directory_location_problem, shown
@@ -330,7 +332,7 @@ class _PartitionView:
     (empty for any other root, and for damaged partition metadata: listed as rows)."""
 
     def __init__(self, snapshot: Any, summary: dict[str, Any] | None) -> None:
-        self.labels: dict[str, PartitionLabel] = {}
+        self._specs: dict[str, PartitionSpec] = {}  # by `v<N>`: a page's labels are made
         self.spec_namespaces: set[str] = set()
         self.current: str | None = None
         self.specs: dict[str, str] = {}
@@ -338,11 +340,20 @@ class _PartitionView:
         if summary is None or "unreadable" in summary:
             return
         versions = summary["spec_versions"]
-        self.labels = partition_labels(snapshot)
+        layout = readable_layout(snapshot)
+        self._specs = {spec.namespace: spec for spec in layout.specs} if layout else {}
         self.spec_namespaces = {f"v{v}" for v in versions}
         self.current = f"v{summary['current_spec']}"
         self.specs = {f"v{v}": ", ".join(summary["spec_fields"][str(v)]) for v in versions}
         self.counts = {f"v{v}": summary["partitions_by_spec"][str(v)] for v in versions}
+
+    def label(self, row: dict[str, Any]) -> PartitionLabel | None:
+        """The partition values of a partition table's row (None: another row)."""
+        object_id = row["object_id"]
+        spec = self._specs.get(top_namespace(object_id))
+        if row["object_type"] != KIND_TABLE or spec is None:
+            return None
+        return label_of(spec, row) if OBJECT_ID_DELIMITER in object_id else None
 
     def level_mask(self, rows: Any) -> Any:
         """Which of `rows` (an Arrow table) are namespaces between `v<N>` and a partition
@@ -383,7 +394,7 @@ def _row_entry(
         location=location,
         source=SOURCE_BOTH if in_directory else SOURCE_MANIFEST,
         state=state,
-        label=partitions.labels.get(object_id),
+        label=partitions.label(row),
         spec=partitions.specs.get(object_id),
         current=object_id == partitions.current,
         partitions=partitions.counts.get(object_id),
