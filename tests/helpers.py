@@ -307,3 +307,30 @@ def json_cli_process(root: Root, *args: str) -> subprocess.Popen:
         text=True,
         env=env,
     )
+
+
+def modules_loaded_by(args: list[str], watched: set[str], before: str = "") -> tuple[str, list]:
+    """Run `lancens ARGS` in a fresh Python (after the code `before`) as a user does, and
+    return its stdout and which of the `watched` top-level packages it imported; it must exit
+    0. Startup costs are asserted with it: a command pays for what it uses."""
+    probe = (
+        "import json, sys\n"
+        f"{before}\n"
+        f"sys.argv = ['lancens', *{args!r}]\n"
+        "from lancens_cli.cli.app import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "sys.stdout.flush()\n"
+        "print('\\n@@' + json.dumps(sorted({m.split('.')[0] for m in sys.modules}"
+        f" & set({sorted(watched)!r}))))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LANCENS_")}
+    env.update({"NO_COLOR": "1", "LANCE_LOG": "error"})
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    report, loaded = proc.stdout.rsplit("@@", 1)
+    return report, json.loads(loaded)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import modules_loaded_by
 
 REPO = Path(__file__).resolve().parents[2]
 GENERATOR = REPO / "scripts" / "generate_docs.py"
@@ -184,27 +185,14 @@ def test_a_prune_with_work_imports_no_predicate_parser_and_no_spark(tmp_path):
     for name in ("a", "b"):
         for mode in ("create", "append", "append"):
             lance.write_dataset(pa.table({"x": [1]}), tmp_path / f"{name}.lance", mode=mode)
-    probe = (
-        "import json, sys, time\n"
-        "time.sleep(1.1)\n"
-        f"sys.argv = ['lancens', '--root', {str(tmp_path)!r}, '--json', 'prune',"
-        " '--older-than', '1s', '--force', '--yes']\n"
-        "from lancens_cli.cli.app import main\n"
-        "try:\n"
-        "    main()\n"
-        "except SystemExit as exc:\n"
-        "    assert not exc.code, exc.code\n"
-        "sys.stdout.flush()\n"
-        "print('\\n@@' + json.dumps(sorted({m.split('.')[0] for m in sys.modules}"
-        " & {'sqlglot', 'pyspark', 'pandas'})))\n"
+    args = [
+        "--root", str(tmp_path), "--json", "prune", "--older-than", "1s", "--force", "--yes"
+    ]  # fmt: skip
+    report, loaded = modules_loaded_by(
+        args, {"sqlglot", "pyspark", "pandas"}, before="import time; time.sleep(1.1)"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, env=_env(), timeout=120
-    )
-    assert proc.returncode == 0, proc.stderr
-    report, loaded = proc.stdout.rsplit("@@", 1)
     assert json.loads(report)["totals"]["versions_removed"] == 4
-    assert json.loads(loaded) == []
+    assert loaded == []
 
 
 def test_the_architecture_map_names_every_module_of_service_and_store():

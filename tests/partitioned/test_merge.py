@@ -22,6 +22,7 @@ from helpers import (
     cli,
     copied_root,
     manifest,
+    modules_loaded_by,
     ok,
     published_rows,
     tree_snapshot,
@@ -352,31 +353,10 @@ def test_a_merge_by_id_loads_no_sql_parser_no_sql_engine_and_no_spark(template, 
     """A merge renders Lance filters but reads no condition and evaluates no expression:
     sqlglot (a tenth of a second's import), DataFusion and Spark stay out of its process, so
     a merge from cron pays for the merge."""
-    import os
-    import subprocess
-    import sys
-
     root, existing, _ = template
     copy = copied_root(root, tmp_path / "copy")
     source, path = _source(existing, tmp_path)
     args = [*copy.args, "--json", "merge", "--from", path, "--on", "id", "--engine", "local"]
-    probe = (
-        "import json, sys\n"
-        f"sys.argv = ['lancens', *{args!r}]\n"
-        "from lancens_cli.cli.app import main\n"
-        "try:\n"
-        "    main()\n"
-        "except SystemExit as exc:\n"
-        "    assert not exc.code, exc.code\n"
-        "sys.stdout.flush()\n"
-        "print('\\n@@' + json.dumps(sorted({m.split('.')[0] for m in sys.modules}"
-        " & {'sqlglot', 'datafusion', 'pyspark'})))\n"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LANCENS_")}
-    proc = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300
-    )
-    assert proc.returncode == 0, proc.stderr
-    report, loaded = proc.stdout.rsplit("@@", 1)
+    report, loaded = modules_loaded_by(args, {"sqlglot", "datafusion", "pyspark"})
     assert json.loads(report)["source_rows"] == source.num_rows
-    assert json.loads(loaded) == []
+    assert loaded == []
