@@ -23,7 +23,7 @@ from lancens_cli.models import (
     Identifier,
     Listing,
 )
-from lancens_cli.partition.rows import top_namespace
+from lancens_cli.partition.rows import partition_rows
 from lancens_cli.partition.spec import PartitionSpec
 from lancens_cli.service.catalog import listing_index
 from lancens_cli.service.namespace import NameRange, Namespace
@@ -332,7 +332,7 @@ class _PartitionView:
     (empty for any other root, and for damaged partition metadata: listed as rows)."""
 
     def __init__(self, snapshot: Any, summary: dict[str, Any] | None) -> None:
-        self._specs: dict[str, PartitionSpec] = {}  # by `v<N>`: a page's labels are made
+        self._layout_specs: list[PartitionSpec] = []  # a page's rows are labelled by them
         self.spec_namespaces: set[str] = set()
         self.current: str | None = None
         self.specs: dict[str, str] = {}
@@ -341,7 +341,7 @@ class _PartitionView:
             return
         versions = summary["spec_versions"]
         layout = readable_layout(snapshot)
-        self._specs = {spec.namespace: spec for spec in layout.specs} if layout else {}
+        self._layout_specs = list(layout.specs) if layout else []
         self.spec_namespaces = {f"v{v}" for v in versions}
         self.current = f"v{summary['current_spec']}"
         self.specs = {f"v{v}": ", ".join(summary["spec_fields"][str(v)]) for v in versions}
@@ -349,11 +349,8 @@ class _PartitionView:
 
     def label(self, row: dict[str, Any]) -> PartitionLabel | None:
         """The partition values of a partition table's row (None: another row)."""
-        object_id = row["object_id"]
-        spec = self._specs.get(top_namespace(object_id))
-        if row["object_type"] != KIND_TABLE or spec is None:
-            return None
-        return label_of(spec, row) if OBJECT_ID_DELIMITER in object_id else None
+        found = next(partition_rows([row], self._layout_specs, KIND_TABLE), None)
+        return label_of(found.spec, found.row) if found is not None else None
 
     def level_mask(self, rows: Any) -> Any:
         """Which of `rows` (an Arrow table) are namespaces between `v<N>` and a partition

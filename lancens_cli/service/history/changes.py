@@ -270,7 +270,7 @@ def _appeared_or_gone(
     if found is None or row is None:
         return None
     dataset, branch = found
-    fragments = [f.metadata for f in dataset.get_fragments()]
+    fragments = [metadata for _, metadata in _with_metadata(dataset)]
     side = _whole(kind, row["location"], dataset, branch, fragments)
     return ((side,), False, _stable_ids(dataset)) if side is not None else None
 
@@ -313,9 +313,8 @@ def _compared(
     """The sides between two versions of a table (or two tables), by their fragments."""
     (old, old_branch), (new, new_branch) = before, after
     same_table = old_location == new_location
-    # pylance builds a fragment's metadata anew each time it is asked: once a fragment here
-    then = {_key(m): (f, m) for f in old.get_fragments() for m in (f.metadata,)}
-    now = {_key(m): (f, m) for f in new.get_fragments() for m in (f.metadata,)}
+    then = {_key(m): (f, m) for f, m in _with_metadata(old)}
+    now = {_key(m): (f, m) for f, m in _with_metadata(new)}
     if not same_table:
         then_only, now_only, kept = list(then.values()), list(now.values()), []
     else:
@@ -342,6 +341,12 @@ def _compared(
     sides += _taken(DELETE, old_location, int(old.version), old_branch, lost)
     sides += _taken(INSERT, new_location, int(new.version), new_branch, gained)
     return [side for side in sides if side is not None]
+
+
+def _with_metadata(dataset: Any) -> list[tuple[Any, Any]]:
+    """Each fragment of `dataset` with its metadata, read once (pylance builds it anew each
+    time it is asked)."""
+    return [(fragment, fragment.metadata) for fragment in dataset.get_fragments()]
 
 
 def _key(metadata: Any) -> tuple[int, tuple[str, ...]]:
