@@ -48,6 +48,7 @@ KNOWN_ENV = frozenset(
         "LANCENS_PROFILE",
         "LANCENS_CONFIG",
         "LANCENS_SPARK_MASTER",  # pipeline/spark_session.py
+        "LANCENS_SPARK_CONNECT_TIMEOUT",  # pipeline/connect_probe.py
         "LANCENS_PRUNE_LEASE_SECONDS",  # service/prune/lease.py
         "LANCENS_STATE_DIR",  # pipeline/server_record.py
         *_TEST_SUITE_ENV,

@@ -244,6 +244,24 @@ def published_rows(root: Root):
     return pa.concat_tables(parts) if parts else pa.table({})
 
 
+def written_partitions(result: dict) -> list[tuple]:
+    """The tables an `update` or `merge` result says it writes, as a dry run can know them:
+    each one's partition values, the name of a table that exists (a new one is named only
+    when created), its rows out and in. A dry run's list equals its real run's."""
+    for entry in result["partitions"]:
+        if result["dry_run"] and entry["created"]:
+            assert entry["table"] is None and entry["location"] is None, entry
+    return sorted(
+        (
+            json.dumps(p["values"], sort_keys=True),
+            None if p["created"] else p["table"],
+            p["rows_deleted"],
+            p["rows_written"],
+        )
+        for p in result["partitions"]
+    )
+
+
 def restored_history_root(folder: Path, *, write_after: bool = False) -> Root:
     """A root partitioned by SPEC1 written three times and restored to `__manifest` version 3
     (a fourth write after it with `write_after`), with a plain table `t`: a history for the

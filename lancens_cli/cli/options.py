@@ -145,7 +145,8 @@ Remote = Annotated[
         "--remote",
         metavar="sc://HOST:PORT",
         help="Run on a Spark Connect server instead of a driver of our own. "
-        "(env SPARK_REMOTE, or the profile's [spark] remote)",
+        "(env SPARK_REMOTE, or the profile's [spark] remote). A server that does not answer "
+        "within LANCENS_SPARK_CONNECT_TIMEOUT seconds (default 20) is an error.",
         rich_help_panel=_SPARK,
     ),
 ]

@@ -331,7 +331,7 @@ def _published(
     plan.guard(ns)(ns.snapshot())
     replaced = Replacement(ns, plan.snapshot, layout, plan.deletes, touches, fresh)
     version = replaced.commit(plan.guard(ns), progress)
-    return version, [written_entry(t, False) for t in replaced.touches]
+    return version, [written_entry(t, False, layout) for t in replaced.touches]
 
 
 def _planned_entries(
@@ -349,7 +349,7 @@ def _planned_entries(
         PartitionTouch,
         locate_partitions,
     )
-    from lancens_cli.service.partitioned.update import written_entry
+    from lancens_cli.service.partitioned.update import partition_values, written_entry
 
     spec = layout.current
     counts: dict[str, int] = {}
@@ -365,15 +365,17 @@ def _planned_entries(
         row = plan.snapshot.get(table_id) if table_id is not None else None
         if row is None or table_id is None:
             entry = {"table": None, "location": None, "rows_deleted": 0, "created": True}
+            entry["values"] = partition_values(PartitionTouch(values, None), layout)
         else:
             written.add(table_id)
             touch = plan.deletes.get(table_id)
             name = Identifier.from_object_id(table_id).display()
-            entry = written_entry(touch, True) if touch else {
+            entry = written_entry(touch, True, layout) if touch else {
                 "table": name, "location": row["location"], "rows_deleted": 0, "created": False,
+                "values": partition_values(PartitionTouch(values, None, table_id=table_id), layout),
             }  # fmt: skip
         entries.append({**entry, "rows_written": count, "read_version": None})
-    entries += [written_entry(t, True) for i, t in plan.deletes.items() if i not in written]
+    entries += [written_entry(t, True, layout) for i, t in plan.deletes.items() if i not in written]
     return entries
 
 

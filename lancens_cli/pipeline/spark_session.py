@@ -51,6 +51,8 @@ from lancens_cli import interrupt
 from lancens_cli.config import parse_key_values
 from lancens_cli.errors import InvalidInputError, LancensError
 from lancens_cli.pipeline import register
+from lancens_cli.pipeline.connect_probe import DEFAULT_TIMEOUT as DEFAULT_CONNECT_TIMEOUT
+from lancens_cli.pipeline.connect_probe import await_server, connect_timeout
 from lancens_cli.pipeline.jvm_archive import (
     Launch,
     archive_key,
@@ -132,6 +134,7 @@ class SparkSettings:
     conf: dict[str, str] = field(default_factory=dict)
     debug: bool = False
     remote: str | None = None
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
 
     @classmethod
     def resolve(
@@ -160,7 +163,12 @@ class SparkSettings:
             if chosen_remote is None and not profile.get("master"):
                 chosen_remote = profile.get("remote") or None
         if chosen_remote is not None:
-            return cls(conf=conf, debug=debug, remote=_connect_url(str(chosen_remote)))
+            return cls(
+                conf=conf,
+                debug=debug,
+                remote=_connect_url(str(chosen_remote)),
+                connect_timeout=connect_timeout(environ),
+            )
         chosen = master or environ.get(MASTER_ENV) or profile.get("master") or DEFAULT_MASTER
         chosen = str(chosen).strip()
         if not chosen:
@@ -436,6 +444,8 @@ def _connect_session(settings: SparkSettings, data_source: bool = True) -> Any:
             f"--remote needs PySpark's Spark Connect client ({exc}): "
             "python -m pip install 'lancens-cli[spark]'"
         ) from None
+    # PySpark's client would retry an unreachable server for ten minutes: ask it first, briefly
+    await_server(settings.remote, settings.connect_timeout)
     try:
         # PySpark's own builder, which also switches pyspark.sql.functions to Connect
         spark = SparkSession.builder.remote(settings.remote).getOrCreate()

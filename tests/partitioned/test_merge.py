@@ -26,6 +26,7 @@ from helpers import (
     ok,
     published_rows,
     tree_snapshot,
+    written_partitions,
 )
 from typed_rows import make_rows
 
@@ -77,6 +78,7 @@ def test_a_merge_leaves_what_the_model_says(template, tmp_path, when_matched, wh
     done = json.loads(ok(copy, "--json", *args).stdout)
     matched = sum(1 for r in source.to_pylist() if r["id"] < 50_000)
     assert dry["rows_matched"] == done["rows_matched"] == matched
+    assert written_partitions(dry) == written_partitions(done)
     assert done["rows_updated"] == (matched if when_matched == "update" else 0)
     assert done["rows_inserted"] == (20 if when_not_matched == "insert" else 0)
     changes = done["rows_updated"] + done["rows_inserted"]

@@ -25,6 +25,7 @@ from helpers import (
     ok,
     published_rows,
     tree_snapshot,
+    written_partitions,
 )
 from hypothesis import given
 from hypothesis import strategies as st
@@ -65,6 +66,7 @@ def _updated_as_duckdb_says(template, tmp_path, where: str, assignment, name: st
     assert json.loads(planned.stdout)["rows_updated"] == matched, where
     version = int(manifest(copy).version)
     done = json.loads(ok(copy, "--json", "update", "--set", text, "--where", where, "--yes").stdout)
+    assert written_partitions(json.loads(planned.stdout)) == written_partitions(done), where
     assert done["rows_updated"] == matched, where
     assert int(manifest(copy).version) == version + (1 if matched else 0), where
     seen = published_rows(copy).sort_by("id")

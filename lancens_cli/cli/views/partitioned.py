@@ -218,9 +218,16 @@ def _table_merge_summary(r: Any) -> str:
 
 def _rewritten_tables(r: Any, command: str) -> View:
     """The tables a row change (`update`, `merge`) writes: its rows out and in."""
-    header = ["table", "rows_deleted", "rows_written", "read_version", "created"]
+    header = ["table", "values", "rows_deleted", "rows_written", "read_version", "created"]
     rows = [
-        [p["table"], p["rows_deleted"], p["rows_written"], p["read_version"], p["created"]]
+        [
+            p["table"],
+            ", ".join(f"{k}={v}" for k, v in p["values"].items()),
+            p["rows_deleted"],
+            p["rows_written"],
+            p["read_version"],
+            p["created"],
+        ]
         for p in r.partitions
     ]
     title = f"tables the {command} would write" if r.dry_run else "tables written"

@@ -103,7 +103,7 @@ def merge_rows(
     replaced = Replacement.of_rows(ns, snapshot, layout, plan.deletes, rows)
     if not dry_run:
         result.manifest_version = replaced.commit(plan.guard(ns), progress)
-    result.partitions = [written_entry(t, dry_run) for t in replaced.touches]
+    result.partitions = [written_entry(t, dry_run, layout) for t in replaced.touches]
     return result
 
 

@@ -23,7 +23,8 @@ from typing import Any
 import pyarrow as pa
 
 from lancens_cli.errors import InvalidInputError
-from lancens_cli.models import Identifier, Result
+from lancens_cli.models import Identifier, Result, json_value
+from lancens_cli.partition.rows import top_namespace
 from lancens_cli.partition.schema_evolution import column_sources, history_from_metadata
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.delete import (
@@ -230,10 +231,10 @@ def update_rows(
     replaced = Replacement.of_rows(ns, snapshot, layout, deletes, changed)
     result.moved = _moved(ns, found, parts)
     if dry_run:
-        result.partitions = [written_entry(t, dry_run) for t in replaced.touches]
+        result.partitions = [written_entry(t, dry_run, layout) for t in replaced.touches]
         return result
     result.manifest_version = replaced.commit(commit_guard(ns, found), progress)
-    result.partitions = [written_entry(t, False) for t in replaced.touches]
+    result.partitions = [written_entry(t, False, layout) for t in replaced.touches]
     return result
 
 
@@ -333,16 +334,31 @@ def _published_rows(
     return rows, known_rows_of(target.match.location, int(dataset.version), read, on_main)
 
 
-def written_entry(touch: PartitionTouch, dry_run: bool) -> dict[str, Any]:
-    """One table a row change writes: its rows out and in (`update` and `merge` alike)."""
+def written_entry(touch: PartitionTouch, dry_run: bool, layout: Any) -> dict[str, Any]:
+    """One table a row change writes: its partition values and its rows out and in (`update`
+    and `merge` alike). A dry run names no table it would create: its name is chosen when it is
+    created, so the values say which partition it is."""
+    named = touch.table_id and not (dry_run and touch.created)
     return {
-        "table": Identifier.from_object_id(touch.table_id).display() if touch.table_id else None,
-        "location": touch.location,
+        "table": Identifier.from_object_id(touch.table_id).display() if named else None,
+        "values": partition_values(touch, layout),
+        "location": touch.location if named else None,
         "rows_deleted": touch.rows_deleted,
         "rows_written": touch.row_count,
         "created": touch.created,
         "read_version": None if dry_run else touch.version,
     }
+
+
+def partition_values(touch: PartitionTouch, layout: Any) -> dict[str, Any]:
+    """The touch's values by partition field, under the spec of its table (the current one
+    for a table not created yet), as `partitions` and `ingest --dry-run` show them."""
+    spec = layout.current
+    if touch.table_id:
+        owner = top_namespace(touch.table_id)
+        spec = next((s for s in layout.specs if s.namespace == owner), spec)
+    fields = [f.field_id for f in spec.fields]
+    return {f: json_value(v) for f, v in zip(fields, touch.values, strict=True)}
 
 
 def _quoted(name: str) -> str:
