@@ -125,6 +125,7 @@ def merge(
     from lancens_cli.errors import InvalidInputError
     from lancens_cli.pipeline.merge_job import SparkMerge
     from lancens_cli.service.partitioned.merge import Unmatched, merge_rows
+    from lancens_cli.service.partitioned.write import source_types
     from lancens_cli.store.sources import open_source
 
     if source is None:
@@ -154,7 +155,7 @@ def merge(
         )
         result = _merge_on_spark(asked, why_spark, master, remote, conf)
     else:
-        data = open_source(source, fmt)
+        data = open_source(source, fmt, target=source_types(session().namespace, source, fmt))
         with progress_bar("merging into partition tables") as start:
             result = merge_rows(
                 session().namespace,

@@ -37,12 +37,12 @@ def write(
     filled with NULL (and named); a partition source column is refused unless
     --allow-missing-columns.
     """
-    from lancens_cli.service.partitioned.write import write_partitioned
+    from lancens_cli.service.partitioned.write import source_types, write_partitioned
     from lancens_cli.store.sources import open_source
 
     if root_argument is not None:
         session().merge(root=root_argument)
-    data = open_source(source, fmt)
+    data = open_source(source, fmt, target=source_types(session().namespace, source, fmt))
     with progress_bar("writing partition tables") as start:
         result = write_partitioned(
             session().namespace,

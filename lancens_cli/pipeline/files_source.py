@@ -105,8 +105,9 @@ def read_batches(handle: Any, fmt: str, target: Any | None) -> Iterator[Any]:
     elif fmt == "csv":
         import pyarrow.csv as pcsv
 
-        types = {f.name: f.type for f in target} if target is not None else None
-        yield from pcsv.open_csv(handle, convert_options=pcsv.ConvertOptions(column_types=types))
+        from lancens_cli.store.sources import csv_options
+
+        yield from pcsv.open_csv(handle, convert_options=csv_options(target))
     else:
         import pyarrow.json as pjson
 

@@ -53,6 +53,11 @@ def format_of_name(path: str) -> str | None:
     return _EXTENSIONS[extension] if extension != ".lance" and extension in _EXTENSIONS else None
 
 
+def is_csv(path: str, fmt: str | None) -> bool:
+    """The source is CSV, named so or by its extension (its columns are typed by the target)."""
+    return (fmt or format_of_name(path)) == "csv"
+
+
 def require_exists(path: str, option: str) -> None:
     """Refuse a path that is not there, naming the option that gave it: `--from FILE: x does
     not exist` (every command that reads a local input file says it so)."""
@@ -60,8 +65,24 @@ def require_exists(path: str, option: str) -> None:
         raise InvalidInputError(f"{option}: {path} does not exist")
 
 
-def open_source(path: str, fmt: str | None = None, option: str = "--from FILE") -> Any:
-    """A pyarrow RecordBatchReader over the file's rows."""
+def csv_options(target: Any = None) -> pcsv.ConvertOptions:
+    """How every CSV is read here, as Spark's and DuckDB's CSV readers read it: an empty field,
+    quoted or not, is NULL in every column (text too), and any other field is a value (`NULL`
+    and `N/A` are text, `NaN` and `Infinity` are floats). pyarrow's own defaults read an empty
+    text field as "" and `NaN` in a float column as NULL, so the same file would give other
+    rows here than on Spark. `target` (a schema) types the columns it names, as Spark is given
+    the namespace's types, instead of guessing them from the values."""
+    types = None
+    if target is not None:
+        types = {f.name: f.type for f in target if not pa.types.is_nested(f.type)}
+    return pcsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True)
+
+
+def open_source(
+    path: str, fmt: str | None = None, option: str = "--from FILE", target: Any = None
+) -> Any:
+    """A pyarrow RecordBatchReader over the file's rows (a CSV's columns typed as `target`'s
+    where it names them)."""
     require_exists(path, option)
     fmt = fmt or detect_format(path)
     if fmt not in FORMATS:
@@ -73,7 +94,7 @@ def open_source(path: str, fmt: str | None = None, option: str = "--from FILE") 
         if fmt == "arrow":
             return open_arrow(path)
         if fmt == "csv":
-            return pcsv.open_csv(path)
+            return pcsv.open_csv(path, convert_options=csv_options(target))
         if fmt == "jsonl":
             table = pjson.read_json(path)
             return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())

@@ -74,6 +74,7 @@ from lancens_cli.store.partition_tables import (
     start_on_branch,
 )
 from lancens_cli.store.row_verdicts import row_locations
+from lancens_cli.store.sources import is_csv
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import (
     VERSIONS_DIR,
@@ -272,6 +273,13 @@ def partitioned_target(ns: Namespace) -> tuple[ManifestSnapshot, PartitionLayout
     ns.require_writable(snapshot)
     _require_intact(snapshot, layout)
     return snapshot, layout
+
+
+def source_types(ns: Namespace, path: str, fmt: str | None) -> Any:
+    """The namespace schema when the source is CSV, whose text gets the namespace's types as
+    Spark's reader gets them (not types guessed from the values); None for formats that carry
+    their own types."""
+    return partitioned_target(ns)[1].schema if is_csv(path, fmt) else None
 
 
 def commit_touches(

@@ -1,0 +1,152 @@
+"""A CSV file gives the same rows whichever reader takes it: `write`, `merge` in this process,
+`merge` and `ingest` on Spark, and a Spark task's pyarrow reader of an object-store file, each
+against DuckDB's `read_csv` of the same file with the namespace's types.
+
+The fields users' files hold: empty fields quoted and not (NULL in every column, text too, as
+Spark and DuckDB read them), `NULL`, `N/A` and `NaN` as text, `NaN` and the infinities as
+floats, quoted commas and doubled quotes, padded text, integer extremes, dates.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from helpers import Root, invoke, ok, published_rows
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        ("s", pa.string()),
+        ("d", pa.float64()),
+        ("i", pa.int32()),
+        ("b", pa.bool_()),
+        ("day", pa.date32()),
+    ]
+)
+DUCK_TYPES = (
+    "{'id': 'BIGINT', 's': 'VARCHAR', 'd': 'DOUBLE', 'i': 'INTEGER', 'b': 'BOOLEAN', 'day': 'DATE'}"
+)
+TEXT = ["", '""', "NULL", "null", "N/A", "NaN", " x ", "a,b", 'say "hi"', "é ü", "0"]
+FLOATS = ["", '""', "NaN", "Infinity", "-Infinity", "Inf", "-Inf", "1.5", "-0.0", "1e308", "7"]
+INTS = ["", '""', "0", "-2147483648", "2147483647", "42"]
+BOOLS = ["", "true", "false"]
+
+
+def field(text: str) -> str:
+    """A value as a CSV field: quoted when it holds a comma or a quote ('""' is an empty
+    field written quoted)."""
+    if text == '""' or not ("," in text or '"' in text):
+        return text
+    return '"' + text.replace('"', '""') + '"'
+
+
+def csv_text(rows: list[tuple[str, ...]]) -> str:
+    lines = ["id,s,d,i,b,day"]
+    lines += [",".join([str(n), *(field(v) for v in row)]) for n, row in enumerate(rows)]
+    return "\n".join(lines) + "\n"
+
+
+def oracle(path: Path) -> list[tuple]:
+    rows = duckdb.sql(
+        f"SELECT * FROM read_csv('{path}', header = true, columns = {DUCK_TYPES}) ORDER BY id"
+    ).fetchall()
+    return [_cells(r) for r in rows]
+
+
+def _cells(row) -> tuple:
+    return tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in row)
+
+
+def published(root: Root) -> list[tuple]:
+    table = published_rows(root).select(SCHEMA.names).sort_by("id")
+    return [_cells(tuple(r.values())) for r in table.to_pylist()]
+
+
+def namespace(folder: Path) -> Root:
+    folder.mkdir(parents=True, exist_ok=True)
+    seed = folder / "seed.parquet"
+    pq.write_table(SCHEMA.empty_table(), seed)
+    root = Root(str(folder / "ns"), {}, folder / "ns")
+    ok(root, "init")
+    ok(root, "add-partition-spec", "--schema", str(seed), "--field", "bucket(2, id)")
+    return root
+
+
+ROWS = st.lists(
+    st.tuples(
+        st.sampled_from(TEXT)
+        | st.text(st.characters(codec="utf-8", exclude_characters="\r\n"), max_size=6),
+        st.sampled_from(FLOATS) | st.floats(allow_nan=False).map(repr),
+        st.sampled_from(INTS),
+        st.sampled_from(BOOLS),
+        st.sampled_from(["", "2024-02-29", "1970-01-01"])
+        | st.dates(dt.date(1, 1, 1), dt.date(9999, 12, 31)).map(dt.date.isoformat),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(rows=ROWS)
+def test_write_and_merge_read_a_csv_as_duckdb_reads_it(tmp_path_factory, rows):
+    folder = tmp_path_factory.mktemp("csv")
+    path = folder / "rows.csv"
+    path.write_text(csv_text(rows), encoding="utf-8")
+    expected = oracle(path)
+    written = namespace(folder / "write")
+    done = invoke(*written.args, "write", "--from", str(path))
+    assert done.exit_code == 0, done.stderr
+    assert published(written) == expected
+    merged = namespace(folder / "merge")
+    done = invoke(*merged.args, "merge", "--from", str(path), "--on", "id", "--engine", "local")
+    assert done.exit_code == 0, done.stderr
+    assert published(merged) == expected
+
+
+def edge_rows() -> list[tuple[str, ...]]:
+    """Every listed field at least once, in every column."""
+    width = max(len(TEXT), len(FLOATS), len(INTS))
+    return [
+        (TEXT[n % len(TEXT)], FLOATS[n % len(FLOATS)], INTS[n % len(INTS)],
+         BOOLS[n % len(BOOLS)], ["", "2024-02-29", "0001-01-01"][n % 3])
+        for n in range(width)
+    ]  # fmt: skip
+
+
+def test_a_tasks_pyarrow_reader_reads_a_csv_as_duckdb_reads_it(tmp_path):
+    """What a Spark task runs on an `s3://` or `gs://` CSV (pipeline/files_source.py)."""
+    pytest.importorskip("pyspark")
+    from lancens_cli.pipeline.files_source import read_batches
+
+    path = tmp_path / "rows.csv"
+    path.write_text(csv_text(edge_rows()), encoding="utf-8")
+    with open(path, "rb") as handle:
+        table = pa.Table.from_batches(list(read_batches(handle, "csv", SCHEMA)))
+    got = [_cells(tuple(r.values())) for r in table.sort_by("id").to_pylist()]
+    assert got == oracle(path)
+
+
+@pytest.mark.spark
+def test_merge_and_ingest_on_spark_read_a_csv_as_this_process_does(tmp_path, spark):
+    path = tmp_path / "rows.csv"
+    path.write_text(csv_text(edge_rows()), encoding="utf-8")
+    expected = oracle(path)
+    assert [r[1] for r in expected][:2] == [None, None]  # the premise: "" and '""' are NULL
+    here = namespace(tmp_path / "here")
+    ok(here, "merge", "--from", str(path), "--on", "id", "--engine", "local")
+    there = namespace(tmp_path / "there")
+    merged = ok(there, "--json", "merge", "--from", str(path), "--on", "id", "--engine", "spark")
+    assert json.loads(merged.stdout)["rows_inserted"] == len(expected)
+    ingested = namespace(tmp_path / "ingested")
+    ok(ingested, "ingest", str(path))
+    assert published(here) == published(there) == published(ingested) == expected
