@@ -263,8 +263,23 @@ def check_arrow_columns(columns: Any, target: Any) -> None:
                 raise InvalidInputError(f"the input lacks the non-nullable column {f.name!r}")
             continue
         have = given[f.name].type
-        if _kind(have) != _kind(f.type):
+        if _kind(have) != _kind(f.type) and not _casts(have, f.type):
             raise InvalidInputError(f"column {f.name!r} is {have}, the target has {f.type}")
+
+
+def _casts(have: Any, want: Any) -> bool:
+    """A scalar column of another kind that the write's cast takes value by value, as a write in
+    this process takes it (`conform`): integers into a double, dates written as text. A value
+    the cast cannot keep exactly fails its task in one line, and nothing is published."""
+    import pyarrow as pa
+
+    if t.is_nested(have) or t.is_nested(want):
+        return False
+    try:
+        pa.array([], have).cast(want, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    return True
 
 
 def _kind(arrow_type: Any) -> str:
