@@ -49,6 +49,8 @@ def test_write_has_a_dry_run_that_writes_nothing(partitioned, files):
     new = {p["values"]["country"] for p in planned["partitions"] if p["created"]}
     assert "JP" in new and "US" not in new
     assert all(p["read_version"] is None for p in planned["partitions"])
+    for p in planned["partitions"]:  # a table it would create is named when it is created
+        assert (p["table"] is None) == p["created"] == (p["location"] is None), p
     text = ok(partitioned, "write", "--from", more, "--dry-run")
     assert "would create" in text.stdout and "nothing changed" in text.stderr
     done = ok(partitioned, "write", "--from", more, "--json").json()
@@ -58,6 +60,8 @@ def test_write_has_a_dry_run_that_writes_nothing(partitioned, files):
     assert [p["created"] for p in done["partitions"]] == [
         p["created"] for p in planned["partitions"]
     ]
+    existing = {p["table"] for p in planned["partitions"] if not p["created"]}
+    assert existing == {p["table"] for p in done["partitions"] if not p["created"]}
 
 
 def test_an_evolve_schema_dry_run_says_what_would_be_applied(partitioned, files):

@@ -124,7 +124,7 @@ def _partition_write(r: Any) -> View:
             t.row_count,
             t.version,
             _write_action(t, r.dry_run),
-            Identifier.from_object_id(t.table_id).display(),
+            None if r.dry_run and t.created else Identifier.from_object_id(t.table_id).display(),
         ]
         for t in r.partitions
     ]

@@ -106,9 +106,9 @@ class PartitionWrite(Result):
             "manifest_version": self.manifest_version,
             "rebases": self.rebases,
             "partitions": [
-                {
-                    "table": t.table_id,
-                    "location": t.location,
+                {  # a dry run names no table it would create: its name is chosen then
+                    "table": None if self.dry_run and t.created else t.table_id,
+                    "location": None if self.dry_run and t.created else t.location,
                     "values": {
                         f: json_value(v) for f, v in zip(self.fields, t.values, strict=True)
                     },
