@@ -8,6 +8,7 @@ its in-memory state. That is the run that shows the jobs are cluster-ready.
 from __future__ import annotations
 
 import random
+import shutil
 import time
 
 import pyarrow as pa
@@ -100,3 +101,71 @@ def test_ingest_and_scan_on_a_standalone_cluster(spark_cluster, tmp_path):
         if r == "eu" and a < 500
     )
     assert sorted(row[0] for row in scanned.json()["rows"]) == expected
+
+
+def test_merge_on_a_standalone_cluster_leaves_what_a_merge_in_this_process_leaves(
+    spark_cluster, tmp_path
+):
+    """The source's rows are read and written by executors on the worker; the driver (a fresh
+    process) matches the keys and publishes in one `__manifest` commit. Rows that change region
+    move partitions; new keys are inserted."""
+    rng = random.Random(12)
+    n = 2000
+    existing = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "region": pa.array([rng.choice(["eu", "us", "ap"]) for _ in range(n)]),
+            "amount": pa.array([rng.randrange(1000) for _ in range(n)], pa.int64()),
+        }
+    )
+    seed = tmp_path / "existing.parquet"
+    pq.write_table(existing, seed)
+    there = tmp_path / "there"
+    assert run_cli("--root", str(there), "init").exit_code == 0
+    spec = run_cli(
+        "--root", str(there), "add-partition-spec", "--schema", str(seed),
+        "--field", "region", "--field", "bucket(4, id) as b",
+    )  # fmt: skip
+    assert spec.exit_code == 0, spec.stderr
+    assert run_cli("--root", str(there), "write", "--from", str(seed)).exit_code == 0
+    here = tmp_path / "here"
+    shutil.copytree(there, here, symlinks=True)
+
+    keys = sorted(rng.sample(range(n), 300)) + list(range(n, n + 100))  # 300 matched, 100 new
+    corrections = pa.table(
+        {
+            "id": pa.array(keys, pa.int64()),
+            "region": pa.array([rng.choice(["eu", "us", "ap", "sa"]) for _ in keys]),
+            "amount": pa.array([-k for k in keys], pa.int64()),
+        }
+    )
+    folder = tmp_path / "corrections"
+    folder.mkdir()
+    for part in range(4):  # a directory of files, as a job's output lands
+        pq.write_table(corrections.slice(part * 100, 100), folder / f"part-{part}.parquet")
+    single = tmp_path / "corrections.parquet"
+    pq.write_table(corrections, single)
+    mine = run_cli("--root", str(here), "--json", "merge", "--from", str(single), "--on", "id")
+    assert mine.exit_code == 0, mine.stderr
+
+    before = set(spark_cluster.executor_dirs())
+    merged = on_cluster(
+        spark_cluster, "--root", str(there), "--json", "merge", "--from", str(folder), "--on", "id"
+    )
+    assert set(spark_cluster.executor_dirs()) - before, "no executor ran the merge's tasks"
+
+    assert merged.exit_code == 0, merged.stderr
+    for key in ("rows_matched", "rows_updated", "rows_inserted"):
+        assert merged.json()[key] == mine.json()[key], key
+    assert merged.json()["rows_matched"] == 300 and merged.json()["rows_inserted"] == 100
+    assert published(there) == published(here)
+    assert run_cli("--root", str(there), "check").exit_code == 0
+
+
+def published(root) -> list[tuple]:
+    """Every row the partitioned root publishes, as pylance reads it."""
+    done = run_cli(
+        "--root", str(root), "scan", "--columns", "id,region,amount", "--limit", "0", "--json"
+    )
+    assert done.exit_code == 0, done.stderr
+    return sorted(tuple(row) for row in done.json()["rows"])
