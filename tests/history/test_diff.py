@@ -10,6 +10,7 @@ versions says. A plain table's diff is checked against the operations the test m
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, timedelta
 from pathlib import Path
 from typing import Any
@@ -359,6 +360,11 @@ def test_every_pair_of_manifest_versions_matches_time_travel_reads(tmp_path):
     assert [line.split("\t")[0] for line in piped] == [
         k for k in ("added", "removed", "changed") for _ in latest[k]
     ]
+    for line in piped:  # a spec version reads `v2`; a table version as `versions` prints it
+        cells = line.split("\t")
+        assert re.fullmatch(r"v\d+", cells[2]), line
+        assert all(re.fullmatch(r"-|\d+|tag \S+ \(\d+\)|\S+@\d+", c) for c in cells[3:5]), line
+        assert all(re.match(r"\S*@\d+ ", op) for op in cells[7].split("; ") if op), line
     catalog = lines[len(piped) :]
     assert len(catalog) == len(latest["spec_versions_added"]) + len(latest["schema_changes"])
     assert {len(line.split("\t")) for line in lines} == {len(lines[0].split("\t"))}

@@ -137,20 +137,20 @@ def _restore_warnings(r: Any) -> list[str]:
 
 
 def _published_text(p: Any) -> str:
-    """What a row publishes as one cell: `v3`, `tag snap (v3)`, `branch b1 v2`, or `-`."""
+    """What a row publishes as one cell, a table version as `versions` prints it: `3`,
+    `tag snap (3)`, `b1@2` on a branch, or `-`. Only a spec version is written `v1`."""
     if p is None:
         return "-"
-    version = "?" if p.version is None else f"v{p.version}"
+    version = "?" if p.version is None else str(p.version)
     if p.ref.tag is not None:
         return f"tag {p.ref.tag} ({version})"
-    return f"branch {p.ref.branch} {version}" if p.ref.branch is not None else version
+    return f"{p.ref.branch}@{version}" if p.ref.branch is not None else version
 
 
 def _change_text(c: Any) -> str:
-    """One table version in a cell: `v4 append +10`, `b1 v2 append +5` on a branch."""
+    """One table version in a cell: `@4 append +10`, `b1@2 append +5` on a branch."""
     delta = "" if not c.rows_delta else f" {c.rows_delta:+d}"
-    line = f"{c.branch} " if c.branch is not None else ""
-    return f"{line}v{c.version} {c.operation}{delta}"
+    return f"{c.branch or ''}@{c.version} {c.operation}{delta}"
 
 
 @view("lancens_cli.service.history.diff.PartitionDiff")
