@@ -528,6 +528,8 @@ def _report_file(
     handle, report_path = tempfile.mkstemp(prefix="lancens-ingest-", suffix=".json")
     os.close(handle)
     options = {"root": ns.config.root, "report": report_path, "delimiter": delimiter}
+    # the ingest checked its input's columns itself (`check_input`), naming its own flag
+    options["allowMissingColumns"] = "true"
     origin = current_origin()
     if origin is not None:  # the commit, in Spark's process, records the command
         options["origin"] = json.dumps(origin.__dict__, default=str)

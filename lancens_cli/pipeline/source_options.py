@@ -79,16 +79,21 @@ class SourceOptions:
     def changes(self) -> bool:
         """Whether the read is the change feed (`readChanges`): every row inserted or deleted
         after the start (`sinceVersion` / `sinceTimestamp`) up to the version read."""
-        text = self.extra.get("readchanges")
+        wanted = self.flag("readchanges", "readChanges")
+        if wanted and self.since() is None:
+            raise InvalidInputError(
+                "option readChanges needs sinceVersion or sinceTimestamp (0: from the start)"
+            )
+        return wanted
+
+    def flag(self, key: str, name: str) -> bool:
+        """A true/false option (absent: false); any other text is refused naming it."""
+        text = self.extra.get(key)
         if text is None:
             return False
         lowered = text.strip().lower()
         if lowered not in ("true", "false"):
-            raise InvalidInputError(f"option readChanges: {text!r} is not true or false")
-        if lowered == "true" and self.since() is None:
-            raise InvalidInputError(
-                "option readChanges needs sinceVersion or sinceTimestamp (0: from the start)"
-            )
+            raise InvalidInputError(f"option {name}: {text!r} is not true or false")
         return lowered == "true"
 
     def ident(self) -> Any:

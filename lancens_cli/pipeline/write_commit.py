@@ -11,7 +11,9 @@ files its tasks wrote; a killed driver publishes nothing (`check --fix` removes 
 
 Options beyond the data source's own: `report` (a local path: `commit()` writes what it
 committed there as JSON, for `lancens ingest`), `branch` (partitioned writes only: the rows
-go to that branch of each partition table, `service.partitioned.branch`).
+go to that branch of each partition table, `service.partitioned.branch`),
+`allowMissingColumns` (a DataFrame lacking a column the current spec partitions by is refused
+unless it is `true`, as `write` refuses such input).
 
 Lance and the service and store modules that load it are imported inside the driver's functions
 (planning, commit, abort): a task unpickles the writer in its Python worker and loads Lance only in
@@ -66,7 +68,7 @@ if TYPE_CHECKING:
     from lancens_cli.store.storage import Storage
 
 # `origin`: the command a write belongs to (`ingest`), for the record its commit leaves
-WRITE_OPTIONS = frozenset(("report", "branch", "origin"))
+WRITE_OPTIONS = frozenset(("report", "branch", "origin", "allowmissingcolumns"))
 
 
 @dataclass
@@ -164,6 +166,7 @@ def _plan(opts: SourceOptions, spark_schema: StructType, overwrite: bool) -> Wri
         snapshot, layout = partitioned_target(ns)
         check_columns(spark_schema, layout.schema)
         spec = layout.current
+        _require_partition_sources(opts, spark_schema, layout.schema, spec)
         verdicts = row_locations(ns.storage, snapshot)
         tables = {}
         for row in partition_table_rows(snapshot.rows, [spec]):
@@ -186,6 +189,21 @@ def _plan(opts: SourceOptions, spark_schema: StructType, overwrite: bool) -> Wri
     if branch is not None:
         raise InvalidInputError("a branch write goes into the partitioned root, not a table")
     return _plan_plain(opts, ns, ident, spark_schema, job_id, overwrite)
+
+
+def _require_partition_sources(
+    opts: SourceOptions, spark_schema: StructType, schema: Any, spec: Any
+) -> None:
+    """A DataFrame lacking a column the current spec partitions by is refused, as `write` and
+    `ingest` refuse such input, unless the `allowMissingColumns` option says to fill it with
+    NULL (every row would land in the partition of NULL)."""
+    from lancens_cli.service.partitioned.input_rows import require_partition_sources
+
+    if opts.flag("allowmissingcolumns", "allowMissingColumns"):
+        return
+    given = set(spark_schema.fieldNames())
+    lacking = [f.name for f in schema if f.name not in given]
+    require_partition_sources(lacking, spec, schema, ".option('allowMissingColumns', 'true')")
 
 
 def _plan_plain(

@@ -140,3 +140,31 @@ def test_a_partition_row_pointing_outside_the_root_is_never_written(root, spark,
     # a read that would open the refused partition refuses too, rather than skip its rows
     refused = invoke(*root.args, "scan", "--count")
     assert refused.exit_code == 5, refused.stderr
+
+
+def test_a_frame_lacking_a_partition_source_column_is_refused_unless_allowed(root, spark):
+    """As `write` and `ingest` refuse such input: every row would land in the NULL partition."""
+    from pyspark.sql import functions as F
+
+    frame = spark.range(3000, 3010, numPartitions=2).select(
+        "id", F.lit(1).cast("int").alias("n")
+    )  # no country
+    before = tree_snapshot(root.local_path)
+    ids = published_ids(spark, root)
+
+    def save(*options: tuple[str, str]) -> None:
+        writer = frame.write.format("lancens").option("root", root.uri).mode("append")
+        for key, value in options:
+            writer = writer.option(key, value)
+        writer.save()
+
+    with pytest.raises(Exception, match="lacks country.*allowMissingColumns"):
+        save()
+    with pytest.raises(Exception, match="option allowMissingColumns: 'yes' is not true or false"):
+        save(("allowMissingColumns", "yes"))
+    assert tree_snapshot(root.local_path) == before
+    save(("allowMissingColumns", "true"))
+    assert published_ids(spark, root) == sorted(ids + list(range(3000, 3010)))
+    rows = spark.read.format("lancens").option("root", root.uri).load()
+    assert rows.where("id >= 3000 AND country IS NULL").count() == 10
+    assert invoke(*root.args, "check").exit_code == 0

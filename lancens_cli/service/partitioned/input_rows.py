@@ -56,9 +56,12 @@ def lacking_columns(data: Any, schema: Any) -> list[str]:
     return [f.name for f in schema if f.name not in given]
 
 
-def require_partition_sources(lacking: list[str], spec: PartitionSpec, schema: Any) -> None:
+def require_partition_sources(
+    lacking: list[str], spec: PartitionSpec, schema: Any, allow: str = "--allow-missing-columns"
+) -> None:
     """Refuse an input that lacks a column a field of `spec` takes its value from: every row
-    would be partitioned as if the column were NULL (the caller may allow it)."""
+    would be partitioned as if the column were NULL (the caller may allow it, by `allow`: the
+    flag of a command, the option of the data source)."""
     by_id = top_level_ids(schema)
     fields: dict[str, list[str]] = {}
     for f in spec.fields:
@@ -76,7 +79,7 @@ def require_partition_sources(lacking: list[str], spec: PartitionSpec, schema: A
     raise InvalidInputError(
         f"the input lacks {', and '.join(said)}: every row would be partitioned as if {were} "
         f"NULL; add {'the column' if it == 'it' else 'the columns'}, or give "
-        f"--allow-missing-columns to fill {it} with NULL"
+        f"{allow} to fill {it} with NULL"
     )
 
 
