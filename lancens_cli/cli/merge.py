@@ -140,7 +140,7 @@ def merge(
                 "a merge into one table runs in this process: drop --engine spark, --master, "
                 "--remote and --conf (Spark merges into the partitioned root: drop ID)"
             )
-        data = open_source(source, fmt)
+        data = open_source(source, fmt, target=_table_types(table, source, fmt))
         _merge_into_table(table, data, on, when_matched, when_not_matched, unmatched, dry_run, yes)
         return
     if unmatched is not None and not dry_run:  # a bad condition is said before the question
@@ -239,6 +239,17 @@ def _merge_on_spark(
 
     with spark_progress("merge") as watch:
         return merge_on_spark(lambda: start(watch), session().namespace, asked)
+
+
+def _table_types(table: str, source: str, fmt: str | None) -> Any:
+    """The table's schema when the source is CSV (its text columns stay text), else None."""
+    from lancens_cli.service.catalog.table_rows.delete import changed_table
+    from lancens_cli.store.sources import is_csv
+
+    if not is_csv(source, fmt):
+        return None
+    ns, ident, delimiter = session().namespace, session().ident(table), session().delimiter
+    return changed_table(ns, ident, delimiter, "merge")[0].schema
 
 
 def _merge_into_table(

@@ -24,6 +24,7 @@ from lancens_cli.errors import InvalidInputError, LancensError
 
 TIMEOUT_ENV = "LANCENS_SPARK_CONNECT_TIMEOUT"
 DEFAULT_TIMEOUT = 20.0
+_LONGEST = 86400.0  # a day: the socket's own limit is far beyond any wait worth having
 _DEFAULT_PORT = 15002  # Spark Connect's, as PySpark's channel builder has it
 
 
@@ -37,8 +38,10 @@ def connect_timeout(environ: Mapping[str, str] | None = None) -> float:
         seconds = float(given)
     except ValueError:
         seconds = math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise InvalidInputError(f"{TIMEOUT_ENV}={given!r}: give a number of seconds above 0")
+    if not (math.isfinite(seconds) and 0 < seconds <= _LONGEST):
+        raise InvalidInputError(
+            f"{TIMEOUT_ENV}={given!r}: give a number of seconds above 0, at most {_LONGEST:g}"
+        )
     return seconds
 
 

@@ -41,6 +41,7 @@ from lancens_cli.errors import (
     TableNotFoundError,
     lance_message,
 )
+from lancens_cli.partition.casts import refused_cast, scalar_kind
 from lancens_cli.partition.rows import partition_table_rows
 from lancens_cli.pipeline.source_options import SourceOptions
 from lancens_cli.pipeline.task_failures import carried
@@ -287,17 +288,14 @@ def check_arrow_columns(columns: Any, target: Any) -> None:
 
 def _casts(have: Any, want: Any) -> bool:
     """A scalar column of another kind that the write's cast takes value by value, as a write in
-    this process takes it (`conform`): integers into a double, dates written as text. A value
-    the cast cannot keep exactly fails its task in one line, and nothing is published."""
-    import pyarrow as pa
-
-    if t.is_nested(have) or t.is_nested(want):
-        return False
-    try:
-        pa.array([], have).cast(want, safe=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return False
-    return True
+    this process takes it (`conform`, by the one rule of `partition/casts.py`): integers into a
+    double, dates written as text. A value the cast cannot keep exactly fails its task in one
+    line, and nothing is published."""
+    return (
+        scalar_kind(have) is not None
+        and scalar_kind(want) is not None
+        and not refused_cast(have, want)
+    )
 
 
 def _kind(arrow_type: Any) -> str:
@@ -309,20 +307,7 @@ def _kind(arrow_type: Any) -> str:
         return f"list<{_kind(arrow_type.value_type)}>"
     if t.is_struct(arrow_type):
         return f"struct<{', '.join(f'{f.name}: {_kind(f.type)}' for f in arrow_type)}>"
-    checks = (
-        ("integer", t.is_integer),
-        ("number", t.is_floating),
-        ("number", t.is_decimal),
-        ("string", lambda x: t.is_string(x) or t.is_large_string(x)),
-        ("binary", lambda x: t.is_binary(x) or t.is_large_binary(x)),
-        ("boolean", t.is_boolean),
-        ("date", t.is_date),
-        ("timestamp", t.is_timestamp),
-    )
-    for name, check in checks:
-        if check(arrow_type):
-            return name
-    return str(arrow_type)
+    return scalar_kind(arrow_type) or str(arrow_type)
 
 
 # --- commits (driver) --------------------------------------------------------------------------

@@ -70,11 +70,13 @@ def csv_options(target: Any = None) -> pcsv.ConvertOptions:
     quoted or not, is NULL in every column (text too), and any other field is a value (`NULL`
     and `N/A` are text, `NaN` and `Infinity` are floats). pyarrow's own defaults read an empty
     text field as "" and `NaN` in a float column as NULL, so the same file would give other
-    rows here than on Spark. `target` (a schema) types the columns it names, as Spark is given
-    the namespace's types, instead of guessing them from the values."""
+    rows here than on Spark. A column `target` (a schema) holds as text is read as text
+    (`02139` keeps its zero, `NaN` stays a word); other columns are typed from their values and
+    then cast to the target's type like any other input, value by value."""
     types = None
     if target is not None:
-        types = {f.name: f.type for f in target if not pa.types.is_nested(f.type)}
+        text = (pa.string(), pa.large_string())
+        types = {f.name: f.type for f in target if f.type in text}
     return pcsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True)
 
 

@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 
 import duckdb
+import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -30,15 +31,18 @@ SCHEMA = pa.schema(
         ("i", pa.int32()),
         ("b", pa.bool_()),
         ("day", pa.date32()),
+        ("ts", pa.timestamp("us", tz="UTC")),
     ]
 )
 DUCK_TYPES = (
-    "{'id': 'BIGINT', 's': 'VARCHAR', 'd': 'DOUBLE', 'i': 'INTEGER', 'b': 'BOOLEAN', 'day': 'DATE'}"
+    "{'id': 'BIGINT', 's': 'VARCHAR', 'd': 'DOUBLE', 'i': 'INTEGER', 'b': 'BOOLEAN', "
+    "'day': 'DATE', 'ts': 'TIMESTAMPTZ'}"
 )
 TEXT = ["", '""', "NULL", "null", "N/A", "NaN", " x ", "a,b", 'say "hi"', "é ü", "0"]
 FLOATS = ["", '""', "NaN", "Infinity", "-Infinity", "Inf", "-Inf", "1.5", "-0.0", "1e308", "7"]
 INTS = ["", '""', "0", "-2147483648", "2147483647", "42"]
 BOOLS = ["", "true", "false"]
+STAMPS = ["", "2024-01-02 03:04:05", "1999-12-31 23:59:59.5", "2024-02-29T00:00:00"]  # UTC
 
 
 def field(text: str) -> str:
@@ -50,13 +54,15 @@ def field(text: str) -> str:
 
 
 def csv_text(rows: list[tuple[str, ...]]) -> str:
-    lines = ["id,s,d,i,b,day"]
+    lines = ["id,s,d,i,b,day,ts"]
     lines += [",".join([str(n), *(field(v) for v in row)]) for n, row in enumerate(rows)]
     return "\n".join(lines) + "\n"
 
 
 def oracle(path: Path) -> list[tuple]:
-    rows = duckdb.sql(
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")  # a time without an offset is UTC, as Spark's session
+    rows = con.sql(
         f"SELECT * FROM read_csv('{path}', header = true, columns = {DUCK_TYPES}) ORDER BY id"
     ).fetchall()
     return [_cells(r) for r in rows]
@@ -90,6 +96,7 @@ ROWS = st.lists(
         st.sampled_from(BOOLS),
         st.sampled_from(["", "2024-02-29", "1970-01-01"])
         | st.dates(dt.date(1, 1, 1), dt.date(9999, 12, 31)).map(dt.date.isoformat),
+        st.sampled_from(STAMPS),
     ),
     min_size=1,
     max_size=12,
@@ -118,7 +125,8 @@ def edge_rows() -> list[tuple[str, ...]]:
     width = max(len(TEXT), len(FLOATS), len(INTS))
     return [
         (TEXT[n % len(TEXT)], FLOATS[n % len(FLOATS)], INTS[n % len(INTS)],
-         BOOLS[n % len(BOOLS)], ["", "2024-02-29", "0001-01-01"][n % 3])
+         BOOLS[n % len(BOOLS)], ["", "2024-02-29", "0001-01-01"][n % 3],
+         STAMPS[n % len(STAMPS)])
         for n in range(width)
     ]  # fmt: skip
 
@@ -126,12 +134,13 @@ def edge_rows() -> list[tuple[str, ...]]:
 def test_a_tasks_pyarrow_reader_reads_a_csv_as_duckdb_reads_it(tmp_path):
     """What a Spark task runs on an `s3://` or `gs://` CSV (pipeline/files_source.py)."""
     pytest.importorskip("pyspark")
-    from lancens_cli.pipeline.files_source import read_batches
+    from lancens_cli.pipeline.files_source import conform_batch, read_batches
 
     path = tmp_path / "rows.csv"
     path.write_text(csv_text(edge_rows()), encoding="utf-8")
     with open(path, "rb") as handle:
-        table = pa.Table.from_batches(list(read_batches(handle, "csv", SCHEMA)))
+        batches = [conform_batch(b, SCHEMA, str(path)) for b in read_batches(handle, "csv", SCHEMA)]
+    table = pa.Table.from_batches(batches)
     got = [_cells(tuple(r.values())) for r in table.sort_by("id").to_pylist()]
     assert got == oracle(path)
 
@@ -150,3 +159,17 @@ def test_merge_and_ingest_on_spark_read_a_csv_as_this_process_does(tmp_path, spa
     ingested = namespace(tmp_path / "ingested")
     ok(ingested, "ingest", str(path))
     assert published(here) == published(there) == published(ingested) == expected
+
+
+def test_a_merge_into_one_table_keeps_csv_text_as_text(tmp_path):
+    """A text column holds `02139`, not the number 2139 a guess from the values would make."""
+    root = Root(str(tmp_path / "ns"), {}, tmp_path / "ns")
+    ok(root, "init")
+    rows = pa.table({"id": pa.array([1, 2], pa.int64()), "zip": ["02134", "99999"]})
+    lance.write_dataset(rows, str(tmp_path / "ns" / "t.lance"))
+    path = tmp_path / "zips.csv"
+    path.write_text("id,zip\n1,02139\n3,00501\n4,\n", encoding="utf-8")
+    done = invoke(*root.args, "merge", "t", "--from", str(path), "--on", "id")
+    assert done.exit_code == 0, done.stderr
+    table = lance.dataset(str(tmp_path / "ns" / "t.lance")).to_table().sort_by("id")
+    assert table.column("zip").to_pylist() == ["02139", "99999", "00501", None]

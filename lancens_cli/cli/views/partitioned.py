@@ -218,11 +218,13 @@ def _table_merge_summary(r: Any) -> str:
 
 def _rewritten_tables(r: Any, command: str) -> View:
     """The tables a row change (`update`, `merge`) writes: its rows out and in."""
+    from lancens_cli.service.partitioned.label import PartitionLabel
+
     header = ["table", "values", "rows_deleted", "rows_written", "read_version", "created"]
     rows = [
         [
             p["table"],
-            ", ".join(f"{k}={v}" for k, v in p["values"].items()),
+            PartitionLabel(0, tuple(p["values"].items())).text(),
             p["rows_deleted"],
             p["rows_written"],
             p["read_version"],

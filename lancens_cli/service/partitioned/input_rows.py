@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancens_cli.errors import InvalidInputError
+from lancens_cli.partition.casts import refused_cast
 from lancens_cli.partition.schema import top_level_ids
 from lancens_cli.partition.spec import PartitionSpec
 from lancens_cli.partition.transforms import apply_field
@@ -36,6 +37,10 @@ def conform(data: Any, schema: Any) -> Any:
             columns.append(pa.nulls(table.num_rows, f.type))
             continue
         column = table.column(f.name)
+        if column.type != f.type and refused_cast(column.type, f.type):
+            raise InvalidInputError(
+                f"column {f.name!r} is {column.type}, the namespace has {f.type}"
+            )
         if column.type != f.type:
             try:
                 column = column.cast(f.type, safe=True)
