@@ -68,7 +68,7 @@ class FilesReader(DataSourceReader):
         target = arrow_schema(self.schema)
         try:
             with open_source(self.base, self.storage, partition.path) as handle:
-                for batch in read_batches(handle, self.fmt, target):
+                for batch in read_batches(handle, self.fmt, target, partition.path):
                     yield conform_batch(batch, target, partition.path)
         except Exception as exc:
             raise carried(exc) from None
@@ -90,8 +90,22 @@ def remote_fs(base: str, storage: dict[str, str]) -> Any:
     return Namespace.from_properties(properties).storage.fs
 
 
-def read_batches(handle: Any, fmt: str, target: Any | None) -> Iterator[Any]:
-    """Record batches of one file (CSV and JSON columns parsed as the target's types)."""
+def read_batches(handle: Any, fmt: str, target: Any | None, name: str = "") -> Iterator[Any]:
+    """Record batches of one file (CSV and JSON columns parsed as `csv_options` and the target
+    say); a value the format's parser refuses (a row of too many fields, a broken line) is an
+    input error naming the file `name` (exit 2), as a local file's is."""
+    import pyarrow as pa
+
+    from lancens_cli.errors import InvalidInputError
+
+    try:
+        yield from _batches(handle, fmt, target)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InvalidInputError(f"{name or 'the file'} cannot be read: {first}") from None
+
+
+def _batches(handle: Any, fmt: str, target: Any | None) -> Iterator[Any]:
     if fmt == "parquet":
         import pyarrow.parquet as pq
 

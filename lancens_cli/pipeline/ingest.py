@@ -351,7 +351,7 @@ def _pyarrow_schema(sources: Sources, target: Any, storage: dict[str, str]) -> A
         elif sources.fmt == "orc":
             schema = orc.ORCFile(handle).schema
         else:
-            first = next(read_batches(handle, sources.fmt, None), None)
+            first = next(read_batches(handle, sources.fmt, None, sources.paths[0]), None)
             schema = first.schema if first is not None else pa.schema([])
     if target is not None and sources.fmt in ("csv", "json"):
         types = {f.name: f.type for f in target}

@@ -324,13 +324,32 @@ def test_ingest_on_an_object_store(store, tmp_path, spark, request):
     remote = ok(root, "--json", "ingest", f"{scheme}://{bucket}/input/", *MASTER).json()
     assert remote["rows"] == 300
     ns = DirectoryNamespace(**{**root.properties, "dir_listing_enabled": "false"})
-    ids = []
-    options = root.storage_options
-    for row in invoke(*root.args, "--json", "partitions").json()["partitions"]:
-        location = ns.describe_table(ln.DescribeTableRequest(id=row["table"].split("."))).location
-        ds = lance.dataset(location, version=row["read_version"], storage_options=options)
-        ids += ds.to_table(columns=["id"]).column("id").to_pylist()
-    assert sorted(ids) == list(range(700))
+
+    def published_on_store() -> list[int]:
+        ids = []
+        for row in invoke(*root.args, "--json", "partitions").json()["partitions"]:
+            request = ln.DescribeTableRequest(id=row["table"].split("."))
+            uri, options = ns.describe_table(request).location, root.storage_options
+            ds = lance.dataset(uri, version=row["read_version"], storage_options=options)
+            ids += ds.to_table(columns=["id"]).column("id").to_pylist()
+        return sorted(ids)
+
+    assert published_on_store() == list(range(700))
+    # CSVs in the bucket with a field that is no integer, and a row of too many fields: exit 2
+    # in one line naming the file, as a local file's is, and nothing published
+    header = "id,event_date,country,customer_id\n1,2024-01-01,US,3\n"
+    for name, row, words in (
+        ("word.csv", "x,2024-01-01,US,4", "column 'id' holds string values"),
+        ("wide.csv", "2,2024-01-01,US,4,5", "wide.csv cannot be read: CSV parse error"),
+    ):
+        bad = tmp_path / name
+        bad.write_text(header + row + "\n")
+        fs.put_file(str(bad), f"{bucket}/bad-{name}/{name}")
+        refused = invoke(*root.args, "ingest", f"{scheme}://{bucket}/bad-{name}/", *MASTER)
+        assert refused.exit_code == 2, refused.stderr
+        last = refused.stderr.strip().splitlines()[-1]
+        assert name in last and words in last and "Traceback" not in refused.stderr, last
+    assert published_on_store() == list(range(700))
 
 
 @pytest.mark.slow
