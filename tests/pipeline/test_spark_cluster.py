@@ -28,6 +28,27 @@ def spark_cluster(tmp_path_factory):
         yield cluster
 
 
+def events(n: int, rng: random.Random) -> pa.Table:
+    """Rows of ids 0..n-1, each in a random region with a random amount."""
+    return pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "region": pa.array([rng.choice(["eu", "us", "ap"]) for _ in range(n)]),
+            "amount": pa.array([rng.randrange(1000) for _ in range(n)], pa.int64()),
+        }
+    )
+
+
+def region_root(root: str, schema_file) -> None:
+    """A partitioned namespace at `root` by region and bucket(4, id), empty."""
+    assert run_cli("--root", root, "init").exit_code == 0
+    spec = run_cli(
+        "--root", root, "add-partition-spec", "--schema", str(schema_file),
+        "--field", "region", "--field", "bucket(4, id) as b",
+    )  # fmt: skip
+    assert spec.exit_code == 0, spec.stderr
+
+
 def on_cluster(cluster: Cluster, *args: str) -> Result:
     """`lancens ARGS --master spark://...` as a user runs it, its driver a fresh process."""
     return run_cli(*args, "--master", cluster.master_url, env=cluster.env())
@@ -64,24 +85,12 @@ def test_join_on_a_standalone_cluster(spark_cluster, tmp_path):
 def test_ingest_and_scan_on_a_standalone_cluster(spark_cluster, tmp_path):
     """Executors write the fragments and the driver (a fresh process) commits; then a scan on
     the cluster prunes and filters as brute force over the source says."""
-    rng = random.Random(11)
     n = 3000
-    source = pa.table(
-        {
-            "id": pa.array(range(n), pa.int64()),
-            "region": pa.array([rng.choice(["eu", "us", "ap"]) for _ in range(n)]),
-            "amount": pa.array([rng.randrange(1000) for _ in range(n)], pa.int64()),
-        }
-    )
+    source = events(n, random.Random(11))
     path = tmp_path / "events.parquet"
     pq.write_table(source, path)
     root = str(tmp_path / "events")
-    assert run_cli("--root", root, "init").exit_code == 0
-    spec = run_cli(
-        "--root", root, "add-partition-spec", "--schema", str(path),
-        "--field", "region", "--field", "bucket(4, id) as b",
-    )  # fmt: skip
-    assert spec.exit_code == 0, spec.stderr
+    region_root(root, path)
 
     ingested = on_cluster(spark_cluster, "--root", root, "ingest", str(path), "--json")
     assert ingested.exit_code == 0, ingested.stderr
@@ -111,22 +120,10 @@ def test_merge_on_a_standalone_cluster_leaves_what_a_merge_in_this_process_leave
     move partitions; new keys are inserted."""
     rng = random.Random(12)
     n = 2000
-    existing = pa.table(
-        {
-            "id": pa.array(range(n), pa.int64()),
-            "region": pa.array([rng.choice(["eu", "us", "ap"]) for _ in range(n)]),
-            "amount": pa.array([rng.randrange(1000) for _ in range(n)], pa.int64()),
-        }
-    )
     seed = tmp_path / "existing.parquet"
-    pq.write_table(existing, seed)
+    pq.write_table(events(n, rng), seed)
     there = tmp_path / "there"
-    assert run_cli("--root", str(there), "init").exit_code == 0
-    spec = run_cli(
-        "--root", str(there), "add-partition-spec", "--schema", str(seed),
-        "--field", "region", "--field", "bucket(4, id) as b",
-    )  # fmt: skip
-    assert spec.exit_code == 0, spec.stderr
+    region_root(str(there), seed)
     assert run_cli("--root", str(there), "write", "--from", str(seed)).exit_code == 0
     here = tmp_path / "here"
     shutil.copytree(there, here, symlinks=True)
