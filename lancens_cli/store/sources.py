@@ -54,7 +54,8 @@ def format_of_name(path: str) -> str | None:
 
 
 def is_csv(path: str, fmt: str | None) -> bool:
-    """The source is CSV, named so or by its extension (its columns are typed by the target)."""
+    """The source is CSV, named so or by its extension (the target's text columns are read as
+    text)."""
     return (fmt or format_of_name(path)) == "csv"
 
 
@@ -83,8 +84,7 @@ def csv_options(target: Any = None) -> pcsv.ConvertOptions:
 def open_source(
     path: str, fmt: str | None = None, option: str = "--from FILE", target: Any = None
 ) -> Any:
-    """A pyarrow RecordBatchReader over the file's rows (a CSV's columns typed as `target`'s
-    where it names them)."""
+    """A pyarrow RecordBatchReader over the file's rows (a CSV read by `csv_options(target)`)."""
     require_exists(path, option)
     fmt = fmt or detect_format(path)
     if fmt not in FORMATS:
