@@ -340,7 +340,6 @@ def _planned_entries(
     """A dry run: the rows each partition table would gain (counted by the tasks, routed as
     the write routes them) and lose; a partition without a table yet is named when it is
     created."""
-    from lancens_cli.models import Identifier
     from lancens_cli.partition.rows import child_id
     from lancens_cli.pipeline.write_task import decode_value
     from lancens_cli.service.partitioned.placement import (
@@ -349,7 +348,7 @@ def _planned_entries(
         PartitionTouch,
         locate_partitions,
     )
-    from lancens_cli.service.partitioned.update import partition_values, written_entry
+    from lancens_cli.service.partitioned.update import written_entry
 
     spec = layout.current
     counts: dict[str, int] = {}
@@ -363,18 +362,14 @@ def _planned_entries(
         found = locate_partitions(PartitionTouch(values, None), spec, index)
         table_id = child_id(found[-1], TABLE_NAME) if found[-1] is not None else None
         row = plan.snapshot.get(table_id) if table_id is not None else None
-        if row is None or table_id is None:
-            entry = {"table": None, "location": None, "rows_deleted": 0, "created": True}
-            entry["values"] = partition_values(PartitionTouch(values, None), layout)
+        if row is None or table_id is None:  # named when it is created
+            touch = PartitionTouch(values, None, created=True)
         else:
             written.add(table_id)
-            touch = plan.deletes.get(table_id)
-            name = Identifier.from_object_id(table_id).display()
-            entry = written_entry(touch, True, layout) if touch else {
-                "table": name, "location": row["location"], "rows_deleted": 0, "created": False,
-                "values": partition_values(PartitionTouch(values, None, table_id=table_id), layout),
-            }  # fmt: skip
-        entries.append({**entry, "rows_written": count, "read_version": None})
+            touch = plan.deletes.get(table_id) or PartitionTouch(
+                values, None, table_id=table_id, location=row["location"]
+            )
+        entries.append({**written_entry(touch, True, layout), "rows_written": count})
     entries += [written_entry(t, True, layout) for i, t in plan.deletes.items() if i not in written]
     return entries
 

@@ -341,7 +341,7 @@ def written_entry(touch: PartitionTouch, dry_run: bool, layout: Any) -> dict[str
     named = touch.table_id and not (dry_run and touch.created)
     return {
         "table": Identifier.from_object_id(touch.table_id).display() if named else None,
-        "values": partition_values(touch, layout),
+        "values": _partition_values(touch, layout),
         "location": touch.location if named else None,
         "rows_deleted": touch.rows_deleted,
         "rows_written": touch.row_count,
@@ -350,7 +350,7 @@ def written_entry(touch: PartitionTouch, dry_run: bool, layout: Any) -> dict[str
     }
 
 
-def partition_values(touch: PartitionTouch, layout: Any) -> dict[str, Any]:
+def _partition_values(touch: PartitionTouch, layout: Any) -> dict[str, Any]:
     """The touch's values by partition field, under the spec of its table (the current one
     for a table not created yet), as `partitions` and `ingest --dry-run` show them."""
     spec = layout.current
