@@ -244,6 +244,17 @@ def published_rows(root: Root):
     return pa.concat_tables(parts) if parts else pa.table({})
 
 
+def region_root(root: str, schema_file) -> None:
+    """An empty partitioned namespace at `root`, by region and bucket(4, id), its schema from
+    `schema_file` (the cluster and Connect tests' rows: id, region, amount)."""
+    assert run_cli("--root", root, "init").exit_code == 0
+    spec = run_cli(
+        "--root", root, "add-partition-spec", "--schema", str(schema_file),
+        "--field", "region", "--field", "bucket(4, id) as b",
+    )  # fmt: skip
+    assert spec.exit_code == 0, spec.stderr
+
+
 def written_partitions(result: dict) -> list[tuple]:
     """The tables an `update` or `merge` result says it writes, as a dry run can know them:
     each one's partition values, the name of a table that exists (a new one is named only

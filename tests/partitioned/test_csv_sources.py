@@ -133,7 +133,6 @@ def edge_rows() -> list[tuple[str, ...]]:
 
 def test_a_tasks_pyarrow_reader_reads_a_csv_as_duckdb_reads_it(tmp_path):
     """What a Spark task runs on an `s3://` or `gs://` CSV (pipeline/files_source.py)."""
-    pytest.importorskip("pyspark")
     from lancens_cli.pipeline.files_source import conform_batch, read_batches
 
     path = tmp_path / "rows.csv"

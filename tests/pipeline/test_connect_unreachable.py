@@ -20,8 +20,6 @@ import pyarrow as pa
 import pytest
 from helpers import run_cli
 
-pytest.importorskip("grpc", reason="the Connect client comes with lancens-cli[spark]")
-
 
 @pytest.fixture
 def table_root(tmp_path) -> str:

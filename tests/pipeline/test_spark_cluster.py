@@ -14,7 +14,7 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from helpers import Result, run_cli
+from helpers import Result, region_root, run_cli
 from join_reference import ON, brute_join, build, orders_and_customers, result_rows
 from spark_cluster import Cluster, standalone_cluster
 
@@ -37,16 +37,6 @@ def events(n: int, rng: random.Random) -> pa.Table:
             "amount": pa.array([rng.randrange(1000) for _ in range(n)], pa.int64()),
         }
     )
-
-
-def region_root(root: str, schema_file) -> None:
-    """A partitioned namespace at `root` by region and bucket(4, id), empty."""
-    assert run_cli("--root", root, "init").exit_code == 0
-    spec = run_cli(
-        "--root", root, "add-partition-spec", "--schema", str(schema_file),
-        "--field", "region", "--field", "bucket(4, id) as b",
-    )  # fmt: skip
-    assert spec.exit_code == 0, spec.stderr
 
 
 def on_cluster(cluster: Cluster, *args: str) -> Result:

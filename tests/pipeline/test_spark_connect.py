@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from connect_server import ConnectServer, connect_server
-from helpers import Result, run_cli
+from helpers import Result, region_root, run_cli
 from join_reference import ON, brute_join, build, orders_and_customers, result_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -60,12 +60,7 @@ def ingested(server, tmp_path_factory):
     path = folder / "events.parquet"
     pq.write_table(source, path)
     root = str(folder / "events")
-    assert run_cli("--root", root, "init").exit_code == 0
-    spec = run_cli(
-        "--root", root, "add-partition-spec", "--schema", str(path),
-        "--field", "region", "--field", "bucket(4, id) as b",
-    )  # fmt: skip
-    assert spec.exit_code == 0, spec.stderr
+    region_root(root, path)
     done = remote(server, "--root", root, "ingest", str(path), "--json")
     assert done.exit_code == 0, done.stderr
     report = done.json()

@@ -37,11 +37,11 @@ def conform(data: Any, schema: Any) -> Any:
             columns.append(pa.nulls(table.num_rows, f.type))
             continue
         column = table.column(f.name)
-        if column.type != f.type and refused_cast(column.type, f.type):
-            raise InvalidInputError(
-                f"column {f.name!r} is {column.type}, the namespace has {f.type}"
-            )
         if column.type != f.type:
+            if refused_cast(column.type, f.type):  # before any value: partition/casts.py
+                raise InvalidInputError(
+                    f"column {f.name!r} is {column.type}, the namespace has {f.type}"
+                )
             try:
                 column = column.cast(f.type, safe=True)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
