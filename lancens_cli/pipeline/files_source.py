@@ -91,7 +91,7 @@ def remote_fs(base: str, storage: dict[str, str]) -> Any:
 
 
 def read_batches(handle: Any, fmt: str, target: Any | None, name: str = "") -> Iterator[Any]:
-    """Record batches of one file (CSV and JSON columns parsed as `csv_options` and the target
+    """Record batches of one file (CSV and JSON columns parsed as `store/csv_rows.py` and the target
     say); a value the format's parser refuses (a row of too many fields, a broken line) is an
     input error naming the file `name` (exit 2), as a local file's is."""
     import pyarrow as pa
@@ -117,11 +117,9 @@ def _batches(handle: Any, fmt: str, target: Any | None) -> Iterator[Any]:
         for stripe in range(reader.nstripes):
             yield reader.read_stripe(stripe)
     elif fmt == "csv":
-        import pyarrow.csv as pcsv
+        from lancens_cli.store.csv_rows import open_csv
 
-        from lancens_cli.store.sources import csv_options
-
-        yield from pcsv.open_csv(handle, convert_options=csv_options(target))
+        yield from open_csv(handle, target)
     else:
         import pyarrow.json as pjson
 

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import csv
 import glob
+import io
 import json
 import os
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from lancens_cli.errors import InvalidInputError
@@ -213,14 +214,19 @@ def source_frame(
     """A DataFrame over the sources; CSV and JSON columns typed as the target's.
 
     CSV columns are matched by their header's names, file by file (as DuckDB does), never by
-    position; a 0-byte file holds no rows and is skipped. Parquet files with nanosecond
-    timestamps (pandas writes them; Spark's reader refuses them) are read with pyarrow by the
-    tasks, each value converted to microseconds exactly or refused naming its column and file.
+    position; a 0-byte file holds no rows and is skipped. CSV into a target is read by the
+    tasks with pyarrow, as `write` and `merge` read it in one process (`csv_options`): one
+    parser, so one file gives one set of rows whichever engine the input's size picks. Parquet
+    files with nanosecond timestamps (pandas writes them; Spark's reader refuses them) are read
+    with pyarrow by the tasks too, each value converted to microseconds exactly or refused
+    naming its column and file.
     """
     if sources.base is not None:
         return _remote_frame(spark, sources, target, storage)
+    if sources.fmt == "csv" and target is None:
+        return _csv_frame(spark, sources, storage)  # a new table: Spark infers the types
     if sources.fmt == "csv":
-        return _csv_frame(spark, sources.paths, target)
+        return _pyarrow_frame(spark, sources, target, storage)
     if sources.fmt == "parquet" and _nanosecond_files(sources.paths):
         return _pyarrow_frame(spark, sources, target, storage)
     reader = spark.read.format(sources.fmt)
@@ -230,31 +236,28 @@ def source_frame(
     return reader.load(sources.paths)
 
 
-def _csv_frame(spark: SparkSession, paths: list[str], target: Any) -> Any:
-    """Files grouped by header, each group read with its own column order, then united by
-    name. Spark checks every file's header against the names it is given (enforceSchema
-    off), so a file whose header differs from its group's fails instead of shifting values."""
+def _csv_frame(spark: SparkSession, sources: Sources, storage: dict[str, str]) -> Any:
+    """Local files for a table the job creates, grouped by header, each group read by Spark
+    with its types inferred, then united by name."""
     frames = []
-    for header, files in _csv_groups(paths, target).items():
+    for files in _csv_groups(sources, storage, None).values():
         reader = spark.read.format("csv").option("header", "true").option("mode", "FAILFAST")
         reader = reader.option("escape", '"')  # RFC 4180: a quote in a quoted value is doubled
-        if target is None:
-            reader = reader.option("inferSchema", "true")
-        else:
-            reader = reader.option("enforceSchema", "false").schema(_struct(list(header), target))
-        frames.append(reader.load(files))
+        frames.append(reader.option("inferSchema", "true").load(files))
     frame = frames[0]
     for other in frames[1:]:
         frame = frame.unionByName(other, allowMissingColumns=True)
     return frame
 
 
-def _csv_groups(paths: list[str], target: Any) -> dict[tuple[str, ...], list[str]]:
+def _csv_groups(
+    sources: Sources, storage: dict[str, str], target: Any
+) -> dict[tuple[str, ...], list[str]]:
     """The files by header (0-byte ones left out); a header naming a column twice, or lacking a
     non-nullable column of the target, is refused naming the file."""
     groups: dict[tuple[str, ...], list[str]] = {}
-    for path in paths:
-        header = _csv_header(path)
+    for path in sources.paths:
+        header = _csv_header(sources, storage, path)
         if not header:
             continue  # 0 bytes (or no header line): no rows
         if len(set(header)) != len(header):
@@ -278,9 +281,25 @@ def _require_columns(header: tuple[str, ...], target: Any, path: str) -> None:
             )
 
 
-def _csv_header(path: str) -> list[str]:
-    with open(path, newline="", encoding="utf-8-sig") as handle:
-        return next(csv.reader(handle), [])
+def _csv_header(sources: Sources, storage: dict[str, str], path: str) -> list[str]:
+    """A CSV file's column names: its first line (a UTF-8 byte order mark left out)."""
+    from lancens_cli.pipeline.files_source import open_source
+
+    try:
+        with open_source(sources.base, storage, path) as handle:
+            text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
+            return next(csv.reader(text), [])
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise InvalidInputError(f"{path}: the CSV header cannot be read: {exc}") from None
+
+
+def _csv_columns(sources: Sources, storage: dict[str, str], target: Any) -> tuple[Sources, Any]:
+    """The CSV files that hold rows, and the columns of all their headers (first seen first),
+    typed as the target's (strings where it has none: refused by name before the job)."""
+    groups = _csv_groups(sources, storage, target)
+    names = list(dict.fromkeys(name for header in groups for name in header))
+    held = {path for files in groups.values() for path in files}
+    return replace(sources, paths=[p for p in sources.paths if p in held]), _named(names, target)
 
 
 def _nanosecond_files(paths: list[str]) -> bool:
@@ -320,12 +339,14 @@ def _remote_frame(
 def _pyarrow_frame(
     spark: SparkSession, sources: Sources, target: Any, storage: dict[str, str]
 ) -> Any:
-    """The sources read by the tasks with pyarrow (`files_source.py`): object stores, and
-    local Parquet that Spark's reader cannot read exactly."""
+    """The sources read by the tasks with pyarrow (`files_source.py`): object stores, CSV
+    into a target, and local Parquet that Spark's reader cannot read exactly."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from lancens_cli.pipeline.files_source import FilesDataSource
 
+    if sources.fmt == "csv" and target is not None:
+        sources, _ = _csv_columns(sources, storage, target)  # 0-byte files hold no rows
     schema = _pyarrow_schema(sources, target, storage)
     spark.dataSource.register(FilesDataSource)
     reader = spark.read.format("lancens_files").schema(from_arrow_schema(schema))
@@ -338,13 +359,17 @@ def _pyarrow_frame(
 
 def _pyarrow_schema(sources: Sources, target: Any, storage: dict[str, str]) -> Any:
     """The columns of the first source as pyarrow reads them (CSV and JSON typed as the
-    target's), timestamps in microseconds as Spark holds them."""
+    target's; CSV into a target: every file's header), timestamps in microseconds as Spark
+    holds them."""
     import pyarrow as pa
     import pyarrow.orc as orc
     import pyarrow.parquet as pq
 
     from lancens_cli.pipeline.files_source import open_source, read_batches
 
+    if sources.fmt == "csv" and target is not None:
+        schema = _csv_columns(sources, storage, target)[1]
+        return pa.schema([pa.field(f.name, _microseconds(f.type), True) for f in schema])
     with open_source(sources.base, storage, sources.paths[0]) as handle:
         if sources.fmt == "parquet":
             schema = pq.ParquetFile(handle).schema_arrow
@@ -353,7 +378,7 @@ def _pyarrow_schema(sources: Sources, target: Any, storage: dict[str, str]) -> A
         else:
             first = next(read_batches(handle, sources.fmt, None, sources.paths[0]), None)
             schema = first.schema if first is not None else pa.schema([])
-    if target is not None and sources.fmt in ("csv", "json"):
+    if target is not None and sources.fmt == "json":
         types = {f.name: f.type for f in target}
         schema = pa.schema([pa.field(f.name, types.get(f.name, f.type)) for f in schema])
     return pa.schema([pa.field(f.name, _microseconds(f.type), True) for f in schema])
@@ -425,9 +450,8 @@ def known_columns(sources: Sources, target: Any, struct: Any, storage: dict[str,
         return arrow_schema(struct)
     if sources.base is None and sources.fmt == "json":
         return None
-    if sources.base is None and sources.fmt == "csv":
-        names = list(dict.fromkeys(n for h in _csv_groups(sources.paths, target) for n in h))
-        return _named(names, target)
+    if sources.fmt == "csv":
+        return _csv_columns(sources, storage, target)[1]
     try:
         schema = _pyarrow_schema(sources, target, storage)
     except Exception:  # noqa: BLE001 - not readable as such: Spark's reader says so in its words

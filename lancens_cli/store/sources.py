@@ -8,15 +8,16 @@ held in memory whole.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import lance
 import pyarrow as pa
-import pyarrow.csv as pcsv
 import pyarrow.json as pjson
 import pyarrow.parquet as pq
 
 from lancens_cli.errors import InvalidInputError, lance_message
+from lancens_cli.store.csv_rows import open_csv
 
 FORMATS = ("parquet", "arrow", "csv", "jsonl", "lance")
 _EXTENSIONS = {
@@ -66,29 +67,28 @@ def require_exists(path: str, option: str) -> None:
         raise InvalidInputError(f"{option}: {path} does not exist")
 
 
-def csv_options(target: Any = None) -> pcsv.ConvertOptions:
-    """How every CSV is read here, as Spark's and DuckDB's CSV readers read it: an empty field,
-    quoted or not, is NULL in every column (text too), and any other field is a value (`NULL`
-    and `N/A` are text, `NaN` and `Infinity` are floats). pyarrow's own defaults read an empty
-    text field as "" and `NaN` in a float column as NULL, so the same file would give other
-    rows here than on Spark. A column `target` (a schema) holds as text is read as text
-    (`02139` keeps its zero, `NaN` stays a word); other columns are typed from their values and
-    then cast to the target's type like any other input, value by value."""
-    types = None
-    if target is not None:
-        text = (pa.string(), pa.large_string())
-        types = {f.name: f.type for f in target if f.type in text}
-    return pcsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True)
-
-
 def open_source(
     path: str, fmt: str | None = None, option: str = "--from FILE", target: Any = None
 ) -> Any:
-    """A pyarrow RecordBatchReader over the file's rows (a CSV read by `csv_options(target)`)."""
+    """A pyarrow RecordBatchReader over the file's rows (a CSV read by `csv_rows.open_csv`);
+    a value its parser refuses further on (a CSV field not of its column's type) is an input
+    error naming the file, like one at its start."""
     require_exists(path, option)
     fmt = fmt or detect_format(path)
     if fmt not in FORMATS:
         raise InvalidInputError(f"unknown format {fmt!r} (use {', '.join(FORMATS)})")
+    reader = _opened(path, fmt, target)
+    return pa.RecordBatchReader.from_batches(reader.schema, _refusing(reader, path, fmt))
+
+
+def _refusing(reader: Any, path: str, fmt: str) -> Iterator[Any]:
+    try:
+        yield from reader
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise InvalidInputError(f"cannot read {path} as {fmt}: {lance_message(exc)}") from None
+
+
+def _opened(path: str, fmt: str, target: Any) -> Any:
     try:
         if fmt == "parquet":
             parquet = pq.ParquetFile(path)
@@ -96,7 +96,7 @@ def open_source(
         if fmt == "arrow":
             return open_arrow(path)
         if fmt == "csv":
-            return pcsv.open_csv(path, convert_options=csv_options(target))
+            return open_csv(path, target)
         if fmt == "jsonl":
             table = pjson.read_json(path)
             return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())

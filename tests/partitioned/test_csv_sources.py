@@ -38,6 +38,8 @@ DUCK_TYPES = (
     "{'id': 'BIGINT', 's': 'VARCHAR', 'd': 'DOUBLE', 'i': 'INTEGER', 'b': 'BOOLEAN', "
     "'day': 'DATE', 'ts': 'TIMESTAMPTZ'}"
 )
+# RFC 4180, as every engine here reads CSV (DuckDB's sniffer would guess it from the first rows)
+DIALECT = "delim = ',', quote = '\"', escape = '\"'"
 TEXT = ["", '""', "NULL", "null", "N/A", "NaN", " x ", "a,b", 'say "hi"', "é ü", "0"]
 FLOATS = ["", '""', "NaN", "Infinity", "-Infinity", "Inf", "-Inf", "1.5", "-0.0", "1e308", "7"]
 INTS = ["", '""', "0", "-2147483648", "2147483647", "42"]
@@ -63,7 +65,8 @@ def oracle(path: Path) -> list[tuple]:
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")  # a time without an offset is UTC, as Spark's session
     rows = con.sql(
-        f"SELECT * FROM read_csv('{path}', header = true, columns = {DUCK_TYPES}) ORDER BY id"
+        f"SELECT * FROM read_csv('{path}', header = true, columns = {DUCK_TYPES}, {DIALECT}) "
+        "ORDER BY id"
     ).fetchall()
     return [_cells(r) for r in rows]
 
@@ -172,3 +175,95 @@ def test_a_merge_into_one_table_keeps_csv_text_as_text(tmp_path):
     assert done.exit_code == 0, done.stderr
     table = lance.dataset(str(tmp_path / "ns" / "t.lance")).to_table().sort_by("id")
     assert table.column("zip").to_pylist() == ["02139", "99999", "00501", None]
+
+
+def late_values_csv(path: Path) -> None:
+    """More than pyarrow's first block (1 MiB) of rows whose `d` and `day` are empty, `i` whole
+    numbers and `ts` naive, then the values that a guess from that block would refuse."""
+    lines = ["id,s,d,i,b,day,ts"]
+    lines += [f"{n},row {n},,{n % 1000},,," for n in range(90_000)]
+    lines += [
+        "90000,late,1.5,7,true,2024-02-29,2024-01-02T03:04:05+02:00",
+        "90001,later,NaN,-2147483648,false,0001-01-01,2024-01-02 03:04:05",
+        '90002,"two\nlines",-0.0,,,,2024-01-02T03:04:05Z',
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert path.stat().st_size > 1 << 20  # the premise: the values lie past the first block
+
+
+def test_values_past_the_first_block_are_read_as_duckdb_reads_them(tmp_path):
+    path = tmp_path / "late.csv"
+    late_values_csv(path)
+    written = namespace(tmp_path / "write")
+    done = invoke(*written.args, "write", "--from", str(path))
+    assert done.exit_code == 0, done.stderr
+    assert published(written) == oracle(path)
+
+
+# spellings pyarrow's and Spark's own CSV parsers read differently; every engine here reads them
+# with one parser (store/csv_rows.py), so each is taken alike or refused alike
+SPELLINGS = {
+    "bool one": ("b", "1"),
+    "bool zero": ("b", "0"),
+    "bool mixed case": ("b", "True"),
+    "lowercase nan": ("d", "nan"),
+    "lowercase inf": ("d", "-inf"),
+    "padded int": ("i", " 42"),
+    "hex int": ("i", "0x10"),
+    "int with a fraction": ("i", "1.0"),
+    "date with a time": ("day", "2024-01-02 00:00:00"),
+    "offset without colon": ("ts", "2024-01-02T03:04:05+0200"),
+}
+
+
+def spelling_csv(path: Path, column: str, text: str) -> None:
+    cells = {name: "" for name in SCHEMA.names}
+    cells.update(id="1", s="x", **{column: text})
+    path.write_text(",".join(SCHEMA.names) + "\n" + ",".join(cells.values()) + "\n")
+
+
+def outcome(root: Root, result) -> tuple:
+    """(exit code, the rows published): a refusal must publish nothing."""
+    return result.exit_code, published(root) if result.exit_code == 0 else None
+
+
+@pytest.mark.parametrize("case", sorted(SPELLINGS))
+def test_write_and_merge_read_each_spelling_alike(tmp_path, case):
+    path = tmp_path / "one.csv"
+    spelling_csv(path, *SPELLINGS[case])
+    written = namespace(tmp_path / "write")
+    merged = namespace(tmp_path / "merge")
+    wrote = outcome(written, invoke(*written.args, "write", "--from", str(path)))
+    merge = invoke(*merged.args, "merge", "--from", str(path), "--on", "id", "--engine", "local")
+    assert outcome(merged, merge) == wrote
+    assert wrote[0] in (0, 2)  # taken, or refused as bad input
+
+
+@pytest.mark.spark
+def test_ingest_on_spark_reads_every_spelling_and_late_value_as_write_does(tmp_path, spark):
+    """One Spark job over a directory holding every spelling this process takes, and the file
+    whose values lie past the first block: the rows `write` publishes from the same files."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    late_values_csv(folder / "late.csv")
+    here = namespace(tmp_path / "here")
+    ok(here, "write", "--from", str(folder / "late.csv"))
+    refused = []
+    for n, case in enumerate(sorted(SPELLINGS)):
+        path = folder / f"{n}.csv"
+        spelling_csv(path, *SPELLINGS[case])
+        path.write_text(path.read_text().replace("\n1,", f"\n{100_000 + n},"))  # its own id
+        if invoke(*here.args, "write", "--from", str(path)).exit_code:
+            refused.append(path)
+    assert refused and len(refused) < len(SPELLINGS)  # the premise: some of each
+    for path in refused:
+        path.rename(tmp_path / path.name)
+    there = namespace(tmp_path / "there")
+    ok(there, "ingest", str(folder))
+    assert published(there) == published(here)
+    for path in refused:  # each alone: refused in one line, nothing published
+        lone = namespace(tmp_path / f"lone-{path.stem}")
+        done = invoke(*lone.args, "ingest", str(path))
+        assert done.exit_code == 2 and path.name in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+        assert published_rows(lone).num_rows == 0

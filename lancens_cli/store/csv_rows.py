@@ -1,0 +1,99 @@
+"""How every command reads a CSV file: `write`, `merge` and `create table --from` in this
+process, and the Spark tasks of `ingest` and `merge` (`pipeline/files_source.py`). One reader, so
+one file gives one set of rows whichever engine the input's size picks (docs/decisions.md,
+decision 30).
+
+pyarrow's streaming reader types a column from the first block of the file (1 MiB): a column
+empty there is typed NULL, and one of whole numbers there typed int64, and a later `1.5` is then
+an error in a file that is right. So when the rows go into a known schema (`target`), the
+columns it holds are parsed straight into its types, and the reading does not depend on where a
+value falls in the file. A timestamp column with a time zone is read as text and parsed here:
+pyarrow's parser of such a type refuses a time without an offset, which is UTC as Spark's session
+and DuckDB read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.types as t
+
+# Spark's and DuckDB's spellings of a boolean in a CSV; pyarrow's own also take 1 and 0, which
+# Spark refuses
+TRUE_VALUES = ["true", "True", "TRUE"]
+FALSE_VALUES = ["false", "False", "FALSE"]
+_ZONED = r"(Z|z|[+-]\d\d(:?\d\d)?)$"  # an ISO 8601 time that names its offset
+
+
+def csv_options(target: Any = None) -> pcsv.ConvertOptions:
+    """How every CSV is read here, as Spark's and DuckDB's CSV readers read it: an empty field,
+    quoted or not, is NULL in every column (text too), and any other field is a value (`NULL`
+    and `N/A` are text, `NaN` and `Infinity` are floats). pyarrow's own defaults read an empty
+    text field as "" and `NaN` in a float column as NULL, so the same file would give other
+    rows here than on Spark. A column `target` (a schema) holds is parsed as its type (text
+    stays text: `02139` keeps its zero); other columns are typed from their values."""
+    types = None
+    if target is not None:
+        types = {f.name: parsed for f in target if (parsed := _parsed_as(f.type)) is not None}
+    return pcsv.ConvertOptions(
+        column_types=types,
+        null_values=[""],
+        strings_can_be_null=True,
+        true_values=TRUE_VALUES,
+        false_values=FALSE_VALUES,
+    )
+
+
+def open_csv(source: Any, target: Any = None) -> pa.RecordBatchReader:
+    """A reader over a CSV file's rows (a path or a binary file object), the columns `target`
+    holds in its types."""
+    reader = pcsv.open_csv(source, convert_options=csv_options(target))
+    zoned = {f.name: f.type for f in target or () if _zoned_timestamp(f.type)}
+    if not zoned.keys() & set(reader.schema.names):
+        return reader
+    schema = pa.schema(
+        [pa.field(f.name, zoned.get(f.name, f.type), f.nullable) for f in reader.schema]
+    )
+    return pa.RecordBatchReader.from_batches(schema, _with_times(reader, schema, zoned))
+
+
+def _parsed_as(kind: Any) -> Any | None:
+    """The type pyarrow's CSV parser reads a target column as (None: typed from its values,
+    then cast like any other input)."""
+    if t.is_string(kind) or t.is_large_string(kind):
+        return kind
+    if t.is_integer(kind) or t.is_floating(kind) or t.is_boolean(kind) or t.is_decimal(kind):
+        return kind
+    if t.is_date(kind):
+        return kind
+    if t.is_timestamp(kind):
+        return pa.string() if kind.tz is not None else kind
+    return None
+
+
+def _zoned_timestamp(kind: Any) -> bool:
+    return t.is_timestamp(kind) and kind.tz is not None
+
+
+def _with_times(reader: Any, schema: Any, zoned: dict[str, Any]) -> Iterator[Any]:
+    for batch in reader:
+        columns = [
+            _times(column, zoned[name]) if name in zoned else column
+            for name, column in zip(batch.schema.names, batch.columns, strict=True)
+        ]
+        yield pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _times(text: Any, kind: Any) -> Any:
+    """ISO 8601 times as `kind` (a timestamp with a time zone): a time naming its offset at
+    that offset, one without it (or a date alone) in UTC. A value that is no time is refused
+    in pyarrow's words, as its CSV parser refuses it."""
+    zoned = pc.match_substring_regex(text, _ZONED)
+    with_offset = pc.if_else(zoned, text, None).cast(kind)
+    naive = pc.if_else(zoned, None, text).cast(pa.timestamp(kind.unit))
+    in_utc = pc.assume_timezone(naive, "UTC").cast(kind)
+    return pc.if_else(zoned, with_offset, in_utc)
