@@ -1,7 +1,7 @@
 """`lancens merge` on Spark: a source too large for one process upserted by tasks, one commit.
 
 The source is read as `ingest` reads one (files, directories, globs, `s3://`, `gs://`; Parquet
-and ORC by pyarrow in the tasks, CSV and JSON by Spark's readers). Only its key columns come to
+and ORC by pyarrow in the tasks, CSV too, JSON by Spark's reader). Only its key columns come to
 the driver: they are checked for a key given twice and matched against every partition table's
 keys by the same plan the in-process merge makes (`service/partitioned/merge.py`), which also
 finds the rows to delete. The tasks then write the source rows the merge keeps (`KeyChoice`:

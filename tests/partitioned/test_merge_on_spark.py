@@ -3,7 +3,7 @@ as the in-process merge leaves (itself checked against a model and DuckDB in tes
 every column of every type, the embedding included, in one `__manifest` commit.
 
 The source is given as Spark reads it: a directory of Parquet files (read by pyarrow in the
-tasks) and a glob of CSV files (Spark's reader). Refusals happen before anything is written,
+tasks) and a glob of CSV files (pyarrow in the tasks). Refusals happen before anything is written,
 and a job whose tasks fail publishes nothing and leaves no file behind.
 """
 

@@ -223,7 +223,7 @@ def test_a_server_without_lancens_cli_is_one_line_saying_what_to_install(tmp_pat
 
 def test_merge_through_connect_leaves_what_a_merge_in_this_process_leaves(server, tmp_path):
     """`merge --remote`: the source's keys come back as Arrow, its rows are written by the
-    server's tasks (Parquet row groups by pyarrow, CSV by Spark's reader), one commit."""
+    server's tasks (Parquet row groups by pyarrow, CSV by pyarrow too), one commit."""
     import shutil
 
     import pyarrow.csv as pcsv

@@ -339,7 +339,7 @@ def test_ingest_on_an_object_store(store, tmp_path, spark, request):
     # in one line naming the file, as a local file's is, and nothing published
     header = "id,event_date,country,customer_id\n1,2024-01-01,US,3\n"
     for name, row, words in (
-        ("word.csv", "x,2024-01-01,US,4", "column 'id' holds string values"),
+        ("word.csv", "x,2024-01-01,US,4", "conversion error to int64: invalid value 'x'"),
         ("wide.csv", "2,2024-01-01,US,4,5", "wide.csv cannot be read: CSV parse error"),
     ):
         bad = tmp_path / name
