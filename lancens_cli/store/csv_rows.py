@@ -14,6 +14,7 @@ and DuckDB read it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +27,7 @@ import pyarrow.types as t
 # Spark refuses
 TRUE_VALUES = ["true", "True", "TRUE"]
 FALSE_VALUES = ["false", "False", "FALSE"]
+TYPED_WHOLE = 256 << 20  # a new table's CSV read whole to type its columns, up to this size
 _ZONED = r"(Z|z|[+-]\d\d(:?\d\d)?)$"  # an ISO 8601 time that names its offset
 
 
@@ -50,7 +52,12 @@ def csv_options(target: Any = None) -> pcsv.ConvertOptions:
 
 def open_csv(source: Any, target: Any = None) -> pa.RecordBatchReader:
     """A reader over a CSV file's rows (a path or a binary file object), the columns `target`
-    holds in its types."""
+    holds in its types. Without a target (a table made from the file), a file path of up to
+    `TYPED_WHOLE` bytes is read whole, so that each column's type is told from all its values;
+    a bigger one from its first block, and a later value of another type is refused."""
+    if target is None and isinstance(source, str) and os.path.getsize(source) <= TYPED_WHOLE:
+        table = pcsv.read_csv(source, convert_options=csv_options())
+        return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
     reader = pcsv.open_csv(source, convert_options=csv_options(target))
     zoned = {f.name: f.type for f in target or () if _zoned_timestamp(f.type)}
     if not zoned.keys() & set(reader.schema.names):

@@ -267,3 +267,21 @@ def test_ingest_on_spark_reads_every_spelling_and_late_value_as_write_does(tmp_p
         assert done.exit_code == 2 and path.name in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
         assert published_rows(lone).num_rows == 0
+
+
+def test_a_table_made_from_a_csv_is_typed_from_all_its_values(tmp_path):
+    """`create table --from` has no target types: a column of whole numbers for the first
+    megabyte and `1.5` after is a double, as DuckDB types it from the whole file."""
+    path = tmp_path / "grow.csv"
+    lines = ["id,amount,note"] + [f"{n},{n % 97},x" for n in range(150_000)]
+    path.write_text("\n".join([*lines, "150000,1.5,", "150001,,late"]) + "\n")
+    assert path.stat().st_size > 1 << 20
+    root = Root(str(tmp_path / "ns"), {}, tmp_path / "ns")
+    ok(root, "init")
+    ok(root, "create", "table", "t", "--from", str(path))
+    table = lance.dataset(str(tmp_path / "ns" / "t.lance")).to_table().sort_by("id")
+    expected = duckdb.sql(
+        f"SELECT * FROM read_csv('{path}', header = true, sample_size = -1) ORDER BY id"
+    ).to_arrow_table()
+    assert table.schema.field("amount").type == pa.float64() == expected.schema.field(1).type
+    assert table.to_pylist() == expected.to_pylist()
