@@ -68,6 +68,7 @@ if TYPE_CHECKING:
 DEFAULT_MASTER = "local[*]"
 MASTER_ENV = "LANCENS_SPARK_MASTER"
 REMOTE_ENV = "SPARK_REMOTE"  # PySpark's own: a Spark Connect URL
+GRPC_VERBOSITY = "GRPC_VERBOSITY"  # gRPC's own: how much of its log reaches stderr
 MIN_JAVA = 17
 _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
@@ -436,6 +437,8 @@ def _launch_environment() -> Iterator[None]:
 
 def _connect_session(settings: SparkSettings, data_source: bool = True) -> Any:
     """A session on a Spark Connect server: nothing starts here but a gRPC client."""
+    if not settings.debug:  # gRPC's own log lines (a failed TLS handshake) before our one line
+        os.environ.setdefault(GRPC_VERBOSITY, "NONE")
     try:
         import pyspark.sql.connect.session  # noqa: F401  (what pyspark[connect] brings)
         from pyspark.sql import SparkSession

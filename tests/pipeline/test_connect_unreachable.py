@@ -65,6 +65,37 @@ def black_hole() -> Iterator[int]:
     listener.close()
 
 
+@pytest.fixture
+def plain_server() -> Iterator[int]:
+    """A port whose server speaks plain HTTP/1.1: a TLS client's handshake fails there."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def answer() -> None:
+        while not stop.is_set():
+            try:
+                conn = listener.accept()[0]
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(1)
+                try:
+                    conn.recv(4096)
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    stop.set()
+    thread.join()
+    listener.close()
+
+
 def timed(*args: str, env: dict[str, str] | None = None):
     started = time.monotonic()
     result = run_cli(*args, env={"LANCENS_SPARK_MASTER": "", **(env or {})})
@@ -101,6 +132,24 @@ def test_a_server_that_never_answers_fails_after_the_timeout(table_root, black_h
         "connection but no gRPC handshake); LANCENS_SPARK_CONNECT_TIMEOUT sets how long to wait"
     )
     assert 2 <= seconds < 2 + 20, f"{seconds:.1f} s against a 2 s timeout"
+
+
+def test_tls_to_a_plain_server_is_our_one_line_without_grpcs_log(
+    table_root, plain_server, monkeypatch
+):
+    """gRPC logs each failed TLS handshake on stderr itself; only `--debug` shows those."""
+    monkeypatch.delenv("GRPC_VERBOSITY", raising=False)  # gRPC's default, as a user has it
+    url = f"sc://127.0.0.1:{plain_server}/;use_ssl=true"
+    args = ("--root", table_root, "scan", "t", "--count", "--remote", url)
+    wait = {"LANCENS_SPARK_CONNECT_TIMEOUT": "3"}
+    result, seconds = timed(*args, env=wait)
+    assert result.exit_code == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith(f"lancens: error: Spark Connect server {url} did not answer")
+    assert all(line.startswith(("lancens:", "scan:")) for line in lines), result.stderr
+    assert seconds < 3 + 20
+    debugged, _ = timed(*args, "--debug", env=wait)  # the premise: gRPC does log the handshakes
+    assert debugged.exit_code == 1 and "SSL_ERROR" in debugged.stderr
 
 
 def test_spark_remote_from_the_environment_is_probed_too(table_root, black_hole):
