@@ -13,7 +13,8 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import lance
 import pyarrow as pa
@@ -38,62 +39,57 @@ def refused_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture
-def black_hole() -> Iterator[int]:
-    """A port that accepts every connection and never sends a byte."""
+@contextmanager
+def serving(handle: Callable[[socket.socket], None]) -> Iterator[int]:
+    """A port on 127.0.0.1 whose every accepted connection is given to `handle`, in a thread;
+    the connections it kept (`handle` may return them open) closed at the end."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
     listener.settimeout(0.2)
-    held: list[socket.socket] = []
+    accepted: list[socket.socket] = []
     stop = threading.Event()
 
     def accept() -> None:
         while not stop.is_set():
             try:
-                held.append(listener.accept()[0])
+                accepted.append(listener.accept()[0])
             except OSError:
                 continue
+            handle(accepted[-1])
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     yield listener.getsockname()[1]
     stop.set()
     thread.join()
-    for conn in held:
+    for conn in accepted:
         conn.close()
     listener.close()
 
 
 @pytest.fixture
+def black_hole() -> Iterator[int]:
+    """A port that accepts every connection and never sends a byte."""
+    with serving(lambda conn: None) as port:
+        yield port
+
+
+@pytest.fixture
 def plain_server() -> Iterator[int]:
     """A port whose server speaks plain HTTP/1.1: a TLS client's handshake fails there."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    listener.settimeout(0.2)
-    stop = threading.Event()
 
-    def answer() -> None:
-        while not stop.is_set():
-            try:
-                conn = listener.accept()[0]
-            except OSError:
-                continue
-            with conn:
-                conn.settimeout(1)
-                try:
-                    conn.recv(4096)
-                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
-                except OSError:
-                    pass
+    def answer(conn: socket.socket) -> None:
+        conn.settimeout(1)
+        try:
+            conn.recv(4096)
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+        except OSError:
+            pass
+        conn.close()
 
-    thread = threading.Thread(target=answer, daemon=True)
-    thread.start()
-    yield listener.getsockname()[1]
-    stop.set()
-    thread.join()
-    listener.close()
+    with serving(answer) as port:
+        yield port
 
 
 def timed(*args: str, env: dict[str, str] | None = None):
