@@ -2,7 +2,7 @@
 """`lancens ingest` as a user times it: whole processes against a user's own Spark job.
 
     python bench/bench_spark_ingest.py [--rows 8000000 2000000] [--runs 3] [--vector-dim N]
-        [--workdir DIR] [--keep]
+        [--csv] [--workdir DIR] [--keep]
     python bench/bench_spark_ingest.py --in-process [--rows 1000000 | --large]
 
 Whole processes (the default), each starting its own JVM, both on `local[2]`:
@@ -18,7 +18,10 @@ started may linger a little after it, so the time until its last descendant has 
 too. Input: one seeded Parquet file per `--rows` (6 columns: id int64, event_date date32 over
 2024-2025, customer_id int64, country utf8 of 8, amount float64, note utf8; with
 `--vector-dim N` an `embedding` fixed_size_list<float32>[N] too, which Spark reads as an array
-and lancens writes back as a vector), row groups of 131,072 rows.
+and lancens writes back as a vector), row groups of 131,072 rows. With `--csv` the same rows as
+one CSV file (pyarrow's writer) are the input of both: lancens' tasks parse it with pyarrow
+(one parser on every engine), the user's job with Spark's own CSV reader given the columns'
+types (no inference pass); the probed runs are left out.
 
 Then one more run of each, untimed, says where their seconds go: the lancens process runs
 under a probe (this script with `--probe`: real timers around the functions of the command,
@@ -201,8 +204,12 @@ from pyspark.sql import SparkSession, functions as F
 marks.append(("import pyspark", time.time()))
 spark = SparkSession.builder.appName("user-job").getOrCreate()
 marks.append(("SparkSession.builder.getOrCreate()", time.time()))
-frame = spark.read.parquet(sys.argv[1])
-marks.append(("spark.read.parquet(): listing, footers, schema", time.time()))
+if sys.argv[1].endswith(".csv"):  # the columns' types given, as a careful user gives them
+    columns = "id BIGINT, event_date DATE, customer_id BIGINT, country STRING, amount DOUBLE, "
+    frame = spark.read.csv(sys.argv[1], header=True, schema=columns + "note STRING")
+else:
+    frame = spark.read.parquet(sys.argv[1])
+marks.append(("spark.read: listing, footers, schema", time.time()))
 frame = frame.withColumn("event_month", F.month("event_date"))
 frame.write.partitionBy("country", "event_month").mode("overwrite").parquet(sys.argv[2])
 marks.append(("write.partitionBy().parquet(): plan, job, commit", time.time()))
@@ -288,13 +295,17 @@ def user_env() -> dict[str, str]:
     }
 
 
-def prepared(label: str, workdir: Path, data: Path, extra: list[str]) -> list[str]:
-    """The command of one run, its target made afresh (untimed)."""
+def prepared(
+    label: str, workdir: Path, data: Path, extra: list[str], given: Path | None = None
+) -> list[str]:
+    """The command of one run, its target made afresh (untimed); `given`: the input file when
+    it is not `data` (the CSV of its rows)."""
+    given = given or data
     if label == "lancens":
         root = workdir / "ns"
         shutil.rmtree(root, ignore_errors=True)
         partitioned_root(root, data, MONTH_SPEC)
-        cmd = [*lancens_cmd(), "--root", str(root), "ingest", str(data), "--master", MASTER]
+        cmd = [*lancens_cmd(), "--root", str(root), "ingest", str(given), "--master", MASTER]
         return cmd + [a for key in extra for a in ("--conf", key)]
     out = workdir / "user-out"
     shutil.rmtree(out, ignore_errors=True)
@@ -302,7 +313,7 @@ def prepared(label: str, workdir: Path, data: Path, extra: list[str]) -> list[st
     job.write_text(USER_JOB)
     spark_submit = str(Path(sys.executable).parent / "spark-submit")
     conf = [a for key in extra for a in ("--conf", key)]
-    return [spark_submit, "--master", MASTER, *conf, str(job), str(data), str(out)]
+    return [spark_submit, "--master", MASTER, *conf, str(job), str(given), str(out)]
 
 
 def check_outputs(workdir: Path, rows: int) -> None:
@@ -313,12 +324,14 @@ def check_outputs(workdir: Path, rows: int) -> None:
     print(f"check: lancens published {ours:,} rows, the user's job wrote {theirs:,} ({rows:,})")
 
 
-def compare(workdir: Path, data: Path, rows: int, runs: int) -> dict[str, list]:
+def compare(
+    workdir: Path, data: Path, rows: int, runs: int, given: Path | None = None
+) -> dict[str, list]:
     """Interleaved rounds, the first one a warm-up; per label [(exit s, gone s)]."""
     found: dict[str, list] = {"lancens": [], "user job": []}
     for i in range(runs + 1):
         for label in found:
-            cmd = prepared(label, workdir, data, [])
+            cmd = prepared(label, workdir, data, [], given)
             env = ENV if label == "lancens" else user_env()
             _, exited, gone = run_process(cmd, env, workdir / f"{label.replace(' ', '-')}.log")
             if i:
@@ -607,15 +620,22 @@ def whole_processes(args: argparse.Namespace) -> None:
         if not data.exists():
             make_input(data, rows, dim)
         vectors = f", a {dim}-float vector a row" if dim else ""
+        given = data.with_suffix(".csv") if args.csv else data
+        if args.csv and not given.exists():
+            import pyarrow.csv as pcsv
+            import pyarrow.parquet as pq
+
+            pcsv.write_csv(pq.read_table(data), given)
         print(
-            f"\n{rows:,} rows ({mb(data.stat().st_size)}{vectors}), country x month: 96 partitions"
+            f"\n{rows:,} rows ({given.name}, {mb(given.stat().st_size)}{vectors}), "
+            "country x month: 96 partitions"
         )
-        found = compare(workdir, data, rows, args.runs)
+        found = compare(workdir, data, rows, args.runs, given)
         ours = statistics.median(e for e, _ in found["lancens"])
         theirs = statistics.median(e for e, _ in found["user job"])
         gone = statistics.median(g for _, g in found["lancens"])
         summary.append((rows, ours, gone, theirs))
-        if not args.no_phases:
+        if not args.no_phases and not args.csv:
             print()
             lancens_phases(workdir, data)
             print()
@@ -647,11 +667,14 @@ def main() -> None:
         "--vector-dim", type=int, default=0, help="add an embedding column of N float32 values"
     )
     parser.add_argument("--no-phases", action="store_true", help="skip the probed runs")
+    parser.add_argument("--csv", action="store_true", help="the input as one CSV file")
     parser.add_argument("--in-process", action="store_true", help="the one-session comparison")
     parser.add_argument("--large", action="store_true", help="--in-process with 10,000,000 rows")
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
+    if args.csv and (args.vector_dim or args.in_process):
+        parser.error("--csv: a CSV holds no vectors, and --in-process reads Parquet")
     if args.in_process:
         in_process(args)
     else:
