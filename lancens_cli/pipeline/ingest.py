@@ -63,6 +63,8 @@ class Sources:
     fmt: str
     paths: list[str]
     base: str | None = None  # `s3://bucket` for remote sources
+    # each CSV file's header, read once a command (on an object store each read is a request)
+    headers: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -257,7 +259,7 @@ def _csv_groups(
     non-nullable column of the target, is refused naming the file."""
     groups: dict[tuple[str, ...], list[str]] = {}
     for path in sources.paths:
-        header = _csv_header(sources, storage, path)
+        header = csv_header(sources, storage, path)
         if not header:
             continue  # 0 bytes (or no header line): no rows
         if len(set(header)) != len(header):
@@ -281,16 +283,20 @@ def _require_columns(header: tuple[str, ...], target: Any, path: str) -> None:
             )
 
 
-def _csv_header(sources: Sources, storage: dict[str, str], path: str) -> list[str]:
+def csv_header(sources: Sources, storage: dict[str, str], path: str) -> list[str]:
     """A CSV file's column names: its first line (a UTF-8 byte order mark left out)."""
     from lancens_cli.pipeline.files_source import open_source
 
+    if path in sources.headers:
+        return sources.headers[path]
     try:
         with open_source(sources.base, storage, path) as handle:
             text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
-            return next(csv.reader(text), [])
+            header = next(csv.reader(text), [])
     except (UnicodeDecodeError, csv.Error) as exc:
         raise InvalidInputError(f"{path}: the CSV header cannot be read: {exc}") from None
+    sources.headers[path] = header
+    return header
 
 
 def _csv_columns(sources: Sources, storage: dict[str, str], target: Any) -> tuple[Sources, Any]:
@@ -345,7 +351,7 @@ def _pyarrow_frame(
 
     from lancens_cli.pipeline.files_source import FilesDataSource
 
-    if sources.fmt == "csv" and target is not None:
+    if sources.fmt == "csv":
         sources, _ = _csv_columns(sources, storage, target)  # 0-byte files hold no rows
     schema = _pyarrow_schema(sources, target, storage)
     spark.dataSource.register(FilesDataSource)
@@ -359,8 +365,8 @@ def _pyarrow_frame(
 
 def _pyarrow_schema(sources: Sources, target: Any, storage: dict[str, str]) -> Any:
     """The columns of the first source as pyarrow reads them (CSV and JSON typed as the
-    target's; CSV into a target: every file's header), timestamps in microseconds as Spark
-    holds them."""
+    target's), timestamps in microseconds as Spark holds them. A CSV's are every file's header
+    (a column the first file lacks typed as text when there is no target)."""
     import pyarrow as pa
     import pyarrow.orc as orc
     import pyarrow.parquet as pq
@@ -381,6 +387,10 @@ def _pyarrow_schema(sources: Sources, target: Any, storage: dict[str, str]) -> A
     if target is not None and sources.fmt == "json":
         types = {f.name: f.type for f in target}
         schema = pa.schema([pa.field(f.name, types.get(f.name, f.type)) for f in schema])
+    if sources.fmt == "csv":  # the first file's types, the other files' columns as text
+        found = {f.name: f.type for f in schema}
+        every = _csv_columns(sources, storage, None)[1]
+        schema = pa.schema([pa.field(f.name, found.get(f.name, f.type)) for f in every])
     return pa.schema([pa.field(f.name, _microseconds(f.type), True) for f in schema])
 
 

@@ -163,25 +163,21 @@ def _require_columns(sources: Any, storage: dict[str, str], schema: Any, struct:
 
 def _file_columns(sources: Any, storage: dict[str, str], path: str) -> list[str] | None:
     """The column names one source file holds (None: not told before Spark reads it)."""
-    import csv
-    import io
-
     import pyarrow.orc as orc
     import pyarrow.parquet as pq
 
     from lancens_cli.pipeline.files_source import open_source
+    from lancens_cli.pipeline.ingest import csv_header
 
     if sources.fmt == "json":
         return None
     try:
+        if sources.fmt == "csv":  # the header `ingest`'s checks read (once a command)
+            return csv_header(sources, storage, path) or None  # an empty file holds no rows
         with open_source(sources.base, storage, path) as handle:
             if sources.fmt == "parquet":
                 return list(pq.read_schema(handle).names)
-            if sources.fmt == "orc":
-                return list(orc.ORCFile(handle).schema.names)
-            text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
-            header = next(csv.reader(text), None)
-            return None if header is None else header  # an empty file holds no rows
+            return list(orc.ORCFile(handle).schema.names)
     except Exception:  # noqa: BLE001 - not readable as such: Spark's reader says so in its words
         return None
 

@@ -7,9 +7,10 @@ pyarrow's streaming reader types a column from the first block of the file (1 Mi
 empty there is typed NULL, and one of whole numbers there typed int64, and a later `1.5` is then
 an error in a file that is right. So when the rows go into a known schema (`target`), the
 columns it holds are parsed straight into its types, and the reading does not depend on where a
-value falls in the file. A timestamp column with a time zone is read as text and parsed here:
-pyarrow's parser of such a type refuses a time without an offset, which is UTC as Spark's session
-and DuckDB read it.
+value falls in the file. Timestamps are read as text and parsed here: pyarrow's parser of a
+type with a time zone refuses a time without an offset (which is UTC, as Spark's session and
+DuckDB read it), and its parser of microseconds refuses the nine digits of a fraction pandas
+writes (`.123456000`) though the value is exact. A quoted field may hold line breaks.
 """
 
 from __future__ import annotations
@@ -28,7 +29,11 @@ import pyarrow.types as t
 TRUE_VALUES = ["true", "True", "TRUE"]
 FALSE_VALUES = ["false", "False", "FALSE"]
 TYPED_WHOLE = 256 << 20  # a new table's CSV read whole to type its columns, up to this size
-_ZONED = r"(Z|z|[+-]\d\d(:?\d\d)?)$"  # an ISO 8601 time that names its offset
+# an ISO 8601 time that names its offset (a date alone ends in `-DD`, which is no offset)
+_ZONED = r"\d:\d\d(:\d\d(\.\d*)?)?(Z|[+-]\d\d(:?\d\d)?)$"
+# zeros past a fraction's sixth digit, before any offset: dropped, the value is the same
+_ZEROS_PAST_MICROS = r"(\.\d{6})0+(Z|[+-]\d\d(:?\d\d)?)?$"
+_PARSE = pcsv.ParseOptions(newlines_in_values=True)
 
 
 def csv_options(target: Any = None) -> pcsv.ConvertOptions:
@@ -56,16 +61,16 @@ def open_csv(source: Any, target: Any = None) -> pa.RecordBatchReader:
     `TYPED_WHOLE` bytes is read whole, so that each column's type is told from all its values;
     a bigger one from its first block, and a later value of another type is refused."""
     if target is None and isinstance(source, str) and os.path.getsize(source) <= TYPED_WHOLE:
-        table = pcsv.read_csv(source, convert_options=csv_options())
+        table = pcsv.read_csv(source, parse_options=_PARSE, convert_options=csv_options())
         return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
-    reader = pcsv.open_csv(source, convert_options=csv_options(target))
-    zoned = {f.name: f.type for f in target or () if _zoned_timestamp(f.type)}
-    if not zoned.keys() & set(reader.schema.names):
+    reader = pcsv.open_csv(source, parse_options=_PARSE, convert_options=csv_options(target))
+    times = {f.name: f.type for f in target or () if t.is_timestamp(f.type)}
+    if not times.keys() & set(reader.schema.names):
         return reader
     schema = pa.schema(
-        [pa.field(f.name, zoned.get(f.name, f.type), f.nullable) for f in reader.schema]
+        [pa.field(f.name, times.get(f.name, f.type), f.nullable) for f in reader.schema]
     )
-    return pa.RecordBatchReader.from_batches(schema, _with_times(reader, schema, zoned))
+    return pa.RecordBatchReader.from_batches(schema, _with_times(reader, schema, times))
 
 
 def _parsed_as(kind: Any) -> Any | None:
@@ -78,29 +83,48 @@ def _parsed_as(kind: Any) -> Any | None:
     if t.is_date(kind):
         return kind
     if t.is_timestamp(kind):
-        return pa.string() if kind.tz is not None else kind
+        return pa.string()  # parsed by `_times`
     return None
 
 
-def _zoned_timestamp(kind: Any) -> bool:
-    return t.is_timestamp(kind) and kind.tz is not None
-
-
-def _with_times(reader: Any, schema: Any, zoned: dict[str, Any]) -> Iterator[Any]:
+def _with_times(reader: Any, schema: Any, times: dict[str, Any]) -> Iterator[Any]:
     for batch in reader:
         columns = [
-            _times(column, zoned[name]) if name in zoned else column
+            _times(column, times[name], name) if name in times else column
             for name, column in zip(batch.schema.names, batch.columns, strict=True)
         ]
         yield pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def _times(text: Any, kind: Any) -> Any:
-    """ISO 8601 times as `kind` (a timestamp with a time zone): a time naming its offset at
-    that offset, one without it (or a date alone) in UTC. A value that is no time is refused
-    in pyarrow's words, as its CSV parser refuses it."""
+def _times(text: Any, kind: Any, name: str) -> Any:
+    """ISO 8601 times as `kind` (a timestamp): a time naming its offset at that offset, one
+    without it (or a date alone) in UTC; a target without a time zone holds them as UTC's
+    clock. A fraction finer than `kind` holds is refused, as is a value that is no time, in
+    one line naming the column and the value."""
+    try:
+        return _parsed(text, kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise pa.ArrowInvalid(_refusal(text, kind, name)) from None
+
+
+def _parsed(text: Any, kind: Any) -> Any:
+    unit = "ns" if kind.unit == "ns" else "us"
+    text = pc.replace_substring_regex(text, "z$", "Z")
+    if unit == "us":
+        text = pc.replace_substring_regex(text, _ZEROS_PAST_MICROS, "\\1\\2")
     zoned = pc.match_substring_regex(text, _ZONED)
-    with_offset = pc.if_else(zoned, text, None).cast(kind)
-    naive = pc.if_else(zoned, None, text).cast(pa.timestamp(kind.unit))
-    in_utc = pc.assume_timezone(naive, "UTC").cast(kind)
-    return pc.if_else(zoned, with_offset, in_utc)
+    with_offset = pc.if_else(zoned, text, None).cast(pa.timestamp(unit, "UTC"))
+    naive = pc.if_else(zoned, None, text).cast(pa.timestamp(unit))
+    instants = pc.if_else(zoned, with_offset, pc.assume_timezone(naive, "UTC"))
+    held = instants.cast(pa.timestamp(unit, kind.tz))  # no zone: UTC's clock
+    return held.cast(kind, safe=True)
+
+
+def _refusal(text: Any, kind: Any, name: str) -> str:
+    """The words for the first value of `text` that is no time `kind` holds exactly."""
+    for value in text.to_pylist():
+        try:
+            _parsed(pa.array([value], pa.string()), kind)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return f"In CSV column {name!r}: {value!r} is not a time a {kind} column holds exactly"
+    return f"In CSV column {name!r}: a value is not a time a {kind} column holds exactly"

@@ -44,7 +44,11 @@ TEXT = ["", '""', "NULL", "null", "N/A", "NaN", " x ", "a,b", 'say "hi"', "é ü
 FLOATS = ["", '""', "NaN", "Infinity", "-Infinity", "Inf", "-Inf", "1.5", "-0.0", "1e308", "7"]
 INTS = ["", '""', "0", "-2147483648", "2147483647", "42"]
 BOOLS = ["", "true", "false"]
-STAMPS = ["", "2024-01-02 03:04:05", "1999-12-31 23:59:59.5", "2024-02-29T00:00:00"]  # UTC
+STAMPS = [
+    "", "2024-01-02 03:04:05", "1999-12-31 23:59:59.5", "2024-02-29T00:00:00",  # UTC
+    "2024-01-02", "2024-01-02T03:04", "2024-01-02T03:04Z", "2024-01-02 03:04:05-0700",
+    "2024-01-02 03:04:05+05", "2024-01-02T03:04:05.123456000Z",  # pandas' nine digits, exact
+]  # fmt: skip
 
 
 def field(text: str) -> str:
@@ -179,9 +183,10 @@ def test_a_merge_into_one_table_keeps_csv_text_as_text(tmp_path):
 
 def late_values_csv(path: Path) -> None:
     """More than pyarrow's first block (1 MiB) of rows whose `d` and `day` are empty, `i` whole
-    numbers and `ts` naive, then the values that a guess from that block would refuse."""
+    numbers and `ts` naive, then the values that a guess from that block would refuse; each
+    text a quoted field across three lines (pyarrow's blocks end inside some)."""
     lines = ["id,s,d,i,b,day,ts"]
-    lines += [f"{n},row {n},,{n % 1000},,," for n in range(90_000)]
+    lines += [f'{n},"row\n\nof\n{n}",,{n % 1000},,,' for n in range(90_000)]
     lines += [
         "90000,late,1.5,7,true,2024-02-29,2024-01-02T03:04:05+02:00",
         "90001,later,NaN,-2147483648,false,0001-01-01,2024-01-02 03:04:05",

@@ -350,6 +350,15 @@ def test_ingest_on_an_object_store(store, tmp_path, spark, request):
         last = refused.stderr.strip().splitlines()[-1]
         assert name in last and words in last and "Traceback" not in refused.stderr, last
     assert published_on_store() == list(range(700))
+    # CSVs in the bucket into a new table: a column only the second file holds is kept (as
+    # text: the new table's types come from the first file), and a 0-byte file holds no rows
+    for name, text in (("1.csv", "id,n\n1,10\n"), ("2.csv", "id,n,tag\n2,20,x\n"), ("3.csv", "")):
+        (tmp_path / name).write_text(text)
+        fs.put_file(str(tmp_path / name), f"{bucket}/mixed/{name}")
+    ok(root, "ingest", f"{scheme}://{bucket}/mixed/", "--into", "mixed", *MASTER)
+    scanned = ok(root, "--json", "scan", "mixed", "--engine", "local").json()
+    assert scanned["columns"] == ["id", "n", "tag"]
+    assert sorted(scanned["rows"]) == [[1, 10, None], [2, 20, "x"]]
 
 
 @pytest.mark.slow

@@ -276,9 +276,9 @@ def partitioned_target(ns: Namespace) -> tuple[ManifestSnapshot, PartitionLayout
 
 
 def source_types(ns: Namespace, path: str, fmt: str | None) -> Any:
-    """The namespace schema when the source is CSV, so that its text columns are read as text
-    (`02139`, not a number guessed from the values: `store/sources.py` `csv_options`); None
-    for formats that carry their own types."""
+    """The namespace schema when the source is CSV, so that each column is parsed as its type
+    wherever its values lie in the file (and text stays text: `02139`, not a number guessed
+    from the values; `store/csv_rows.py`); None for formats that carry their own types."""
     return partitioned_target(ns)[1].schema if is_csv(path, fmt) else None
 
 
