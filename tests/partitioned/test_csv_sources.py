@@ -218,6 +218,7 @@ SPELLINGS = {
     "int with a fraction": ("i", "1.0"),
     "date with a time": ("day", "2024-01-02 00:00:00"),
     "offset without colon": ("ts", "2024-01-02T03:04:05+0200"),
+    "padded time": ("ts", " 2024-01-02 03:04:05 "),
 }
 
 
@@ -290,3 +291,17 @@ def test_a_table_made_from_a_csv_is_typed_from_all_its_values(tmp_path):
     ).to_arrow_table()
     assert table.schema.field("amount").type == pa.float64() == expected.schema.field(1).type
     assert table.to_pylist() == expected.to_pylist()
+
+
+def test_a_bad_time_late_in_a_big_file_is_one_line_naming_column_and_value(tmp_path):
+    path = tmp_path / "late-bad.csv"
+    rows = [f"{n},,,,,,2024-01-02T03:04:05Z" for n in range(60_000)]
+    path.write_text("id,s,d,i,b,day,ts\n" + "\n".join([*rows, "60000,,,,,,bad"]) + "\n")
+    root = namespace(tmp_path / "ns")
+    done = invoke(*root.args, "write", "--from", str(path))
+    assert done.exit_code == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"lancens: error: cannot read {path} as csv: In CSV column 'ts': 'bad' is not a time a "
+        "timestamp[us, tz=UTC] column holds exactly"
+    ]
+    assert published_rows(root).num_rows == 0
