@@ -119,6 +119,8 @@ def test_failing_input_removes_only_its_own_files_from_a_shared_directory(
         return real_write(storage, location, data, **kwargs)
 
     monkeypatch.setattr(create_module, "write_new_table", racer_arrives_first)
+    # streamed, as a CSV over 256 MiB is, so that the bad row fails the write midway
+    monkeypatch.setattr("lancens_cli.store.csv_rows.TYPED_WHOLE", 0)
     bad = tmp_path / "late.csv"
     good_rows = "".join(f"{i},{i}\n" for i in range(200_000))
     bad.write_text("a,b\n" + good_rows + "1\n")
