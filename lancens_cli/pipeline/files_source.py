@@ -91,8 +91,8 @@ def remote_fs(base: str, storage: dict[str, str]) -> Any:
 
 
 def read_batches(handle: Any, fmt: str, target: Any | None, name: str = "") -> Iterator[Any]:
-    """Record batches of one file (CSV and JSON columns parsed as `store/csv_rows.py` and the target
-    say); a value the format's parser refuses (a row of too many fields, a broken line) is an
+    """Record batches of one file (a CSV read by `store/csv_rows.py`, JSON typed as the target
+    says); a value the format's parser refuses (a row of too many fields, a broken line) is an
     input error naming the file `name` (exit 2), as a local file's is."""
     import pyarrow as pa
 

@@ -217,7 +217,7 @@ def source_frame(
 
     CSV columns are matched by their header's names, file by file (as DuckDB does), never by
     position; a 0-byte file holds no rows and is skipped. CSV into a target is read by the
-    tasks with pyarrow, as `write` and `merge` read it in one process (`csv_options`): one
+    tasks with pyarrow, as `write` and `merge` read it in one process (`store/csv_rows.py`): one
     parser, so one file gives one set of rows whichever engine the input's size picks. Parquet
     files with nanosecond timestamps (pandas writes them; Spark's reader refuses them) are read
     with pyarrow by the tasks too, each value converted to microseconds exactly or refused
@@ -368,14 +368,23 @@ def _pyarrow_schema(sources: Sources, target: Any, storage: dict[str, str]) -> A
     target's), timestamps in microseconds as Spark holds them. A CSV's are every file's header
     (a column the first file lacks typed as text when there is no target)."""
     import pyarrow as pa
+
+    if sources.fmt == "csv" and target is not None:
+        schema = _csv_columns(sources, storage, target)[1]
+    else:
+        schema = _first_file_columns(sources, target, storage)
+    return pa.schema([pa.field(f.name, _microseconds(f.type), True) for f in schema])
+
+
+def _first_file_columns(sources: Sources, target: Any, storage: dict[str, str]) -> Any:
+    """The first source's columns as pyarrow reads them (JSON typed as the target's; a CSV's
+    with the other files' columns as text)."""
+    import pyarrow as pa
     import pyarrow.orc as orc
     import pyarrow.parquet as pq
 
     from lancens_cli.pipeline.files_source import open_source, read_batches
 
-    if sources.fmt == "csv" and target is not None:
-        schema = _csv_columns(sources, storage, target)[1]
-        return pa.schema([pa.field(f.name, _microseconds(f.type), True) for f in schema])
     with open_source(sources.base, storage, sources.paths[0]) as handle:
         if sources.fmt == "parquet":
             schema = pq.ParquetFile(handle).schema_arrow
@@ -391,7 +400,7 @@ def _pyarrow_schema(sources: Sources, target: Any, storage: dict[str, str]) -> A
         found = {f.name: f.type for f in schema}
         every = _csv_columns(sources, storage, None)[1]
         schema = pa.schema([pa.field(f.name, found.get(f.name, f.type)) for f in every])
-    return pa.schema([pa.field(f.name, _microseconds(f.type), True) for f in schema])
+    return schema
 
 
 def _microseconds(kind: Any) -> Any:
