@@ -21,7 +21,7 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -29,7 +29,6 @@ from lancens_cli import interrupt
 from lancens_cli.errors import InvalidInputError, TableAlreadyExistsError
 from lancens_cli.models import Result
 from lancens_cli.partition.predicate import FALSE
-from lancens_cli.partition.spark_conditions import Condition
 from lancens_cli.pipeline.read_plan import Piece, plan_pieces, planned_bytes, slice_groups
 from lancens_cli.pipeline.row_values import arrow_rows
 from lancens_cli.pipeline.scan import (
@@ -52,6 +51,9 @@ from lancens_cli.pipeline.scan import (
 from lancens_cli.pipeline.slice_reader import spark_arrow_schema
 from lancens_cli.pipeline.slices import read_slice
 from lancens_cli.words import human_bytes
+
+if TYPE_CHECKING:
+    from lancens_cli.partition.spark_conditions import Condition
 
 _READERS = max(2, os.cpu_count() or 1)  # a change feed's pieces read at once in this process
 _GROUP_ROWS = 1 << 20  # rows of one Parquet row group `--to` writes, at most

@@ -26,7 +26,6 @@ from lancens_cli.partition.predicate import (
     Node,
     flatten,
 )
-from lancens_cli.partition.spark_conditions import split_condition
 from lancens_cli.partition.table_filter import filter_for
 from lancens_cli.pipeline.pieces import (
     ROWS_PER_SLICE,
@@ -113,6 +112,9 @@ def option_nodes(opts: SourceOptions, schema: Any) -> list[Any]:
     """The predicate nodes of the `where`, `prune` and `pruneCondition` options (READ_OPTIONS)."""
     zone = opts.extra.get("timezone")
     nodes: list[Any] = []
+    if opts.extra.get("where") or opts.extra.get("prune"):
+        # the SQL parser loads for a condition given as text only
+        from lancens_cli.partition.spark_conditions import split_condition
     where = opts.extra.get("where")
     if where:
         condition = split_condition(where, schema, session_zone=zone)

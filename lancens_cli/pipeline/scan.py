@@ -32,7 +32,6 @@ from lancens_cli.errors import InvalidInputError, TableAlreadyExistsError
 from lancens_cli.models import Result, json_value
 from lancens_cli.partition.condition_data import encode
 from lancens_cli.partition.predicate import FALSE
-from lancens_cli.partition.spark_conditions import Condition, split_condition
 from lancens_cli.pipeline.read_plan import READ_OPTIONS, arrow_schema, plan_pieces
 from lancens_cli.pipeline.row_values import plain_values, utc_clock
 from lancens_cli.pipeline.source_options import SourceOptions
@@ -41,6 +40,8 @@ from lancens_cli.pipeline.task_failures import spark_errors
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from lancens_cli.partition.spark_conditions import Condition
 
 # The CLI's Spark sessions run in UTC: a timestamp literal without an offset is a UTC instant.
 SESSION_ZONE = "UTC"
@@ -181,6 +182,8 @@ def request_condition(request: ScanRequest) -> tuple[Any, Condition | None]:
     schema = arrow_schema(request_options(request))
     if not request.where:
         return schema, None
+    from lancens_cli.partition.spark_conditions import split_condition  # loads the SQL parser
+
     return schema, split_condition(
         request.where, schema, session_zone=SESSION_ZONE, label="--where"
     )

@@ -22,7 +22,7 @@ import pyarrow.compute  # noqa: F401 - pa.compute
 import pyarrow.parquet as pq
 import pytest
 from data import events
-from helpers import SPEC1, Root, cli, copied_root, ok, tree_snapshot
+from helpers import SPEC1, Root, cli, copied_root, modules_loaded_by, ok, tree_snapshot
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from test_incremental import (
@@ -418,6 +418,21 @@ def test_a_feed_written_as_files_gathers_its_pieces_into_row_groups(small_root, 
     )
     versions = con.execute("SELECT count(DISTINCT _commit_version) FROM feed").fetchone()[0]
     assert versions > 1
+
+
+def test_a_feed_without_a_condition_loads_no_sql_parser(small_root, tmp_path):
+    """A feed read from cron pays for what it uses: sqlglot (a tenth of a second of a whole
+    process) loads for a `--where` only, and Spark never for a feed read in this process."""
+    root, con = small_root
+    args = ["--root", root.uri, "scan", "--changes", "--since-version", "0"]
+    _, loaded = modules_loaded_by([*args, "--to", str(tmp_path / "all")], {"sqlglot", "pyspark"})
+    assert loaded == []
+    assert (
+        pq.read_table(tmp_path / "all").num_rows
+        == con.execute("SELECT count(*) FROM feed").fetchone()[0]
+    )
+    _, loaded = modules_loaded_by([*args, "--where", "id > 5", "--count"], {"sqlglot"})
+    assert loaded == ["sqlglot"]
 
 
 def test_row_groups_are_bounded_in_rows_and_bytes(monkeypatch):
