@@ -144,6 +144,7 @@ print(feed, both, floor, changed, full)
 """
 )
 
+
 def changed(root: Path, rows: int, workdir: Path) -> tuple[int, int, int]:
     """Apply 1% of changes; (__manifest version before them, rows deleted, rows inserted)."""
     import lance
