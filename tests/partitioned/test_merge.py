@@ -14,6 +14,7 @@ import datetime as dt
 import json
 
 import lance
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -28,6 +29,8 @@ from helpers import (
     tree_snapshot,
     written_partitions,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typed_rows import make_rows
 
 
@@ -311,7 +314,7 @@ def test_source_rows_with_a_null_key_are_never_the_same_key(tmp_path):
 
 @pytest.mark.parametrize("kind", [pa.int8(), pa.int64(), pa.uint64()])
 def test_an_integer_key_matches_as_the_join_of_any_other_key_does(kind):
-    """One integer key is looked up in the source's sorted keys; any other key is joined.
+    """One integer key is looked up in the source's keys (IntegerKeys); any other key is joined.
     Both find the same rows of each table: NULLs on either side match nothing, extremes
     match themselves."""
     import random
@@ -342,13 +345,40 @@ def test_an_integer_key_matches_as_the_join_of_any_other_key_does(kind):
     m._match_batch(joined, [0, 1, 2], wanted, ["k"])
     rng.setstate(rng_state)
     looked_up = tables()
-    ordered = m._sorted_integers(wanted, ["k"])
-    assert ordered is not None
+    lookup = m.IntegerKeys.of(wanted, ["k"])
+    assert lookup is not None
     for one in looked_up:
-        m._match_sorted(one, ordered, "k")
+        m._match_integers(one, lookup, "k")
     for a, b in zip(joined, looked_up, strict=True):
         assert sorted(a.keys.column("k").to_pylist()) == sorted(b.keys.column("k").to_pylist())
         assert None not in b.keys.column("k").to_pylist()
+
+
+@pytest.mark.parametrize("kind", [pa.int8(), pa.int32(), pa.int64(), pa.uint64()])
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_integer_keys_hold_exactly_the_source_keys_however_their_slots_collide(kind, data):
+    """The slot filter only skips a search: a table key is held exactly when the source has
+    it, for dense keys that fill every slot, keys a multiple of a power of two apart, and
+    the type's extremes."""
+    from lancens_cli.service.partitioned import merge as m
+
+    info = np.iinfo(kind.to_pandas_dtype())
+    low, high = int(info.min), int(info.max)
+    step = data.draw(st.sampled_from([1, 2**8, 2**16, 2**20, 2**40]).filter(lambda s: s < high))
+    start = data.draw(st.integers(low, high))
+    count = data.draw(st.integers(0, 70_000))
+    spaced = [v for v in range(start, start + step * count, step) if low <= v <= high][:70_000]
+    extremes = data.draw(st.lists(st.sampled_from([low, high, 0, -1 if low else 1]), max_size=4))
+    source = sorted(set(spaced) | set(extremes))
+    values = data.draw(
+        st.lists(st.one_of(st.integers(low, high), st.sampled_from(source or [0])), max_size=300)
+    )
+    values += [v + d for v in source[:50] for d in (-1, 1) if low <= v + d <= high]
+    lookup = m.IntegerKeys.of(pa.table({"k": pa.array(source, kind)}), ["k"])
+    assert lookup is not None
+    held = lookup.holds(pa.array(values, kind).to_numpy())
+    assert held.tolist() == [v in set(source) for v in values]
 
 
 def test_a_merge_by_id_loads_no_sql_parser_no_sql_engine_and_no_spark(template, tmp_path):

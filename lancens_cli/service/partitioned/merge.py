@@ -335,19 +335,27 @@ def _match_keys(
 ) -> list[_Found]:
     """Each table's rows whose keys the source holds (`_Found.keys`, and their addresses),
     `read` a few tables at a time and matched as they come. One integer key (the usual id) is
-    looked up in the source's keys sorted once; other keys are joined with the source a few
-    million rows of tables at a time: one hash of the source per join, not one per table, and
-    no more keys held than a join takes."""
+    looked up in the source's keys (`IntegerKeys`) by the thread that read the table, on both
+    cores; other keys are joined with the source a few million rows of tables at a time: one
+    hash of the source per join, not one per table, and no more keys held than a join takes."""
     found: list[Any] = [None] * len(matches)
-    ordered = _sorted_integers(wanted, keys)
+    lookup = IntegerKeys.of(wanted, keys)
+    if lookup is not None:
+
+        def read_and_match(match: PartitionMatch) -> _Found:
+            one = read(match)
+            if one.read is not None:
+                _match_integers(one, lookup, keys[0])
+            return one
+
+        for position, one in completed_map(read_and_match, matches, _READERS):
+            found[position] = one
+        return found
     batch: list[int] = []
     rows = 0
     for position, one in completed_map(read, matches, _READERS):
         found[position] = one
         if one.read is None:
-            continue
-        if ordered is not None:
-            _match_sorted(one, ordered, keys[0])
             continue
         batch.append(position)
         rows += one.read.num_rows
@@ -359,24 +367,51 @@ def _match_keys(
     return found
 
 
-def _sorted_integers(wanted: pa.Table, keys: list[str]) -> np.ndarray | None:
-    """The source's one integer key, without NULLs (they match nothing), sorted; None: the
-    key is another kind, or several columns."""
-    if len(keys) != 1 or not pa.types.is_integer(wanted.schema.field(keys[0]).type):
-        return None
-    return np.sort(pc.drop_null(wanted.column(keys[0])).to_numpy())
+class IntegerKeys:
+    """The source's one integer key, looked up fast: its values sorted (an exact binary
+    search), and a bit per slot of a multiplicative hash of them, so that the table keys
+    whose slot holds no source key (nearly all of a big table's) skip the search. The
+    search, not the slots, says what matches: keys that share a slot cost a search, never a
+    wrong answer."""
+
+    _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # 2**64 over the golden ratio, odd
+
+    def __init__(self, ordered: np.ndarray) -> None:
+        self.ordered = ordered
+        # slots: a power of two about 8 per key, at least 2**16 and at most 2**24 (16 MiB)
+        self._bits = int(min(24, max(16, (8 * len(ordered)).bit_length())))
+        self._slots = np.zeros(1 << self._bits, dtype=bool)
+        self._slots[self._slot(ordered)] = True
+
+    @classmethod
+    def of(cls, wanted: pa.Table, keys: list[str]) -> IntegerKeys | None:
+        """The source's one integer key without NULLs (they match nothing); None: the key is
+        another kind, or several columns."""
+        if len(keys) != 1 or not pa.types.is_integer(wanted.schema.field(keys[0]).type):
+            return None
+        values = pc.drop_null(wanted.column(keys[0])).to_numpy()
+        return cls(np.sort(values))
+
+    def _slot(self, values: np.ndarray) -> np.ndarray:
+        spread = values.astype(np.uint64, copy=False) * self._GOLDEN  # wraps, as a hash may
+        return spread >> np.uint64(64 - self._bits)
+
+    def holds(self, values: np.ndarray) -> np.ndarray:
+        """Whether each of `values` (of the source key's type) is one of the source's keys."""
+        hit = self._slots[self._slot(values)]
+        maybe = np.flatnonzero(hit)
+        if len(maybe):
+            candidates = values[maybe]
+            at = np.searchsorted(self.ordered, candidates).clip(max=len(self.ordered) - 1)
+            hit[maybe] = self.ordered[at] == candidates
+        return hit
 
 
-def _match_sorted(one: _Found, ordered: np.ndarray, key: str) -> None:
-    """One table's rows whose integer key is among the source's (`ordered`)."""
+def _match_integers(one: _Found, lookup: IntegerKeys, key: str) -> None:
+    """One table's rows whose integer key is among the source's."""
     assert one.read is not None
     column = one.read.column(key)
-    values = pc.fill_null(column, 0).to_numpy()
-    if len(ordered):
-        at = np.searchsorted(ordered, values).clip(max=len(ordered) - 1)
-        hit = ordered[at] == values
-    else:
-        hit = np.zeros(len(values), dtype=bool)
+    hit = lookup.holds(pc.fill_null(column, 0).to_numpy())
     if column.null_count:
         hit &= pc.is_valid(column).to_numpy(zero_copy_only=False)
     _matched(one, one.read.filter(pa.array(hit)), [key])
