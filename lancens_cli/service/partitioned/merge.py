@@ -52,6 +52,7 @@ _SEEN = "__lancens_seen"  # a marker column of the key join
 _PART = "__lancens_table"  # which table a key row of the join came from
 _JOINED_AT_ONCE = 4_000_000  # key rows of tables matched against the source in one join
 _READERS = 8  # partition tables whose keys are read at once
+_KEY_BATCH_ROWS = 1 << 20  # rows of keys Lance reads in one batch
 
 
 @dataclass
@@ -319,7 +320,9 @@ def _keys_of(
         _lacking(dataset, found, keys, schema, sources, wanted, gone)
     if any(not sources.get(k) for k in keys):
         return found
-    read = dataset.to_table(columns=[sources[k] for k in keys], with_row_address=True)
+    read = dataset.to_table(  # batches as big as a table's fragments: a fifth less time
+        columns=[sources[k] for k in keys], with_row_address=True, batch_size=_KEY_BATCH_ROWS
+    )
     table = pa.table({k: read.column(sources[k]).cast(schema.field(k).type) for k in keys})
     found.read = table.append_column(ADDRESS_COLUMN, read.column(ADDRESS_COLUMN))
     if match.published.branch_in(dataset) is None:
