@@ -10,7 +10,9 @@ columns it holds are parsed straight into its types, and the reading does not de
 value falls in the file. Timestamps are read as text and parsed here: pyarrow's parser of a
 type with a time zone refuses a time without an offset (which is UTC, as Spark's session and
 DuckDB read it), and its parser of microseconds refuses the nine digits of a fraction pandas
-writes (`.123456000`) though the value is exact. A quoted field may hold line breaks.
+writes (`.123456000`) though the value is exact. Whole numbers are read as text and cast here
+too: pyarrow's parser of an integer refuses a leading `+` (`+5`), which its float and decimal
+parsers, Spark's and DuckDB's take. A quoted field may hold line breaks.
 """
 
 from __future__ import annotations
@@ -64,13 +66,15 @@ def open_csv(source: Any, target: Any = None) -> pa.RecordBatchReader:
         table = pcsv.read_csv(source, parse_options=_PARSE, convert_options=csv_options())
         return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
     reader = pcsv.open_csv(source, parse_options=_PARSE, convert_options=csv_options(target))
-    times = {f.name: f.type for f in target or () if t.is_timestamp(f.type)}
-    if not times.keys() & set(reader.schema.names):
+    as_text = {
+        f.name: f.type for f in target or () if t.is_timestamp(f.type) or t.is_integer(f.type)
+    }
+    if not as_text.keys() & set(reader.schema.names):
         return reader
     schema = pa.schema(
-        [pa.field(f.name, times.get(f.name, f.type), f.nullable) for f in reader.schema]
+        [pa.field(f.name, as_text.get(f.name, f.type), f.nullable) for f in reader.schema]
     )
-    return pa.RecordBatchReader.from_batches(schema, _with_times(reader, schema, times))
+    return pa.RecordBatchReader.from_batches(schema, _converted(reader, schema, as_text))
 
 
 def _parsed_as(kind: Any) -> Any | None:
@@ -78,7 +82,9 @@ def _parsed_as(kind: Any) -> Any | None:
     then cast like any other input)."""
     if t.is_string(kind) or t.is_large_string(kind):
         return kind
-    if t.is_integer(kind) or t.is_floating(kind) or t.is_boolean(kind) or t.is_decimal(kind):
+    if t.is_integer(kind):
+        return pa.string()  # parsed by `_integers`
+    if t.is_floating(kind) or t.is_boolean(kind) or t.is_decimal(kind):
         return kind
     if t.is_date(kind):
         return kind
@@ -89,13 +95,39 @@ def _parsed_as(kind: Any) -> Any | None:
     return None
 
 
-def _with_times(reader: Any, schema: Any, times: dict[str, Any]) -> Iterator[Any]:
+def _converted(reader: Any, schema: Any, as_text: dict[str, Any]) -> Iterator[Any]:
+    """The reader's batches, the columns read as text (`as_text`: their types) converted."""
     for batch in reader:
         columns = [
-            _times(column, times[name], name) if name in times else column
+            _as(column, as_text[name], name) if name in as_text else column
             for name, column in zip(batch.schema.names, batch.columns, strict=True)
         ]
         yield pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _as(text: Any, kind: Any, name: str) -> Any:
+    return _times(text, kind, name) if t.is_timestamp(kind) else _integers(text, kind, name)
+
+
+def _integers(text: Any, kind: Any, name: str) -> Any:
+    """Whole numbers as `kind`, as pyarrow's CSV parser reads them (spaces around dropped,
+    `0x` hexadecimal taken), and a leading `+` taken too; anything else, or a number `kind`
+    cannot hold, refused in pyarrow's words, naming the column and the value."""
+    try:
+        return _whole(text, kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        value = text[_first_refused(text, lambda part: _whole(part, kind))].as_py()
+        raise pa.ArrowInvalid(
+            f"In CSV column {name!r}: CSV conversion error to {kind}: invalid value {value!r}"
+        ) from None
+
+
+def _whole(text: Any, kind: Any) -> Any:
+    try:  # the usual column: plain digits, cast as they are
+        return text.cast(kind, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        trimmed = pc.utf8_trim_whitespace(text)
+        return pc.replace_substring_regex(trimmed, r"^\+(\d)", "\\1").cast(kind, safe=True)
 
 
 def _times(text: Any, kind: Any, name: str) -> Any:
@@ -123,24 +155,31 @@ def _parsed(text: Any, kind: Any) -> Any:
 
 
 def _refusal(text: Any, kind: Any, name: str) -> str:
-    """The words for the first value of `text` that is no time `kind` holds exactly, found by
-    halving (a value parses alike whatever its neighbours): a few calls, not one a row."""
+    """The words for the first value of `text` that is no time `kind` holds exactly."""
     words = f"is not a time a {kind} column holds exactly"
-    if _parses(text, kind):
+    if _parses(text, lambda part: _parsed(part, kind)):
         return f"In CSV column {name!r}: a value {words}"
+    value = text[_first_refused(text, lambda part: _parsed(part, kind))].as_py()
+    return f"In CSV column {name!r}: {value!r} {words}"
+
+
+def _first_refused(text: Any, parse: Any) -> int:
+    """Where the first value of `text` that `parse` refuses lies (`text` as a whole is
+    refused), found by halving (a value parses alike whatever its neighbours): a few calls,
+    not one a row."""
     low, high = 0, len(text)  # the first refused value lies in [low, high)
     while high - low > 1:
         middle = (low + high) // 2
-        if _parses(text.slice(low, middle - low), kind):
+        if _parses(text.slice(low, middle - low), parse):
             low = middle
         else:
             high = middle
-    return f"In CSV column {name!r}: {text[low].as_py()!r} {words}"
+    return low
 
 
-def _parses(text: Any, kind: Any) -> bool:
+def _parses(text: Any, parse: Any) -> bool:
     try:
-        _parsed(text, kind)
+        parse(text)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return False
     return True

@@ -42,7 +42,7 @@ DUCK_TYPES = (
 DIALECT = "delim = ',', quote = '\"', escape = '\"'"
 TEXT = ["", '""', "NULL", "null", "N/A", "NaN", " x ", "a,b", 'say "hi"', "é ü", "0"]
 FLOATS = ["", '""', "NaN", "Infinity", "-Infinity", "Inf", "-Inf", "1.5", "-0.0", "1e308", "7"]
-INTS = ["", '""', "0", "-2147483648", "2147483647", "42"]
+INTS = ["", '""', "0", "-2147483648", "2147483647", "42", "+7", "+2147483647", " 9 ", "0x1F"]
 BOOLS = ["", "true", "false"]
 STAMPS = [
     "", "2024-01-02 03:04:05", "1999-12-31 23:59:59.5", "2024-02-29T00:00:00",  # UTC
@@ -214,6 +214,7 @@ SPELLINGS = {
     "lowercase nan": ("d", "nan"),
     "lowercase inf": ("d", "-inf"),
     "padded int": ("i", " 42"),
+    "int with a plus": ("i", "+5"),
     "hex int": ("i", "0x10"),
     "int with a fraction": ("i", "1.0"),
     "date with a time": ("day", "2024-01-02 00:00:00"),
