@@ -69,6 +69,7 @@ def manifest_flag_names(value: int) -> list[str]:
 # Lance is still writing under a staging name, renamed into place when done)
 TRANSACTION_NAME = re.compile(r"\d+-[^/]+\.txn")
 _METADATA_COMMITS = 4  # metadata commits one mutation may land before its rows
+_SCANNED_LOOKUPS = 16  # a snapshot's lookups by id made in Arrow before a dict of every id
 BASE_COLUMNS = ("object_id", "object_type", "location", "metadata", "base_objects")
 INDEXES = (
     ("object_id_btree", "object_id", "BTREE"),
@@ -149,6 +150,7 @@ class ManifestSnapshot:
     metadata: dict[str, str]
     data_storage_version: str | None = None
     _index: dict[str, int] | None = field(default=None, repr=False)
+    _scans: int = field(default=0, repr=False, compare=False)  # lookups made without `_index`
     _rows: list[dict[str, Any]] | None = field(default=None, repr=False)
     _containment: Any = field(default=None, repr=False, compare=False)  # store/containment.py
     _layout: Any = field(default=None, repr=False, compare=False)  # service/partitioned/layout
@@ -192,8 +194,24 @@ class ManifestSnapshot:
             self._index = {object_id: i for i, object_id in enumerate(ids)}
         return self._index
 
+    def _position(self, object_id: str) -> int | None:
+        """Where `object_id`'s row lies (the last, as the dict keeps it, should a damaged
+        catalog repeat it). The first few lookups scan the column in Arrow (a few ms over a
+        million rows); a command that asks for more gets a dict of every id, which costs a
+        second and a Python string a row at that size."""
+        if self._index is None and self._scans < _SCANNED_LOOKUPS:
+            self._scans += 1
+            ids = self.table.column("object_id")
+            try:
+                wanted = pa.scalar(object_id, ids.type)
+            except (UnicodeEncodeError, pa.ArrowInvalid):
+                return None  # a name that is not UTF-8 (a directory's): no row's id spells it
+            found = pc.indices_nonzero(pc.equal(ids, wanted))
+            return int(found[-1].as_py()) if len(found) else None
+        return self._ids().get(object_id)
+
     def get(self, object_id: str) -> dict[str, Any] | None:
-        position = self._ids().get(object_id)
+        position = self._position(object_id)
         if position is None:
             return None
         if self._rows is not None:
@@ -201,7 +219,7 @@ class ManifestSnapshot:
         return self.table.slice(position, 1).to_pylist()[0]
 
     def __contains__(self, object_id: str) -> bool:
-        return object_id in self._ids()
+        return self._position(object_id) is not None
 
     def children(self, object_id: str, recursive: bool = False) -> list[dict[str, Any]]:
         """Rows directly (or, recursively, anywhere) below a namespace; root is ''."""
