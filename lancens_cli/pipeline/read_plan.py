@@ -112,10 +112,9 @@ def option_nodes(opts: SourceOptions, schema: Any) -> list[Any]:
     """The predicate nodes of the `where`, `prune` and `pruneCondition` options (READ_OPTIONS)."""
     zone = opts.extra.get("timezone")
     nodes: list[Any] = []
-    if opts.extra.get("where") or opts.extra.get("prune"):
-        # the SQL parser loads for a condition given as text only
+    where, prune = opts.extra.get("where"), opts.extra.get("prune")
+    if where or prune:  # the SQL parser loads for a condition given as text only
         from lancens_cli.partition.spark_conditions import split_condition
-    where = opts.extra.get("where")
     if where:
         condition = split_condition(where, schema, session_zone=zone)
         for part in condition.left:
@@ -125,7 +124,6 @@ def option_nodes(opts: SourceOptions, schema: Any) -> list[Any]:
                 "prune to still prune partitions by it"
             )
         nodes += condition.understood
-    prune = opts.extra.get("prune")
     if prune:
         nodes += split_condition(prune, schema, session_zone=zone).understood
     parsed = opts.extra.get("prunecondition")

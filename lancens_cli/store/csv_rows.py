@@ -18,7 +18,7 @@ parsers, Spark's and DuckDB's take. A quoted field may hold line breaks.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -36,6 +36,7 @@ _ZONED = r"\d:\d\d(:\d\d(\.\d*)?)?(Z|[+-]\d\d(:?\d\d)?)$"
 # zeros past a fraction's sixth (ninth) digit, before any offset: dropped, the value is the same
 _ZEROS_PAST = r"(\.\d{%d})0+(Z|[+-]\d\d(:?\d\d)?)?$"
 _PARSE = pcsv.ParseOptions(newlines_in_values=True)
+_REFUSED = (pa.ArrowInvalid, pa.ArrowNotImplementedError)  # a value a parse or cast refuses
 
 
 def csv_options(target: Any = None) -> pcsv.ConvertOptions:
@@ -113,19 +114,19 @@ def _integers(text: Any, kind: Any, name: str) -> Any:
     """Whole numbers as `kind`, as pyarrow's CSV parser reads them (spaces around dropped,
     `0x` hexadecimal taken), and a leading `+` taken too; anything else, or a number `kind`
     cannot hold, refused in pyarrow's words, naming the column and the value."""
-    try:
-        return _whole(text, kind)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        value = text[_first_refused(text, lambda part: _whole(part, kind))].as_py()
-        raise pa.ArrowInvalid(
+    return _checked(
+        text,
+        lambda part: _whole(part, kind),
+        lambda value: (
             f"In CSV column {name!r}: CSV conversion error to {kind}: invalid value {value!r}"
-        ) from None
+        ),
+    )
 
 
 def _whole(text: Any, kind: Any) -> Any:
     try:  # the usual column: plain digits, cast as they are
         return text.cast(kind, safe=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+    except _REFUSED:
         trimmed = pc.utf8_trim_whitespace(text)
         return pc.replace_substring_regex(trimmed, r"^\+(\d)", "\\1").cast(kind, safe=True)
 
@@ -135,10 +136,12 @@ def _times(text: Any, kind: Any, name: str) -> Any:
     without it (or a date alone) in UTC; a target without a time zone holds them as UTC's
     clock. A fraction finer than `kind` holds is refused, as is a value that is no time, in
     one line naming the column and the value."""
-    try:
-        return _parsed(text, kind)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        raise pa.ArrowInvalid(_refusal(text, kind, name)) from None
+    shown = f"In CSV column {name!r}: %s is not a time a {kind} column holds exactly"
+    return _checked(
+        text,
+        lambda part: _parsed(part, kind),
+        lambda value: shown % ("a value" if value is None else repr(value)),
+    )
 
 
 def _parsed(text: Any, kind: Any) -> Any:
@@ -154,19 +157,20 @@ def _parsed(text: Any, kind: Any) -> Any:
     return held.cast(kind, safe=True)
 
 
-def _refusal(text: Any, kind: Any, name: str) -> str:
-    """The words for the first value of `text` that is no time `kind` holds exactly."""
-    words = f"is not a time a {kind} column holds exactly"
-    if _parses(text, lambda part: _parsed(part, kind)):
-        return f"In CSV column {name!r}: a value {words}"
-    value = text[_first_refused(text, lambda part: _parsed(part, kind))].as_py()
-    return f"In CSV column {name!r}: {value!r} {words}"
+def _checked(text: Any, parse: Callable[[Any], Any], words: Callable[[Any], str]) -> Any:
+    """`parse(text)`; when it refuses, one line (`words` of the first value it refuses, None
+    if no one value is) instead of the whole column's error."""
+    try:
+        return parse(text)
+    except _REFUSED:
+        raise pa.ArrowInvalid(words(_first_refused(text, parse))) from None
 
 
-def _first_refused(text: Any, parse: Any) -> int:
-    """Where the first value of `text` that `parse` refuses lies (`text` as a whole is
-    refused), found by halving (a value parses alike whatever its neighbours): a few calls,
-    not one a row."""
+def _first_refused(text: Any, parse: Callable[[Any], Any]) -> Any:
+    """The first value of `text` that `parse` refuses (None: it takes them all), found by
+    halving (a value parses alike whatever its neighbours): a few calls, not one a row."""
+    if _parses(text, parse):
+        return None
     low, high = 0, len(text)  # the first refused value lies in [low, high)
     while high - low > 1:
         middle = (low + high) // 2
@@ -174,12 +178,12 @@ def _first_refused(text: Any, parse: Any) -> int:
             low = middle
         else:
             high = middle
-    return low
+    return text[low].as_py()
 
 
-def _parses(text: Any, parse: Any) -> bool:
+def _parses(text: Any, parse: Callable[[Any], Any]) -> bool:
     try:
         parse(text)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+    except _REFUSED:
         return False
     return True
