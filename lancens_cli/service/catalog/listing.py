@@ -9,7 +9,7 @@ from typing import Any, NamedTuple, overload
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lancens_cli.errors import InvalidInputError
+from lancens_cli.errors import CatalogDamagedError, InvalidInputError
 from lancens_cli.models import (
     KIND_NAMESPACE,
     KIND_TABLE,
@@ -28,7 +28,12 @@ from lancens_cli.partition.spec import PartitionSpec
 from lancens_cli.service.catalog import listing_index
 from lancens_cli.service.namespace import NameRange, Namespace
 from lancens_cli.service.partitioned.label import PartitionLabel
-from lancens_cli.service.partitioned.layout import partition_summary, readable_layout
+from lancens_cli.service.partitioned.layout import (
+    PartitionLayout,
+    layout_from_metadata,
+    partition_summary,
+    readable_layout,
+)
 from lancens_cli.service.partitioned.naming import label_of
 from lancens_cli.store import listing_cache
 from lancens_cli.store.arrow_text import arrow_strings
@@ -63,17 +68,19 @@ def list_namespace(
         raise InvalidInputError(f"--limit must be at least 1, not {limit}")
     ns.require_root()
     whole_root = ident.is_root  # the root's children, or with `recursive` everything
-    if whole_root and limit is not None:
+    indexable = whole_root and not all_rows  # the index holds what `ls` lists by default
+    if indexable and limit is not None:
         indexed = listing_index.page(ns, _after(page_token, delimiter), limit, recursive)
-        if indexed is not None:
-            return _indexed_listing(ns, ident, indexed, delimiter, with_state)
+        listed = _indexed_listing(ns, ident, indexed, delimiter, with_state) if indexed else None
+        if listed is not None:
+            return listed
     start = listing_index.Start(ns)
     snapshot = ns.snapshot()
     ns.require_namespace(ident, snapshot)
     after = _after(page_token, delimiter)  # a namespace that is not there is said first
 
     summary = partition_summary(snapshot) if snapshot.exists else None
-    partitions = _PartitionView(snapshot, summary)
+    partitions = _PartitionView(readable_layout(snapshot), summary)
     child, positions = _listed_rows(snapshot, ident, recursive, partitions, all_rows)
     ids = child.column("object_id").combine_chunks()
     directories = (
@@ -85,9 +92,10 @@ def list_namespace(
     # Every key is sorted in Arrow; Python objects are made for the page's entries only.
     keys = pa.concat_arrays([ids.cast(pa.string()), directories.names])
     order = pc.sort_indices(keys)
-    if whole_root and summary is None and verdicts.by_spelling_alone and not directories.real:
-        listed = _Sorted(keys, order, child, positions)
-        _keep_index(ns, start, snapshot.version, listed, directories, recursive)
+    readable = summary is None or "unreadable" not in summary
+    if indexable and readable and verdicts.by_spelling_alone and not directories.real:
+        whole = _Sorted(keys, order, child, positions)
+        _keep_index(ns, start, snapshot.version, whole, directories, recursive, summary)
     if after is not None:
         order = order.filter(pc.greater(keys.take(order), after))
     more = limit is not None and len(order) > limit
@@ -264,8 +272,10 @@ def _keep_index(
     listed: _Sorted,
     directories: _Directories,
     recursive: bool,
+    partitioning: dict[str, Any] | None,
 ) -> None:
-    """Hand a whole listing of the root to `listing_index`, in the order it lists."""
+    """Hand a whole listing of the root (and a partitioned root's summary) to
+    `listing_index`, in the order it lists."""
     count = listed.child.num_rows
     if count == 0 or len(listed.keys) < listing_cache.CACHED_FROM:
         return
@@ -292,7 +302,7 @@ def _keep_index(
         marker_check=pc.or_(pc.invert(is_row), checked.take(row_at)),
         marked=list(directories.marked),
     )
-    listing_index.keep(ns, start, version, listed_index, recursive)
+    listing_index.keep(ns, start, version, listed_index, recursive, partitioning)
 
 
 def _indexed_listing(
@@ -301,10 +311,16 @@ def _indexed_listing(
     indexed: listing_index.IndexedPage,
     delimiter: str,
     with_state: bool,
-) -> Listing:
-    """A page read from the listing index, its entries made as the whole listing makes them."""
+) -> Listing | None:
+    """A page read from the listing index, its entries made as the whole listing makes them;
+    None when the partition layout it was kept with cannot be read now."""
+    try:
+        layout = layout_from_metadata(indexed.metadata or {})
+    except CatalogDamagedError:
+        return None  # the whole listing names what is wrong
+    partitions = _PartitionView(layout, indexed.partitioning)
     entries = [
-        _row_entry(indexed.rows[row], indexed.held[row], _ACCEPTED, _NO_PARTITIONS, delimiter)
+        _row_entry(indexed.rows[row], indexed.held[row], _ACCEPTED, partitions, delimiter)
         if row is not None
         else _directory_entry(ns, name, location or "")
         for row, name, location in indexed.entries
@@ -313,7 +329,9 @@ def _indexed_listing(
     if with_state and tables:
         _fill_states(ns, tables)
     next_token = entries[-1].id if indexed.more and entries else None
-    return Listing(ident.display(delimiter), entries, next_token)
+    listing = Listing(ident.display(delimiter), entries, next_token)
+    listing.partitioning = indexed.partitioning
+    return listing
 
 
 class _Accepted:
@@ -328,10 +346,11 @@ _ACCEPTED = _Accepted()
 
 
 class _PartitionView:
-    """What `ls` shows of a partitioned root's own rows, from the root's `partition_summary`
-    (empty for any other root, and for damaged partition metadata: listed as rows)."""
+    """What `ls` shows of a partitioned root's own rows, from its layout and its
+    `partition_summary` (empty for any other root, and for damaged partition metadata: listed
+    as rows)."""
 
-    def __init__(self, snapshot: Any, summary: dict[str, Any] | None) -> None:
+    def __init__(self, layout: PartitionLayout | None, summary: dict[str, Any] | None) -> None:
         self._layout_specs: list[PartitionSpec] = []  # a page's rows are labelled by them
         self.spec_namespaces: set[str] = set()
         self.current: str | None = None
@@ -340,7 +359,6 @@ class _PartitionView:
         if summary is None or "unreadable" in summary:
             return
         versions = summary["spec_versions"]
-        layout = readable_layout(snapshot)
         self._layout_specs = list(layout.specs) if layout else []
         self.spec_namespaces = {f"v{v}" for v in versions}
         self.current = f"v{summary['current_spec']}"
@@ -361,9 +379,6 @@ class _PartitionView:
             below_spec = pc.or_(below_spec, pc.starts_with(ids, namespace + OBJECT_ID_DELIMITER))
         level = pc.and_(pc.equal(rows.column("object_type"), KIND_NAMESPACE), below_spec)
         return pc.fill_null(level, False)  # a row of no type is listed, as it was
-
-
-_NO_PARTITIONS = _PartitionView(None, None)
 
 
 def _row_entry(

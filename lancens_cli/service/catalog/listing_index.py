@@ -14,7 +14,11 @@ only while both are the same, and these still hold:
 - a deregistration marker, which lies inside a table's directory and so does not move the
   root's times, is where it was: each marked directory still marked, and no directory the page
   shows by its name alone (`marker_check`) marked since;
-- nothing in it is a name that is not UTF-8, and the root is not partitioned.
+- nothing in it is a name that is not UTF-8.
+
+A partitioned root's index also keeps what `ls` shows of its specs (`partition_summary`, a
+function of the `__manifest` version); a page labels its rows by the specs in the table
+metadata of that same version.
 
 Anything else (a missing, damaged or foreign file) is the whole listing, which writes a new one.
 """
@@ -38,7 +42,7 @@ from lancens_cli.store.tables import V1_SUFFIX, is_deregistered
 
 # A new number for any change to what `ls` shows or how it is worked out: an index is what an
 # older lancens worked out, and is taken only when the format is the same.
-FORMAT = "lancens-listing-index 2"
+FORMAT = "lancens-listing-index 3"
 COLUMNS = ("keys", "positions", "locations", "held", "marker_check")
 MARKED_KEPT = 1_000  # deregistered directories an index rechecks; past this, none is written
 SUFFIX = ".index"  # beside the root's listing in the cache, keyed the same way
@@ -49,12 +53,15 @@ RECURSIVE_SUFFIX = ".index-recursive"  # `ls -R`: everything below the root
 class IndexedPage:
     """A page read from the index: its entries in order, as (row position in `rows`, or None
     for a directory-only table; name; location), the page's rows taken from `__manifest`, whether
-    a root directory holds each row's location, and whether more entries follow."""
+    a root directory holds each row's location, and whether more entries follow; and for a
+    partitioned root, its summary as kept and `__manifest`'s table metadata."""
 
     entries: list[tuple[int | None, str, str | None]]
     rows: list[dict[str, Any]]
     held: list[bool]
     more: bool
+    partitioning: dict[str, Any] | None = None
+    metadata: dict[str, str] | None = None
 
 
 @dataclass
@@ -112,14 +119,24 @@ def page(ns: Namespace, after: str | None, limit: int, recursive: bool) -> Index
     if more is None:
         return None
     try:
-        return _page_of(ds, chosen, more)
+        found = _page_of(ds, chosen, more)
     except (ValueError, OSError, RuntimeError):
         return None  # the whole listing reads `__manifest` again, and says what is wrong
+    found.partitioning, found.metadata = facts["partitioning"], dict(ds.metadata or {})
+    return found
 
 
-def keep(ns: Namespace, start: Start, version: int, listed: Listed, recursive: bool) -> None:
-    """Write the index of a whole listing that began at `start` of `__manifest` `version`,
-    when it is worth a file and the root had settled before it and is the same after it."""
+def keep(
+    ns: Namespace,
+    start: Start,
+    version: int,
+    listed: Listed,
+    recursive: bool,
+    partitioning: dict[str, Any] | None = None,
+) -> None:
+    """Write the index of a whole listing that began at `start` of `__manifest` `version`
+    (with a partitioned root's summary), when it is worth a file and the root had settled
+    before it and is the same after it."""
     path = start.path
     if path is None or start.stamp is None or len(listed.keys) < listing_cache.CACHED_FROM:
         return
@@ -135,7 +152,12 @@ def keep(ns: Namespace, start: Start, version: int, listed: Listed, recursive: b
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
-    facts = {**_facts(ns, path, start.stamp, version), "marked": listed.marked, "links": links}
+    facts = {
+        **_facts(ns, path, start.stamp, version),
+        "marked": listed.marked,
+        "links": links,
+        "partitioning": partitioning,
+    }
     listing_cache.write_file(_file_of(path, recursive), facts, sink.getvalue())
 
 
@@ -205,6 +227,8 @@ def _read(file: str | None, expected: dict[str, Any]) -> tuple[Any, dict[str, An
     facts, body = found
     if not isinstance(facts.get("marked"), list) or not isinstance(facts.get("links"), list):
         return None
+    if not isinstance(facts.get("partitioning", ()), dict | None):
+        return None  # missing (a tuple) or not a summary
     try:
         table = pa.ipc.open_file(pa.py_buffer(body)).read_all()
     except (pa.ArrowInvalid, OSError):
