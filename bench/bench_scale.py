@@ -236,6 +236,14 @@ COMMANDS = [
         deep=("lancens ls -R --limit 100 (first listing)", ("ls", "-R", "--limit", "100")),
     ),
     Command(
+        "ls-top",
+        "lancens ls (the root's children, listed before)",
+        True,
+        ("ls",),
+        warm_ups=1,
+        layouts=DEEP,  # a few children of a big catalog: a partitioned root's specs
+    ),
+    Command(
         "ls-json",
         "lancens ls --json",
         True,

@@ -673,3 +673,21 @@ def test_which_rows_a_directory_holds_reads_alike_for_a_big_and_a_small_root(
     _marker(path / "c.lance")
     _settle()
     assert {e["id"]: e["source"] for e in both()}["shared"] == "manifest"
+
+
+@pytest.mark.parametrize("whole_from_index", [listing_index.WHOLE_FROM_INDEX, 3])
+def test_a_listing_without_a_limit_reads_the_index_only_when_it_is_short(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, whole_from_index: int
+) -> None:
+    """`ls` without `--limit` of a root whose listing is short takes it from the index; a
+    longer one is listed whole, as it was, in chunks. Either reads as a whole listing."""
+    monkeypatch.setattr(listing_index, "WHOLE_FROM_INDEX", whole_from_index)
+    root = _root(tmp_path)
+    for extra in ((), ("-R",)):
+        fresh = {"XDG_CACHE_HOME": str(tmp_path / f"fresh-{time.monotonic_ns()}")}
+        whole = _ls(root, *extra, env=fresh)
+        _ls(root, *extra)  # keeps the index
+        reads = _CatalogReads(monkeypatch)
+        assert _ls(root, *extra) == whole
+        short = len(whole["entries"]) <= whole_from_index
+        assert (reads.count == 0) == short, (extra, reads.count)

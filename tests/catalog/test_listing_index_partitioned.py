@@ -68,12 +68,15 @@ def _whole(root: Root, tmp_path: Path, *extra: str) -> dict:
 
 
 def _same_pages(root: Root, tmp_path: Path, *extra: str) -> None:
+    """Every page of `ls -R`, and `ls` of the specs (a listing without a limit, of a few
+    entries), read as a whole listing that found no index."""
     whole = _whole(root, tmp_path, "-R", *extra)
     for limit in (1, 3, 7):
         pages = _pages(root, limit, "-R", *extra)
         assert [e for page in pages for e in page["entries"]] == whole["entries"], limit
         assert all(len(page["entries"]) == limit for page in pages[:-1])
         assert all(page["partitioning"] == whole["partitioning"] for page in pages)
+    assert _ls(root, *extra) == _whole(root, tmp_path, *extra)
 
 
 class _CatalogReads:
@@ -96,7 +99,9 @@ def test_a_page_of_a_partitioned_root_costs_a_page(
     root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     whole = _ls(root, "-R")  # keeps the index
-    assert Path(listing_index._file_of(str(root.local_path), True)).exists()
+    specs_only = _ls(root)  # a few entries, of a big catalog: kept too
+    for recursive in (False, True):
+        assert Path(listing_index._file_of(str(root.local_path), recursive)).exists()
     tables = [e for e in whole["entries"] if e["kind"] == "table"]
     assert {e["spec_version"] for e in tables} == {1, 2}
     assert all(e["partition"] for e in tables)
@@ -107,6 +112,8 @@ def test_a_page_of_a_partitioned_root_costs_a_page(
         pages = _pages(root, limit, "-R")
         assert [e for page in pages for e in page["entries"]] == whole["entries"], limit
         assert all(page["partitioning"] == whole["partitioning"] for page in pages)
+    assert _ls(root) == specs_only
+    assert [e["id"] for e in specs_only["entries"]] == ["v1", "v2"]
     assert reads.count == 0
 
 
@@ -132,7 +139,9 @@ def test_pages_of_a_partitioned_root_follow_every_change(
     root: Root, tmp_path: Path, change
 ) -> None:
     _pages(root, 3, "-R")
-    assert Path(listing_index._file_of(str(root.local_path), True)).exists()
+    _ls(root)
+    for recursive in (False, True):
+        assert Path(listing_index._file_of(str(root.local_path), recursive)).exists()
     change(root, tmp_path)
     _same_pages(root, tmp_path)  # at once
     time.sleep(SETTLE_S)

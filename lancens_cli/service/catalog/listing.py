@@ -69,7 +69,7 @@ def list_namespace(
     ns.require_root()
     whole_root = ident.is_root  # the root's children, or with `recursive` everything
     indexable = whole_root and not all_rows  # the index holds what `ls` lists by default
-    if indexable and limit is not None:
+    if indexable:  # a page, or a short whole listing (of a partitioned root's specs)
         indexed = listing_index.page(ns, _after(page_token, delimiter), limit, recursive)
         listed = _indexed_listing(ns, ident, indexed, delimiter, with_state) if indexed else None
         if listed is not None:
@@ -95,7 +95,9 @@ def list_namespace(
     readable = summary is None or "unreadable" not in summary
     if indexable and readable and verdicts.by_spelling_alone and not directories.real:
         whole = _Sorted(keys, order, child, positions)
-        _keep_index(ns, start, snapshot.version, whole, directories, recursive, summary)
+        big = max(len(keys), snapshot.table.num_rows) >= listing_cache.CACHED_FROM
+        if big:  # many entries to list, or few of a big catalog
+            _keep_index(ns, start, snapshot.version, whole, directories, recursive, summary)
     if after is not None:
         order = order.filter(pc.greater(keys.take(order), after))
     more = limit is not None and len(order) > limit
@@ -277,7 +279,7 @@ def _keep_index(
     """Hand a whole listing of the root (and a partitioned root's summary) to
     `listing_index`, in the order it lists."""
     count = listed.child.num_rows
-    if count == 0 or len(listed.keys) < listing_cache.CACHED_FROM:
+    if count == 0:
         return
     order = listed.order.cast(pa.int64())
     is_row = pc.less(order, count)

@@ -4,9 +4,9 @@ from. A page is a binary search for its token and a `take` of its rows from `__m
 
 Everything `ls` works out over the whole catalog is a function of the `__manifest` version, the
 root's entries and what lies in a few directories. So the index is written by a listing that
-worked it out (at least `CACHED_FROM` entries, the root's times settled before it began, as for
-`store/listing_cache.py`), with the version and the root's identity and times; and it is read
-only while both are the same, and these still hold:
+worked it out (of at least `CACHED_FROM` entries or catalog rows, the root's times settled
+before it began, as for `store/listing_cache.py`), with the version and the root's identity
+and times; and it is read only while both are the same, and these still hold:
 
 - every table row was accepted by its location's spelling alone (one plain directory under the
   root, no link, no other row there): its verdict cannot change while the root's entries do
@@ -45,6 +45,7 @@ from lancens_cli.store.tables import V1_SUFFIX, is_deregistered
 FORMAT = "lancens-listing-index 3"
 COLUMNS = ("keys", "positions", "locations", "held", "marker_check")
 MARKED_KEPT = 1_000  # deregistered directories an index rechecks; past this, none is written
+WHOLE_FROM_INDEX = 4_096  # entries a listing without --limit takes from the index
 SUFFIX = ".index"  # beside the root's listing in the cache, keyed the same way
 RECURSIVE_SUFFIX = ".index-recursive"  # `ls -R`: everything below the root
 
@@ -90,9 +91,13 @@ class Start:
         self.at_ns = time.time_ns()
 
 
-def page(ns: Namespace, after: str | None, limit: int, recursive: bool) -> IndexedPage | None:
+def page(
+    ns: Namespace, after: str | None, limit: int | None, recursive: bool
+) -> IndexedPage | None:
     """The page after `after` from the index of the root's listing (`recursive`: of everything
-    below it), or None when no index can be trusted."""
+    below it), or None when no index can be trusted. Without a `limit`, the rest of the
+    listing when it is at most `WHOLE_FROM_INDEX` entries (a partitioned root's specs, the
+    namespaces of a root of many tables); a longer one is listed whole, in chunks."""
     path = ns.storage.uri() if ns.storage.is_local else None
     if path is None or not _indexable(ns):
         return None
@@ -112,6 +117,10 @@ def page(ns: Namespace, after: str | None, limit: int, recursive: bool) -> Index
         return None
     keys = table.column("keys")
     start = 0 if after is None else bisect.bisect_right(_Texts(keys), after)
+    if limit is None:
+        limit = len(keys) - start
+        if limit > WHOLE_FROM_INDEX:
+            return None
     chosen = table.slice(start, limit)
     if any(_marked_since(ns, chosen)):
         return None
@@ -138,7 +147,7 @@ def keep(
     (with a partitioned root's summary), when it is worth a file and the root had settled
     before it and is the same after it."""
     path = start.path
-    if path is None or start.stamp is None or len(listed.keys) < listing_cache.CACHED_FROM:
+    if path is None or start.stamp is None:
         return
     if not _indexable(ns) or len(listed.marked) > MARKED_KEPT:
         return
