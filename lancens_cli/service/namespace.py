@@ -49,7 +49,7 @@ from lancens_cli.store.manifest import (
     manifest_schema,
     require_writable,
 )
-from lancens_cli.store.row_verdicts import row_locations
+from lancens_cli.store.row_verdicts import require_row
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import V1_SUFFIX, is_deregistered, v1_location
 
@@ -238,7 +238,7 @@ class Namespace:
         if row is not None:
             if row["object_type"] != KIND_TABLE:
                 return None
-            row_locations(self.storage, snapshot).require(ident.object_id)
+            require_row(self.storage, snapshot, ident.object_id)
             location = row["location"] or ""
             source = SOURCE_MANIFEST
             if (

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from helpers import invoke, tree_snapshot
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from lancens_cli.service.namespace import Namespace
@@ -515,6 +515,82 @@ def test_plain_rows_judged_in_one_pass_as_by_sorting_them_all(
         patch.setattr(row_verdicts, "PLAIN_LOCATION", r"[^\s\S]")  # no row is plain
         sorted_all = judged()
     assert fast == sorted_all, (rows, candidates)
+
+
+class _Snapshot:
+    """A `__manifest` snapshot as the verdicts read it: its rows, and room for what they keep."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.exists, self.table = True, table
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    dirs=st.lists(st.lists(NAMES, min_size=1, max_size=2), max_size=4),
+    link_to=st.sampled_from([None, "a", "b/a", "..", "missing"]),
+    rows=st.lists(st.tuples(ROW_IDS, ROW_LOCATIONS), min_size=1, max_size=10),
+    namespaces=st.lists(ROW_IDS, max_size=2),
+)
+@example(dirs=[], link_to=None, rows=[("t1", "__manifest"), ("t2", "a")], namespaces=[])
+@example(dirs=[["a"]], link_to="a", rows=[("t1", "a"), ("t2", "lnk")], namespaces=[])
+@example(dirs=[["a"]], link_to="a", rows=[("t1", "a"), ("t2", "x$y")], namespaces=["t3"])
+@example(dirs=[], link_to=None, rows=[("t1", "a"), ("t1", "b"), ("t2", "ab")], namespaces=[])
+@example(dirs=[], link_to=None, rows=[("t1", "a"), ("t2", "a"), ("t3", "b")], namespaces=[])
+@example(dirs=[], link_to=None, rows=[("t1", "a"), ("t2", "a/b"), ("t3", "b")], namespaces=[])
+def test_one_row_judged_alone_as_the_whole_catalog_judges_it(
+    tmp_path_factory, dirs, link_to, rows, namespaces
+):
+    """`require_row` (a command about one table) refuses exactly the rows the whole
+    catalog's verdicts refuse, with the same words, whether it judged the row alone or not."""
+    from lancens_cli.errors import RefusedError
+    from lancens_cli.store import row_verdicts
+
+    root = tmp_path_factory.mktemp("one") / "root"
+    root.mkdir()
+    for parts in dirs:
+        root.joinpath(*parts).mkdir(parents=True, exist_ok=True)
+    if link_to is not None:
+        os.symlink(link_to, root / "lnk")
+        if link_to == "a":
+            os.symlink("a", root / "x$y")
+    storage = Namespace.from_properties({"root": str(root)}).storage
+    triples = [(oid, "table", location) for oid, location in rows]
+    triples += [(oid, "namespace", None) for oid in namespaces]  # rows of another kind
+    table = row_verdicts._rows_table(triples)
+
+    def verdict(judge, *args) -> str | None:
+        try:
+            judge(*args)
+        except RefusedError as exc:
+            return exc.message
+        return None
+
+    whole = row_verdicts.RowLocations(storage, table)
+    for object_id, _ in rows:
+        alone = verdict(row_verdicts.require_row, storage, _Snapshot(table), object_id)
+        assert alone == verdict(whole.require, object_id), (rows, object_id)
+
+
+def test_a_plain_catalog_judges_one_row_without_judging_them_all(tmp_path, monkeypatch):
+    """The reason for `require_row`: a row of a plain catalog is accepted without the whole
+    catalog's verdicts (a sort of a million locations), and a catalog asked of many rows is
+    judged whole once."""
+    from lancens_cli.store import row_verdicts
+
+    storage = Namespace.from_properties({"root": str(tmp_path)}).storage
+    table = row_verdicts._rows_table([(f"t{i}", "table", f"t{i}.lance") for i in range(10)])
+    judged = []
+    whole = row_verdicts.RowLocations
+    monkeypatch.setattr(row_verdicts, "RowLocations", lambda *a: judged.append(1) or whole(*a))
+    snapshot = _Snapshot(table)
+    for i in range(row_verdicts.LONE_CHECKS):
+        row_verdicts.require_row(storage, snapshot, f"t{i}")
+    assert judged == []
+    for i in range(row_verdicts.LONE_CHECKS, 10):
+        row_verdicts.require_row(storage, snapshot, f"t{i}")
+    assert judged == [1]
 
 
 def test_names_that_are_not_utf8_are_listed_refused_and_break_nothing(tmp_path):

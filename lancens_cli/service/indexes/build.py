@@ -45,7 +45,7 @@ from lancens_cli.service.partitioned.naming import label_of
 from lancens_cli.service.partitioned.republish import Republish, republish
 from lancens_cli.store.catalog_rows import PublishedRef, open_published
 from lancens_cli.store.manifest import ManifestEdit, ManifestSnapshot
-from lancens_cli.store.row_verdicts import row_locations
+from lancens_cli.store.row_verdicts import require_row, row_locations
 from lancens_cli.words import plural
 
 BUILDERS = 4  # partition tables indexed at once (Lance's index builds use every core)
@@ -178,7 +178,7 @@ def create_index(
     shown = ident.display(delimiter)
     if ref.row is not None and ref.row.get("read_version") is not None:
         ns.require_writable(snapshot)
-        row_locations(ns.storage, snapshot).require(ident.object_id)
+        require_row(ns.storage, snapshot, ident.object_id)
         published = open_published(ns.storage, ref.row)
         _require_new(published, index, replace, shown)
         require_fits(index, published.schema, f"table {shown}")
