@@ -195,6 +195,28 @@ def read_file(file: str | None, expected: dict[str, Any]) -> tuple[dict[str, Any
     return facts, body
 
 
+def read_facts(file: str | None, expected: dict[str, Any]) -> dict[str, Any] | None:
+    """A cache file's facts alone, when they include `expected`: what it is of, without
+    reading (or checking) its body."""
+    if file is None:
+        return None
+    try:
+        with open(file, "rb") as handle:
+            if not _own(os.fstat(handle.fileno())):
+                return None
+            header = handle.readline()
+    except OSError:
+        return None
+    try:
+        facts = json.loads(header)
+    except ValueError:
+        return None
+    wanted = json.loads(json.dumps(expected))
+    if not isinstance(facts, dict) or {k: facts.get(k) for k in wanted} != wanted:
+        return None
+    return facts
+
+
 def write_file(file: str | None, facts: dict[str, Any], body: Any) -> None:
     """Write the facts (and the body's checksum) on a line, then the body: whole or not at all
     (a reader never sees half of one), readable by this user only (table names can be

@@ -687,7 +687,11 @@ def test_a_listing_without_a_limit_reads_the_index_only_when_it_is_short(
         fresh = {"XDG_CACHE_HOME": str(tmp_path / f"fresh-{time.monotonic_ns()}")}
         whole = _ls(root, *extra, env=fresh)
         _ls(root, *extra)  # keeps the index
+        index = Path(listing_index._file_of(str(root.local_path), bool(extra)))
+        kept = index.stat()
         reads = _CatalogReads(monkeypatch)
         assert _ls(root, *extra) == whole
         short = len(whole["entries"]) <= whole_from_index
         assert (reads.count == 0) == short, (extra, reads.count)
+        now = index.stat()  # either way, the index found is kept as it was, not written again
+        assert (now.st_ino, now.st_mtime_ns) == (kept.st_ino, kept.st_mtime_ns)

@@ -69,11 +69,14 @@ def list_namespace(
     ns.require_root()
     whole_root = ident.is_root  # the root's children, or with `recursive` everything
     indexable = whole_root and not all_rows  # the index holds what `ls` lists by default
-    if indexable:  # a page, or a short whole listing (of a partitioned root's specs)
+    # a long listing without --limit is listed whole, and keeps the index it found as it was
+    kept_long = indexable and limit is None and listing_index.holds_long_listing(ns, recursive)
+    if indexable and not kept_long:  # a page, or a short whole listing (a partitioned root's)
         indexed = listing_index.page(ns, _after(page_token, delimiter), limit, recursive)
-        listed = _indexed_listing(ns, ident, indexed, delimiter, with_state) if indexed else None
-        if listed is not None:
-            return listed
+        if indexed is not None:
+            listed = _indexed_listing(ns, ident, indexed, delimiter, with_state)
+            if listed is not None:
+                return listed
     start = listing_index.Start(ns)
     snapshot = ns.snapshot()
     ns.require_namespace(ident, snapshot)
@@ -93,7 +96,8 @@ def list_namespace(
     keys = pa.concat_arrays([ids.cast(pa.string()), directories.names])
     order = pc.sort_indices(keys)
     readable = summary is None or "unreadable" not in summary
-    if indexable and readable and verdicts.by_spelling_alone and not directories.real:
+    judged = verdicts.by_spelling_alone and not directories.real
+    if indexable and not kept_long and readable and judged:
         whole = _Sorted(keys, order, child, positions)
         big = max(len(keys), snapshot.table.num_rows) >= listing_cache.CACHED_FROM
         if big:  # many entries to list, or few of a big catalog
@@ -314,8 +318,9 @@ def _indexed_listing(
     delimiter: str,
     with_state: bool,
 ) -> Listing | None:
-    """A page read from the listing index, its entries made as the whole listing makes them;
-    None when the partition layout it was kept with cannot be read now."""
+    """A page read from the listing index, its entries made as the whole listing makes them.
+    The index is kept only of a readable partition layout, of the same `__manifest` version;
+    were it unreadable all the same, None: the whole listing names what is wrong."""
     try:
         layout = layout_from_metadata(indexed.metadata or {})
     except CatalogDamagedError:

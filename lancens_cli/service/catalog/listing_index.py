@@ -45,7 +45,7 @@ from lancens_cli.store.tables import V1_SUFFIX, is_deregistered
 FORMAT = "lancens-listing-index 3"
 COLUMNS = ("keys", "positions", "locations", "held", "marker_check")
 MARKED_KEPT = 1_000  # deregistered directories an index rechecks; past this, none is written
-WHOLE_FROM_INDEX = 4_096  # entries a listing without --limit takes from the index
+WHOLE_FROM_INDEX = 4096  # entries a listing without --limit takes from the index
 SUFFIX = ".index"  # beside the root's listing in the cache, keyed the same way
 RECURSIVE_SUFFIX = ".index-recursive"  # `ls -R`: everything below the root
 
@@ -54,8 +54,9 @@ RECURSIVE_SUFFIX = ".index-recursive"  # `ls -R`: everything below the root
 class IndexedPage:
     """A page read from the index: its entries in order, as (row position in `rows`, or None
     for a directory-only table; name; location), the page's rows taken from `__manifest`, whether
-    a root directory holds each row's location, and whether more entries follow; and for a
-    partitioned root, its summary as kept and `__manifest`'s table metadata."""
+    a root directory holds each row's location, and whether more entries follow; the
+    partitioned root's summary as kept (None: another root), and `__manifest`'s table metadata
+    (where a page's rows find their partition specs)."""
 
     entries: list[tuple[int | None, str, str | None]]
     rows: list[dict[str, Any]]
@@ -101,13 +102,16 @@ def page(
     path = ns.storage.uri() if ns.storage.is_local else None
     if path is None or not _indexable(ns):
         return None
+    file = _file_of(path, recursive)
+    if file is None or not os.path.exists(file):
+        return None  # a root never indexed: `__manifest` is not opened twice
     stamp = link_record.stamp(path)
     if stamp is None:
         return None
     ds = ns.manifest.open_readable()
     if ds is None:
         return None
-    kept = _read(_file_of(path, recursive), _facts(ns, path, stamp, ds.version))
+    kept = _read(file, _facts(ns, path, stamp, ds.version))
     if kept is None:
         return None
     table, facts = kept
@@ -128,11 +132,28 @@ def page(
     if more is None:
         return None
     try:
-        found = _page_of(ds, chosen, more)
+        return _page_of(ds, chosen, more, facts["partitioning"])
     except (ValueError, OSError, RuntimeError):
         return None  # the whole listing reads `__manifest` again, and says what is wrong
-    found.partitioning, found.metadata = facts["partitioning"], dict(ds.metadata or {})
-    return found
+
+
+def holds_long_listing(ns: Namespace, recursive: bool) -> bool:
+    """Whether the index kept for this `__manifest` version and root is of more than
+    `WHOLE_FROM_INDEX` entries: a listing without `--limit` then lists whole, and need not
+    write the same index again. Its facts alone are read; a page still checks the rest."""
+    path = ns.storage.uri() if ns.storage.is_local else None
+    if path is None or not _indexable(ns):
+        return False
+    file = _file_of(path, recursive)
+    stamp = link_record.stamp(path)
+    if file is None or stamp is None or not os.path.exists(file):
+        return False
+    ds = ns.manifest.open_readable()
+    if ds is None:
+        return False
+    facts = listing_cache.read_facts(file, _facts(ns, path, stamp, ds.version))
+    entries = facts.get("entries") if facts is not None else None
+    return isinstance(entries, int) and entries > WHOLE_FROM_INDEX
 
 
 def keep(
@@ -144,8 +165,8 @@ def keep(
     partitioning: dict[str, Any] | None = None,
 ) -> None:
     """Write the index of a whole listing that began at `start` of `__manifest` `version`
-    (with a partitioned root's summary), when it is worth a file and the root had settled
-    before it and is the same after it."""
+    (with a partitioned root's summary; the caller decides it is worth a file), when the root
+    had settled before it and is the same after it."""
     path = start.path
     if path is None or start.stamp is None:
         return
@@ -166,6 +187,7 @@ def keep(
         "marked": listed.marked,
         "links": links,
         "partitioning": partitioning,
+        "entries": len(listed.keys),
     }
     listing_cache.write_file(_file_of(path, recursive), facts, sink.getvalue())
 
@@ -236,8 +258,8 @@ def _read(file: str | None, expected: dict[str, Any]) -> tuple[Any, dict[str, An
     facts, body = found
     if not isinstance(facts.get("marked"), list) or not isinstance(facts.get("links"), list):
         return None
-    if not isinstance(facts.get("partitioning", ()), dict | None):
-        return None  # missing (a tuple) or not a summary
+    if "partitioning" not in facts or not isinstance(facts["partitioning"], dict | None):
+        return None
     try:
         table = pa.ipc.open_file(pa.py_buffer(body)).read_all()
     except (pa.ArrowInvalid, OSError):
@@ -247,7 +269,7 @@ def _read(file: str | None, expected: dict[str, Any]) -> tuple[Any, dict[str, An
     return table, facts
 
 
-def _page_of(ds: Any, chosen: Any, more: bool) -> IndexedPage:
+def _page_of(ds: Any, chosen: Any, more: bool, partitioning: dict[str, Any] | None) -> IndexedPage:
     positions = chosen.column("positions").to_pylist()
     wanted = [p for p in positions if p >= 0]
     rows = ds.take(wanted).to_pylist() if wanted else []
@@ -266,7 +288,7 @@ def _page_of(ds: Any, chosen: Any, more: bool) -> IndexedPage:
             row_held.append(bool(holds))
         else:
             entries.append((None, key, location))
-    return IndexedPage(entries, rows, row_held, more)
+    return IndexedPage(entries, rows, row_held, more, partitioning, dict(ds.metadata or {}))
 
 
 class _Texts(Sequence[str]):
