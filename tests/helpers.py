@@ -122,6 +122,42 @@ def invoke(
         )
 
 
+def ls_json(root: Root, *args: str, env: dict[str, str | None] | None = None) -> dict:
+    """`ls --json ARGS` in-process, which must exit 0, as a document."""
+    result = invoke(*root.args, "ls", "--json", *args, env=env)
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def ls_pages(root: Root, limit: int, *extra: str) -> list[dict]:
+    """Every page of `ls --json --limit LIMIT`, following the tokens."""
+    pages, token = [], None
+    while True:
+        doc = ls_json(
+            root, *extra, "--limit", str(limit), *(["--page-token", token] if token else [])
+        )
+        pages.append(doc)
+        token = doc["next_page_token"]
+        if token is None:
+            return pages
+
+
+class CatalogReads:
+    """Counts the whole reads of `__manifest` (what a page from the listing index never does)."""
+
+    def __init__(self, monkeypatch) -> None:
+        from lancens_cli.store.manifest import ManifestStore
+
+        self.count = 0
+        read = ManifestStore.read
+
+        def counted(store):
+            self.count += 1
+            return read(store)
+
+        monkeypatch.setattr(ManifestStore, "read", counted)
+
+
 def cli(root: Root, *args: str, extra: tuple[str, ...] = ()) -> Result:
     """`lancens <root's arguments> EXTRA ARGS`, in-process (`invoke`)."""
     return invoke(*root.args, *extra, *args)

@@ -173,24 +173,12 @@ def _read(file: str | None, path: str, suffix: str, now: Stamp) -> tuple[bytes, 
 def read_file(file: str | None, expected: dict[str, Any]) -> tuple[dict[str, Any], bytes] | None:
     """A cache file's facts and body, when its facts include `expected` and its body is the
     one written (not cut short, not changed by hand); None for anything else."""
-    if file is None:
-        return None
-    try:
-        with open(file, "rb") as handle:
-            if not _own(os.fstat(handle.fileno())):
-                return None
-            data = handle.read()
-    except OSError:
+    data = _own_bytes(file, whole=True)
+    if data is None:
         return None
     header, _, body = data.partition(b"\n")
-    try:
-        facts = json.loads(header)
-    except ValueError:
-        return None
-    wanted = json.loads(json.dumps(expected))  # as JSON reads it back: tuples are lists
-    if not isinstance(facts, dict) or {k: facts.get(k) for k in wanted} != wanted:
-        return None
-    if facts.get("crc32") != zlib.crc32(body):
+    facts = _facts_of(header, expected)
+    if facts is None or facts.get("crc32") != zlib.crc32(body):
         return None
     return facts, body
 
@@ -198,15 +186,26 @@ def read_file(file: str | None, expected: dict[str, Any]) -> tuple[dict[str, Any
 def read_facts(file: str | None, expected: dict[str, Any]) -> dict[str, Any] | None:
     """A cache file's facts alone, when they include `expected`: what it is of, without
     reading (or checking) its body."""
+    header = _own_bytes(file, whole=False)
+    return None if header is None else _facts_of(header, expected)
+
+
+def _own_bytes(file: str | None, whole: bool) -> bytes | None:
+    """The file (`whole`) or its first line, when it is this user's own (`_own`)."""
     if file is None:
         return None
     try:
         with open(file, "rb") as handle:
             if not _own(os.fstat(handle.fileno())):
                 return None
-            header = handle.readline()
+            return handle.read() if whole else handle.readline()
     except OSError:
         return None
+
+
+def _facts_of(header: bytes, expected: dict[str, Any]) -> dict[str, Any] | None:
+    """A header's facts, when they include `expected` (as JSON reads it back: tuples are
+    lists)."""
     try:
         facts = json.loads(header)
     except ValueError:

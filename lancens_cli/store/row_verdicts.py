@@ -80,10 +80,7 @@ class RowLocations:
     def _plain_and_alone(self, locations: Any, resolver: LocalResolver | None) -> Any:
         """Which rows name one plain directory (no link, nothing reserved) that no other
         row names: accepted as they are."""
-        plain = pc.fill_null(pc.match_substring_regex(locations, PLAIN_LOCATION), False)
-        links = resolver.links_in(self._root) if resolver else frozenset()
-        excluded, _ = arrow_strings(sorted(RESERVED_TOP | links))  # an odd name is no row's
-        plain = pc.and_(plain, pc.invert(pc.is_in(locations, value_set=excluded)))
+        plain = _named_plainly(locations, self._root, resolver)
         # repeats found in sorted order: a sort holds less than a hash of every location
         candidates = locations.filter(plain)
         ordered = candidates.take(pc.sort_indices(candidates))
@@ -286,11 +283,17 @@ def _alone_by_spelling(storage: Any, snapshot: Any, object_id: str) -> bool:
     if not isinstance(location, str) or pc.sum(pc.equal(locations, location)).as_py() != 1:
         return False
     root = canonical_root(storage)
-    links = LocalResolver(root).links_in(root) if storage.is_local else frozenset()
-    excluded, _ = arrow_strings(sorted(RESERVED_TOP | links))
+    resolver = LocalResolver(root) if storage.is_local else None
+    return bool(pc.all(_named_plainly(locations, root, resolver)).as_py())
+
+
+def _named_plainly(locations: Any, root: str, resolver: LocalResolver | None) -> Any:
+    """Which locations name one plain directory right below the root: by their spelling,
+    neither a link there nor a name lancens reserves."""
     plain = pc.fill_null(pc.match_substring_regex(locations, PLAIN_LOCATION), False)
-    plain = pc.and_(plain, pc.invert(pc.is_in(locations, value_set=excluded)))
-    return bool(pc.all(plain).as_py())
+    links = resolver.links_in(root) if resolver else frozenset()
+    excluded, _ = arrow_strings(sorted(RESERVED_TOP | links))  # an odd name is no row's
+    return pc.and_(plain, pc.invert(pc.is_in(locations, value_set=excluded)))
 
 
 def row_locations(storage: Any, snapshot: Any) -> RowLocations:

@@ -473,6 +473,22 @@ ROW_LOCATIONS = st.sampled_from(
     ["a", "b", "a-b", "t.lance", "x$y", "a/b", "a/b/c", "b/a", "lnk", "lnk/a", "ab", "a/../b",
      "__manifest", ".lancens-prune", "é", "a b", "./a", "", "/abs", "out"]
 )  # fmt: skip
+
+
+def _rows_root(tmp_path_factory, dirs: list[list[str]], link_to: str | None):
+    """The storage of a root holding `dirs`, and a link `lnk` to `link_to` (to `a`: also a
+    plain-looking name, `x$y`, that is a link)."""
+    root = tmp_path_factory.mktemp("rows") / "root"
+    root.mkdir()
+    for parts in dirs:
+        root.joinpath(*parts).mkdir(parents=True, exist_ok=True)
+    if link_to is not None:
+        os.symlink(link_to, root / "lnk")
+        if link_to == "a":
+            os.symlink("a", root / "x$y")
+    return Namespace.from_properties({"root": str(root)}).storage
+
+
 ROW_IDS = st.sampled_from(["t1", "t2", "t3", "ns$t4", "t5", "t6"])
 
 
@@ -493,15 +509,7 @@ def test_plain_rows_judged_in_one_pass_as_by_sorting_them_all(
     must be exactly those of resolving and sorting every row, links and duplicates included."""
     from lancens_cli.store import row_verdicts
 
-    root = tmp_path_factory.mktemp("rows") / "root"
-    root.mkdir()
-    for parts in dirs:
-        root.joinpath(*parts).mkdir(parents=True, exist_ok=True)
-    if link_to is not None:
-        os.symlink(link_to, root / "lnk")
-        if link_to == "a":
-            os.symlink("a", root / "x$y")  # a plain-looking name that is a link
-    storage = Namespace.from_properties({"root": str(root)}).storage
+    storage = _rows_root(tmp_path_factory, dirs, link_to)
     triples = [(oid, "table", location) for oid, location in rows]
 
     def judged() -> tuple[dict[str, tuple[str, str]], list[str | None]]:
@@ -547,15 +555,7 @@ def test_one_row_judged_alone_as_the_whole_catalog_judges_it(
     from lancens_cli.errors import RefusedError
     from lancens_cli.store import row_verdicts
 
-    root = tmp_path_factory.mktemp("one") / "root"
-    root.mkdir()
-    for parts in dirs:
-        root.joinpath(*parts).mkdir(parents=True, exist_ok=True)
-    if link_to is not None:
-        os.symlink(link_to, root / "lnk")
-        if link_to == "a":
-            os.symlink("a", root / "x$y")
-    storage = Namespace.from_properties({"root": str(root)}).storage
+    storage = _rows_root(tmp_path_factory, dirs, link_to)
     triples = [(oid, "table", location) for oid, location in rows]
     triples += [(oid, "namespace", None) for oid in namespaces]  # rows of another kind
     table = row_verdicts._rows_table(triples)

@@ -14,7 +14,7 @@ from pathlib import Path
 import lance
 import pyarrow as pa
 import pytest
-from helpers import Root, invoke
+from helpers import CatalogReads, Root, invoke, ls_json, ls_pages
 
 from lancens_cli.service.catalog import listing_index
 from lancens_cli.store import link_record, listing_cache
@@ -61,16 +61,10 @@ def _settle() -> None:
     time.sleep(SETTLE_S)
 
 
-def _ls(root: Root, *args: str, env: dict[str, str | None] | None = None) -> dict:
-    result = invoke(*root.args, "ls", "--json", *args, env=env)
-    assert result.exit_code == 0, result.stderr
-    return json.loads(result.stdout)
-
-
 def _uncached(root: Root, tmp_path: Path) -> dict:
     """What a command that finds no cache lists (a fresh cache directory each time)."""
     fresh = tmp_path / f"fresh-{time.monotonic_ns()}"
-    return _ls(root, env={"XDG_CACHE_HOME": str(fresh)})
+    return ls_json(root, env={"XDG_CACHE_HOME": str(fresh)})
 
 
 class _RootListings:
@@ -105,15 +99,15 @@ def test_a_settled_big_root_is_listed_once_then_read_from_the_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = _root(tmp_path)
-    first = _ls(root)
+    first = ls_json(root)
     assert [e["id"] for e in first["entries"]] == sorted(
         ["a", "m", "n", "b", "c", "d", "e", "empty", "again", "out"]
     )
     assert len(_cache_files(tmp_path)) == 1
     assert oct(_cache_files(tmp_path)[0].stat().st_mode & 0o777) == "0o600"
     listings = _RootListings(monkeypatch, root.local_path)
-    assert _ls(root) == first
-    assert _ls(root, "--limit", "2") == {**first, "entries": first["entries"][:2]} | {
+    assert ls_json(root) == first
+    assert ls_json(root, "--limit", "2") == {**first, "entries": first["entries"][:2]} | {
         "next_page_token": first["entries"][1]["id"]
     }
     assert listings.count == 0
@@ -125,7 +119,7 @@ def test_a_root_changed_less_than_a_tick_before_is_not_cached(
     root = _root(tmp_path)
     monkeypatch.setattr(link_record, "SETTLED_NS", 3_000_000_000)  # however slow this machine
     (root.local_path / "new.lance").mkdir()
-    _ls(root)  # the root's times have not settled: a change in the same tick could follow
+    ls_json(root)  # the root's times have not settled: a change in the same tick could follow
     assert _cache_files(tmp_path) == []
 
 
@@ -182,13 +176,13 @@ def _ls_root(root: Path) -> None:
 )
 def test_a_change_to_the_root_is_seen(tmp_path: Path, change) -> None:
     root = _root(tmp_path)
-    _ls(root)
+    ls_json(root)
     assert len(_cache_files(tmp_path)) == 1
     change(root.local_path, tmp_path / "outside.lance")
-    assert _ls(root) == _uncached(root, tmp_path)  # at once, before anything settles
+    assert ls_json(root) == _uncached(root, tmp_path)  # at once, before anything settles
     _settle()
-    assert _ls(root) == _uncached(root, tmp_path)
-    assert _ls(root) == _uncached(root, tmp_path)  # and from the cache written after it
+    assert ls_json(root) == _uncached(root, tmp_path)
+    assert ls_json(root) == _uncached(root, tmp_path)  # and from the cache written after it
 
 
 @pytest.mark.parametrize("damage", ["empty", "garbage", "truncated", "another root's"])
@@ -197,8 +191,8 @@ def test_a_damaged_or_foreign_cache_file_is_a_listing_like_any_other(
 ) -> None:
     root = _root(tmp_path)
     other = _root(tmp_path / "other")
-    expected = _ls(root)
-    _ls(other)
+    expected = ls_json(root)
+    ls_json(other)
     mine, theirs = _cache_file_of(root), _cache_file_of(other)
     data = mine.read_bytes()
     mine.write_bytes(
@@ -209,7 +203,7 @@ def test_a_damaged_or_foreign_cache_file_is_a_listing_like_any_other(
             "another root's": theirs.read_bytes(),
         }[damage]
     )
-    assert _ls(root) == expected
+    assert ls_json(root) == expected
 
 
 def _cache_file_of(root: Root) -> Path:
@@ -230,7 +224,7 @@ def test_every_command_that_lists_the_root_agrees_with_the_cache(tmp_path: Path)
     root = _root(tmp_path)
     fresh = {"XDG_CACHE_HOME": str(tmp_path / "fresh")}
     uncached = invoke(*root.args, "check", "--json", env=fresh)
-    _ls(root)
+    ls_json(root)
     cached = invoke(*root.args, "check", "--json")
     assert (cached.exit_code, cached.stdout) == (uncached.exit_code, uncached.stdout)
 
@@ -238,57 +232,30 @@ def test_every_command_that_lists_the_root_agrees_with_the_cache(tmp_path: Path)
 # --- the listing index: a page of `ls` from the sorted listing kept beside the root's names ---
 
 
-def _pages(root: Root, limit: int, *extra: str) -> list[dict]:
-    """Every page of `ls --limit LIMIT`, following the tokens."""
-    pages, token = [], None
-    while True:
-        doc = _ls(root, *extra, "--limit", str(limit), *(["--page-token", token] if token else []))
-        pages.append(doc)
-        token = doc["next_page_token"]
-        if token is None:
-            return pages
-
-
 def _same_pages(root: Root, tmp_path: Path) -> None:
     """Every page of every size, of the root and of everything below it (`-R`), reads as one
     whole listing that found no cache (and, being whole, never reads the index)."""
     for extra in ((), ("-R",)):
         fresh = {"XDG_CACHE_HOME": str(tmp_path / f"fresh-{time.monotonic_ns()}")}
-        whole = _ls(root, *extra, env=fresh)["entries"]
+        whole = ls_json(root, *extra, env=fresh)["entries"]
         for limit in (1, 3, 4):
-            pages = _pages(root, limit, *extra)
+            pages = ls_pages(root, limit, *extra)
             assert [e for page in pages for e in page["entries"]] == whole, (extra, limit)
             assert all(len(page["entries"]) == limit for page in pages[:-1])
-
-
-class _CatalogReads:
-    """Counts the whole reads of `__manifest`."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from lancens_cli.store.manifest import ManifestStore
-
-        self.count = 0
-        read = ManifestStore.read
-
-        def counted(store):
-            self.count += 1
-            return read(store)
-
-        monkeypatch.setattr(ManifestStore, "read", counted)
 
 
 def test_a_page_costs_a_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Once a whole listing has written the index, no page reads the catalog whole or lists
     the root, and every page reads as the whole listing's."""
     root = _root(tmp_path)
-    wholes = {extra: _ls(root, *extra)["entries"] for extra in ((), ("-R",))}
+    wholes = {extra: ls_json(root, *extra)["entries"] for extra in ((), ("-R",))}
     assert {e["id"] for e in wholes[("-R",)]} == {e["id"] for e in wholes[()]} | {"n.t", "n.a"}
     for recursive in (False, True):
         assert Path(listing_index._file_of(str(root.local_path), recursive)).exists()
-    reads, listings = _CatalogReads(monkeypatch), _RootListings(monkeypatch, root.local_path)
+    reads, listings = CatalogReads(monkeypatch), _RootListings(monkeypatch, root.local_path)
     for extra, whole in wholes.items():
         for limit in (1, 2, 4, 20):
-            pages = _pages(root, limit, *extra)
+            pages = ls_pages(root, limit, *extra)
             assert [e for page in pages for e in page["entries"]] == whole, limit
             assert all(len(page["entries"]) == limit for page in pages[:-1])
     assert (reads.count, listings.count) == (0, 0)
@@ -310,7 +277,7 @@ def _registered_elsewhere(root: Root, tmp_path: Path) -> None:
     """A row at a directory no row names: shown as held by it, until a marker appears there."""
     assert invoke(*root.args, "register", "shared", "c.lance").exit_code == 0
     _settle()
-    _pages(root, 2)  # the index now holds the row and its directory
+    ls_pages(root, 2)  # the index now holds the row and its directory
     _marker(root.local_path / "c.lance")
 
 
@@ -325,7 +292,7 @@ def _marked_by_another_writer(root: Root, tmp_path: Path) -> None:
 def _marker_taken_away(root: Root, tmp_path: Path) -> None:
     _marker(root.local_path / "e.lance")
     _settle()
-    _pages(root, 2)  # the index now holds e.lance as hidden
+    ls_pages(root, 2)  # the index now holds e.lance as hidden
     (root.local_path / "e.lance" / DEREGISTERED_MARKER).unlink()
 
 
@@ -341,7 +308,7 @@ def _row_below_a_directory_turned_link(root: Root, tmp_path: Path) -> None:
     _table(nest / "inner.lance")
     assert invoke(*root.args, "register", "deep", "nest/inner.lance").exit_code == 0
     _settle()
-    _pages(root, 2)
+    ls_pages(root, 2)
     shutil.rmtree(nest / "inner.lance")
     os.symlink(tmp_path / "outside.lance", nest / "inner.lance")
 
@@ -361,7 +328,7 @@ def _row_below_a_directory_turned_link(root: Root, tmp_path: Path) -> None:
 )
 def test_pages_from_the_index_follow_every_change(tmp_path: Path, change) -> None:
     root = _root(tmp_path)
-    _pages(root, 2)
+    ls_pages(root, 2)
     assert Path(listing_index._file_of(str(root.local_path), False)).exists()
     change(root, tmp_path)
     _same_pages(root, tmp_path)  # at once
@@ -373,7 +340,7 @@ def test_pages_from_the_index_follow_every_change(tmp_path: Path, change) -> Non
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped"])
 def test_a_damaged_index_is_a_whole_listing(tmp_path: Path, damage: str) -> None:
     root = _root(tmp_path)
-    _pages(root, 2)
+    ls_pages(root, 2)
     index = Path(listing_index._file_of(str(root.local_path), False))
     data = index.read_bytes()
     middle = len(data) // 2
@@ -388,12 +355,12 @@ def test_a_damaged_index_is_a_whole_listing(tmp_path: Path, damage: str) -> None
 
 
 def _paged(root: Root, limit: int, *extra: str) -> list[dict]:
-    return [e for page in _pages(root, limit, *extra) for e in page["entries"]]
+    return [e for page in ls_pages(root, limit, *extra) for e in page["entries"]]
 
 
 def _whole(root: Root, tmp_path: Path, *extra: str) -> list[dict]:
     fresh = {"XDG_CACHE_HOME": str(tmp_path / f"fresh-{time.monotonic_ns()}")}
-    return _ls(root, *extra, env=fresh)["entries"]
+    return ls_json(root, *extra, env=fresh)["entries"]
 
 
 def _indexed(root: Root, recursive: bool = False) -> bool:
@@ -406,7 +373,7 @@ def test_a_root_link_is_followed_again_by_every_page(tmp_path: Path, when: str) 
     root = _root(tmp_path)
     os.symlink(tmp_path / "later", root.local_path / "later.lance")  # leads nowhere yet
     _settle()
-    _pages(root, 2)
+    ls_pages(root, 2)
     assert _indexed(root)
     if when == "target goes":
         shutil.rmtree(tmp_path / "outside.lance")
@@ -435,7 +402,7 @@ def test_a_catalog_replaced_in_place_at_the_same_version_is_listed_anew(tmp_path
         assert invoke(*other.args, "create", "table", name, "--declare").exit_code == 0
     mine, theirs = root.local_path / "__manifest", other.local_path / "__manifest"
     assert lance.dataset(str(mine)).version == lance.dataset(str(theirs)).version
-    _pages(root, 2)
+    ls_pages(root, 2)
     assert _indexed(root)
     before = os.stat(root.local_path)
     for child in mine.iterdir():
@@ -448,7 +415,7 @@ def test_a_catalog_replaced_in_place_at_the_same_version_is_listed_anew(tmp_path
 
 def test_a_damaged_catalog_is_reported_as_the_whole_listing_reports_it(tmp_path: Path) -> None:
     root = _root(tmp_path)
-    _pages(root, 2)
+    ls_pages(root, 2)
     for data in (root.local_path / "__manifest" / "data").iterdir():
         data.write_bytes(b"garbage")
     fresh = {"XDG_CACHE_HOME": str(tmp_path / "fresh")}
@@ -468,7 +435,7 @@ def test_a_marker_after_the_page_leaves_no_token_to_a_page_that_is_not_there(
     root = _root(tmp_path)
     ids = [e["id"] for e in _whole(root, tmp_path)]
     assert ids[-1] == "out"  # out.lance leads to outside.lance, which no row names
-    _pages(root, len(ids) - 1)
+    ls_pages(root, len(ids) - 1)
     _marker(tmp_path / "outside.lance")
     fresh = {"XDG_CACHE_HOME": str(tmp_path / "fresh")}
     paged = invoke(*root.args, "ls", "--limit", str(len(ids) - 1))
@@ -488,7 +455,7 @@ def test_no_home_directory_means_no_cache_and_the_same_listing(tmp_path: Path) -
 
 def test_a_cache_file_another_user_could_have_written_is_not_taken(tmp_path: Path) -> None:
     root = _root(tmp_path)
-    _pages(root, 2)
+    ls_pages(root, 2)
     index = Path(listing_index._file_of(str(root.local_path), False))
     index.chmod(0o666)
     assert listing_cache.read_file(str(index), {}) is None
@@ -506,7 +473,7 @@ def test_any_token_reads_as_the_whole_listing_reads_it(
     """Names of directory-only tables, names in no listing, and odd spellings, as text and as
     JSON: the same output, the same messages, the same exit code."""
     root = _root(tmp_path)
-    _pages(root, 2, *extra)
+    ls_pages(root, 2, *extra)
     assert _indexed(root, bool(extra))
     fresh = {"XDG_CACHE_HOME": str(tmp_path / "fresh")}
     for token in TOKENS:
@@ -545,9 +512,9 @@ def test_with_directory_listing_off_a_page_costs_a_page(
     """The root is still read once for its links (a row can lead through one); after that, a
     page neither reads the catalog whole nor lists the root."""
     root = _catalog_only(tmp_path)
-    wholes = {extra: _ls(root, *extra)["entries"] for extra in ((), ("-R",))}
+    wholes = {extra: ls_json(root, *extra)["entries"] for extra in ((), ("-R",))}
     assert {e["id"] for e in wholes[()]} == {"a", "f", "g", "m", "n"}
-    reads, listings = _CatalogReads(monkeypatch), _RootListings(monkeypatch, root.local_path)
+    reads, listings = CatalogReads(monkeypatch), _RootListings(monkeypatch, root.local_path)
     for extra, whole in wholes.items():
         for limit in (1, 2, 4):
             assert _paged(root, limit, *extra) == whole, (extra, limit)
@@ -558,7 +525,7 @@ def _link_to_a_row_directory(root: Root, tmp_path: Path) -> None:
     """A link placed beside a row's directory, leading into it: the row shares its directory."""
     assert invoke(*root.args, "register", "bee", "b.lance").exit_code == 0
     _settle()
-    _pages(root, 2)
+    ls_pages(root, 2)
     os.symlink(root.local_path / "b.lance", root.local_path / "alias.lance")
     assert invoke(*root.args, "register", "alias", "alias.lance").exit_code == 0
 
@@ -576,7 +543,7 @@ def _link_to_a_row_directory(root: Root, tmp_path: Path) -> None:
 )
 def test_with_directory_listing_off_pages_follow_every_change(tmp_path: Path, change) -> None:
     root = _catalog_only(tmp_path)
-    _pages(root, 2)
+    ls_pages(root, 2)
     assert _indexed(root)
     change(root, tmp_path)
     _same_pages(root, tmp_path)
@@ -606,13 +573,13 @@ def test_names_of_every_spelling_read_back_from_the_cache_as_listed(
     os.mkdir(os.path.join(os.fsencode(root.local_path), b"caf\xe9.lance"))
     os.mkdir(os.path.join(os.fsencode(root.local_path), b"\xff\xfe.lance"))
     _settle()
-    listed = _ls(root)
+    listed = ls_json(root)
     assert len(_cache_files(tmp_path)) == 1
     ids = {e["id"] for e in listed["entries"]}
     assert {"é", "東京", "a b", "x-1", "x.1", "x_1"} <= ids
     assert len(ids) == len(listed["entries"]) == 18
     listings = _RootListings(monkeypatch, root.local_path)
-    assert _ls(root) == listed == _uncached(root, tmp_path)
+    assert ls_json(root) == listed == _uncached(root, tmp_path)
     assert listings.count == 1  # the uncached one
     found = listing_cache.cached_names(str(root.local_path), ".lance")
     assert found is not None
@@ -633,9 +600,9 @@ def test_a_link_that_loops_is_no_table_and_stops_no_listing(
     loop = root.local_path / "loop.lance"
     os.symlink(loop, loop)
     _settle()
-    listed = _ls(root)
+    listed = ls_json(root)
     assert "loop" not in {e["id"] for e in listed["entries"]} and len(listed["entries"]) == 10
-    assert _ls(root) == listed == _uncached(root, tmp_path)
+    assert ls_json(root) == listed == _uncached(root, tmp_path)
     found = listing_cache.listed(str(root.local_path), ".lance")
     assert found is not None and "loop.lance" in found.links
     assert "loop.lance" not in found.names.text.to_pylist()
@@ -653,8 +620,8 @@ def test_which_rows_a_directory_holds_reads_alike_for_a_big_and_a_small_root(
 
     def both() -> list[dict]:
         monkeypatch.setattr(listing_cache, "CACHED_FROM", 4)
-        whole = _ls(root)["entries"]  # keeps the index the pages are read from
-        paged = [entry for page in _pages(root, 2) for entry in page["entries"]]
+        whole = ls_json(root)["entries"]  # keeps the index the pages are read from
+        paged = [entry for page in ls_pages(root, 2) for entry in page["entries"]]
         monkeypatch.setattr(listing_cache, "CACHED_FROM", 10**9)
         small = _uncached(root, tmp_path)["entries"]
         assert whole == paged == small
@@ -685,12 +652,12 @@ def test_a_listing_without_a_limit_reads_the_index_only_when_it_is_short(
     root = _root(tmp_path)
     for extra in ((), ("-R",)):
         fresh = {"XDG_CACHE_HOME": str(tmp_path / f"fresh-{time.monotonic_ns()}")}
-        whole = _ls(root, *extra, env=fresh)
-        _ls(root, *extra)  # keeps the index
+        whole = ls_json(root, *extra, env=fresh)
+        ls_json(root, *extra)  # keeps the index
         index = Path(listing_index._file_of(str(root.local_path), bool(extra)))
         kept = index.stat()
-        reads = _CatalogReads(monkeypatch)
-        assert _ls(root, *extra) == whole
+        reads = CatalogReads(monkeypatch)
+        assert ls_json(root, *extra) == whole
         short = len(whole["entries"]) <= whole_from_index
         assert (reads.count == 0) == short, (extra, reads.count)
         now = index.stat()  # either way, the index found is kept as it was, not written again

@@ -5,14 +5,13 @@ reads as a whole listing that found no index, before and after every change a us
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 from data import events, partitioned_root
-from helpers import Root, invoke, ok
+from helpers import CatalogReads, Root, ls_json, ls_pages, ok
 
 from lancens_cli.service.catalog import listing_index
 from lancens_cli.store import link_record, listing_cache
@@ -46,25 +45,11 @@ def _write(root: Root, tmp_path: Path, rows) -> None:
     ok(root, "write", "--from", str(source))
 
 
-def _ls(root: Root, *args: str, env: dict[str, str | None] | None = None) -> dict:
-    result = invoke(*root.args, "ls", "--json", *args, env=env)
-    assert result.exit_code == 0, result.stderr
-    return json.loads(result.stdout)
-
-
-def _pages(root: Root, limit: int, *extra: str) -> list[dict]:
-    pages, token = [], None
-    while True:
-        doc = _ls(root, *extra, "--limit", str(limit), *(["--page-token", token] if token else []))
-        pages.append(doc)
-        token = doc["next_page_token"]
-        if token is None:
-            return pages
-
-
 def _whole(root: Root, tmp_path: Path, *extra: str) -> dict:
     """A whole listing that finds no index (nor keeps one where the pages look)."""
-    return _ls(root, *extra, env={"XDG_CACHE_HOME": str(tmp_path / f"fresh-{time.monotonic_ns()}")})
+    return ls_json(
+        root, *extra, env={"XDG_CACHE_HOME": str(tmp_path / f"fresh-{time.monotonic_ns()}")}
+    )
 
 
 def _same_pages(root: Root, tmp_path: Path, *extra: str) -> None:
@@ -72,34 +57,18 @@ def _same_pages(root: Root, tmp_path: Path, *extra: str) -> None:
     entries), read as a whole listing that found no index."""
     whole = _whole(root, tmp_path, "-R", *extra)
     for limit in (1, 3, 7):
-        pages = _pages(root, limit, "-R", *extra)
+        pages = ls_pages(root, limit, "-R", *extra)
         assert [e for page in pages for e in page["entries"]] == whole["entries"], limit
         assert all(len(page["entries"]) == limit for page in pages[:-1])
         assert all(page["partitioning"] == whole["partitioning"] for page in pages)
-    assert _ls(root, *extra) == _whole(root, tmp_path, *extra)
-
-
-class _CatalogReads:
-    """Counts the whole reads of `__manifest`."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from lancens_cli.store.manifest import ManifestStore
-
-        self.count = 0
-        read = ManifestStore.read
-
-        def counted(store):
-            self.count += 1
-            return read(store)
-
-        monkeypatch.setattr(ManifestStore, "read", counted)
+    assert ls_json(root, *extra) == _whole(root, tmp_path, *extra)
 
 
 def test_a_page_of_a_partitioned_root_costs_a_page(
     root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    whole = _ls(root, "-R")  # keeps the index
-    specs_only = _ls(root)  # a few entries, of a big catalog: kept too
+    whole = ls_json(root, "-R")  # keeps the index
+    specs_only = ls_json(root)  # a few entries, of a big catalog: kept too
     for recursive in (False, True):
         assert Path(listing_index._file_of(str(root.local_path), recursive)).exists()
     tables = [e for e in whole["entries"] if e["kind"] == "table"]
@@ -107,12 +76,12 @@ def test_a_page_of_a_partitioned_root_costs_a_page(
     assert all(e["partition"] for e in tables)
     specs = [e for e in whole["entries"] if e["kind"] == "namespace"]
     assert [(e["id"], e["current"]) for e in specs] == [("v1", False), ("v2", True)]
-    reads = _CatalogReads(monkeypatch)
+    reads = CatalogReads(monkeypatch)
     for limit in (1, 3, 7):
-        pages = _pages(root, limit, "-R")
+        pages = ls_pages(root, limit, "-R")
         assert [e for page in pages for e in page["entries"]] == whole["entries"], limit
         assert all(page["partitioning"] == whole["partitioning"] for page in pages)
-    assert _ls(root) == specs_only
+    assert ls_json(root) == specs_only
     assert [e["id"] for e in specs_only["entries"]] == ["v1", "v2"]
     assert reads.count == 0
 
@@ -138,8 +107,8 @@ def _dropped(root: Root, tmp_path: Path) -> None:
 def test_pages_of_a_partitioned_root_follow_every_change(
     root: Root, tmp_path: Path, change
 ) -> None:
-    _pages(root, 3, "-R")
-    _ls(root)
+    ls_pages(root, 3, "-R")
+    ls_json(root)
     for recursive in (False, True):
         assert Path(listing_index._file_of(str(root.local_path), recursive)).exists()
     change(root, tmp_path)
@@ -152,9 +121,9 @@ def test_pages_of_a_partitioned_root_follow_every_change(
 def test_a_listing_of_every_row_never_takes_the_index(root: Root, tmp_path: Path) -> None:
     """`--all` lists the namespaces between a spec and its partition tables, which the index
     does not hold."""
-    _pages(root, 3, "-R")
+    ls_pages(root, 3, "-R")
     whole = _whole(root, tmp_path, "-R", "--all")
-    shown = {e["id"] for e in _ls(root, "-R")["entries"]}
+    shown = {e["id"] for e in ls_json(root, "-R")["entries"]}
     levels = [e for e in whole["entries"] if e["id"] not in shown]
     assert levels and all(e["kind"] == "namespace" for e in levels)
     _same_pages(root, tmp_path, "--all")

@@ -69,10 +69,11 @@ def list_namespace(
     ns.require_root()
     whole_root = ident.is_root  # the root's children, or with `recursive` everything
     indexable = whole_root and not all_rows  # the index holds what `ls` lists by default
+    found = listing_index.find(ns, recursive) if indexable else None
     # a long listing without --limit is listed whole, and keeps the index it found as it was
-    kept_long = indexable and limit is None and listing_index.holds_long_listing(ns, recursive)
-    if indexable and not kept_long:  # a page, or a short whole listing (a partitioned root's)
-        indexed = listing_index.page(ns, _after(page_token, delimiter), limit, recursive)
+    kept_long = found is not None and limit is None and found.long
+    if found is not None and not kept_long:  # a page, or a short whole listing
+        indexed = listing_index.page(ns, found, _after(page_token, delimiter), limit)
         if indexed is not None:
             listed = _indexed_listing(ns, ident, indexed, delimiter, with_state)
             if listed is not None:

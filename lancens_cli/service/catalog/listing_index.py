@@ -92,26 +92,54 @@ class Start:
         self.at_ns = time.time_ns()
 
 
-def page(
-    ns: Namespace, after: str | None, limit: int | None, recursive: bool
-) -> IndexedPage | None:
-    """The page after `after` from the index of the root's listing (`recursive`: of everything
-    below it), or None when no index can be trusted. Without a `limit`, the rest of the
-    listing when it is at most `WHOLE_FROM_INDEX` entries (a partitioned root's specs, the
-    namespaces of a root of many tables); a longer one is listed whole, in chunks."""
+@dataclass
+class Found:
+    """An index kept of this root as it stands and this `__manifest` version (its facts alone
+    read, not yet its body): where it is, what it must be of, and how many entries it holds."""
+
+    path: str
+    file: str
+    expected: dict[str, Any]
+    ds: Any  # `__manifest`, opened at the version the index must be of
+    entries: Any
+
+    @property
+    def long(self) -> bool:
+        """More entries than a listing without `--limit` takes from it: such a listing lists
+        whole, and need not write the same index again."""
+        return isinstance(self.entries, int) and self.entries > WHOLE_FROM_INDEX
+
+
+def find(ns: Namespace, recursive: bool) -> Found | None:
+    """The index of the root's listing (`recursive`: of everything below it) whose facts
+    match the root and `__manifest` now; None when there is none (a root never indexed does
+    not open `__manifest`). A page still checks the rest (`page`)."""
     path = ns.storage.uri() if ns.storage.is_local else None
     if path is None or not _indexable(ns):
         return None
     file = _file_of(path, recursive)
     if file is None or not os.path.exists(file):
-        return None  # a root never indexed: `__manifest` is not opened twice
+        return None
     stamp = link_record.stamp(path)
     if stamp is None:
         return None
     ds = ns.manifest.open_readable()
     if ds is None:
         return None
-    kept = _read(file, _facts(ns, path, stamp, ds.version))
+    expected = _facts(ns, path, stamp, ds.version)
+    facts = listing_cache.read_facts(file, expected)
+    if facts is None:
+        return None
+    return Found(path, file, expected, ds, facts.get("entries"))
+
+
+def page(ns: Namespace, found: Found, after: str | None, limit: int | None) -> IndexedPage | None:
+    """The page after `after` from the index `found`, or None when it cannot be trusted.
+    Without a `limit`, the rest of the listing when it is at most `WHOLE_FROM_INDEX` entries
+    (a partitioned root's specs, the namespaces of a root of many tables); a longer one is
+    listed whole, in chunks."""
+    path, ds = found.path, found.ds
+    kept = _read(found.file, found.expected)
     if kept is None:
         return None
     table, facts = kept
@@ -135,25 +163,6 @@ def page(
         return _page_of(ds, chosen, more, facts["partitioning"])
     except (ValueError, OSError, RuntimeError):
         return None  # the whole listing reads `__manifest` again, and says what is wrong
-
-
-def holds_long_listing(ns: Namespace, recursive: bool) -> bool:
-    """Whether the index kept for this `__manifest` version and root is of more than
-    `WHOLE_FROM_INDEX` entries: a listing without `--limit` then lists whole, and need not
-    write the same index again. Its facts alone are read; a page still checks the rest."""
-    path = ns.storage.uri() if ns.storage.is_local else None
-    if path is None or not _indexable(ns):
-        return False
-    file = _file_of(path, recursive)
-    stamp = link_record.stamp(path)
-    if file is None or stamp is None or not os.path.exists(file):
-        return False
-    ds = ns.manifest.open_readable()
-    if ds is None:
-        return False
-    facts = listing_cache.read_facts(file, _facts(ns, path, stamp, ds.version))
-    entries = facts.get("entries") if facts is not None else None
-    return isinstance(entries, int) and entries > WHOLE_FROM_INDEX
 
 
 def keep(
