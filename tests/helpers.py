@@ -142,6 +142,16 @@ def ls_pages(root: Root, limit: int, *extra: str) -> list[dict]:
             return pages
 
 
+def small_and_quick_listings(monkeypatch, tmp_path: Path) -> None:
+    """A root of a few tables counts as big, times settle in a tenth of a second, and the
+    listing cache is this test's own (the tests of the kept listing and its index)."""
+    from lancens_cli.store import link_record, listing_cache
+
+    monkeypatch.setattr(listing_cache, "CACHED_FROM", 4)
+    monkeypatch.setattr(link_record, "SETTLED_NS", 100_000_000)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
 class CatalogReads:
     """Counts the whole reads of `__manifest` (what a page from the listing index never does)."""
 

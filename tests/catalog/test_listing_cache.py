@@ -14,7 +14,7 @@ from pathlib import Path
 import lance
 import pyarrow as pa
 import pytest
-from helpers import CatalogReads, Root, invoke, ls_json, ls_pages
+from helpers import CatalogReads, Root, invoke, ls_json, ls_pages, small_and_quick_listings
 
 from lancens_cli.service.catalog import listing_index
 from lancens_cli.store import link_record, listing_cache
@@ -25,11 +25,7 @@ SETTLE_S = 0.15
 
 @pytest.fixture(autouse=True)
 def _small_and_quick(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """A root of a few tables counts as big, times settle in a tenth of a second, and the cache
-    is this test's own."""
-    monkeypatch.setattr(listing_cache, "CACHED_FROM", 4)
-    monkeypatch.setattr(link_record, "SETTLED_NS", 100_000_000)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    small_and_quick_listings(monkeypatch, tmp_path)
 
 
 def _root(tmp_path: Path) -> Root:

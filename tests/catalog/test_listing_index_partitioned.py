@@ -11,21 +11,16 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from data import events, partitioned_root
-from helpers import CatalogReads, Root, ls_json, ls_pages, ok
+from helpers import CatalogReads, Root, ls_json, ls_pages, ok, small_and_quick_listings
 
 from lancens_cli.service.catalog import listing_index
-from lancens_cli.store import link_record, listing_cache
 
 SETTLE_S = 0.15
 
 
 @pytest.fixture(autouse=True)
 def _small_and_quick(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """A root of a few tables counts as big, times settle in a tenth of a second, and the cache
-    is this test's own."""
-    monkeypatch.setattr(listing_cache, "CACHED_FROM", 4)
-    monkeypatch.setattr(link_record, "SETTLED_NS", 100_000_000)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    small_and_quick_listings(monkeypatch, tmp_path)
 
 
 @pytest.fixture
