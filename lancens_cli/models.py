@@ -106,6 +106,15 @@ class Identifier:
         delimiter = delimiter or DISPLAY["delimiter"]
         return delimiter.join(_quoted(part, delimiter) for part in self.parts)
 
+    @classmethod
+    def display_of(cls, object_id: str, delimiter: str | None = None) -> str:
+        """`from_object_id(object_id).display(delimiter)`, without the parts when none holds
+        the delimiter (`ls` shows a million ids)."""
+        shown_with = delimiter or DISPLAY["delimiter"]
+        if shown_with not in object_id:
+            return object_id.replace(OBJECT_ID_DELIMITER, shown_with)
+        return cls.from_object_id(object_id).display(delimiter)
+
     def is_ancestor_of(self, other: Identifier) -> bool:
         return len(other.parts) > len(self.parts) and other.parts[: len(self.parts)] == self.parts
 

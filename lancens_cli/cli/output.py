@@ -92,8 +92,9 @@ def _write_with_streamed(plain: dict[str, Any], stream: TextIO) -> None:
         stream.write("[")
         pending: list[str] = []
         size = 0
+        encode = json.JSONEncoder(default=str).encode  # one encoder: a million lines, one made
         for index, item in enumerate(value):
-            line = ("," if index else "") + "\n    " + json.dumps(item, default=str)
+            line = ("," if index else "") + "\n    " + encode(item)
             pending.append(line)
             size += len(line)
             if size >= JSON_CHUNK:

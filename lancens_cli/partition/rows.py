@@ -72,15 +72,27 @@ def partition_rows(
     rows: Iterable[dict[str, Any]], specs: Sequence[PartitionSpec], kind: str | None = None
 ) -> Iterator[PartitionRow]:
     """The rows below any of the specs' `v<N>` namespaces, in the order given; `kind` filters."""
-    by_namespace = {spec.namespace: spec for spec in specs}
+    by_namespace = specs_by_namespace(specs)
     for row in rows:
-        if kind is not None and row["object_type"] != kind:
-            continue
-        oid = row["object_id"]
-        spec = by_namespace.get(top_namespace(oid))
-        if spec is None or OBJECT_ID_DELIMITER not in oid:
-            continue
-        yield PartitionRow(row, spec, tuple(split_id(oid)))
+        spec = spec_of_row(row, by_namespace, kind)
+        if spec is not None:
+            yield PartitionRow(row, spec, tuple(split_id(row["object_id"])))
+
+
+def specs_by_namespace(specs: Sequence[PartitionSpec]) -> dict[str, PartitionSpec]:
+    """Each spec by its `v<N>` namespace's name, as `spec_of_row` looks them up."""
+    return {spec.namespace: spec for spec in specs}
+
+
+def spec_of_row(
+    row: dict[str, Any], by_namespace: dict[str, PartitionSpec], kind: str | None = None
+) -> PartitionSpec | None:
+    """The spec of the tree a row lies below (None: no row below a `v<N>`, or not of `kind`):
+    `partition_rows` of one row, without a generator each (`ls` asks it of every row)."""
+    if kind is not None and row["object_type"] != kind:
+        return None
+    top, below, _ = row["object_id"].partition(OBJECT_ID_DELIMITER)
+    return by_namespace.get(top) if below else None
 
 
 def partition_table_rows(

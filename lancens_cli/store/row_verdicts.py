@@ -55,19 +55,20 @@ class RowLocations:
         self.refused: dict[str, RefusedLocation] = {}
         self._root = canonical_root(storage)
         resolver = LocalResolver(self._root) if storage.is_local else None
-        tables = rows.filter(pc.equal(rows.column("object_type"), KIND_TABLE))
-        ids, locations = tables.column("object_id"), tables.column("location")
-        plain = self._plain_and_alone(locations, resolver)
-        rest = tables.filter(pc.invert(plain))
+        # masks over the whole columns, never a copy of the table rows: at a million rows
+        # (a partitioned root's are half namespaces) a copy is 100 MiB held for nothing
+        tables = pc.fill_null(pc.equal(rows.column("object_type"), KIND_TABLE), False)
+        ids, locations = rows.column("object_id"), rows.column("location")
+        plain = self._plain_and_alone(locations, tables, resolver)
+        rest = rows.filter(pc.and_(tables, pc.invert(plain)))
         placed: list[tuple[str, str, str]] = []  # (canonical, object_id, location)
         for object_id, location in zip(
             rest.column("object_id").to_pylist(), rest.column("location").to_pylist(), strict=True
         ):
             self._place(object_id, location, resolver, placed)
-        simple_ids, simple_locations = ids.filter(plain), locations.filter(plain)
-        kept = self._join_plain_rows_they_touch(simple_ids, simple_locations, placed)
+        kept = self._join_plain_rows_they_touch(ids, locations, plain, placed)
         self._overlaps(placed)
-        self._simple = (simple_ids.filter(kept), simple_locations.filter(kept))  # no sort
+        self._simple = (ids, locations, kept)  # the rows accepted as they are; no sort
         self._placed = [(real, oid) for real, oid, _ in placed if oid not in self.refused]
         self._sorted_owners: list[tuple[str, str]] | None = None
 
@@ -77,13 +78,14 @@ class RowLocations:
         verdict can change while the root's entries (and so its links) do not."""
         return not self.refused and not self._placed
 
-    def _plain_and_alone(self, locations: Any, resolver: LocalResolver | None) -> Any:
-        """Which rows name one plain directory (no link, nothing reserved) that no other
-        row names: accepted as they are."""
-        plain = _named_plainly(locations, self._root, resolver)
+    def _plain_and_alone(self, locations: Any, tables: Any, resolver: LocalResolver | None) -> Any:
+        """Which rows are tables (the `tables` mask) naming one plain directory (no link,
+        nothing reserved) that no other row names: accepted as they are."""
+        plain = pc.and_(tables, _named_plainly(locations, self._root, resolver))
         # repeats found in sorted order: a sort holds less than a hash of every location
         candidates = locations.filter(plain)
         ordered = candidates.take(pc.sort_indices(candidates))
+        del candidates
         repeated = ordered[1:].filter(pc.equal(ordered[1:], ordered[:-1]))
         if len(repeated):
             plain = pc.and_(plain, pc.invert(pc.is_in(locations, value_set=repeated)))
@@ -112,18 +114,19 @@ class RowLocations:
             self._refuse(object_id, location, problem)
 
     def _join_plain_rows_they_touch(
-        self, ids: Any, locations: Any, placed: list[tuple[str, str, str]]
+        self, ids: Any, locations: Any, plain: Any, placed: list[tuple[str, str, str]]
     ) -> Any:
-        """Move into `placed` each plain row that a placed row lies at or below, and every row
-        of an id that is placed already (one id twice is judged as a whole), until none is
-        left to move: the rows that `_overlaps` must compare. Returns the plain rows kept."""
-        moved = pa.repeat(False, len(locations))
+        """Move into `placed` each `plain` row that a placed row lies at or below, and every
+        plain row of an id that is placed already (one id twice is judged as a whole), until
+        none is left to move: the rows that `_overlaps` must compare. Returns the plain rows
+        kept."""
+        moved = pc.invert(plain)  # a row that is not plain is not moved again
         pending = list(placed)
         while pending:
             tops, _ = arrow_strings(sorted({self._top(real) for real, _, _ in pending}))
             pending_ids = pa.array(sorted({oid for _, oid, _ in pending}), pa.string())
             hit = pc.or_(pc.is_in(locations, value_set=tops), pc.is_in(ids, value_set=pending_ids))
-            hit = pc.and_(hit, pc.invert(moved))
+            hit = pc.and_(pc.fill_null(hit, False), pc.invert(moved))
             pending = [
                 (self._canonical_plain(loc), oid, loc)
                 for oid, loc in zip(
@@ -150,7 +153,8 @@ class RowLocations:
     def _owners(self) -> list[tuple[str, str]]:
         """The accepted rows' canonical locations, sorted: made when `admit` first asks."""
         if self._sorted_owners is None:
-            ids, locations = (column.to_pylist() for column in self._simple)
+            all_ids, all_locations, kept = self._simple
+            ids, locations = (c.filter(kept).to_pylist() for c in (all_ids, all_locations))
             owners = [
                 (self._canonical_plain(loc), oid)
                 for oid, loc in zip(ids, locations, strict=True)

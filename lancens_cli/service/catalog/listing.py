@@ -23,8 +23,8 @@ from lancens_cli.models import (
     Identifier,
     Listing,
 )
-from lancens_cli.partition.rows import partition_rows
-from lancens_cli.partition.spec import PartitionSpec
+from lancens_cli.partition.rows import spec_of_row, specs_by_namespace
+from lancens_cli.partition.spec import PARTITION_COLUMN_PREFIX, PartitionSpec
 from lancens_cli.service.catalog import listing_index
 from lancens_cli.service.namespace import NameRange, Namespace
 from lancens_cli.service.partitioned.label import PartitionLabel
@@ -85,7 +85,7 @@ def list_namespace(
 
     summary = partition_summary(snapshot) if snapshot.exists else None
     partitions = _PartitionView(readable_layout(snapshot), summary)
-    child, positions = _listed_rows(snapshot, ident, recursive, partitions, all_rows)
+    child, positions, id_order = _listed_rows(snapshot, ident, recursive, partitions, all_rows)
     ids = child.column("object_id").combine_chunks()
     directories = (
         _directory_tables(ns, snapshot, child, _page_range(ns, ids, after, limit))
@@ -94,8 +94,11 @@ def list_namespace(
     )
     verdicts = row_locations(ns.storage, snapshot)  # after the listing: its links are kept
     # Every key is sorted in Arrow; Python objects are made for the page's entries only.
-    keys = pa.concat_arrays([ids.cast(pa.string()), directories.names])
-    order = pc.sort_indices(keys)
+    if len(directories.names):
+        keys = pa.concat_arrays([ids.cast(pa.string()), directories.names])
+        order = pc.sort_indices(keys)
+    else:  # the rows alone: in the order their ids were sorted in to find repeats
+        keys, order = ids.cast(pa.string()), id_order
     readable = summary is None or "unreadable" not in summary
     judged = verdicts.by_spelling_alone and not directories.real
     if indexable and not kept_long and readable and judged:
@@ -247,20 +250,33 @@ class _PageEntries(Sequence[Entry]):
 
 def _listed_rows(
     snapshot: Any, ident: Identifier, recursive: bool, partitions: _PartitionView, all_rows: bool
-) -> tuple[Any, Any]:
+) -> tuple[Any, Any, Any]:
     """The catalog rows `ls` lists, as an Arrow table: the namespace's children (less the
     partition levels, unless `all_rows`), one row per object id (the last, as a reader that
-    keys rows by id keeps); and each one's position in the snapshot."""
+    keys rows by id keeps); each one's position in the snapshot; and their order by id (a
+    sort of a million ids takes a second: made once, to find repeats, and kept)."""
     child, positions = snapshot.child_table_and_positions(ident.object_id, recursive=recursive)
+    child = child.select([name for name in child.column_names if _shown_column(name)])
     if not all_rows and partitions.spec_namespaces:
         shown = pc.invert(partitions.level_mask(child))
         child, positions = child.filter(shown), positions.filter(shown)
     ids = child.column("object_id").combine_chunks()
-    ordered = ids.take(pc.sort_indices(ids))
+    order = pc.sort_indices(ids)
+    ordered = ids.take(order)
     if len(ids) > 1 and pc.any(pc.equal(ordered[1:], ordered[:-1])).as_py():
         last = sorted({object_id: i for i, object_id in enumerate(ids.to_pylist())}.values())
         child, positions = child.take(last), positions.take(last)
-    return child, positions
+        order = pc.sort_indices(child.column("object_id"))
+    return child, positions, order
+
+
+# The columns of a row that `ls` shows something of, with each partition column (a copy of
+# the rest, for a million rows, is memory and dicts for nothing).
+LISTED_COLUMNS = frozenset({"object_id", "object_type", "location", "metadata"})
+
+
+def _shown_column(name: str) -> bool:
+    return name in LISTED_COLUMNS or name.startswith(PARTITION_COLUMN_PREFIX)
 
 
 class _Sorted(NamedTuple):
@@ -359,7 +375,7 @@ class _PartitionView:
     as rows)."""
 
     def __init__(self, layout: PartitionLayout | None, summary: dict[str, Any] | None) -> None:
-        self._layout_specs: list[PartitionSpec] = []  # a page's rows are labelled by them
+        self._by_namespace: dict[str, PartitionSpec] = {}  # a page's rows are labelled by them
         self.spec_namespaces: set[str] = set()
         self.current: str | None = None
         self.specs: dict[str, str] = {}
@@ -367,7 +383,7 @@ class _PartitionView:
         if summary is None or "unreadable" in summary:
             return
         versions = summary["spec_versions"]
-        self._layout_specs = list(layout.specs) if layout else []
+        self._by_namespace = specs_by_namespace(layout.specs) if layout else {}
         self.spec_namespaces = {f"v{v}" for v in versions}
         self.current = f"v{summary['current_spec']}"
         self.specs = {f"v{v}": ", ".join(summary["spec_fields"][str(v)]) for v in versions}
@@ -375,8 +391,8 @@ class _PartitionView:
 
     def label(self, row: dict[str, Any]) -> PartitionLabel | None:
         """The partition values of a partition table's row (None: another row)."""
-        found = next(partition_rows([row], self._layout_specs, KIND_TABLE), None)
-        return label_of(found.spec, found.row) if found is not None else None
+        spec = spec_of_row(row, self._by_namespace, KIND_TABLE)
+        return label_of(spec, row) if spec is not None else None
 
     def level_mask(self, rows: Any) -> Any:
         """Which of `rows` (an Arrow table) are namespaces between `v<N>` and a partition
@@ -409,7 +425,7 @@ def _row_entry(
         location, state = shown(problem.location), f"{STATE_REFUSED}: {problem.reason}"
     in_directory = in_directory and row["object_type"] == KIND_TABLE
     return Entry(
-        id=Identifier.from_object_id(object_id).display(delimiter),
+        id=Identifier.display_of(object_id, delimiter),
         kind=row["object_type"],
         location=location,
         source=SOURCE_BOTH if in_directory else SOURCE_MANIFEST,
@@ -523,15 +539,29 @@ def _directory_entry(ns: Namespace, name: str, location: str) -> Entry:
     return Entry(id=name, kind=KIND_TABLE, location=location, source=SOURCE_DIRECTORY, state=state)
 
 
+STATE_READERS = 8  # threads looking into table directories at once (the waits overlap)
+STATES_ALONE = 64  # tables a listing looks into in its own thread: fewer than a thread's cost
+
+
 def _fill_states(ns: Namespace, tables: list[Entry]) -> None:
-    """Classify table directories; remote stores are asked in parallel."""
+    """Classify table directories, several at a time: a listing of a directory releases
+    Python's lock, and on a cold local disk or an object store each one is a wait."""
 
     def state(entry: Entry) -> str:
         return table_state(ns.storage, entry.location) if entry.location else "missing"
 
-    if ns.storage.is_local or len(tables) < 4:
+    if len(tables) < (STATES_ALONE if ns.storage.is_local else 4):
         for entry in tables:
             entry.state = state(entry)
+        return
+    if ns.storage.is_local:  # a few threads a share each: no hand-over per table
+        shares = [tables[i::STATE_READERS] for i in range(STATE_READERS)]
+        with ThreadPoolExecutor(max_workers=STATE_READERS) as pool:
+            for share, states in zip(
+                shares, pool.map(lambda share: [state(e) for e in share], shares), strict=True
+            ):
+                for entry, found in zip(share, states, strict=True):
+                    entry.state = found
         return
     with ThreadPoolExecutor(max_workers=16) as pool:
         for entry, result in zip(tables, pool.map(state, tables), strict=True):
