@@ -1,7 +1,9 @@
 """`ls` says what each table directory holds, however many it looks into at once.
 
-A listing of many tables looks into their directories several at a time (a listing of a
-directory on a cold disk is a wait); each entry must still carry its own directory's state.
+A listing of many tables whose directories the disk must be asked for (a wait each) looks
+into them several at a time; each entry must still carry its own directory's state. Here the
+directories are in the kernel's cache, so the threads are asked for by taking every wait as
+long enough.
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from lancens_cli.service.catalog import listing
 from lancens_cli.service.catalog.listing import STATES_ALONE
 from lancens_cli.store.tables import RESERVED_MARKER
 from tests.helpers import ls_json
@@ -43,8 +48,11 @@ KINDS: dict[str, Callable[[Path], None]] = {
 }
 
 
-def test_each_table_of_a_long_listing_carries_its_own_state(local_root):
-    count = 3 * STATES_ALONE  # looked into in threads
+@pytest.mark.parametrize("threads", [False, True], ids=["cached", "waiting"])
+def test_each_table_of_a_long_listing_carries_its_own_state(local_root, monkeypatch, threads):
+    if threads:
+        monkeypatch.setattr(listing, "WAITED_PER_TABLE_S", 0.0)
+    count = 3 * STATES_ALONE + 5  # the first looked into alone, the rest in shares
     chosen = random.Random(7).choices(list(KINDS), k=count)
     expected = {}
     for i, kind in enumerate(chosen):
