@@ -567,11 +567,11 @@ def _fill_states(ns: Namespace, tables: list[Entry]) -> None:
             for entry, result in zip(tables, pool.map(state, tables), strict=True):
                 entry.state = result
         return
+    first, rest = tables[:STATES_ALONE], tables[STATES_ALONE:]
     started = time.perf_counter()
-    states(tables[:STATES_ALONE])
-    rest = tables[STATES_ALONE:]
-    if (time.perf_counter() - started) / STATES_ALONE < WAITED_PER_TABLE_S:
-        states(rest)  # the kernel holds them: no thread would gain
+    states(first)
+    if not rest or (time.perf_counter() - started) / len(first) < WAITED_PER_TABLE_S:
+        states(rest)  # the kernel holds them (or none is left): no thread would gain
         return
     with ThreadPoolExecutor(max_workers=STATE_READERS) as pool:  # a share each, no hand-over
         list(pool.map(states, [rest[i::STATE_READERS] for i in range(STATE_READERS)]))

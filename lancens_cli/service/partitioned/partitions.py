@@ -15,7 +15,7 @@ from typing import Any
 from lancens_cli.errors import InvalidInputError, ManifestError
 from lancens_cli.models import MANIFEST_TABLE, Identifier, Result, json_value
 from lancens_cli.partition.predicate import Node, to_sql
-from lancens_cli.partition.rows import top_namespace
+from lancens_cli.partition.rows import specs_by_namespace, top_namespace
 from lancens_cli.partition.selection import plan
 from lancens_cli.service.namespace import Namespace
 from lancens_cli.service.partitioned.layout import (
@@ -121,7 +121,7 @@ def select_partitions(
         total = dataset.count_rows(filter="object_type = 'table'")
     except (ValueError, OSError, RuntimeError) as exc:
         raise ManifestError(f"__manifest cannot be queried: {exc}") from None
-    by_namespace = {spec.namespace: spec for spec in layout.specs}
+    by_namespace = specs_by_namespace(layout.specs)
     matches = []
     for row in sorted(found, key=lambda r: r["object_id"]):
         spec = by_namespace.get(top_namespace(row["object_id"]))
