@@ -51,6 +51,23 @@ def states(draw: st.DrawFn) -> TableState:
     )  # fmt: skip
 
 
+@pytest.fixture
+def frozen_heap():
+    """Counts only what was made after it: the objects alive before are frozen out of the
+    collector's generations, so a count stays cheap however long the test process has run
+    (a full count in a late pytest worker took minutes)."""
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()
+
+
+def _alive(kind: type) -> int:
+    """The objects of `kind` alive and made since `frozen_heap` froze the rest."""
+    gc.collect()
+    return sum(isinstance(o, kind) for g in range(3) for o in gc.get_objects(g))
+
+
 def _same(a: TableState, b: TableState) -> bool:
     return a == b and dict(a.tags) == dict(b.tags) and tuple(a.bases) == tuple(b.bases)
 
@@ -179,7 +196,7 @@ def test_a_spilled_list_reads_back_every_item_in_order_as_often_as_asked(items, 
             kept[len(items)]
 
 
-def test_versions_of_many_tables_never_holds_a_state_per_table(tmp_path, monkeypatch):
+def test_versions_of_many_tables_never_holds_a_state_per_table(tmp_path, monkeypatch, frozen_heap):
     """Whenever a table's state is stored, the states alive in memory are those in flight,
     not every table's read so far; and the lines are the same without a temporary file."""
     import lance
@@ -195,8 +212,7 @@ def test_versions_of_many_tables_never_holds_a_state_per_table(tmp_path, monkeyp
 
     def counting_set(self: SpilledStates, location: str, state: TableState) -> None:
         real_set(self, location, state)
-        gc.collect()
-        alive.append(sum(isinstance(o, TableState) for o in gc.get_objects()))
+        alive.append(_alive(TableState))
 
     monkeypatch.setattr(SpilledStates, "__setitem__", counting_set)
     root = Root(str(tmp_path), {}, tmp_path)
@@ -343,7 +359,9 @@ def test_a_spilled_map_written_from_many_threads_keeps_every_write():
     )
 
 
-def test_a_prune_record_of_many_tables_never_holds_an_entry_per_table(tmp_path, monkeypatch):
+def test_a_prune_record_of_many_tables_never_holds_an_entry_per_table(
+    tmp_path, monkeypatch, frozen_heap
+):
     """A run with the last run's record reads it and writes the next one without an entry
     per table alive, and still skips every unchanged table, with and without a temporary
     file."""
@@ -361,8 +379,7 @@ def test_a_prune_record_of_many_tables_never_holds_an_entry_per_table(tmp_path, 
     real_save = PruneRecord.save
 
     def counting_save(self: PruneRecord, storage: Any) -> None:
-        gc.collect()
-        alive.append(sum(isinstance(o, Entry) for o in gc.get_objects()))
+        alive.append(_alive(Entry))
         real_save(self, storage)
 
     monkeypatch.setattr(PruneRecord, "save", counting_save)
