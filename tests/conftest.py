@@ -5,6 +5,7 @@ fixtures only one folder uses are in that folder's conftest.py."""
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import shutil
 import sys
@@ -145,6 +146,23 @@ def any_root(request) -> Root:
     """Every test using this runs on a local directory, on S3 (moto) and on GCS
     (fake-gcs-server behind the write proxy)."""
     return request.getfixturevalue(f"{request.param}_root")
+
+
+@pytest.fixture
+def new_objects():
+    """`new_objects(kind)` counts the objects of `kind` alive and made since the fixture
+    started, after a collection. What was alive before is frozen out of the collector's
+    generations, so a count stays cheap however long the test process has run (a full count
+    of a late pytest worker's heap took seconds, and tests count once a table)."""
+    gc.collect()
+    gc.freeze()
+
+    def count(kind: type) -> int:
+        gc.collect()
+        return sum(isinstance(o, kind) for g in range(3) for o in gc.get_objects(g))
+
+    yield count
+    gc.unfreeze()
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ encoded.
 
 from __future__ import annotations
 
-import gc
 import io
 import json
 import os
@@ -201,7 +200,7 @@ def test_the_result_log_writes_blocks_and_reads_back_while_it_grows():
     assert [r.location for r in log] == [f"t{i}.lance" for i in range(many)]
 
 
-def test_a_prune_run_holds_only_the_results_in_flight(tmp_path, monkeypatch):
+def test_a_prune_run_holds_only_the_results_in_flight(tmp_path, monkeypatch, new_objects):
     """The tables' results go to the run's `ResultLog` as each table is done, and each table
     is planned as its work starts: whenever a result is written, no more results or plans
     than the tables in flight are held in memory, not all of them."""
@@ -221,10 +220,8 @@ def test_a_prune_run_holds_only_the_results_in_flight(tmp_path, monkeypatch):
     real_append = ResultLog.append
 
     def counting_append(self, result):
-        gc.collect()
-        alive = gc.get_objects()
-        held.append(sum(isinstance(o, TableResult) for o in alive))
-        plans.append(sum(isinstance(o, TablePlan) for o in alive))
+        held.append(new_objects(TableResult))
+        plans.append(new_objects(TablePlan))
         real_append(self, result)
 
     monkeypatch.setattr(ResultLog, "append", counting_append)

@@ -10,7 +10,6 @@ entry per table in memory.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import threading
@@ -49,23 +48,6 @@ def states(draw: st.DrawFn) -> TableState:
         location, draw(st.none() | st.text(max_size=6)), infos, tags, {}, bases,
         data_files=draw(st.none() | st.integers(0, 9)), seen=seen, recorded=recorded,
     )  # fmt: skip
-
-
-@pytest.fixture
-def frozen_heap():
-    """Counts only what was made after it: the objects alive before are frozen out of the
-    collector's generations, so a count stays cheap however long the test process has run
-    (a full count in a late pytest worker took minutes)."""
-    gc.collect()
-    gc.freeze()
-    yield
-    gc.unfreeze()
-
-
-def _alive(kind: type) -> int:
-    """The objects of `kind` alive and made since `frozen_heap` froze the rest."""
-    gc.collect()
-    return sum(isinstance(o, kind) for g in range(3) for o in gc.get_objects(g))
 
 
 def _same(a: TableState, b: TableState) -> bool:
@@ -196,7 +178,7 @@ def test_a_spilled_list_reads_back_every_item_in_order_as_often_as_asked(items, 
             kept[len(items)]
 
 
-def test_versions_of_many_tables_never_holds_a_state_per_table(tmp_path, monkeypatch, frozen_heap):
+def test_versions_of_many_tables_never_holds_a_state_per_table(tmp_path, monkeypatch, new_objects):
     """Whenever a table's state is stored, the states alive in memory are those in flight,
     not every table's read so far; and the lines are the same without a temporary file."""
     import lance
@@ -212,7 +194,7 @@ def test_versions_of_many_tables_never_holds_a_state_per_table(tmp_path, monkeyp
 
     def counting_set(self: SpilledStates, location: str, state: TableState) -> None:
         real_set(self, location, state)
-        alive.append(_alive(TableState))
+        alive.append(new_objects(TableState))
 
     monkeypatch.setattr(SpilledStates, "__setitem__", counting_set)
     root = Root(str(tmp_path), {}, tmp_path)
@@ -360,7 +342,7 @@ def test_a_spilled_map_written_from_many_threads_keeps_every_write():
 
 
 def test_a_prune_record_of_many_tables_never_holds_an_entry_per_table(
-    tmp_path, monkeypatch, frozen_heap
+    tmp_path, monkeypatch, new_objects
 ):
     """A run with the last run's record reads it and writes the next one without an entry
     per table alive, and still skips every unchanged table, with and without a temporary
@@ -379,7 +361,7 @@ def test_a_prune_record_of_many_tables_never_holds_an_entry_per_table(
     real_save = PruneRecord.save
 
     def counting_save(self: PruneRecord, storage: Any) -> None:
-        alive.append(_alive(Entry))
+        alive.append(new_objects(Entry))
         real_save(self, storage)
 
     monkeypatch.setattr(PruneRecord, "save", counting_save)
