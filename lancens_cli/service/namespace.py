@@ -109,10 +109,12 @@ class Namespace:
             require_writable(snapshot)
 
     # --- reading ------------------------------------------------------------------------
-    def snapshot(self) -> ManifestSnapshot:
+    def snapshot(self, columns: Callable[[str], bool] | None = None) -> ManifestSnapshot:
+        """`__manifest` as it is now (`columns`: only those, for a reader that knows it needs
+        no other; see `Manifest.read`)."""
         if not self.config.manifest_enabled:
             return ManifestSnapshot(0, manifest_schema().empty_table(), {})
-        return self.manifest.read()
+        return self.manifest.read(columns)
 
     def dir_table_columns(self, between: NameRange = (None, None)) -> tuple[Any, Any, list[str]]:
         """Root `<name>.lance` directories, when dir listing is on, as two Arrow arrays (names

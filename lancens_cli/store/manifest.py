@@ -228,10 +228,26 @@ class ManifestSnapshot:
             return [self._rows[i] for i in pc.indices_nonzero(mask).to_pylist()]
         return self.table.filter(mask).to_pylist()
 
-    def child_table_and_positions(self, object_id: str, recursive: bool = False) -> Any:
-        """`child_table`, and where its rows lie in the snapshot (int64)."""
+    def child_table_and_positions(
+        self,
+        object_id: str,
+        recursive: bool = False,
+        columns: Callable[[str], bool] | None = None,
+        unless: Callable[[Any], Any] | None = None,
+    ) -> Any:
+        """`child_table`, and where its rows lie in the snapshot (int64): only the columns
+        `columns` names, less the rows `unless` marks (a mask of those columns). The rows are
+        filtered once, from the chosen columns: at two million rows, a copy of every column
+        first was 180 MiB held for nothing."""
         mask = self._child_mask(object_id, recursive)
-        return self._rows_of(mask), pc.indices_nonzero(mask).cast(pa.int64())
+        table = self.table
+        if columns is not None:
+            table = table.select([name for name in table.column_names if columns(name)])
+        if unless is not None:
+            mask = pc.and_(mask, pc.invert(unless(table)))
+        if not (mask.null_count == 0 and pc.all(mask).as_py() is not False):
+            table = table.filter(mask)
+        return table, pc.indices_nonzero(mask).cast(pa.int64())
 
     def child_table(self, object_id: str, recursive: bool = False) -> Any:
         """`children` as an Arrow table: the rows below a namespace without a dict for each
@@ -547,16 +563,19 @@ class ManifestStore:
             self.uri, version=self.pinned_version, storage_options=self.storage.lance_options
         )
 
-    def read(self) -> ManifestSnapshot:
+    def read(self, columns: Callable[[str], bool] | None = None) -> ManifestSnapshot:
+        """The newest (or pinned) rows and table metadata; `columns`: only the columns it
+        names are read (a listing of two million rows needs neither base objects nor read
+        versions: 40 MiB less held)."""
         ds = self.open_readable()
         if ds is None:
             return ManifestSnapshot(0, manifest_schema().empty_table(), {})
         snapshot = ManifestSnapshot(ds.version, None, dict(ds.metadata or {}))
+        _check_schema(ds.schema)
         try:
-            snapshot.table = ds.to_table()
+            snapshot.table = ds.to_table(columns=_projection(ds.schema.names, columns))
         except (ValueError, OSError, RuntimeError) as exc:
             raise ManifestError(f"__manifest cannot be read: {lance_message(exc)}") from None
-        _check_schema(snapshot.table.schema)
         snapshot.data_storage_version = ds.data_storage_version
         return snapshot
 
@@ -756,6 +775,14 @@ def _refuse_endless(versions: list[int]) -> None:
 
 def _warn(text: str) -> None:
     warnings.warn(text, RuntimeWarning, stacklevel=3)
+
+
+def _projection(names: list[str], columns: Callable[[str], bool] | None) -> list[str] | None:
+    """The columns to read: those `columns` names, or all (None)."""
+    if columns is None:
+        return None
+    chosen = [name for name in names if columns(name)]
+    return chosen if len(chosen) < len(names) else None
 
 
 def _check_schema(schema: Any) -> None:

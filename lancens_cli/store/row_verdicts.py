@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from lancens_cli.errors import RefusedError
 from lancens_cli.models import KIND_TABLE, Identifier
-from lancens_cli.store.arrow_text import arrow_strings
+from lancens_cli.store.arrow_text import arrow_strings, contiguous, sorted_repeats
 from lancens_cli.store.containment import (
     RESERVED_TOP,
     LocalResolver,
@@ -83,10 +83,9 @@ class RowLocations:
         nothing reserved) that no other row names: accepted as they are."""
         plain = pc.and_(tables, _named_plainly(locations, self._root, resolver))
         # repeats found in sorted order: a sort holds less than a hash of every location
-        candidates = locations.filter(plain)
-        ordered = candidates.take(pc.sort_indices(candidates))
+        candidates = contiguous(locations.filter(plain))
+        repeated = sorted_repeats(candidates, pc.sort_indices(candidates))
         del candidates
-        repeated = ordered[1:].filter(pc.equal(ordered[1:], ordered[:-1]))
         if len(repeated):
             plain = pc.and_(plain, pc.invert(pc.is_in(locations, value_set=repeated)))
         return plain

@@ -37,7 +37,7 @@ from lancens_cli.service.partitioned.layout import (
 )
 from lancens_cli.service.partitioned.naming import label_of
 from lancens_cli.store import listing_cache
-from lancens_cli.store.arrow_text import arrow_strings
+from lancens_cli.store.arrow_text import arrow_strings, contiguous, sorted_repeats
 from lancens_cli.store.containment import directory_location_problem, shown
 from lancens_cli.store.manifest import properties_problem
 from lancens_cli.store.row_verdicts import row_locations
@@ -80,14 +80,13 @@ def list_namespace(
             if listed is not None:
                 return listed
     start = listing_index.Start(ns)
-    snapshot = ns.snapshot()
+    snapshot = ns.snapshot(columns=_shown_column)  # nothing else of a row is listed
     ns.require_namespace(ident, snapshot)
     after = _after(page_token, delimiter)  # a namespace that is not there is said first
 
     summary = partition_summary(snapshot) if snapshot.exists else None
     partitions = _PartitionView(readable_layout(snapshot), summary)
-    child, positions, id_order = _listed_rows(snapshot, ident, recursive, partitions, all_rows)
-    ids = child.column("object_id").combine_chunks()
+    child, positions, ids, id_order = _listed_rows(snapshot, ident, recursive, partitions, all_rows)
     directories = (
         _directory_tables(ns, snapshot, child, _page_range(ns, ids, after, limit))
         if ident.is_root
@@ -251,24 +250,24 @@ class _PageEntries(Sequence[Entry]):
 
 def _listed_rows(
     snapshot: Any, ident: Identifier, recursive: bool, partitions: _PartitionView, all_rows: bool
-) -> tuple[Any, Any, Any]:
+) -> tuple[Any, Any, Any, Any]:
     """The catalog rows `ls` lists, as an Arrow table: the namespace's children (less the
     partition levels, unless `all_rows`), one row per object id (the last, as a reader that
-    keys rows by id keeps); each one's position in the snapshot; and their order by id (a
-    sort of a million ids takes a second: made once, to find repeats, and kept)."""
-    child, positions = snapshot.child_table_and_positions(ident.object_id, recursive=recursive)
-    child = child.select([name for name in child.column_names if _shown_column(name)])
-    if not all_rows and partitions.spec_namespaces:
-        shown = pc.invert(partitions.level_mask(child))
-        child, positions = child.filter(shown), positions.filter(shown)
-    ids = child.column("object_id").combine_chunks()
+    keys rows by id keeps); each one's position in the snapshot; their ids in one array; and
+    their order by id (a sort of a million ids takes a second: made once, to find repeats,
+    and kept)."""
+    levels = partitions.level_mask if not all_rows and partitions.spec_namespaces else None
+    child, positions = snapshot.child_table_and_positions(
+        ident.object_id, recursive, columns=_shown_column, unless=levels
+    )
+    ids = contiguous(child.column("object_id"))
     order = pc.sort_indices(ids)
-    ordered = ids.take(order)
-    if len(ids) > 1 and pc.any(pc.equal(ordered[1:], ordered[:-1])).as_py():
+    if len(sorted_repeats(ids, order)):
         last = sorted({object_id: i for i, object_id in enumerate(ids.to_pylist())}.values())
         child, positions = child.take(last), positions.take(last)
-        order = pc.sort_indices(child.column("object_id"))
-    return child, positions, order
+        ids = contiguous(child.column("object_id"))
+        order = pc.sort_indices(ids)
+    return child, positions, ids, order
 
 
 # The columns of a row that `ls` shows something of, with each partition column (a copy of
@@ -511,9 +510,12 @@ def _directory_tables(
 
 
 def _rows_held(rows: Any, locations: Any) -> Any:
-    """Whether each row's location is among the listed directories' (hidden ones too)."""
-    found = pc.is_in(rows.column("location").combine_chunks(), value_set=locations)
-    return pc.fill_null(found, False)
+    """Whether each row's location is among the listed directories' (hidden ones too). The
+    answer is combined, not the locations: a copy of a million of them was 40 MiB."""
+    if not len(locations):
+        return pa.repeat(False, rows.num_rows)
+    found = pc.is_in(rows.column("location"), value_set=locations)
+    return pc.fill_null(found, False).combine_chunks()
 
 
 def _less_hidden(held: Any, rows: Any, hidden: Sequence[str]) -> Any:
