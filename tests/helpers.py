@@ -161,9 +161,9 @@ class CatalogReads:
         self.count = 0
         read = ManifestStore.read
 
-        def counted(store):
+        def counted(store, *args, **kwargs):
             self.count += 1
-            return read(store)
+            return read(store, *args, **kwargs)
 
         monkeypatch.setattr(ManifestStore, "read", counted)
 
