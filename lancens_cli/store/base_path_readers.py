@@ -29,7 +29,7 @@ from lancens_cli.models import REFS_DIR, VERSIONS_DIR
 from lancens_cli.parallel import ordered
 from lancens_cli.store.base_paths import base_path_strings, split_manifest_file
 from lancens_cli.store.containment import DirectoryJudge, directory_location_problem
-from lancens_cli.store.inspect import version_from_manifest_name
+from lancens_cli.store.manifest_names import version_from_manifest_name
 from lancens_cli.store.protobuf import ManifestFormatError
 from lancens_cli.store.storage import Storage
 from lancens_cli.store.tables import open_table

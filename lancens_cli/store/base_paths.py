@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lancens_cli.errors import RefusedError
-from lancens_cli.store.inspect import version_from_manifest_name
+from lancens_cli.store.manifest_names import version_from_manifest_name
 from lancens_cli.store.protobuf import (
     ManifestFormatError,
     encode_varint,

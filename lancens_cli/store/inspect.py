@@ -8,7 +8,6 @@ from lancens_cli.store.protobuf import ManifestFormatError, read_varint
 from lancens_cli.store.storage import Storage
 from lancens_cli.words import utc_iso
 
-U64_MAX = 2**64 - 1
 # Lance's table feature flags (spec 003).
 FEATURE_NAMES = {
     1: "deletion_files",
@@ -29,14 +28,6 @@ def manifest_scheme(version_files: list[str]) -> str:
     if not schemes:
         return "none"
     return schemes.pop() if len(schemes) == 1 else "mixed"
-
-
-def version_from_manifest_name(name: str) -> int | None:
-    stem = name[: -len(".manifest")] if name.endswith(".manifest") else ""
-    if not (stem.isascii() and stem.isdigit()):  # as Lance parses it: `²` is no version
-        return None
-    number = int(stem)
-    return U64_MAX - number if len(stem) == 20 and number > 2**63 else number
 
 
 def feature_flags(serialized_manifest: bytes) -> tuple[int, int]:

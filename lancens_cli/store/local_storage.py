@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from lancens_cli.errors import ConfigError
 from lancens_cli.store import listing_cache
 from lancens_cli.store.dir_entry import DirEntry
+from lancens_cli.store.manifest_names import deletion_phases
 
 if TYPE_CHECKING:
     from lancens_cli.store.arrow_text import Names
@@ -148,9 +149,14 @@ class LocalFiles:
     def delete_tree(self, rel: str) -> None:
         path = self.path(rel)
         if os.path.isdir(path) and not os.path.islink(path):
-            # `_versions/` first: a half-deleted table stops being a table at once.
+            # `_versions/` first, its newest manifest last: a half-deleted table stops being a
+            # table at once, and never reads as an older version
             versions = os.path.join(path, "_versions")
             if os.path.isdir(versions) and not os.path.islink(versions):
+                with contextlib.suppress(FileNotFoundError):
+                    names = [f"_versions/{n}" for n in os.listdir(versions)]
+                    for phase in deletion_phases(names):
+                        self.delete_files([f"{rel}/{name}" for name in phase])
                 shutil.rmtree(versions, ignore_errors=False, onerror=_ignore_missing)
             shutil.rmtree(path, ignore_errors=False, onerror=_ignore_missing)
         elif os.path.lexists(path):

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from lancens_cli.errors import StorageUnavailableError, describe_exception, lance_message
 from lancens_cli.store.backoff import THROTTLING_CODES, waits, with_backoff
 from lancens_cli.store.dir_entry import DirEntry
+from lancens_cli.store.manifest_names import deletion_phases
 from lancens_cli.store.storage_options import make_fs
 
 if TYPE_CHECKING:
@@ -270,11 +271,9 @@ class ObjectStoreFiles:
             )
 
     def delete_tree(self, rel: str) -> None:
-        files = [f"{rel}/{name}" for name, _ in self.walk_files(rel)]
-        # Manifests first: removing `_versions/` first makes a half-deleted table stop being
-        # one at once.
-        files.sort(key=lambda f: "/_versions/" not in f)
-        self.delete_files(files)
+        files = [name for name, _ in self.walk_files(rel)]
+        for phase in deletion_phases(files):  # never an older version readable in its place
+            self.delete_files([f"{rel}/{name}" for name in phase])
 
     def copy_file(self, src: str, dst: str) -> None:
         self.remote(self.fs.copy, self.path(src), self.path(dst))

@@ -23,6 +23,7 @@ from lancens_cli.errors import InvalidInputError, NamespaceNotFoundError
 from lancens_cli.store.delete_pace import DeletePace
 from lancens_cli.store.dir_entry import DirEntry
 from lancens_cli.store.local_storage import LocalFiles
+from lancens_cli.store.manifest_names import deletion_phases
 from lancens_cli.store.object_storage import ObjectStoreFiles
 from lancens_cli.store.storage_options import lance_options
 
@@ -248,12 +249,12 @@ class Storage:
         """Remove a directory and everything below it; absent is fine (reruns)."""
         check_relative(rel)
         interrupt.mark_durable()  # no way back: a Ctrl-C from here on lets the command finish
-        if self.delete_pace is not None:  # file by file at the pace, `_versions/` first
+        if self.delete_pace is not None:  # file by file at the pace, manifests first
             link = self.is_local and os.path.islink(self.fs_path(rel))
             # (a symlink is removed, never walked: what it leads to is not ours)
-            walked = [] if link else self.walk_files(rel)
-            files = sorted(walked, key=lambda item: "_versions/" not in item[0])
-            self.delete_files([f"{rel}/{name}" for name, _ in files])
+            files = [] if link else [name for name, _ in self.walk_files(rel)]
+            for phase in deletion_phases(files):  # never an older version readable instead
+                self.delete_files([f"{rel}/{name}" for name in phase])
             if not files:
                 self.delete_pace.take(1)  # a single file or link, or nothing
         self._files.delete_tree(rel)

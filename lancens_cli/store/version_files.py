@@ -15,7 +15,7 @@ from typing import Any
 
 from lancens_cli.errors import StorageUnavailableError
 from lancens_cli.models import VERSIONS_DIR
-from lancens_cli.store.inspect import version_from_manifest_name
+from lancens_cli.store.manifest_names import version_from_manifest_name
 from lancens_cli.store.object_storage import modified_of as _modified
 from lancens_cli.store.storage import Storage
 

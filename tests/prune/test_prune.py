@@ -616,7 +616,7 @@ def test_a_branchs_own_old_versions_expire_and_what_readers_need_stays(local_roo
 
 
 def versions_of(directory) -> list[int]:
-    from lancens_cli.store.inspect import version_from_manifest_name
+    from lancens_cli.store.manifest_names import version_from_manifest_name
 
     found = (version_from_manifest_name(p.name) for p in (directory / "_versions").iterdir())
     return sorted(v for v in found if v is not None)

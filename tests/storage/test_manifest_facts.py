@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from lancens_cli.store.base_paths import base_path_strings, own_data_files, split_manifest_file
-from lancens_cli.store.inspect import version_from_manifest_name
+from lancens_cli.store.manifest_names import version_from_manifest_name
 from lancens_cli.store.protobuf import ManifestFormatError
 
 
