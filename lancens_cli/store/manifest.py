@@ -232,17 +232,13 @@ class ManifestSnapshot:
         self,
         object_id: str,
         recursive: bool = False,
-        columns: Callable[[str], bool] | None = None,
         unless: Callable[[Any], Any] | None = None,
     ) -> Any:
-        """`child_table`, and where its rows lie in the snapshot (int64): only the columns
-        `columns` names, less the rows `unless` marks (a mask of those columns). The rows are
-        filtered once, from the chosen columns: at two million rows, a copy of every column
-        first was 180 MiB held for nothing."""
+        """`child_table`, and where its rows lie in the snapshot (int64), less the rows
+        `unless` marks (a mask of the table): the rows are filtered once (a snapshot read with
+        only some columns, `ManifestStore.read(columns)`, gives only those)."""
         mask = self._child_mask(object_id, recursive)
         table = self.table
-        if columns is not None:
-            table = table.select([name for name in table.column_names if columns(name)])
         if unless is not None:
             mask = pc.and_(mask, pc.invert(unless(table)))
         if not (mask.null_count == 0 and pc.all(mask).as_py() is not False):

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import posixpath
 
+from lancens_cli.models import VERSIONS_DIR
+
 U64_MAX = 2**64 - 1
 
 
@@ -42,4 +44,4 @@ def deletion_phases(files: list[str]) -> list[list[str]]:
 
 
 def _is_versions(directory: str) -> bool:
-    return directory == "_versions" or directory.endswith("/_versions")
+    return posixpath.basename(directory) == VERSIONS_DIR

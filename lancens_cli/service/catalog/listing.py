@@ -257,9 +257,8 @@ def _listed_rows(
     their order by id (a sort of a million ids takes a second: made once, to find repeats,
     and kept)."""
     levels = partitions.level_mask if not all_rows and partitions.spec_namespaces else None
-    child, positions = snapshot.child_table_and_positions(
-        ident.object_id, recursive, columns=_shown_column, unless=levels
-    )
+    # the snapshot holds the shown columns alone (`list_namespace` read it so)
+    child, positions = snapshot.child_table_and_positions(ident.object_id, recursive, levels)
     ids = contiguous(child.column("object_id"))
     order = pc.sort_indices(ids)
     if len(sorted_repeats(ids, order)):
